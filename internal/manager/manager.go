@@ -1,0 +1,110 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/go-logr/logr"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/internal/version"
+)
+
+// LeaderElectionID is the name of the Lease the manager replicas compete for.
+const LeaderElectionID = "steward.steward.dev"
+
+// Builtin returns a registry of the systems compiled into this build.
+//
+// No system is implemented yet, so it is empty: --systems=all then runs a
+// manager with no controllers, and naming a system fails with "not available
+// in this build". Systems are added here as they land, for example
+// systems.NewRegistry(zookeeper.System()).
+func Builtin() *systems.Registry {
+	return systems.NewRegistry()
+}
+
+// New builds a manager from opts and sets up the selected systems on it.
+// It does not start the manager or contact the API server.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	selected, err := opts.registry().Select(opts.Systems)
+	if err != nil {
+		return nil, fmt.Errorf("select systems: %w", err)
+	}
+	log := opts.logger()
+
+	scheme := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+
+	gracefulShutdownTimeout := opts.GracefulShutdownTimeout
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// The process exits as soon as the manager stops, so stepping down
+		// is safe, and it lets the next replica take over at once instead of
+		// waiting for the Lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &gracefulShutdownTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
+
+	if len(selected) == 0 {
+		log.Info("No systems registered", "systems", opts.Systems)
+	}
+	for _, s := range selected {
+		log.Info("Setting up system", "system", s.Name)
+		if err := s.Setup(mgr); err != nil {
+			return nil, fmt.Errorf("set up system %q: %w", s.Name, err)
+		}
+	}
+	return mgr, nil
+}
+
+// Run builds the manager with [New] and runs it until ctx is canceled, then
+// gives the controllers up to opts.GracefulShutdownTimeout to stop.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	log := opts.logger()
+	log.Info("Starting Steward", "version", version.Version, "goVersion", runtime.Version(),
+		"systems", opts.Systems, "leaderElection", opts.LeaderElect)
+
+	mgr, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	log.Info("Manager stopped")
+	return nil
+}
+
+func (o *Options) logger() logr.Logger {
+	if o.Logger.GetSink() != nil {
+		return o.Logger
+	}
+	return ctrl.Log
+}

@@ -1,0 +1,242 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/manager"
+)
+
+const (
+	// settle bounds how long the tests wait for the manager to reach a state.
+	settle = 30 * time.Second
+	// shutdownTimeout is the graceful shutdown timeout of the managers under test.
+	shutdownTimeout = 5 * time.Second
+)
+
+// TestRunAgainstAPIServer runs the manager as the steward binary does, against
+// a real kube-apiserver: it serves its probes and metrics, acquires the leader
+// election Lease, and on cancellation stops within the graceful shutdown
+// timeout and releases the Lease.
+func TestRunAgainstAPIServer(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := createNamespace(t, c)
+
+	opts := integrationOptions(t, ns)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- manager.Run(ctx, cfg, opts) }()
+
+	probes := "http://" + opts.HealthProbeBindAddress
+	for _, url := range []string{probes + "/healthz", probes + "/readyz", "http://" + opts.MetricsBindAddress + "/metrics"} {
+		waitFor(t, "GET "+url+" to answer 200", func(ctx context.Context) (bool, error) {
+			return httpStatus(ctx, url) == http.StatusOK, nil
+		})
+	}
+
+	lease := waitForLeader(t, c, ns, func(holder string) bool { return holder != "" })
+	t.Logf("Lease %s/%s held by %q", ns, lease.Name, *lease.Spec.HolderIdentity)
+
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v after cancellation, want nil", err)
+		}
+		t.Logf("Manager stopped %s after cancellation", time.Since(start).Round(time.Millisecond))
+	case <-time.After(shutdownTimeout + 5*time.Second):
+		t.Fatalf("Run did not return within %s of cancellation (graceful shutdown timeout %s)",
+			shutdownTimeout+5*time.Second, shutdownTimeout)
+	}
+
+	// The manager steps down on a clean stop, so a successor need not wait
+	// for the Lease to expire.
+	waitForLeader(t, c, ns, func(holder string) bool { return holder == "" })
+	if status := httpStatus(t.Context(), probes+"/healthz"); status != 0 {
+		t.Errorf("the probe server still answers %d after shutdown", status)
+	}
+}
+
+// TestLeaderHandover checks that only one of two replicas leads, and that the
+// standby takes over as soon as the leader stops.
+func TestLeaderHandover(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := createNamespace(t, c)
+
+	leaderCtx, stopLeader := context.WithCancel(t.Context())
+	defer stopLeader()
+	leaderDone := make(chan error, 1)
+	go func() { leaderDone <- manager.Run(leaderCtx, cfg, integrationOptions(t, ns)) }()
+	first := *waitForLeader(t, c, ns, func(holder string) bool { return holder != "" }).Spec.HolderIdentity
+
+	standby, err := manager.New(cfg, integrationOptions(t, ns))
+	if err != nil {
+		t.Fatalf("New standby: %v", err)
+	}
+	standbyCtx, stopStandby := context.WithCancel(t.Context())
+	standbyDone := make(chan error, 1)
+	go func() { standbyDone <- standby.Start(standbyCtx) }()
+	defer func() {
+		stopStandby()
+		if err := <-standbyDone; err != nil {
+			t.Errorf("standby stopped with %v", err)
+		}
+	}()
+
+	// Give the standby several retry periods to (wrongly) take the Lease.
+	select {
+	case <-standby.Elected():
+		t.Fatal("the standby was elected while the leader held the Lease")
+	case <-time.After(5 * time.Second):
+	}
+
+	stopLeader()
+	if err := <-leaderDone; err != nil {
+		t.Fatalf("leader stopped with %v", err)
+	}
+	select {
+	case <-standby.Elected():
+	case <-time.After(settle):
+		t.Fatalf("the standby was not elected within %s of the leader stopping", settle)
+	}
+	second := *waitForLeader(t, c, ns, func(holder string) bool { return holder != "" }).Spec.HolderIdentity
+	if second == first {
+		t.Errorf("Lease holder is still %q after the leader stopped", first)
+	}
+}
+
+func integrationOptions(t *testing.T, leaseNamespace string) manager.Options {
+	t.Helper()
+	opts := manager.NewOptions()
+	opts.LeaderElect = true
+	opts.LeaderElectionNamespace = leaseNamespace
+	opts.HealthProbeBindAddress = freeAddress(t)
+	opts.MetricsBindAddress = freeAddress(t)
+	opts.GracefulShutdownTimeout = shutdownTimeout
+	opts.Logger = testLogger(t)
+	return opts
+}
+
+// testLogger logs to t until the test ends. The manager logs from goroutines
+// that can outlive Run by a moment, and t.Log panics once a test has ended.
+func testLogger(t *testing.T) logr.Logger {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		ended bool
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+	})
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{})
+}
+
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("create client: %v", err)
+	}
+	return c
+}
+
+// createNamespace gives the test a namespace of its own for its Lease.
+func createNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "steward-test-"}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// waitForLeader waits until the leader election Lease exists and its holder
+// satisfies ok, and returns it.
+func waitForLeader(t *testing.T, c client.Client, ns string, ok func(holder string) bool) *coordinationv1.Lease {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: ns, Name: manager.LeaderElectionID}
+	var holder string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, lease); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, err
+		}
+		holder = ""
+		if lease.Spec.HolderIdentity != nil {
+			holder = *lease.Spec.HolderIdentity
+		}
+		return ok(holder), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the holder of Lease %s to change (last seen %q): %v", key, holder, err)
+	}
+	return lease
+}
+
+func waitFor(t *testing.T, what string, condition wait.ConditionWithContextFunc) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, condition)
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// httpStatus returns the status code of GET url, or 0 if the request fails.
+func httpStatus(ctx context.Context, url string) int {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return resp.StatusCode
+}
+
+// freeAddress returns a loopback address with a port that was free a moment ago.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("release port %s: %v", addr, err)
+	}
+	return addr
+}

@@ -1,0 +1,111 @@
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/stewardhq/steward/internal/systems"
+)
+
+// Defaults for the flags in [Options].
+const (
+	DefaultMetricsBindAddress      = ":8080"
+	DefaultHealthProbeBindAddress  = ":8081"
+	DefaultGracefulShutdownTimeout = 20 * time.Second
+)
+
+// Options configures the Steward manager. [NewOptions] returns the defaults and
+// [Options.BindFlags] binds the command-line flags to them.
+type Options struct {
+	// Systems is the --systems value: "all" or a comma-separated list of
+	// system names. See [systems.Registry.Select].
+	Systems string
+
+	// LeaderElect enables leader election, so only one replica reconciles.
+	LeaderElect bool
+	// LeaderElectionNamespace is the namespace of the leader election Lease.
+	// Empty means the namespace the pod runs in; it must be set when running
+	// outside a cluster with leader election enabled.
+	LeaderElectionNamespace string
+
+	// MetricsBindAddress is the address of the Prometheus metrics endpoint;
+	// "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is the address serving /healthz and /readyz;
+	// "0" disables it.
+	HealthProbeBindAddress string
+
+	// GracefulShutdownTimeout bounds how long running controllers get to
+	// stop once the manager is asked to stop. It must stay below the pod's
+	// terminationGracePeriodSeconds.
+	GracefulShutdownTimeout time.Duration
+
+	// Zap configures the logger; cmd/steward builds the logger from it.
+	Zap zap.Options
+
+	// The fields below are not bound to flags.
+
+	// Registry holds the systems available to --systems. Nil means the
+	// systems compiled into this build, see [Builtin].
+	Registry *systems.Registry
+	// Logger is the manager's logger. The zero value means the global
+	// controller-runtime logger (ctrl.Log).
+	Logger logr.Logger
+}
+
+// NewOptions returns the default options, as the steward binary runs them
+// when no flag is given.
+func NewOptions() Options {
+	return Options{
+		Systems:                 systems.All,
+		LeaderElect:             true,
+		MetricsBindAddress:      DefaultMetricsBindAddress,
+		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
+		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
+	}
+}
+
+// BindFlags registers the manager's flags, and the zap logging flags, on fs.
+// The current field values are the flags' defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Systems, "systems", o.Systems,
+		fmt.Sprintf("Comma-separated systems to run, or %q for every system in this build. Known systems: %s.",
+			systems.All, strings.Join(systems.Known(), ", ")))
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Enable leader election so that only one replica of the manager reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader election Lease. Defaults to the pod's namespace; required outside a cluster.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		`Address the metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		`Address the /healthz and /readyz probes bind to; "0" disables them.`)
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
+		"How long controllers get to finish on shutdown; keep it below the pod's termination grace period.")
+	o.Zap.BindFlags(fs)
+}
+
+// Validate checks the options without contacting the cluster, so that a bad
+// flag fails fast with a clear message.
+func (o *Options) Validate() error {
+	var errs []error
+	if _, err := o.registry().Select(o.Systems); err != nil {
+		errs = append(errs, fmt.Errorf("--systems: %w", err))
+	}
+	if o.GracefulShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--graceful-shutdown-timeout must not be negative, got %s", o.GracefulShutdownTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) registry() *systems.Registry {
+	if o.Registry != nil {
+		return o.Registry
+	}
+	return Builtin()
+}

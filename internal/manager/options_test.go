@@ -1,0 +1,189 @@
+package manager_test
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/stewardhq/steward/internal/manager"
+	"github.com/stewardhq/steward/internal/systems"
+)
+
+func TestNewOptionsDefaults(t *testing.T) {
+	got := manager.NewOptions()
+	if got.Systems != "all" || !got.LeaderElect || got.LeaderElectionNamespace != "" ||
+		got.MetricsBindAddress != ":8080" || got.HealthProbeBindAddress != ":8081" ||
+		got.GracefulShutdownTimeout != 20*time.Second {
+		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, metrics :8080, probes :8081, 20s shutdown", got)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("default options do not validate: %v", err)
+	}
+}
+
+func TestBindFlags(t *testing.T) {
+	opts := manager.NewOptions()
+	fs := flag.NewFlagSet("steward", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts.BindFlags(fs)
+
+	err := fs.Parse([]string{
+		"--systems=zookeeper,gpss",
+		"--leader-elect=false",
+		"--leader-election-namespace=ops",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:9440",
+		"--graceful-shutdown-timeout=1m",
+		"--zap-log-level=debug",
+	})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := manager.Options{
+		Systems:                 "zookeeper,gpss",
+		LeaderElectionNamespace: "ops",
+		MetricsBindAddress:      "0",
+		HealthProbeBindAddress:  "127.0.0.1:9440",
+		GracefulShutdownTimeout: time.Minute,
+	}
+	if opts.Systems != want.Systems || opts.LeaderElect || opts.LeaderElectionNamespace != want.LeaderElectionNamespace ||
+		opts.MetricsBindAddress != want.MetricsBindAddress || opts.HealthProbeBindAddress != want.HealthProbeBindAddress ||
+		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout {
+		t.Errorf("parsed options = %+v, want %+v with leader election off", opts, want)
+	}
+	if opts.Zap.Level == nil {
+		t.Error("--zap-log-level was not bound to the zap options")
+	}
+	if usage := fs.Lookup("systems").Usage; !strings.Contains(usage, "gpss, matrixone, oceanbase, zookeeper") {
+		t.Errorf("--systems usage %q does not list the known systems", usage)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	withZooKeeper := systems.NewRegistry(systems.System{Name: systems.ZooKeeper, Setup: func(ctrl.Manager) error { return nil }})
+	tests := []struct {
+		name     string
+		modify   func(*manager.Options)
+		wantErrs []string
+	}{
+		{name: "defaults", modify: func(*manager.Options) {}},
+		{
+			name:     "system not in this build",
+			modify:   func(o *manager.Options) { o.Systems = "zookeeper" },
+			wantErrs: []string{`--systems: system "zookeeper" is not available in this build (available: none)`},
+		},
+		{
+			name:     "unknown system",
+			modify:   func(o *manager.Options) { o.Systems = "foo" },
+			wantErrs: []string{`--systems: unknown system "foo" (known: gpss, matrixone, oceanbase, zookeeper)`},
+		},
+		{
+			name:   "registered system",
+			modify: func(o *manager.Options) { o.Systems, o.Registry = "zookeeper", withZooKeeper },
+		},
+		{
+			name:     "negative shutdown timeout",
+			modify:   func(o *manager.Options) { o.GracefulShutdownTimeout = -time.Second },
+			wantErrs: []string{"--graceful-shutdown-timeout must not be negative"},
+		},
+		{
+			name: "every problem is reported",
+			modify: func(o *manager.Options) {
+				o.Systems, o.GracefulShutdownTimeout = "foo", -time.Second
+			},
+			wantErrs: []string{`unknown system "foo"`, "--graceful-shutdown-timeout"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := manager.NewOptions()
+			tt.modify(&opts)
+			err := opts.Validate()
+			if len(tt.wantErrs) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors %q", tt.wantErrs)
+			}
+			for _, want := range tt.wantErrs {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// offlineOptions returns options for building a manager without an API
+// server: ctrl.NewManager does not contact the server until it starts.
+func offlineOptions(t *testing.T) (*rest.Config, manager.Options) {
+	t.Helper()
+	opts := manager.NewOptions()
+	opts.LeaderElect = false
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	return &rest.Config{Host: "https://127.0.0.1:1"}, opts
+}
+
+func TestNewSetsUpSelectedSystems(t *testing.T) {
+	cfg, opts := offlineOptions(t)
+	var got []ctrl.Manager
+	opts.Registry = systems.NewRegistry(
+		systems.System{Name: systems.ZooKeeper, Setup: func(mgr ctrl.Manager) error { got = append(got, mgr); return nil }},
+		systems.System{Name: systems.GPSS, Setup: func(ctrl.Manager) error { t.Error("gpss was set up but not selected"); return nil }},
+	)
+	opts.Systems = systems.ZooKeeper
+
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if len(got) != 1 || got[0] != mgr {
+		t.Fatalf("zookeeper Setup called with %v, want exactly once with the new manager", got)
+	}
+}
+
+func TestNewWrapsSetupErrors(t *testing.T) {
+	cfg, opts := offlineOptions(t)
+	errBoom := errors.New("boom")
+	opts.Registry = systems.NewRegistry(systems.System{Name: systems.MatrixOne, Setup: func(ctrl.Manager) error { return errBoom }})
+
+	_, err := manager.New(cfg, opts)
+	if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), `set up system "matrixone"`) {
+		t.Fatalf("New() error = %v, want it to wrap the Setup error and name the system", err)
+	}
+}
+
+func TestNewRejectsInvalidOptions(t *testing.T) {
+	cfg, opts := offlineOptions(t)
+	opts.Systems = "oceanbase"
+	if _, err := manager.New(cfg, opts); err == nil || !strings.Contains(err.Error(), "not available in this build") {
+		t.Fatalf("New() error = %v, want the --systems error", err)
+	}
+}
+
+func TestNewLogsWhenNoSystemIsRegistered(t *testing.T) {
+	cfg, opts := offlineOptions(t)
+	var logged []string
+	opts.Logger = funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
+
+	if _, err := manager.New(cfg, opts); err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for _, line := range logged {
+		if strings.Contains(line, `"msg"="No systems registered"`) {
+			return
+		}
+	}
+	t.Errorf("New did not log %q; logged %q", "No systems registered", logged)
+}

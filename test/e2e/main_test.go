@@ -1,0 +1,158 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// env is what every test of the suite shares.
+var env struct {
+	root      string // repository root
+	binDir    string // localkube's binaries
+	client    kubernetes.Interface
+	smokeTag  string
+	operator  string // the operator's image archive
+	zookeeper string // the ZooKeeper image archive
+}
+
+const smokeImage = "localhost/steward-smoke:e2e"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return fatal(err)
+	}
+	env.root = root
+	env.binDir = getenv("LOCALKUBE_BIN_DIR", filepath.Join(root, ".cache", "localkube", "bin"))
+	env.operator = getenv("STEWARD_IMAGE_ARCHIVE", filepath.Join(root, "_output", "images", "steward.tar"))
+	env.zookeeper = getenv("ZOOKEEPER_IMAGE_ARCHIVE", filepath.Join(root, "_output", "images", "zookeeper.tar"))
+	reuse := os.Getenv("E2E_REUSE_CLUSTER") == "1"
+
+	if !reuse {
+		if out, err := localkube("up", "--simulated-nodes", "2"); err != nil {
+			fmt.Fprintln(os.Stderr, out)
+			_, _ = localkube("down")
+			return fatal(fmt.Errorf("localkube up: %w", err))
+		}
+	}
+	code := func() int {
+		if err := setup(); err != nil {
+			return fatal(err)
+		}
+		return m.Run()
+	}()
+	if reuse {
+		return code
+	}
+	// Bringing the cluster down is part of the suite: it must leave
+	// nothing behind.
+	if out, err := localkube("down"); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: localkube down: %v\n%s\n", err, out)
+		return 1
+	}
+	if out, err := localkube("leftovers"); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: localkube down left things behind:\n%s\n", out)
+		return 1
+	}
+	fmt.Println("localkube down left no process, mount, network namespace or cgroup behind")
+	return code
+}
+
+// setup connects to the cluster and builds and loads the smoke image.
+func setup() error {
+	kubeconfig := getenv("KUBECONFIG", "/var/lib/localkube/kubeconfig")
+	os.Setenv("KUBECONFIG", kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	if env.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "steward-e2e-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "smoke")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./smoke")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build smoke: %w: %s", err, out)
+	}
+	archive := filepath.Join(tmp, "smoke.tar")
+	if out, err := command(filepath.Join(env.binDir, "mkimage"), "--tag", smokeImage,
+		"--file", bin+":/smoke:0755", "--entrypoint", "/smoke", "--cmd", "serve",
+		"--user", "65532:65532", "--output", archive); err != nil {
+		return fmt.Errorf("mkimage: %w: %s", err, out)
+	}
+	if out, err := localkube("load-image", archive); err != nil {
+		return fmt.Errorf("load smoke image: %w: %s", err, out)
+	}
+	return nil
+}
+
+func localkube(args ...string) (string, error) {
+	return command(filepath.Join(env.binDir, "localkube"), args...)
+}
+
+func kubectl(args ...string) (string, error) {
+	return command(filepath.Join(env.binDir, "kubectl"), args...)
+}
+
+func command(name string, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%s %s: %w", filepath.Base(name), strings.Join(args, " "), err)
+	}
+	return out.String(), err
+}
+
+// eventually calls check until it succeeds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var err error
+	for {
+		if err = check(ctx); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func getenv(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func fatal(err error) int {
+	fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+	return 1
+}

@@ -1,0 +1,251 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// TestSmoke runs a 3-replica StatefulSet of the smoke image with a volume
+// per pod on the real node, then checks from inside the pods what a
+// workload relies on: DNS, Services, logs, exec, volumes, and that nothing
+// can leave the cluster's network namespace.
+func TestSmoke(t *testing.T) {
+	ns := newNamespace(t, "smoke")
+	labels := map[string]string{"app": "web"}
+	createSmokeWorkload(t, ns, labels)
+
+	ctx := context.Background()
+	eventually(t, 4*time.Minute, "StatefulSet web has 3 ready replicas", func(ctx context.Context) error {
+		sts, err := env.client.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if sts.Status.ReadyReplicas != 3 {
+			return fmt.Errorf("%d ready", sts.Status.ReadyReplicas)
+		}
+		return nil
+	})
+
+	t.Run("pods run on the real node with bound volumes", func(t *testing.T) {
+		for i := range 3 {
+			pod, err := env.client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("web-%d", i), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod.Spec.NodeName != "localkube-node" {
+				t.Errorf("pod %s ran on %s, want the real node", pod.Name, pod.Spec.NodeName)
+			}
+			pvc, err := env.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("data-web-%d", i), metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pvc.Status.Phase != corev1.ClaimBound {
+				t.Errorf("claim %s is %s, want Bound", pvc.Name, pvc.Status.Phase)
+			}
+		}
+	})
+
+	t.Run("exec reaches the container and its volume", func(t *testing.T) {
+		out, err := kubectl("exec", "-n", ns, "web-1", "--", "/smoke", "get", "http://localhost:8080/")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if want := "host=web-1 volume=web-1"; !strings.Contains(out, want) {
+			t.Errorf("exec output %q lacks %q", out, want)
+		}
+	})
+
+	t.Run("logs show the container's output", func(t *testing.T) {
+		out, err := kubectl("logs", "-n", ns, "web-0")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !strings.Contains(out, "Serving on :8080 as web-0") {
+			t.Errorf("logs %q lack the server's start line", out)
+		}
+	})
+
+	t.Run("a pod resolves a Service by DNS and reaches it through its ClusterIP", func(t *testing.T) {
+		svc, err := env.client.CoreV1().Services(ns).Get(ctx, "web-client", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("web-client.%s.svc.cluster.local", ns)
+		out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "lookup", name)
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if strings.TrimSpace(out) != svc.Spec.ClusterIP {
+			t.Fatalf("%s resolved to %q, want ClusterIP %s", name, out, svc.Spec.ClusterIP)
+		}
+		// Several requests, so that kube-proxy's balancing also takes the
+		// path back to the calling pod itself (hairpin).
+		seen := map[string]bool{}
+		for range 12 {
+			out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			seen[strings.Fields(out)[0]] = true
+		}
+		if len(seen) < 2 {
+			t.Errorf("12 requests through the ClusterIP all reached %v; expected balancing over 3 pods", seen)
+		}
+		// A pod's DNS name in the headless Service resolves too.
+		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-2.web:8080/"); err != nil || !strings.Contains(out, "host=web-2") {
+			t.Errorf("headless pod name: %v: %s", err, out)
+		}
+	})
+
+	t.Run("nothing leaves the cluster's network namespace", func(t *testing.T) {
+		before := egressDrops(t)
+		// 192.0.2.1 is TEST-NET-1 (RFC 5737): an outside address nobody
+		// owns. The packet must die inside the namespace, counted by
+		// localkube's egress chain.
+		out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "dial", "--timeout", "3s", "192.0.2.1:80")
+		if err == nil {
+			t.Fatalf("a pod connected to an outside address: %s", out)
+		}
+		if after := egressDrops(t); after <= before {
+			t.Fatalf("egress drop counter %d -> %d: the packet was not dropped locally", before, after)
+		}
+		// Names outside the cluster are not resolved: pods never get the
+		// host's resolver and CoreDNS forwards nowhere.
+		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "lookup", "--timeout", "3s", "example.com"); err == nil {
+			t.Fatalf("an outside name resolved: %s", out)
+		}
+	})
+
+	t.Run("a restarted pod finds its volume", func(t *testing.T) {
+		if err := env.client.CoreV1().Pods(ns).Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "web-2 serves again with its old volume", func(context.Context) error {
+			out, err := kubectl("exec", "-n", ns, "web-2", "--", "/smoke", "get", "http://localhost:8080/")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			if !strings.Contains(out, "volume=web-2") {
+				return fmt.Errorf("unexpected answer %q", out)
+			}
+			return nil
+		})
+	})
+}
+
+// TestSimulatedNodes schedules a pod onto a kwok node: it becomes Running
+// without running, which is what scale tests of later issues use.
+func TestSimulatedNodes(t *testing.T) {
+	ns := newNamespace(t, "kwok")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "simulated"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"type": "kwok"},
+			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers:   []corev1.Container{{Name: "c", Image: "localhost/does-not-exist:1"}},
+		},
+	}
+	if _, err := env.client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the simulated pod is Running", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(ns).Get(ctx, "simulated", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Spec.NodeName, "kwok-node-") {
+			return fmt.Errorf("phase %s on %q", p.Status.Phase, p.Spec.NodeName)
+		}
+		return nil
+	})
+}
+
+func createSmokeWorkload(t *testing.T, ns string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	port := []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}}
+	for _, svc := range []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: port}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-client"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
+	} {
+		if _, err := env.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](3),
+			ServiceName:         "web",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](2),
+					Containers: []corev1.Container{{
+						Name:            "web",
+						Image:           smokeImage,
+						ImagePullPolicy: corev1.PullNever,
+						Ports:           []corev1.ContainerPort{{ContainerPort: 8080}},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+							PeriodSeconds: 2,
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+					}},
+				},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+				},
+			}},
+		},
+	}
+	if _, err := env.client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func egressDrops(t *testing.T) int {
+	t.Helper()
+	out, err := localkube("egress-drops")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := env.client.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-" + prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}

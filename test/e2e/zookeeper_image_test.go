@@ -1,0 +1,111 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestZooKeeperImage runs the ZooKeeper image as a real pod by its contract
+// (zoo.cfg from a ConfigMap in /conf, data in /data) and asks its
+// AdminServer for stat from another pod, as the operator will.
+func TestZooKeeperImage(t *testing.T) {
+	if out, err := localkube("load-image", env.zookeeper); err != nil {
+		t.Fatalf("load ZooKeeper image (run `make images`): %v: %s", err, out)
+	}
+	ns := newNamespace(t, "zk")
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "zk"},
+		Data: map[string]string{"zoo.cfg": "dataDir=/data\nclientPort=2181\ntickTime=2000\n" +
+			"admin.enableServer=true\nadmin.serverPort=8080\n"},
+	}
+	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "zk-0"},
+		Spec: corev1.PodSpec{
+			SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), FSGroup: ptr.To[int64](101)},
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers: []corev1.Container{{
+				Name:            "zookeeper",
+				Image:           zookeeperImage(t),
+				ImagePullPolicy: corev1.PullNever,
+				Env:             []corev1.EnvVar{{Name: "ZK_HEAP", Value: "256m"}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "conf", MountPath: "/conf"},
+					{Name: "data", MountPath: "/data"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "zk"}}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "smoke", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	eventually(t, 3*time.Minute, "the AdminServer answers stat", func(ctx context.Context) error {
+		zk, err := env.client.CoreV1().Pods(ns).Get(ctx, "zk-0", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if zk.Status.PodIP == "" {
+			return fmt.Errorf("zk-0 has no IP yet (phase %s)", zk.Status.Phase)
+		}
+		out, err := kubectl("exec", "-n", ns, "client", "--", "/smoke", "get", fmt.Sprintf("http://%s:8080/commands/stat", zk.Status.PodIP))
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		var stat struct {
+			ServerStats struct {
+				ServerState string `json:"server_state"`
+			} `json:"server_stats"`
+		}
+		if err := json.Unmarshal([]byte(out), &stat); err != nil {
+			return fmt.Errorf("decode %q: %w", out, err)
+		}
+		state = stat.ServerStats.ServerState
+		return nil
+	})
+	if state != "standalone" {
+		t.Fatalf("server_state %q, want standalone", state)
+	}
+}
+
+// zookeeperImage reads the image's tag from its archive's manifest.
+func zookeeperImage(t *testing.T) string {
+	t.Helper()
+	out, err := command("tar", "-xOf", env.zookeeper, "manifest.json")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var manifest []struct{ RepoTags []string }
+	if err := json.Unmarshal([]byte(out), &manifest); err != nil || len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
+		t.Fatalf("manifest.json of %s: %v", env.zookeeper, err)
+	}
+	return manifest[0].RepoTags[0]
+}
