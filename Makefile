@@ -35,7 +35,8 @@ LDFLAGS := -s -w -X $(MODULE)/internal/version.Version=$(VERSION)
 
 # Files that make generate and make manifests own; make verify fails when
 # regenerating them changes anything.
-GENERATED_PATHS := 'api/*zz_generated*.go' config/crd config/rbac/role.yaml
+GENERATED_PATHS := 'api/*zz_generated*.go' config/crd config/rbac/role.yaml \
+	'internal/framework/*zz_generated*.go' internal/framework/internal/testapi/crd
 
 ##@ General
 
@@ -48,14 +49,20 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods for the API types in api/.
+generate: controller-gen ## Generate DeepCopy methods for the API types in api/ and internal/framework/.
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) object paths=./internal/framework/...
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and the manager ClusterRole into config/.
-	$(CONTROLLER_GEN) rbac:roleName=steward-manager crd paths=./... \
-		output:crd:artifacts:config=config/crd/bases \
+manifests: controller-gen ## Generate CRDs and the manager ClusterRole into config/, and the framework's test CRDs.
+	$(CONTROLLER_GEN) rbac:roleName=steward-manager paths=./... \
 		output:rbac:artifacts:config=config/rbac
+	@# CRDs come from api/ only: the framework's test-only kinds must not
+	@# land in config/crd. They are generated next to their types instead.
+	$(CONTROLLER_GEN) crd paths=./api/... \
+		output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./internal/framework/internal/testapi/... \
+		output:crd:artifacts:config=internal/framework/internal/testapi/crd
 
 .PHONY: fmt
 fmt: ## Format the Go code.

@@ -129,21 +129,44 @@ func TestSmoke(t *testing.T) {
 		}
 	})
 
-	t.Run("a restarted pod finds its volume", func(t *testing.T) {
+	t.Run("a re-created pod finds its volume", func(t *testing.T) {
+		old, err := env.client.CoreV1().Pods(ns).Get(ctx, "web-2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := env.client.CoreV1().Pods(ns).Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*time.Minute, "web-2 serves again with its old volume", func(context.Context) error {
-			out, err := kubectl("exec", "-n", ns, "web-2", "--", "/smoke", "get", "http://localhost:8080/")
+		eventually(t, 2*time.Minute, "a new web-2 is Ready", func(ctx context.Context) error {
+			pod, err := env.client.CoreV1().Pods(ns).Get(ctx, "web-2", metav1.GetOptions{})
 			if err != nil {
-				return fmt.Errorf("%w: %s", err, out)
+				return err
 			}
-			if !strings.Contains(out, "volume=web-2") {
-				return fmt.Errorf("unexpected answer %q", out)
+			if pod.UID == old.UID {
+				return fmt.Errorf("the old pod %s is still there", old.UID)
+			}
+			if !podReady(pod) {
+				return fmt.Errorf("pod %s is not Ready", pod.UID)
 			}
 			return nil
 		})
+		out, err := kubectl("exec", "-n", ns, "web-2", "--", "/smoke", "get", "http://localhost:8080/")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !strings.Contains(out, "volume=web-2") {
+			t.Fatalf("the new pod answered %q; its volume lost what the first one wrote", out)
+		}
 	})
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // TestSimulatedNodes schedules a pod onto a kwok node: it becomes Running

@@ -80,15 +80,24 @@ func TestZooKeeperImage(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, out)
 		}
+		// While the server starts, the AdminServer answers 200 with an
+		// error ("not currently serving requests") and no server_stats.
 		var stat struct {
 			ServerStats struct {
 				ServerState string `json:"server_state"`
 			} `json:"server_stats"`
+			Error *string `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(out), &stat); err != nil {
 			return fmt.Errorf("decode %q: %w", out, err)
 		}
+		if stat.Error != nil {
+			return fmt.Errorf("stat answered an error: %s", *stat.Error)
+		}
 		state = stat.ServerStats.ServerState
+		if state == "" {
+			return fmt.Errorf("no server_state in %q", out)
+		}
 		return nil
 	})
 	if state != "standalone" {

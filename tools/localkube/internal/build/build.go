@@ -3,6 +3,7 @@ package build
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,7 +19,8 @@ import (
 // Pinned versions of what is built from other modules. The Kubernetes
 // components' version is the k8s.io/kubernetes requirement in go.mod.
 const (
-	KwokModule    = "sigs.k8s.io/kwok/cmd/kwok@v0.8.0"
+	KwokModule    = "sigs.k8s.io/kwok"
+	KwokVersion   = "v0.8.0"
 	CoreDNSModule = "github.com/coredns/coredns@v1.14.7"
 	RuncModule    = "github.com/opencontainers/runc@v1.5.2"
 )
@@ -48,7 +50,8 @@ func (b Builder) All() error {
 		{"Debian packages", b.packages},
 		{"Kubernetes components and etcd", b.components},
 		{"localkube tools", b.tools},
-		{"kwok", func() error { return b.goInstall("kwok", KwokModule, nil) }},
+		{"kwok", func() error { return b.goInstall("kwok", KwokModule+"/cmd/kwok@"+KwokVersion, nil) }},
+		{"kwok stages", b.kwokStages},
 		{"CoreDNS", func() error { return b.goInstall("coredns", CoreDNSModule, nil) }},
 		{"runc", func() error {
 			return b.goInstall("runc", RuncModule, []string{"CGO_ENABLED=1"}, "-tags", "seccomp")
@@ -145,6 +148,38 @@ func (b Builder) goInstall(name, module string, env []string, flags ...string) e
 	return b.stamped(name, name, key, func() error {
 		args := append(append([]string{"install", "-trimpath"}, flags...), module)
 		return b.run(append(env, "GOBIN="+b.BinDir), os.TempDir(), "go", args...)
+	})
+}
+
+// kwokStages collects kwok's own stage definitions (simulated nodes become
+// Ready and renew their Leases; simulated pods become Ready, complete and
+// go away) from its module at the pinned version into one configuration
+// file, since the kwok binary ships none by default.
+func (b Builder) kwokStages() error {
+	module := KwokModule + "@" + KwokVersion
+	return b.stamped("kwok-stages", "kwok-stages.yaml", module, func() error {
+		cmd := exec.Command("go", "mod", "download", "-json", module)
+		cmd.Dir = os.TempDir()
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("locate %s: %w", module, err)
+		}
+		var info struct{ Dir string }
+		if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
+			return fmt.Errorf("locate %s: no module directory (%v)", module, err)
+		}
+		var docs []string
+		for _, f := range []string{
+			"node/fast/node-initialize.yaml", "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+			"pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml",
+		} {
+			data, err := os.ReadFile(filepath.Join(info.Dir, "kustomize", "stage", f))
+			if err != nil {
+				return err
+			}
+			docs = append(docs, strings.TrimSpace(string(data)))
+		}
+		return os.WriteFile(filepath.Join(b.BinDir, "kwok-stages.yaml"), []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644)
 	})
 }
 

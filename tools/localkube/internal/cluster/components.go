@@ -92,6 +92,7 @@ func (c Config) components() []component {
 			return []string{c.Bin("kwok"), "--kubeconfig=" + kubeconfig("kwok"),
 				"--manage-all-nodes=false",
 				"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+				"--config=" + c.Bin("kwok-stages.yaml"), "--node-lease-duration-seconds=40",
 				"--cidr=" + KwokPodCIDR, "--node-ip=" + NodeIP,
 				"--server-address=127.0.0.1:10247"}
 		}})

@@ -94,7 +94,7 @@ func (c Config) removeState() error {
 
 // requiredBinaries are the files `up` needs from `localkube build`.
 var requiredBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"kubelet", "kube-proxy", "kubectl", "runc", "runc-wrapper", "coredns", "kwok", "localkube", "pause.tar"}
+	"kubelet", "kube-proxy", "kubectl", "runc", "runc-wrapper", "coredns", "kwok", "kwok-stages.yaml", "localkube", "pause.tar"}
 
 func (c Config) checkBinaries() error {
 	for _, name := range requiredBinaries {

@@ -1,0 +1,146 @@
+package framework
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"unicode"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Actor is a controller's business logic. The framework calls it once per
+// pass with a Context holding the defaulted object.
+type Actor[T Object] interface {
+	// Observe compares desired and observed state and returns the next
+	// action, or nil when the object is in sync. It may apply declarative
+	// children (Context.Apply writes only when something changed) but leaves
+	// anything imperative to the action it returns.
+	Observe(ctx *Context[T]) (Action[T], error)
+	// Finalize cleans up external state of a deleting object; it is called
+	// until it reports done, then the finalizer is removed.
+	Finalize(ctx *Context[T]) (done bool, err error)
+}
+
+// Action is one step towards the desired state. The framework runs at most
+// one per pass, sets Synced=False with the action's name as reason, and
+// requeues soon. Its name is the function's name (return method values or
+// named functions, e.g. "return a.scaleOut, nil" is named "ScaleOut"), or
+// the name given with Named.
+type Action[T Object] func(ctx *Context[T]) error
+
+// Named returns fn as an action called name, for closures whose function
+// name says nothing.
+func Named[T Object](name string, fn Action[T]) Action[T] {
+	return func(ctx *Context[T]) error {
+		ctx.actionName = name
+		return fn(ctx)
+	}
+}
+
+// Defaulter is implemented by actors whose kind has defaults. Default is the
+// same function the defaulting webhook calls; the framework applies it in
+// memory at the start of every pass, so the controller is safe without
+// webhooks. Defaults are never written back to the spec.
+type Defaulter[T Object] interface {
+	Default(obj T)
+}
+
+// Validator is implemented by actors that check the (defaulted) spec before
+// anything else. An error marks the spec invalid (see InvalidSpec).
+type Validator[T Object] interface {
+	Validate(obj T) error
+}
+
+// DependencyDeclarer is implemented by actors whose objects wait for other
+// objects. The framework gets every declared dependency and calls Observe
+// only once all are ready; meanwhile DependenciesReady is False and names
+// what the object waits for.
+type DependencyDeclarer[T Object] interface {
+	Dependencies(ctx *Context[T]) ([]Dependency, error)
+}
+
+// Dependency is an object another one waits for.
+type Dependency struct {
+	// Object is an empty object of the dependency's type with its name (and
+	// namespace; the dependent's when empty) set. The framework gets it into
+	// this object and hands it to the actor through Context.Dependencies.
+	Object client.Object
+	// Ready reports whether the dependency is ready, with a reason shown in
+	// DependenciesReady's message when it is not. Nil means IsReady.
+	Ready func(obj client.Object) (ready bool, why string)
+}
+
+// IsReady is the default readiness of a dependency: a framework Object is
+// ready when its Ready condition is True for its current generation; any
+// other object is ready once it exists.
+func IsReady(obj client.Object) (bool, string) {
+	o, ok := obj.(Object)
+	if !ok {
+		return true, ""
+	}
+	if *o.ObservedGeneration() != o.GetGeneration() {
+		return false, "not observed yet"
+	}
+	for _, c := range *o.Conditions() {
+		if c.Type == ConditionReady {
+			if c.Status == "True" {
+				return true, ""
+			}
+			return false, fmt.Sprintf("not ready (%s)", c.Reason)
+		}
+	}
+	return false, "not ready"
+}
+
+var (
+	anonymousFunc = regexp.MustCompile(`^(func|gowrap|deferwrap)?\d+(-range\d+)*$`)
+	typeArguments = regexp.MustCompile(`\[[^\]]*\]`)
+)
+
+// actionName derives the name of fn from its symbol: the method or function
+// name with its first letter upper-cased; "Action" for anonymous closures.
+func actionName(fn any) string {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "Action"
+	}
+	name := strings.TrimSuffix(f.Name(), "-fm")
+	name = typeArguments.ReplaceAllString(name, "")
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
+	}
+	if name == "" || anonymousFunc.MatchString(name) {
+		return "Action"
+	}
+	return reasonFrom(name)
+}
+
+// reasonFrom turns s into a valid condition reason in CamelCase: letters and
+// digits are kept, other runes split words, and the result starts with a
+// letter ("scale-out" is "ScaleOut"). It returns "Unknown" when nothing is
+// left.
+func reasonFrom(s string) string {
+	var b strings.Builder
+	upper := true
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) || r > unicode.MaxASCII {
+			upper = true
+			continue
+		}
+		if b.Len() == 0 && !unicode.IsLetter(r) {
+			continue
+		}
+		if upper {
+			r = unicode.ToUpper(r)
+			upper = false
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "Unknown"
+	}
+	return b.String()
+}

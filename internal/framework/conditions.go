@@ -1,0 +1,109 @@
+package framework
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types the framework maintains on every object.
+const (
+	// ConditionReady reports whether the object serves its purpose. The
+	// framework sets it False while the spec is invalid, dependencies are not
+	// ready or the object is deleting, and True after an in-sync pass unless
+	// the actor set it itself during the pass (Context.SetReady).
+	ConditionReady = "Ready"
+	// ConditionSynced reports whether the last pass found nothing to do.
+	// When an action ran, its reason is the action's name.
+	ConditionSynced = "Synced"
+	// ConditionPaused reports whether reconciliation is paused.
+	ConditionPaused = "Paused"
+	// ConditionDependenciesReady reports whether the declared dependencies
+	// are ready; its message names what the object waits for.
+	ConditionDependenciesReady = "DependenciesReady"
+	// ConditionOperationFailed is True while status.operation is Failed and
+	// waits for a rescue annotation.
+	ConditionOperationFailed = "OperationFailed"
+)
+
+// Condition reasons the framework uses.
+const (
+	ReasonReconciled             = "Reconciled"
+	ReasonReconciling            = "Reconciling"
+	ReasonInSync                 = "InSync"
+	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonTerminalError          = "TerminalError"
+	ReasonReconcileError         = "ReconcileError"
+	ReasonDeleting               = "Deleting"
+	ReasonPaused                 = "Paused"
+	ReasonNotPaused              = "NotPaused"
+	ReasonDependenciesReady      = "DependenciesReady"
+	ReasonWaitingForDependencies = "WaitingForDependencies"
+	ReasonDependencyError        = "DependencyError"
+	ReasonOperationRunning       = "OperationRunning"
+	ReasonOperationFailed        = "OperationFailed"
+	ReasonOperationSucceeded     = "OperationSucceeded"
+	ReasonOperationAborted       = "OperationAborted"
+	ReasonOperationRescued       = "OperationRescued"
+)
+
+// SetCondition sets condition t on conds with the given status, reason and
+// message at generation gen. Like meta.SetStatusCondition it keeps
+// LastTransitionTime unless the status changes, so setting an unchanged
+// condition leaves conds deeply equal. It reports whether anything changed.
+func SetCondition(conds *[]metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, gen int64) bool {
+	return meta.SetStatusCondition(conds, metav1.Condition{
+		Type:               t,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: gen,
+	})
+}
+
+// IsConditionTrue reports whether condition t is present and True.
+func IsConditionTrue(conds []metav1.Condition, t string) bool {
+	return meta.IsStatusConditionTrue(conds, t)
+}
+
+// Transition is a condition whose status changed (or that appeared) during a
+// pass.
+type Transition struct {
+	// Old is the condition before the pass; nil when it was absent.
+	Old *metav1.Condition
+	// New is the condition after the pass.
+	New metav1.Condition
+}
+
+// Transitions returns the conditions of after that appeared or changed
+// status relative to before, in the order of after.
+func Transitions(before, after []metav1.Condition) []Transition {
+	var out []Transition
+	for _, c := range after {
+		old := meta.FindStatusCondition(before, c.Type)
+		if old == nil || old.Status != c.Status {
+			out = append(out, Transition{Old: old, New: c})
+		}
+	}
+	return out
+}
+
+// warningReasons are the reasons reported as Warning events.
+var warningReasons = map[string]bool{
+	ReasonInvalidSpec:     true,
+	ReasonTerminalError:   true,
+	ReasonReconcileError:  true,
+	ReasonDependencyError: true,
+	ReasonOperationFailed: true,
+}
+
+// eventWorthy reports whether a transition deserves an Event: every status
+// change does, and so does a new condition unless it only says that nothing
+// is going on (a fresh Paused=False or OperationFailed=False).
+func eventWorthy(t Transition) bool {
+	if t.Old != nil {
+		return true
+	}
+	quiet := (t.New.Type == ConditionPaused || t.New.Type == ConditionOperationFailed) &&
+		t.New.Status == metav1.ConditionFalse
+	return !quiet
+}

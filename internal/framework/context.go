@@ -1,0 +1,115 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/framework/flow"
+)
+
+// Context is what an actor, its actions and its flow steps work with during
+// one pass. It is a context.Context (canceled when the manager stops), so it
+// can be passed to the client directly.
+type Context[T Object] struct {
+	context.Context
+
+	// Obj is the object being reconciled, with defaults applied in memory.
+	// Set its status freely: the framework writes status once at the end of
+	// the pass, only if it changed. Do not update the object itself.
+	Obj T
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Reader reads from the API server directly, bypassing the cache.
+	Reader client.Reader
+	// Scheme is the manager's scheme.
+	Scheme *runtime.Scheme
+	// Recorder records Events; prefer Context.Event.
+	Recorder events.EventRecorder
+	// Log is the pass's logger, with the object's key.
+	Log logr.Logger
+	// Dependencies are the declared dependencies, all ready, in the order the
+	// actor declared them.
+	Dependencies []client.Object
+
+	r          *Reconciler[T]
+	actionName string
+	readySet   bool
+	// applied records the children applied in this pass, for DeleteOrphans.
+	applied map[childKey]bool
+	// configs records the config ConfigMaps ensured in this pass, which
+	// CollectConfigMaps never deletes.
+	configs map[string]bool
+}
+
+// childKey identifies a child by kind and name within the owner's namespace.
+type childKey struct {
+	gk   schema.GroupKind
+	name string
+}
+
+// Event records an Event on the object.
+func (c *Context[T]) Event(eventType, reason, format string, args ...any) {
+	c.Recorder.Eventf(c.Obj, nil, eventType, reason, "Reconcile", format, args...)
+}
+
+// SetCondition sets a condition on the object at its current generation.
+// Setting ConditionReady this way stops the framework from setting Ready on
+// its own in this pass.
+func (c *Context[T]) SetCondition(t string, status metav1.ConditionStatus, reason, message string) {
+	if t == ConditionReady {
+		c.readySet = true
+	}
+	SetCondition(c.Obj.Conditions(), t, status, reason, message, c.Obj.GetGeneration())
+}
+
+// SetReady sets the Ready condition: True with reason Reconciled when ready,
+// False with the given reason and message otherwise.
+func (c *Context[T]) SetReady(ready bool, reason, message string) {
+	if ready {
+		c.SetCondition(ConditionReady, metav1.ConditionTrue, ReasonReconciled, message)
+		return
+	}
+	c.SetCondition(ConditionReady, metav1.ConditionFalse, reason, message)
+}
+
+// Operation returns the object's task flow record, nil when the kind has
+// none or no flow ever ran. Flow steps read their progress from it.
+func (c *Context[T]) Operation() *flow.Operation {
+	if h, ok := any(c.Obj).(OperationHolder); ok {
+		return h.GetOperation()
+	}
+	return nil
+}
+
+// Labels returns the standard labels of a child of the object playing
+// component.
+func (c *Context[T]) Labels(component string) map[string]string {
+	return StandardLabels(c.r.app, c.Obj.GetName(), component, c.r.partOf)
+}
+
+// Selector returns the labels that select the object's children playing
+// component, suitable for a workload's selector: the standard labels minus
+// part-of and managed-by, which may change without the pods changing.
+func (c *Context[T]) Selector(component string) map[string]string {
+	return StandardLabels(c.r.app, c.Obj.GetName(), component, "")
+}
+
+// Owner returns a controller owner reference to the object.
+func (c *Context[T]) Owner() metav1.OwnerReference {
+	return *metav1.NewControllerRef(c.Obj, c.r.gvk)
+}
+
+// key returns a short "namespace/name" for messages.
+func key(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return fmt.Sprintf("%s/%s", obj.GetNamespace(), obj.GetName())
+}

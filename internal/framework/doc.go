@@ -1,0 +1,34 @@
+// Package framework is the reconcile framework every Steward controller
+// stands on. A controller implements an [Actor] (Observe and Finalize) for
+// its kind, an [Object] with conditions and an observedGeneration in its
+// status, and registers a [Reconciler] with [Setup]. The framework then runs
+// the pass of docs/design/framework.md:
+//
+//  1. get the object; apply defaults in memory ([Defaulter]);
+//  2. deleting: call Finalize until done, then remove the finalizer;
+//     otherwise make sure the finalizer is present;
+//  3. paused (spec.paused through [Pausable], or [PausedAnnotation]):
+//     set Paused=True and stop;
+//  4. spec found invalid at this generation: stop; [Validator] errors mark
+//     the spec invalid;
+//  5. declared dependencies ([DependencyDeclarer]) not ready: set
+//     DependenciesReady=False naming them and requeue with backoff;
+//  6. an active task flow ([Flow], persisted in status.operation): act on a
+//     rescue annotation, run the current step; otherwise call Observe and
+//     run the one [Action] it returns;
+//  7. write status once, as a merge patch of the status subresource, only
+//     if it changed, stamping observedGeneration; record an Event per
+//     condition transition;
+//  8. errors: a conflict requeues quietly; [InvalidSpec] and [Terminal] set
+//     a terminal condition and stop retrying; other errors back off
+//     exponentially through controller-runtime's rate limiter.
+//
+// [Context] carries the defaulted object, the clients, the Event recorder,
+// the logger and the ready dependencies, and helpers for children
+// ([Context.Apply], [Context.DeleteOrphans]) and config rollouts
+// ([Context.EnsureConfigMap], [Context.CollectConfigMaps]).
+//
+// The subpackages hold the API types of task flows (flow), the concurrent
+// application probe collector (probe) and the framework's metrics
+// (metrics).
+package framework

@@ -1,0 +1,139 @@
+package flow
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is the state of an [Operation].
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Aborted
+type Phase string
+
+// Phases of an operation.
+const (
+	// PhaseRunning means a step is running or waiting for its next attempt.
+	PhaseRunning Phase = "Running"
+	// PhaseSucceeded means every step completed or was skipped.
+	PhaseSucceeded Phase = "Succeeded"
+	// PhaseFailed means a step ran out of attempts; the flow waits for a
+	// rescue annotation and blocks other actions on the object meanwhile.
+	PhaseFailed Phase = "Failed"
+	// PhaseAborted means a user aborted the flow.
+	PhaseAborted Phase = "Aborted"
+)
+
+// Active reports whether an operation in this phase still owns the object:
+// a running or failed flow blocks the object's other actions.
+func (p Phase) Active() bool {
+	return p == PhaseRunning || p == PhaseFailed
+}
+
+// Operation is the persisted progress of a task flow, stored in
+// status.operation. Whichever manager runs next resumes the flow from it.
+type Operation struct {
+	// Name is the flow's name, as registered with the controller.
+	Name string `json:"name"`
+	// Trigger records what started the flow (for example a spec generation
+	// or a request token), so the controller does not start it twice for the
+	// same cause.
+	// +optional
+	Trigger string `json:"trigger,omitempty"`
+	// Steps are the names of the flow's steps, in order.
+	Steps []string `json:"steps"`
+	// Current is the index in Steps of the step running; it equals the
+	// number of steps once the flow has succeeded.
+	// +kubebuilder:validation:Minimum=0
+	Current int32 `json:"current"`
+	// Step is the name of the current step, or empty once the flow is over.
+	// +optional
+	Step string `json:"step,omitempty"`
+	// Progress is "<current+1>/<steps>" for printer columns.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+	// Phase is the flow's state.
+	Phase Phase `json:"phase"`
+	// Attempts counts the failed attempts of the current step.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// LastError is the error of the current step's last failed attempt.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// Skipped lists the steps a user skipped.
+	// +optional
+	Skipped []string `json:"skipped,omitempty"`
+	// StartedAt is when the flow started.
+	StartedAt metav1.Time `json:"startedAt"`
+	// NextAttemptAt is when the current step is retried after a failure.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	// FinishedAt is when the flow succeeded, failed or was aborted.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// New returns a running operation at its first step.
+func New(name, trigger string, steps []string, now metav1.Time) *Operation {
+	op := &Operation{
+		Name:      name,
+		Trigger:   trigger,
+		Steps:     append([]string(nil), steps...),
+		Phase:     PhaseRunning,
+		StartedAt: now,
+	}
+	op.SetCurrent(0)
+	return op
+}
+
+// SetCurrent moves the operation to step i and refreshes Step and Progress.
+// It resets the attempt bookkeeping of the previous step.
+func (o *Operation) SetCurrent(i int32) {
+	o.Current = i
+	o.Attempts = 0
+	o.LastError = ""
+	o.NextAttemptAt = nil
+	if int(i) < len(o.Steps) {
+		o.Step = o.Steps[i]
+		o.Progress = fmt.Sprintf("%d/%d", i+1, len(o.Steps))
+		return
+	}
+	o.Step = ""
+	o.Progress = fmt.Sprintf("%d/%d", len(o.Steps), len(o.Steps))
+}
+
+// Finish ends the operation in phase p at time now.
+func (o *Operation) Finish(p Phase, now metav1.Time) {
+	o.Phase = p
+	o.NextAttemptAt = nil
+	o.FinishedAt = &now
+}
+
+// RescueAnnotation is the annotation a user sets on an object to rescue its
+// operation. The framework acts on it once, removes it and records an Event.
+const RescueAnnotation = "steward.dev/operation-rescue"
+
+// Rescue is a verb of the [RescueAnnotation].
+type Rescue string
+
+// Rescue verbs.
+const (
+	// RescueRetry retries the current step with a fresh attempt budget.
+	RescueRetry Rescue = "retry"
+	// RescueSkip skips the current step and continues with the next one.
+	RescueSkip Rescue = "skip"
+	// RescueAbort aborts the flow.
+	RescueAbort Rescue = "abort"
+)
+
+// ParseRescue parses an annotation value, ignoring case and surrounding
+// space.
+func ParseRescue(value string) (Rescue, error) {
+	switch r := Rescue(strings.ToLower(strings.TrimSpace(value))); r {
+	case RescueRetry, RescueSkip, RescueAbort:
+		return r, nil
+	default:
+		return "", fmt.Errorf("invalid %s %q: want %q, %q or %q",
+			RescueAnnotation, value, RescueRetry, RescueSkip, RescueAbort)
+	}
+}

@@ -1,0 +1,281 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stewardhq/steward/internal/framework/flow"
+	"github.com/stewardhq/steward/internal/framework/metrics"
+)
+
+// Defaults of a Flow.
+const (
+	DefaultMaxAttempts = 5
+	DefaultPoll        = 2 * time.Second
+)
+
+// DefaultStepBackoff is the default backoff between failed attempts of a
+// step.
+var DefaultStepBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute}
+
+// Flow is a named sequence of steps whose progress is persisted in
+// status.operation. Register flows in Options.Flows and start one with
+// StartFlow; the framework then runs the current step on every pass until
+// the flow succeeds, fails or is aborted, and calls Observe again only
+// afterwards.
+type Flow[T Object] struct {
+	// Name identifies the flow in status; keep it stable across releases.
+	Name string
+	// Steps run in order. Step names are persisted too.
+	Steps []Step[T]
+	// MaxAttempts bounds the failed attempts of one step before the flow
+	// fails (default DefaultMaxAttempts).
+	MaxAttempts int32
+	// Backoff spaces a step's failed attempts (default DefaultStepBackoff).
+	Backoff Backoff
+	// Poll is how soon a step that is not done yet runs again (default
+	// DefaultPoll).
+	Poll time.Duration
+}
+
+// Step is one step of a Flow. Run must be idempotent and must not block: it
+// starts work (a Job, an asynchronous application call) and polls it,
+// reporting done once it completed. It may run again after it reported done
+// if the manager stops before the progress is written, so it checks whether
+// its work is already done. A terminal error (Terminal, InvalidSpec) fails
+// the flow at once; other errors are retried with backoff.
+type Step[T Object] struct {
+	Name string
+	Run  func(ctx *Context[T]) (done bool, err error)
+}
+
+func (f Flow[T]) withDefaults() Flow[T] {
+	if f.MaxAttempts <= 0 {
+		f.MaxAttempts = DefaultMaxAttempts
+	}
+	if f.Poll <= 0 {
+		f.Poll = DefaultPoll
+	}
+	f.Backoff = f.Backoff.withDefaults(DefaultStepBackoff)
+	return f
+}
+
+func (f Flow[T]) validate() error {
+	if f.Name == "" || len(f.Steps) == 0 {
+		return fmt.Errorf("framework: flow %q needs a name and steps", f.Name)
+	}
+	seen := map[string]bool{}
+	for _, s := range f.Steps {
+		if s.Name == "" || s.Run == nil || seen[s.Name] {
+			return fmt.Errorf("framework: flow %q: step %q is unnamed, has no Run or is not unique", f.Name, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+func (f *Flow[T]) step(name string) *Step[T] {
+	for i := range f.Steps {
+		if f.Steps[i].Name == name {
+			return &f.Steps[i]
+		}
+	}
+	return nil
+}
+
+// StartFlow returns an action that starts the registered flow name,
+// recording trigger (what caused it) in status.operation.trigger. The
+// action is named "Start<Name>". It fails if the kind does not implement
+// OperationHolder, the flow is not registered, or another flow is active.
+func StartFlow[T Object](name, trigger string) Action[T] {
+	return Named("Start"+reasonFrom(name), func(c *Context[T]) error {
+		h, ok := any(c.Obj).(OperationHolder)
+		if !ok {
+			return Terminal(fmt.Errorf("%T has no status.operation", c.Obj))
+		}
+		f := c.r.flows[name]
+		if f == nil {
+			return Terminal(fmt.Errorf("flow %q is not registered", name))
+		}
+		if op := h.GetOperation(); op != nil && op.Phase.Active() {
+			return fmt.Errorf("flow %q is %s", op.Name, op.Phase)
+		}
+		steps := make([]string, len(f.Steps))
+		for i, s := range f.Steps {
+			steps[i] = s.Name
+		}
+		h.SetOperation(flow.New(name, trigger, steps, metav1.Now()))
+		c.Log.Info("Starting operation", "operation", name, "trigger", trigger)
+		return nil
+	})
+}
+
+// runOperation rescues and runs the active operation. It reports whether
+// the operation owned this pass (the actor is not observed then).
+func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
+	h, ok := any(p.obj).(OperationHolder)
+	if !ok {
+		return false, reconcile.Result{}, nil
+	}
+	if value, found := p.obj.GetAnnotations()[flow.RescueAnnotation]; found {
+		if err := p.rescue(h, value); err != nil {
+			return true, reconcile.Result{}, err
+		}
+	}
+	op := h.GetOperation()
+	p.setOperationCondition(op)
+	if op == nil || !op.Phase.Active() {
+		return false, reconcile.Result{}, nil
+	}
+	if op.Phase == flow.PhaseFailed {
+		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
+		return true, reconcile.Result{}, nil
+	}
+	res, err := p.runStep(op)
+	p.setOperationCondition(op)
+	return true, res, err
+}
+
+// runStep runs the current step of a running operation.
+func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
+	c := p.c
+	f := p.r.flows[op.Name]
+	var s *Step[T]
+	if f != nil && int(op.Current) < len(op.Steps) {
+		s = f.step(op.Steps[op.Current])
+	}
+	if s == nil {
+		op.LastError = fmt.Sprintf("flow %q step %q is not registered", op.Name, op.Step)
+		op.Finish(flow.PhaseFailed, metav1.Now())
+		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
+		return reconcile.Result{}, nil
+	}
+	c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationRunning,
+		fmt.Sprintf("Operation %s: step %s %s", op.Name, op.Progress, op.Step))
+	if op.NextAttemptAt != nil {
+		if wait := time.Until(op.NextAttemptAt.Time); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+
+	done, err := s.Run(c)
+	log := p.log.WithValues("operation", op.Name, "step", s.Name)
+	switch {
+	case err != nil && classify(err) == classConflict:
+		return reconcile.Result{}, err
+	case err != nil:
+		return p.stepFailed(f, op, err)
+	case !done:
+		log.V(1).Info("Step in progress")
+		return reconcile.Result{RequeueAfter: f.Poll}, nil
+	}
+	metrics.ActionsTotal.WithLabelValues(p.r.kind, op.Name+"/"+s.Name).Inc()
+	log.Info("Step completed")
+	op.SetCurrent(op.Current + 1)
+	if int(op.Current) >= len(op.Steps) {
+		op.Finish(flow.PhaseSucceeded, metav1.Now())
+		log.Info("Operation succeeded")
+	}
+	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
+}
+
+// stepFailed counts a failed attempt and fails the flow once it is out of
+// attempts or the error is terminal.
+func (p *pass[T]) stepFailed(f *Flow[T], op *flow.Operation, err error) (reconcile.Result, error) {
+	op.Attempts++
+	op.LastError = err.Error()
+	if IsTerminal(err) || op.Attempts >= f.MaxAttempts {
+		p.log.Error(err, "Operation failed", "operation", op.Name, "step", op.Step, "attempts", op.Attempts)
+		op.Finish(flow.PhaseFailed, metav1.Now())
+		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
+		return reconcile.Result{}, nil
+	}
+	wait := f.Backoff.Step(op.Attempts)
+	next := metav1.NewTime(time.Now().Add(wait))
+	op.NextAttemptAt = &next
+	p.log.Info("Step failed, retrying", "operation", op.Name, "step", op.Step,
+		"attempts", op.Attempts, "retryAfter", wait, "error", err.Error())
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// setOperationCondition mirrors the operation's phase in OperationFailed:
+// True while Failed, False otherwise once a flow has run.
+func (p *pass[T]) setOperationCondition(op *flow.Operation) {
+	if op == nil {
+		return
+	}
+	switch op.Phase {
+	case flow.PhaseFailed:
+		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionTrue, ReasonOperationFailed, failedMessage(op))
+	case flow.PhaseRunning:
+		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationRunning, "")
+	case flow.PhaseSucceeded:
+		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationSucceeded, "")
+	case flow.PhaseAborted:
+		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationAborted, "")
+	}
+}
+
+func failedMessage(op *flow.Operation) string {
+	return fmt.Sprintf("Operation %s failed at step %s (%s) after %d attempts: %s; set annotation %s to retry, skip or abort",
+		op.Name, op.Step, op.Progress, op.Attempts, op.LastError, flow.RescueAnnotation)
+}
+
+// rescue acts on the rescue annotation. The annotation is removed first, so
+// a rescue is applied at most once even if the pass fails afterwards; a
+// rescue lost that way is visible (the operation did not change) and can be
+// set again.
+func (p *pass[T]) rescue(h OperationHolder, value string) error {
+	err := p.patchMeta(p.c, func(o client.Object) {
+		a := o.GetAnnotations()
+		delete(a, flow.RescueAnnotation)
+		o.SetAnnotations(a)
+	})
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", flow.RescueAnnotation, err)
+	}
+	verb, err := flow.ParseRescue(value)
+	op := h.GetOperation()
+	switch {
+	case err != nil:
+		p.c.Event(corev1.EventTypeWarning, "InvalidRescue", "%s", err.Error())
+		return nil
+	case op == nil || !op.Phase.Active():
+		p.c.Event(corev1.EventTypeWarning, "RescueIgnored", "Rescue %q ignored: no running or failed operation", verb)
+		return nil
+	}
+	if err := applyRescue(op, verb, metav1.Now()); err != nil {
+		return err
+	}
+	p.log.Info("Operation rescued", "operation", op.Name, "rescue", verb)
+	p.c.Event(corev1.EventTypeNormal, ReasonOperationRescued, "Operation %s: %s, now %s at %s",
+		op.Name, verb, op.Phase, op.Progress)
+	return nil
+}
+
+// applyRescue changes op as verb asks.
+func applyRescue(op *flow.Operation, verb flow.Rescue, now metav1.Time) error {
+	switch verb {
+	case flow.RescueRetry:
+		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
+		op.SetCurrent(op.Current)
+	case flow.RescueSkip:
+		op.Skipped = append(op.Skipped, op.Step)
+		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
+		op.SetCurrent(op.Current + 1)
+		if int(op.Current) >= len(op.Steps) {
+			op.Finish(flow.PhaseSucceeded, now)
+		}
+	case flow.RescueAbort:
+		op.Finish(flow.PhaseAborted, now)
+	default:
+		return errors.New("unknown rescue " + string(verb))
+	}
+	return nil
+}

@@ -1,0 +1,404 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stewardhq/steward/internal/framework/metrics"
+)
+
+// pass is one reconcile pass over one object.
+type pass[T Object] struct {
+	r   *Reconciler[T]
+	log logr.Logger
+
+	obj  T
+	orig T // obj as read, before defaults: the base of the status patch
+	c    *Context[T]
+	// paused: the pass stopped at the pause check; observedGeneration is
+	// not stamped.
+	paused bool
+	// conflict: the pass hit a conflict and is requeued quietly.
+	conflict bool
+}
+
+// run is the reconcile pass of the design (docs/design/framework.md).
+func (p *pass[T]) run(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p.obj = p.r.newObject()
+	if err := p.r.client.Get(ctx, req.NamespacedName, p.obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.r.setInFlight(req.NamespacedName, "")
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("get %s %s: %w", p.r.kind, req.NamespacedName, err)
+	}
+	if !p.obj.GetDeletionTimestamp().IsZero() {
+		return p.reconcileDelete(ctx)
+	}
+	if !controllerutil.ContainsFinalizer(p.obj, p.r.opts.Finalizer) {
+		err := p.patchMeta(ctx, func(o client.Object) { controllerutil.AddFinalizer(o, p.r.opts.Finalizer) })
+		if err != nil {
+			return p.finishWithoutStatus(fmt.Errorf("add finalizer: %w", err))
+		}
+	}
+	p.begin(ctx)
+	res, err := p.reconcileNormal()
+	return p.finish(res, err)
+}
+
+// begin snapshots the object, applies defaults and builds the Context.
+func (p *pass[T]) begin(ctx context.Context) {
+	p.orig = p.obj.DeepCopyObject().(T)
+	if d, ok := p.r.opts.Actor.(Defaulter[T]); ok {
+		d.Default(p.obj)
+	}
+	p.c = &Context[T]{
+		Context:  ctx,
+		Obj:      p.obj,
+		Client:   p.r.client,
+		Reader:   p.r.reader,
+		Scheme:   p.r.scheme,
+		Recorder: p.r.recorder,
+		Log:      p.log,
+		r:        p.r,
+		applied:  map[childKey]bool{},
+		configs:  map[string]bool{},
+	}
+}
+
+// reconcileDelete calls Finalize until it is done, then removes the
+// finalizer.
+func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(p.obj, p.r.opts.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	p.begin(ctx)
+	p.c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonDeleting, "Finalizing before deletion")
+	done, err := p.r.opts.Actor.Finalize(p.c)
+	if err != nil {
+		return p.finish(reconcile.Result{}, fmt.Errorf("finalize: %w", err))
+	}
+	if !done {
+		p.log.V(1).Info("Finalize not done yet, requeueing")
+		wait := p.r.opts.WaitBackoff.Since(time.Since(p.obj.GetDeletionTimestamp().Time))
+		return p.finish(reconcile.Result{RequeueAfter: wait}, nil)
+	}
+	err = p.patchMeta(ctx, func(o client.Object) { controllerutil.RemoveFinalizer(o, p.r.opts.Finalizer) })
+	if err != nil && !apierrors.IsNotFound(err) {
+		return p.finishWithoutStatus(fmt.Errorf("remove finalizer: %w", err))
+	}
+	p.log.Info("Finalized, finalizer removed")
+	p.r.setInFlight(client.ObjectKeyFromObject(p.obj), "")
+	p.r.forgetOwner(p.obj.GetUID())
+	return reconcile.Result{}, nil
+}
+
+// reconcileNormal runs steps 3 to 5 of the pass: pause, validation,
+// dependencies, the running operation or the actor's action.
+func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
+	c := p.c
+	if isPaused(p.obj) {
+		p.paused = true
+		c.SetCondition(ConditionPaused, metav1.ConditionTrue, ReasonPaused, "Reconciliation is paused")
+		return reconcile.Result{}, nil
+	}
+	c.SetCondition(ConditionPaused, metav1.ConditionFalse, ReasonNotPaused, "")
+
+	if invalidSpecObserved(p.obj) {
+		// The spec was found invalid at this generation: wait for a new one.
+		return reconcile.Result{}, nil
+	}
+	if v, ok := p.r.opts.Actor.(Validator[T]); ok {
+		if err := v.Validate(p.obj); err != nil {
+			return reconcile.Result{}, InvalidSpec(err)
+		}
+	}
+
+	ready, res, err := p.dependencies()
+	if err != nil || !ready {
+		return res, err
+	}
+	if handled, res, err := p.runOperation(); handled {
+		return res, err
+	}
+	return p.observe()
+}
+
+// invalidSpecObserved reports whether Synced says the current generation's
+// spec is invalid.
+func invalidSpecObserved(obj Object) bool {
+	s := meta.FindStatusCondition(*obj.Conditions(), ConditionSynced)
+	return s != nil && s.Reason == ReasonInvalidSpec && s.ObservedGeneration == obj.GetGeneration()
+}
+
+// observe calls the actor and runs the action it returns.
+func (p *pass[T]) observe() (reconcile.Result, error) {
+	c := p.c
+	action, err := p.r.opts.Actor.Observe(c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if action == nil {
+		c.SetCondition(ConditionSynced, metav1.ConditionTrue, ReasonInSync, "")
+		if !c.readySet {
+			c.SetCondition(ConditionReady, metav1.ConditionTrue, ReasonReconciled, "")
+		}
+		return reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
+	}
+	err = action(c)
+	name := c.actionName
+	if name == "" {
+		name = actionName(action)
+	}
+	metrics.ActionsTotal.WithLabelValues(p.r.kind, name).Inc()
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("action %s: %w", name, err)
+	}
+	p.log.V(1).Info("Action taken", "action", name)
+	c.SetCondition(ConditionSynced, metav1.ConditionFalse, reasonFrom(name), "Action "+name+" taken")
+	if !c.readySet && meta.FindStatusCondition(*p.obj.Conditions(), ConditionReady) == nil {
+		c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonReconciling, "")
+	}
+	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
+}
+
+// dependencies gets the declared dependencies and reports whether all are
+// ready; when not, the result requeues with backoff.
+func (p *pass[T]) dependencies() (bool, reconcile.Result, error) {
+	d, ok := p.r.opts.Actor.(DependencyDeclarer[T])
+	if !ok {
+		return true, reconcile.Result{}, nil
+	}
+	c := p.c
+	deps, err := d.Dependencies(c)
+	if err != nil {
+		c.SetCondition(ConditionDependenciesReady, metav1.ConditionFalse, ReasonDependencyError, err.Error())
+		return false, reconcile.Result{}, fmt.Errorf("dependencies: %w", err)
+	}
+	var waiting []string
+	for _, dep := range deps {
+		why, err := p.checkDependency(dep)
+		if err != nil {
+			return false, reconcile.Result{}, err
+		}
+		if why != "" {
+			waiting = append(waiting, why)
+			continue
+		}
+		c.Dependencies = append(c.Dependencies, dep.Object)
+	}
+	if len(waiting) == 0 {
+		c.SetCondition(ConditionDependenciesReady, metav1.ConditionTrue, ReasonDependenciesReady, "")
+		return true, reconcile.Result{}, nil
+	}
+	msg := "Waiting for " + strings.Join(waiting, "; ")
+	c.SetCondition(ConditionDependenciesReady, metav1.ConditionFalse, ReasonWaitingForDependencies, msg)
+	c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonWaitingForDependencies, msg)
+	since := meta.FindStatusCondition(*p.obj.Conditions(), ConditionDependenciesReady).LastTransitionTime
+	return false, reconcile.Result{RequeueAfter: p.r.opts.WaitBackoff.Since(time.Since(since.Time))}, nil
+}
+
+// checkDependency gets dep and returns why it is not ready, empty when it
+// is.
+func (p *pass[T]) checkDependency(dep Dependency) (string, error) {
+	if dep.Object.GetNamespace() == "" {
+		dep.Object.SetNamespace(p.obj.GetNamespace())
+	}
+	kind := fmt.Sprintf("%T", dep.Object)
+	if gvk, err := apiutil.GVKForObject(dep.Object, p.r.scheme); err == nil {
+		kind = gvk.Kind
+	}
+	name := kind + " " + dep.Object.GetName()
+	err := p.r.client.Get(p.c, client.ObjectKeyFromObject(dep.Object), dep.Object)
+	if apierrors.IsNotFound(err) {
+		return name + ": not found", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("get dependency %s: %w", name, err)
+	}
+	ready := dep.Ready
+	if ready == nil {
+		ready = IsReady
+	}
+	if ok, why := ready(dep.Object); !ok {
+		if why == "" {
+			why = "not ready"
+		}
+		return name + ": " + why, nil
+	}
+	return "", nil
+}
+
+// finish classifies err into conditions and a result, writes status once
+// if it changed, and emits an Event per condition transition.
+func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, error) {
+	c := p.c
+	gen := p.obj.GetGeneration()
+	switch classify(err) {
+	case classNone:
+	case classConflict:
+		p.conflict = true
+		p.log.V(1).Info("Conflict, requeueing", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	case classInvalidSpec:
+		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
+		c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
+		res, err = reconcile.Result{}, reconcile.TerminalError(err)
+	case classTerminal:
+		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonTerminalError, err.Error())
+		res, err = reconcile.Result{}, reconcile.TerminalError(err)
+	case classTransient:
+		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonReconcileError, err.Error())
+		res = reconcile.Result{}
+	}
+	if !p.paused {
+		*p.obj.ObservedGeneration() = gen
+	}
+	transitions := Transitions(*p.orig.Conditions(), *p.obj.Conditions())
+	if perr := p.patchStatus(); perr != nil {
+		if apierrors.IsConflict(perr) {
+			p.conflict = true
+			p.log.V(1).Info("Conflict writing status, requeueing")
+			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+		}
+		if apierrors.IsNotFound(perr) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("write status: %w", perr)
+	}
+	p.emit(transitions)
+	p.trackOperation()
+	return res, err
+}
+
+// finishWithoutStatus handles an error that happened before the pass began.
+func (p *pass[T]) finishWithoutStatus(err error) (reconcile.Result, error) {
+	if classify(err) == classConflict || apierrors.IsNotFound(err) {
+		p.conflict = true
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// emit records an Event for every condition transition worth one.
+func (p *pass[T]) emit(transitions []Transition) {
+	for _, t := range transitions {
+		if !eventWorthy(t) {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if warningReasons[t.New.Reason] {
+			kind = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("%s is %s", t.New.Type, t.New.Status)
+		if t.New.Message != "" {
+			note += ": " + t.New.Message
+		}
+		p.c.Event(kind, t.New.Reason, "%s", note)
+	}
+}
+
+// trackOperation keeps the in-flight gauge in step with status.operation.
+func (p *pass[T]) trackOperation() {
+	name := ""
+	if op := p.c.Operation(); op != nil && op.Phase.Active() {
+		name = op.Name
+	}
+	p.r.setInFlight(client.ObjectKeyFromObject(p.obj), name)
+}
+
+// outcome is the result label of the reconcile duration metric.
+func (p *pass[T]) outcome(res reconcile.Result, err error) string {
+	switch {
+	case p.conflict:
+		return metrics.ResultConflict
+	case err != nil && IsTerminal(err):
+		return metrics.ResultTerminal
+	case err != nil:
+		return metrics.ResultError
+	case res.RequeueAfter > 0:
+		return metrics.ResultRequeue
+	default:
+		return metrics.ResultSuccess
+	}
+}
+
+// patchMeta applies mutate to the object's metadata with a merge patch that
+// fails on a conflict, and carries the new resourceVersion into the pass's
+// copies so the status patch that follows does not conflict with it.
+func (p *pass[T]) patchMeta(ctx context.Context, mutate func(client.Object)) error {
+	work := p.obj.DeepCopyObject().(T)
+	base := work.DeepCopyObject().(T)
+	mutate(work)
+	if err := p.r.client.Patch(ctx, work, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(FieldOwner)); err != nil {
+		return err
+	}
+	for _, o := range []client.Object{p.obj, p.orig} {
+		if reflectNil(o) {
+			continue
+		}
+		mutate(o)
+		o.SetResourceVersion(work.GetResourceVersion())
+	}
+	return nil
+}
+
+// patchStatus writes the status changes of the pass, if any, as one merge
+// patch of the status subresource that fails on a conflict.
+func (p *pass[T]) patchStatus() error {
+	data, err := statusPatch(p.orig, p.obj)
+	if err != nil || data == nil {
+		return err
+	}
+	p.log.V(1).Info("Writing status", "patch", string(data))
+	return p.r.client.Status().Patch(p.c, p.obj, client.RawPatch(types.MergePatchType, data),
+		client.FieldOwner(FieldOwner))
+}
+
+// statusPatch returns a JSON merge patch that turns before's status into
+// after's, with before's resourceVersion as a precondition, or nil when the
+// status did not change. Everything outside status (such as in-memory
+// defaults of the spec) is left out.
+func statusPatch(before, after client.Object) ([]byte, error) {
+	full, err := client.MergeFrom(before).Data(after)
+	if err != nil {
+		return nil, fmt.Errorf("compute status patch: %w", err)
+	}
+	var diff map[string]any
+	if err := json.Unmarshal(full, &diff); err != nil {
+		return nil, fmt.Errorf("decode status patch: %w", err)
+	}
+	status, ok := diff["status"]
+	if !ok {
+		return nil, nil
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": before.GetResourceVersion()},
+		"status":   status,
+	})
+}
+
+// reflectNil reports whether o is a nil pointer (orig before begin).
+func reflectNil(o client.Object) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -1,0 +1,222 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stewardhq/steward/internal/framework/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultActionRequeue   = time.Second
+	DefaultConfigRevisions = 3
+	// conflictRequeue is how soon a pass that hit a conflict runs again.
+	conflictRequeue = 100 * time.Millisecond
+)
+
+// DefaultWaitBackoff is the default backoff of dependency waits and of
+// Finalize calls that are not done yet.
+var DefaultWaitBackoff = Backoff{Initial: time.Second, Max: time.Minute}
+
+// Options configure a Reconciler.
+type Options[T Object] struct {
+	// Actor is the controller's business logic. Required.
+	Actor Actor[T]
+	// Name is the controller's name, unique in the manager (default: the
+	// kind in lower case).
+	Name string
+	// App is the app.kubernetes.io/name of the children (default: the kind
+	// in lower case).
+	App string
+	// PartOf is the app.kubernetes.io/part-of of the children, typically the
+	// system's name (default: App).
+	PartOf string
+	// Finalizer is the finalizer the framework manages (default
+	// DefaultFinalizer).
+	Finalizer string
+	// Flows are the task flows the actor can start, by name.
+	Flows []Flow[T]
+	// Owns lists the child types whose changes trigger a pass on their
+	// controller owner.
+	Owns []client.Object
+	// Resync requeues an in-sync object after this long, for actors that
+	// observe the application (probes). Zero relies on watches alone.
+	Resync time.Duration
+	// ActionRequeue is how soon a pass runs after one that took an action
+	// or completed a flow step (default DefaultActionRequeue).
+	ActionRequeue time.Duration
+	// WaitBackoff spaces dependency checks and Finalize calls that are not
+	// done yet (default DefaultWaitBackoff).
+	WaitBackoff Backoff
+	// ConfigRevisions is how many unreferenced config ConfigMaps
+	// CollectConfigMaps keeps for rollback (default DefaultConfigRevisions).
+	ConfigRevisions int
+	// Controller are controller-runtime's controller options (concurrency,
+	// rate limiter).
+	Controller controller.Options
+	// Customize adds watches to the controller's builder, for example on the
+	// kinds of the declared dependencies.
+	Customize func(b *builder.Builder) *builder.Builder
+}
+
+// Reconciler runs the framework's reconcile pass for kind T. It implements
+// reconcile.Reconciler.
+type Reconciler[T Object] struct {
+	opts     Options[T]
+	client   client.Client
+	reader   client.Reader
+	scheme   *runtime.Scheme
+	recorder events.EventRecorder
+
+	gvk    schema.GroupVersionKind
+	kind   string
+	name   string
+	app    string
+	partOf string
+	flows  map[string]*Flow[T]
+
+	mu       sync.Mutex
+	applies  map[applyKey]applyRecord
+	inFlight map[types.NamespacedName]string
+}
+
+// New returns a Reconciler for T on mgr. T must be registered in the
+// manager's scheme.
+func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
+	if opts.Actor == nil {
+		return nil, errors.New("framework: Options.Actor is required")
+	}
+	r := &Reconciler[T]{
+		opts:     opts,
+		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
+		scheme:   mgr.GetScheme(),
+		flows:    map[string]*Flow[T]{},
+		applies:  map[applyKey]applyRecord{},
+		inFlight: map[types.NamespacedName]string{},
+	}
+	gvk, err := apiutil.GVKForObject(r.newObject(), r.scheme)
+	if err != nil {
+		return nil, fmt.Errorf("framework: kind of %T: %w", r.newObject(), err)
+	}
+	r.gvk, r.kind = gvk, gvk.Kind
+	r.name = withDefault(opts.Name, strings.ToLower(gvk.Kind))
+	r.app = withDefault(opts.App, strings.ToLower(gvk.Kind))
+	r.partOf = withDefault(opts.PartOf, r.app)
+	r.opts.Finalizer = withDefault(opts.Finalizer, DefaultFinalizer)
+	if r.opts.ActionRequeue <= 0 {
+		r.opts.ActionRequeue = DefaultActionRequeue
+	}
+	if r.opts.ConfigRevisions <= 0 {
+		r.opts.ConfigRevisions = DefaultConfigRevisions
+	}
+	r.opts.WaitBackoff = opts.WaitBackoff.withDefaults(DefaultWaitBackoff)
+	for i := range opts.Flows {
+		f := opts.Flows[i].withDefaults()
+		if err := f.validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := r.flows[f.Name]; dup {
+			return nil, fmt.Errorf("framework: flow %q registered twice", f.Name)
+		}
+		r.flows[f.Name] = &f
+	}
+	r.recorder = mgr.GetEventRecorder(r.name)
+	return r, nil
+}
+
+// Setup creates a Reconciler for T and registers it with mgr, watching T and
+// the owned kinds.
+func Setup[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
+	r, err := New(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// SetupWithManager registers the reconciler with mgr. Every change of T
+// triggers a pass, including the framework's own status writes: the pass
+// that follows a write sees it and finds nothing to do, and no pass is ever
+// stranded on a cache that had not caught up yet. Changes of owned children
+// trigger a pass on their owner.
+func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(r.name).
+		For(r.newObject()).
+		WithOptions(r.opts.Controller)
+	for _, o := range r.opts.Owns {
+		b = b.Owns(o)
+	}
+	if r.opts.Customize != nil {
+		b = r.opts.Customize(b)
+	}
+	if err := b.Complete(r); err != nil {
+		return fmt.Errorf("framework: set up controller %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// Kind returns the kind the reconciler serves.
+func (r *Reconciler[T]) Kind() string { return r.kind }
+
+// newObject returns a new empty T.
+func (r *Reconciler[T]) newObject() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// setInFlight records the active operation of the object at k (empty for
+// none) and keeps the in-flight gauge in step.
+func (r *Reconciler[T]) setInFlight(k types.NamespacedName, op string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, had := r.inFlight[k]
+	if had && old == op {
+		return
+	}
+	if had {
+		metrics.OperationsInFlight.WithLabelValues(r.kind, old).Dec()
+		delete(r.inFlight, k)
+	}
+	if op != "" {
+		metrics.OperationsInFlight.WithLabelValues(r.kind, op).Inc()
+		r.inFlight[k] = op
+	}
+}
+
+// Reconcile runs one pass on the object named by req.
+func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	start := time.Now()
+	p := &pass[T]{r: r, log: ctrl.LoggerFrom(ctx)}
+	res, err := p.run(ctx, req)
+	metrics.ReconcileDuration.WithLabelValues(r.kind, p.outcome(res, err)).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+func withDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
