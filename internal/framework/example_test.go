@@ -1,0 +1,118 @@
+package framework_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/framework"
+	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+)
+
+// WidgetContext is the framework context of a Widget.
+type WidgetContext = framework.Context[*testapi.Widget]
+
+// gadgetSet is a complete controller on the framework: a Widget owns one
+// Gadget per replica, waits for the Gadgets named in spec.dependsOn, and
+// runs a two-step "restart" flow once per spec.flowToken.
+type gadgetSet struct{}
+
+// Default is the one defaulting function, shared with the webhook.
+func (gadgetSet) Default(w *testapi.Widget) {
+	if w.Spec.Replicas == 0 {
+		w.Spec.Replicas = 1
+	}
+}
+
+// Validate rejects what admission should have rejected.
+func (gadgetSet) Validate(w *testapi.Widget) error {
+	if w.Spec.Replicas < 0 {
+		return errors.New("spec.replicas must not be negative")
+	}
+	return nil
+}
+
+// Dependencies declares the Gadgets the Widget waits for.
+func (gadgetSet) Dependencies(c *WidgetContext) ([]framework.Dependency, error) {
+	var deps []framework.Dependency
+	for _, name := range c.Obj.Spec.DependsOn {
+		deps = append(deps, framework.Dependency{Object: &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Name: name}}})
+	}
+	return deps, nil
+}
+
+// Observe applies the children (no write when nothing changed) and returns
+// the one imperative action left, if any.
+func (gadgetSet) Observe(c *WidgetContext) (framework.Action[*testapi.Widget], error) {
+	w := c.Obj
+	for i := range w.Spec.Replicas {
+		g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i)}}
+		if err := c.Apply(g, "gadget"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
+		return nil, err
+	}
+	if token := w.Spec.FlowToken; token != "" {
+		if op := c.Operation(); op == nil || op.Trigger != token {
+			return framework.StartFlow[*testapi.Widget]("restart", token), nil
+		}
+	}
+	return nil, nil
+}
+
+// Finalize has no external state to clean up; owner references take the
+// children away.
+func (gadgetSet) Finalize(*WidgetContext) (bool, error) { return true, nil }
+
+// restart is a flow of two idempotent, non-blocking steps.
+var restart = framework.Flow[*testapi.Widget]{
+	Name: "restart",
+	Steps: []framework.Step[*testapi.Widget]{
+		{Name: "mark", Run: func(c *WidgetContext) (bool, error) {
+			c.Event("Normal", "Restarting", "Restarting %d Gadgets", c.Obj.Spec.Replicas)
+			return true, nil
+		}},
+		{Name: "wait-ready", Run: func(c *WidgetContext) (bool, error) {
+			var list testapi.GadgetList
+			if err := c.Client.List(c, &list, client.InNamespace(c.Obj.Namespace),
+				client.MatchingLabels(c.Labels("gadget"))); err != nil {
+				return false, err
+			}
+			for i := range list.Items {
+				if ok, _ := framework.IsReady(&list.Items[i]); !ok {
+					return false, nil // poll again later
+				}
+			}
+			return true, nil
+		}},
+	},
+}
+
+// Example registers the gadgetSet controller with a manager.
+func Example() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	_, err = framework.Setup(mgr, framework.Options[*testapi.Widget]{
+		Actor:  gadgetSet{},
+		App:    "widget",
+		PartOf: "example",
+		Owns:   []client.Object{&testapi.Gadget{}},
+		Flows:  []framework.Flow[*testapi.Widget]{restart},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+}

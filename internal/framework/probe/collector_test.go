@@ -1,0 +1,198 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// server answers GET /<n> with n, except on /hang, where it waits until
+// released or the client gives up. It counts the requests per path.
+type server struct {
+	*httptest.Server
+	release chan struct{}
+	hangs   atomic.Int32
+	calls   atomic.Int32
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{release: make(chan struct{})}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		switch r.URL.Path {
+		case "/hang":
+			s.hangs.Add(1)
+			select {
+			case <-s.release:
+			case <-r.Context().Done():
+			}
+		case "/fail":
+			http.Error(w, "broken", http.StatusInternalServerError)
+		default:
+			_, _ = io.WriteString(w, r.URL.Path[1:])
+		}
+	}))
+	t.Cleanup(func() {
+		close(s.release)
+		s.Close()
+	})
+	return s
+}
+
+// get is the call of the tests: GET the target's address and parse the
+// body as a number.
+func get(ctx context.Context, t Target) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Address, http.NoBody)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return strconv.Atoi(string(body))
+}
+
+func targets(s *server, paths ...string) []Target {
+	out := make([]Target, len(paths))
+	for i, p := range paths {
+		out[i] = Target{Key: p, Address: s.URL + "/" + p}
+	}
+	return out
+}
+
+// TestHungTargetDoesNotDelayCollect checks that Collect returns by its
+// deadline with the answers of the healthy targets and a pending result for
+// the hung one, and that the hung target is not called again while its call
+// is in flight.
+func TestHungTargetDoesNotDelayCollect(t *testing.T) {
+	s := newServer(t)
+	const deadline = 300 * time.Millisecond
+	c := NewCollector[int](Options{Kind: "Test", CallTimeout: time.Minute, Deadline: deadline})
+	ts := targets(s, "1", "2", "hang", "fail")
+
+	start := time.Now()
+	res := c.Collect(t.Context(), ts, get)
+	took := time.Since(start)
+	if took > deadline+200*time.Millisecond {
+		t.Fatalf("Collect took %s with a hung target, want about the deadline %s", took, deadline)
+	}
+	for key, want := range map[string]int{"1": 1, "2": 2} {
+		if r := res[key]; !r.OK() || r.Value != want || r.InFlight {
+			t.Errorf("result %s = %+v, want %d", key, r, want)
+		}
+	}
+	if r := res["hang"]; !errors.Is(r.Err, ErrPending) || !r.InFlight || r.OK() {
+		t.Errorf("hung result = %+v, want pending and in flight", r)
+	}
+	if r := res["fail"]; r.Err == nil || r.OK() || r.At.IsZero() {
+		t.Errorf("failed result = %+v, want its error", r)
+	}
+
+	// Later passes return at once: the hung call is still in flight and is
+	// not started again.
+	goroutines := runtime.NumGoroutine()
+	for range 20 {
+		start := time.Now()
+		res = c.Collect(t.Context(), ts, get)
+		if took := time.Since(start); took > deadline+200*time.Millisecond {
+			t.Fatalf("a later Collect took %s", took)
+		}
+	}
+	if n := s.hangs.Load(); n != 1 {
+		t.Errorf("the hung target was called %d times, want once", n)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines+10 {
+		t.Errorf("goroutines grew from %d to %d over 20 passes", goroutines, g)
+	}
+	if r := res["hang"]; !r.InFlight {
+		t.Errorf("hung result = %+v, want in flight", r)
+	}
+}
+
+// TestCallTimeout checks that a call that outlives its timeout is reported
+// as failed, and that the target is then called again.
+func TestCallTimeout(t *testing.T) {
+	s := newServer(t)
+	c := NewCollector[int](Options{CallTimeout: 100 * time.Millisecond, Deadline: time.Second})
+	ts := targets(s, "hang")
+	start := time.Now()
+	res := c.Collect(t.Context(), ts, get)
+	if took := time.Since(start); took > 800*time.Millisecond {
+		t.Errorf("Collect took %s, want about the call timeout", took)
+	}
+	if r := res["hang"]; r.Err == nil || !errors.Is(r.Err, context.DeadlineExceeded) || r.InFlight {
+		t.Errorf("result = %+v, want a deadline error", r)
+	}
+	c.Collect(t.Context(), ts, get)
+	if n := s.hangs.Load(); n != 2 {
+		t.Errorf("the target was called %d times, want a new call after the timeout", n)
+	}
+}
+
+// TestCachedResultsAndAge checks MinInterval caching, the age of results,
+// that the last good value survives a failure, and Forget.
+func TestCachedResultsAndAge(t *testing.T) {
+	s := newServer(t)
+	now := time.Unix(1000, 0)
+	var clockNanos atomic.Int64
+	clockNanos.Store(now.UnixNano())
+	clock := func() time.Time { return time.Unix(0, clockNanos.Load()) }
+	c := NewCollector[int](Options{MinInterval: 10 * time.Second, Now: clock})
+	ts := []Target{{Key: "pod-0", Address: s.URL + "/7"}}
+
+	if r := c.Collect(t.Context(), ts, get)["pod-0"]; !r.OK() || r.Value != 7 {
+		t.Fatalf("first result = %+v", r)
+	}
+	clockNanos.Add(int64(5 * time.Second))
+	r := c.Collect(t.Context(), ts, get)["pod-0"]
+	if calls := s.calls.Load(); calls != 1 {
+		t.Errorf("%d calls within MinInterval, want 1", calls)
+	}
+	if age := r.Age(clock()); age != 5*time.Second {
+		t.Errorf("age = %s, want 5s", age)
+	}
+
+	clockNanos.Add(int64(10 * time.Second))
+	ts[0].Address = s.URL + "/fail"
+	r = c.Collect(t.Context(), ts, get)["pod-0"]
+	if r.OK() || r.Err == nil || r.Value != 7 || r.ValueAt.Equal(r.At) {
+		t.Errorf("after a failure = %+v, want the error and the last good value", r)
+	}
+
+	c.Forget(nil)
+	if r := c.Results(ts)["pod-0"]; !errors.Is(r.Err, ErrPending) || r.Age(clock()) != 0 {
+		t.Errorf("after Forget = %+v, want pending", r)
+	}
+}
+
+// TestCollectHonorsCallerContext checks that a canceled caller context ends
+// the wait at once.
+func TestCollectHonorsCallerContext(t *testing.T) {
+	s := newServer(t)
+	c := NewCollector[int](Options{CallTimeout: time.Minute, Deadline: time.Minute})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	c.Collect(ctx, targets(s, "hang"), get)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Collect took %s after its context ended", took)
+	}
+}

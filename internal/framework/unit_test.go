@@ -1,0 +1,335 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/stewardhq/steward/internal/framework/flow"
+	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+)
+
+func TestSetCondition(t *testing.T) {
+	old := metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+	base := []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReconciled,
+		ObservedGeneration: 1, LastTransitionTime: old}}
+	tests := []struct {
+		name           string
+		status         metav1.ConditionStatus
+		reason, msg    string
+		gen            int64
+		wantChanged    bool
+		wantTransition bool
+	}{
+		{"unchanged", metav1.ConditionTrue, ReasonReconciled, "", 1, false, false},
+		{"new generation", metav1.ConditionTrue, ReasonReconciled, "", 2, true, false},
+		{"new message", metav1.ConditionTrue, ReasonReconciled, "hello", 1, true, false},
+		{"status flips", metav1.ConditionFalse, ReasonInvalidSpec, "bad", 1, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conds := slices.Clone(base)
+			changed := SetCondition(&conds, ConditionReady, tt.status, tt.reason, tt.msg, tt.gen)
+			if changed != tt.wantChanged {
+				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
+			}
+			moved := !conds[0].LastTransitionTime.Equal(&old)
+			if moved != tt.wantTransition {
+				t.Errorf("LastTransitionTime moved = %v, want %v", moved, tt.wantTransition)
+			}
+			if got := len(Transitions(base, conds)); got != map[bool]int{false: 0, true: 1}[tt.wantTransition] {
+				t.Errorf("%d transitions", got)
+			}
+		})
+	}
+}
+
+func TestTransitionsAndEvents(t *testing.T) {
+	before := []metav1.Condition{
+		{Type: ConditionReady, Status: metav1.ConditionFalse},
+		{Type: ConditionSynced, Status: metav1.ConditionTrue},
+	}
+	after := []metav1.Condition{
+		{Type: ConditionReady, Status: metav1.ConditionTrue},
+		{Type: ConditionSynced, Status: metav1.ConditionTrue},
+		{Type: ConditionPaused, Status: metav1.ConditionFalse},
+		{Type: ConditionDependenciesReady, Status: metav1.ConditionFalse},
+	}
+	var got []string
+	for _, tr := range Transitions(before, after) {
+		got = append(got, fmt.Sprintf("%s=%s/%v", tr.New.Type, tr.New.Status, eventWorthy(tr)))
+	}
+	want := []string{"Ready=True/true", "Paused=False/false", "DependenciesReady=False/true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("transitions = %v, want %v", got, want)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: 10 * time.Second}
+	steps := []struct {
+		n    int32
+		want time.Duration
+	}{{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 8 * time.Second}, {5, 10 * time.Second}, {60, 10 * time.Second}}
+	for _, s := range steps {
+		if got := b.Step(s.n); got != s.want {
+			t.Errorf("Step(%d) = %s, want %s", s.n, got, s.want)
+		}
+	}
+	since := []struct{ elapsed, want time.Duration }{
+		{0, time.Second}, {3 * time.Second, 3 * time.Second}, {time.Hour, 10 * time.Second},
+	}
+	for _, s := range since {
+		if got := b.Since(s.elapsed); got != s.want {
+			t.Errorf("Since(%s) = %s, want %s", s.elapsed, got, s.want)
+		}
+	}
+	if got := (Backoff{}).withDefaults(DefaultWaitBackoff); got != DefaultWaitBackoff {
+		t.Errorf("defaults = %+v", got)
+	}
+}
+
+func TestConfigMapName(t *testing.T) {
+	a := map[string]string{"a": "bc"}
+	tests := []struct {
+		name string
+		x, y map[string]string
+		same bool
+	}{
+		{"equal content", map[string]string{"k": "v", "l": "w"}, map[string]string{"l": "w", "k": "v"}, true},
+		{"different value", map[string]string{"k": "v"}, map[string]string{"k": "w"}, false},
+		{"key/value boundary", a, map[string]string{"ab": "c"}, false},
+		{"empty", nil, map[string]string{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if same := ConfigHash(tt.x) == ConfigHash(tt.y); same != tt.same {
+				t.Errorf("hash(%v) == hash(%v) is %v, want %v", tt.x, tt.y, same, tt.same)
+			}
+		})
+	}
+	name := ConfigMapName("zk", "config", a)
+	if !strings.HasPrefix(name, "zk-config-") || len(name) != len("zk-config-")+10 {
+		t.Errorf("ConfigMapName = %q, want zk-config-<10 hex digits>", name)
+	}
+}
+
+func TestReferencedConfigMaps(t *testing.T) {
+	ref := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
+	spec := &corev1.PodSpec{
+		Volumes: []corev1.Volume{
+			{VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("vol")}}},
+			{VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: ref("projected")}}, {},
+			}}}},
+			{VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+		InitContainers: []corev1.Container{{EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref("envfrom")}}}}},
+		Containers: []corev1.Container{{Env: []corev1.EnvVar{
+			{Name: "A", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("env"), Key: "k"}}},
+			{Name: "B", Value: "plain"},
+			{Name: "C", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("vol"), Key: "k"}}},
+		}}},
+	}
+	want := []string{"env", "envfrom", "projected", "vol"}
+	if got := ReferencedConfigMaps(spec); !slices.Equal(got, want) {
+		t.Errorf("ReferencedConfigMaps = %v, want %v", got, want)
+	}
+}
+
+func TestSortNewestFirst(t *testing.T) {
+	at := func(sec int) metav1.Time { return metav1.NewTime(time.Unix(int64(sec), 0)) }
+	cm := func(name, rev string, created metav1.Time) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created}}
+		if rev != "" {
+			c.Annotations = map[string]string{ConfigRevisionAnnotation: rev}
+		}
+		return c
+	}
+	cms := []*corev1.ConfigMap{cm("a", "2", at(5)), cm("b", "3", at(5)), cm("c", "", at(9)), cm("d", "", at(7)), cm("e", "10", at(1))}
+	sortNewestFirst(cms)
+	var got []string
+	for _, c := range cms {
+		got = append(got, c.Name)
+	}
+	if want := []string{"e", "b", "a", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+}
+
+func TestStatusPatch(t *testing.T) {
+	base := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", ResourceVersion: "7", Generation: 2}}
+	base.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReconciled}}
+	tests := []struct {
+		name   string
+		mutate func(w *testapi.Widget)
+		want   string
+	}{
+		{"nothing", func(*testapi.Widget) {}, ""},
+		{"spec defaults only", func(w *testapi.Widget) { w.Spec.Replicas = 3 }, ""},
+		{"unchanged condition set again", func(w *testapi.Widget) {
+			SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
+		}, ""},
+		{"observed generation", func(w *testapi.Widget) { w.Status.ObservedGeneration = 2 },
+			`{"metadata":{"resourceVersion":"7"},"status":{"observedGeneration":2}}`},
+		{"operation", func(w *testapi.Widget) {
+			w.Spec.Replicas = 3
+			w.Status.Operation = &flow.Operation{Name: "x", Phase: flow.PhaseRunning}
+		}, `"status":{"operation":{`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			after := base.DeepCopy()
+			tt.mutate(after)
+			data, err := statusPatch(base, after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(data)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("patch = %s, want %s", got, tt.want)
+			}
+			if strings.Contains(got, "spec") {
+				t.Errorf("patch %s touches spec", got)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	gr := schema.GroupResource{Group: "test", Resource: "widgets"}
+	tests := []struct {
+		err  error
+		want errorClass
+	}{
+		{nil, classNone},
+		{apierrors.NewConflict(gr, "w", errors.New("stale")), classConflict},
+		{fmt.Errorf("apply: %w", apierrors.NewConflict(gr, "w", errors.New("stale"))), classConflict},
+		{apierrors.NewAlreadyExists(gr, "w"), classConflict},
+		{InvalidSpec(errors.New("bad")), classInvalidSpec},
+		{fmt.Errorf("wrapped: %w", InvalidSpec(errors.New("bad"))), classInvalidSpec},
+		{Terminal(errors.New("gone")), classTerminal},
+		{reconcile.TerminalError(errors.New("gone")), classTerminal},
+		{errors.New("timeout"), classTransient},
+		{apierrors.NewNotFound(gr, "w"), classTransient},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.err); got != tt.want {
+			t.Errorf("classify(%v) = %s, want %s", tt.err, got, tt.want)
+		}
+	}
+	if InvalidSpec(nil) != nil || Terminal(nil) != nil {
+		t.Error("marking a nil error must return nil")
+	}
+	if !IsTerminal(InvalidSpec(errors.New("x"))) {
+		t.Error("an invalid spec must be terminal")
+	}
+}
+
+type namer struct{}
+
+func (namer) scaleOut(*Context[*testapi.Widget]) error { return nil }
+
+func rollingRestart(*Context[*testapi.Widget]) error { return nil }
+
+func TestActionName(t *testing.T) {
+	closure := func(*Context[*testapi.Widget]) error { return nil }
+	tests := []struct {
+		fn   Action[*testapi.Widget]
+		want string
+	}{
+		{namer{}.scaleOut, "ScaleOut"},
+		{rollingRestart, "RollingRestart"},
+		{closure, "Action"},
+	}
+	for _, tt := range tests {
+		if got := actionName(tt.fn); got != tt.want {
+			t.Errorf("actionName = %q, want %q", got, tt.want)
+		}
+	}
+	reasons := map[string]string{"scale-out": "ScaleOut", "upgrade_v2": "UpgradeV2", "2fast": "Fast", "--": "Unknown", "Ready": "Ready"}
+	for in, want := range reasons {
+		if got := reasonFrom(in); got != want {
+			t.Errorf("reasonFrom(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestApplyRescue(t *testing.T) {
+	now := metav1.Now()
+	failedAt := func(i int32) *flow.Operation {
+		op := flow.New("upgrade", "g2", []string{"a", "b", "c"}, now)
+		op.SetCurrent(i)
+		op.Attempts, op.LastError = 5, "boom"
+		op.Finish(flow.PhaseFailed, now)
+		return op
+	}
+	tests := []struct {
+		name      string
+		op        *flow.Operation
+		verb      flow.Rescue
+		phase     flow.Phase
+		current   int32
+		skipped   []string
+		wantError bool
+	}{
+		{"retry", failedAt(1), flow.RescueRetry, flow.PhaseRunning, 1, nil, false},
+		{"skip", failedAt(1), flow.RescueSkip, flow.PhaseRunning, 2, []string{"b"}, false},
+		{"skip last", failedAt(2), flow.RescueSkip, flow.PhaseSucceeded, 3, []string{"c"}, false},
+		{"abort", failedAt(1), flow.RescueAbort, flow.PhaseAborted, 1, nil, false},
+		{"unknown", failedAt(1), flow.Rescue("dance"), flow.PhaseFailed, 1, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := applyRescue(tt.op, tt.verb, now)
+			if (err != nil) != tt.wantError {
+				t.Fatalf("error = %v, want error %v", err, tt.wantError)
+			}
+			if tt.op.Phase != tt.phase || tt.op.Current != tt.current || !slices.Equal(tt.op.Skipped, tt.skipped) {
+				t.Errorf("operation = %+v, want phase %s current %d skipped %v", tt.op, tt.phase, tt.current, tt.skipped)
+			}
+			if tt.phase == flow.PhaseRunning && (tt.op.Attempts != 0 || tt.op.LastError != "" || tt.op.FinishedAt != nil) {
+				t.Errorf("a rescued running operation keeps its failure: %+v", tt.op)
+			}
+		})
+	}
+}
+
+func TestIsReady(t *testing.T) {
+	g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	if ok, why := IsReady(g); ok || why != "not observed yet" {
+		t.Errorf("unobserved: %v %q", ok, why)
+	}
+	g.Status.ObservedGeneration = 2
+	if ok, why := IsReady(g); ok || why != "not ready" {
+		t.Errorf("no condition: %v %q", ok, why)
+	}
+	g.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "Booting"}}
+	if ok, why := IsReady(g); ok || !strings.Contains(why, "Booting") {
+		t.Errorf("not ready: %v %q", ok, why)
+	}
+	g.Status.Conditions[0].Status = metav1.ConditionTrue
+	if ok, _ := IsReady(g); !ok {
+		t.Error("ready Gadget reported not ready")
+	}
+	if ok, _ := IsReady(&corev1.Secret{}); !ok {
+		t.Error("an existing plain object is ready")
+	}
+}
+
+func TestStandardLabels(t *testing.T) {
+	got := StandardLabels("zookeeper", "zk", "", "steward")
+	want := map[string]string{LabelName: "zookeeper", LabelInstance: "zk", LabelPartOf: "steward", LabelManagedBy: ManagedBy}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("StandardLabels = %v, want %v", got, want)
+	}
+}

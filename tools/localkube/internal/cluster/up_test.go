@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	c := DefaultConfig(t.TempDir())
+	c.StateDir = t.TempDir()
+	c.RunDir = t.TempDir()
+	c.NetNS = fmt.Sprintf("localkube-test-%d", os.Getpid())
+	return c
+}
+
+func TestPortInUseIsReported(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = checkPortFree(ln.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "--api-port") {
+		t.Fatalf("got %v, want a port-in-use error that names --api-port", err)
+	}
+}
+
+func TestStaleClusterIsReported(t *testing.T) {
+	c := testConfig(t)
+	if err := c.checkStale(); err != nil {
+		t.Fatalf("fresh state reported stale: %v", err)
+	}
+	// A live daemon recorded by an earlier run.
+	d := c.Daemon("etcd")
+	if _, err := d.Start([]string{"sleep", "30"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(time.Second) })
+	err := c.checkStale()
+	if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "etcd (PID") || !strings.Contains(err.Error(), "localkube down") {
+		t.Fatalf("got %v, want ErrStale naming etcd and offering `localkube down`", err)
+	}
+}
+
+func TestMissingBinaryIsReported(t *testing.T) {
+	c := testConfig(t)
+	err := c.checkBinaries()
+	if err == nil || !strings.Contains(err.Error(), "localkube build") {
+		t.Fatalf("got %v, want an error that says to run localkube build", err)
+	}
+}
+
+// TestDyingComponentShowsItsLog: when a component exits while `up` waits,
+// the error names it and carries the tail of its log.
+func TestDyingComponentShowsItsLog(t *testing.T) {
+	c := testConfig(t)
+	u := &upper{Config: c, out: io.Discard}
+	err := u.start(component{name: "etcd", hostNetwork: true, argv: func(Config) []string {
+		return []string{"sh", "-c", "echo 'listen tcp 127.0.0.1:2379: bind: address already in use'; exit 1"}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = u.poll(context.Background(), "etcd", 10*time.Second, func() error { return errors.New("not yet") })
+	var ce *componentError
+	if !errors.As(err, &ce) || ce.Component != "etcd" {
+		t.Fatalf("got %v, want a componentError for etcd", err)
+	}
+	if !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), c.Daemon("etcd").LogFile) {
+		t.Errorf("error lacks the log tail or the log's path:\n%v", err)
+	}
+}
