@@ -138,12 +138,19 @@ test: localkube ## Run every test: unit and envtest integration (both modules), 
 demo: images ## Bring up a local cluster, deploy Steward in it, and show it healthy.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar
-	$(KUBECTL) apply -k config/default
-	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
+	@# The image tag stays the same across builds, so an existing manager is
+	@# restarted to pick up the image just loaded.
+	@if $(KUBECTL) -n steward-system get deployment/steward-controller-manager >/dev/null 2>&1; then \
+		$(KUBECTL) apply -k config/default && \
+		$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager; \
+	else \
+		$(KUBECTL) apply -k config/default; \
+	fi
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
 	$(KUBECTL) get nodes -o wide
 	$(KUBECTL) -n steward-system get deployment,pods,leases
-	$(KUBECTL) -n steward-system logs deployment/steward-controller-manager --tail=20
+	$(KUBECTL) -n steward-system wait --for=condition=Ready pod -l app.kubernetes.io/component=controller-manager --timeout=1m
+	$(KUBECTL) -n steward-system logs -l app.kubernetes.io/component=controller-manager --tail=20
 	@echo; echo "Steward is running. Use the cluster with: export KUBECONFIG=$(KUBECONFIG); tear it down with: make down"
 
 .PHONY: down
