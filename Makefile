@@ -65,16 +65,19 @@ manifests: controller-gen ## Generate CRDs and the manager ClusterRole into conf
 		output:crd:artifacts:config=internal/framework/internal/testapi/crd
 
 .PHONY: fmt
-fmt: ## Format the Go code.
+fmt: ## Format the Go code of both modules.
 	$(GO) fmt ./...
+	cd tools/localkube && $(GO) fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet.
-	$(GO) vet ./...
+vet: ## Run go vet on both modules (the e2e suite included).
+	$(GO) vet -tags e2e ./...
+	cd tools/localkube && $(GO) vet ./...
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint on the operator module.
+lint: golangci-lint ## Run golangci-lint on the operator module and on tools/localkube.
 	$(GOLANGCI_LINT) run ./...
+	cd tools/localkube && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: verify
 verify: generate manifests fmt ## Check generated files, formatting and go.mod are current, then lint and vet.
@@ -87,6 +90,7 @@ verify: generate manifests fmt ## Check generated files, formatting and go.mod a
 		exit 1; \
 	fi
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy; run 'go mod tidy' and commit the result" >&2; exit 1; }
+	@cd tools/localkube && $(GO) mod tidy -diff || { echo "tools/localkube/go.mod or go.sum is not tidy; run 'go mod tidy' there and commit the result" >&2; exit 1; }
 	@$(MAKE) --no-print-directory lint vet
 
 ##@ Build and test

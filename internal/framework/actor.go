@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -86,7 +87,7 @@ func IsReady(obj client.Object) (bool, string) {
 	}
 	for _, c := range *o.Conditions() {
 		if c.Type == ConditionReady {
-			if c.Status == "True" {
+			if c.Status == metav1.ConditionTrue {
 				return true, ""
 			}
 			return false, fmt.Sprintf("not ready (%s)", c.Reason)

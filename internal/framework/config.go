@@ -79,11 +79,12 @@ func (c *Context[T]) EnsureConfigMap(component string, data map[string]string) (
 		Data:      data,
 		Immutable: ptr.To(true),
 	}
-	err = c.Client.Create(c, cm, client.FieldOwner(FieldOwner))
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	switch err := c.Client.Create(c, cm, client.FieldOwner(FieldOwner)); {
+	case err == nil:
+		c.Log.Info("Created config ConfigMap", "name", name, "component", component)
+	case !apierrors.IsAlreadyExists(err): // AlreadyExists: the cache lags
 		return "", fmt.Errorf("create ConfigMap %s: %w", name, err)
 	}
-	c.Log.Info("Created config ConfigMap", "name", name, "component", component)
 	return name, nil
 }
 

@@ -156,8 +156,7 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		return reconcile.Result{}, nil
 	}
-	c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationRunning,
-		fmt.Sprintf("Operation %s: step %s %s", op.Name, op.Progress, op.Step))
+	setRunning(c, op)
 	if op.NextAttemptAt != nil {
 		if wait := time.Until(op.NextAttemptAt.Time); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
@@ -181,8 +180,16 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 	if int(op.Current) >= len(op.Steps) {
 		op.Finish(flow.PhaseSucceeded, metav1.Now())
 		log.Info("Operation succeeded")
+	} else {
+		setRunning(c, op) // name the next step now: one status write per step
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
+}
+
+// setRunning sets Synced=False/OperationRunning naming the current step.
+func setRunning[T Object](c *Context[T], op *flow.Operation) {
+	c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationRunning,
+		fmt.Sprintf("Operation %s: step %s %s", op.Name, op.Progress, op.Step))
 }
 
 // stepFailed counts a failed attempt and fails the flow once it is out of

@@ -367,8 +367,7 @@ func fileLayer(specs []fileSpec, existing map[string]byte, mtime time.Time) (v1.
 		isFile[s.dst] = true
 	}
 	for _, s := range specs {
-		switch existing[s.dst] {
-		case tar.TypeDir:
+		if existing[s.dst] == tar.TypeDir {
 			return nil, fmt.Errorf("--file %s: /%s is a directory in an earlier layer", s.src, s.dst)
 		}
 		for dir := path.Dir(s.dst); dir != "."; dir = path.Dir(dir) {

@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +47,12 @@ func writeBaseLayer(t *testing.T, path string, gz bool, entries []tarEntry) {
 	if gz {
 		var z bytes.Buffer
 		zw := gzip.NewWriter(&z)
-		zw.Write(b)
-		zw.Close()
+		if _, err := zw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
 		b = z.Bytes()
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
@@ -72,7 +78,7 @@ func readLayer(t *testing.T, l v1.Layer) (map[string]layerFile, []string) {
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -235,7 +241,7 @@ func TestBuild(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, "out", strings.ReplaceAll(t.Name(), "/", "_"), "image.tar")
-			args := append(tc.args, "--output", out)
+			args := append(slices.Clone(tc.args), "--output", out)
 			id, digest, err := runMkimage(t, nil, args...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -270,7 +276,7 @@ func TestBuild(t *testing.T) {
 			if cf.OS != "linux" || cf.Architecture == "" {
 				t.Errorf("platform = %s/%s, want linux/<arch>", cf.OS, cf.Architecture)
 			}
-			if !cf.Created.Time.Equal(time.Unix(0, 0)) {
+			if !cf.Created.Equal(time.Unix(0, 0)) {
 				t.Errorf("created = %v, want the epoch", cf.Created)
 			}
 			layers, err := img.Layers()

@@ -58,7 +58,7 @@ func parse(args []string) (command, bundle string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case command == "" && len(a) > 0 && a[0] != '-':
+		case command == "" && a != "" && a[0] != '-':
 			command = a
 		case a == "--bundle" || a == "-b":
 			if i+1 < len(args) {

@@ -166,7 +166,7 @@ func (b Builder) kwokStages() error {
 		}
 		var info struct{ Dir string }
 		if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-			return fmt.Errorf("locate %s: no module directory (%v)", module, err)
+			return fmt.Errorf("locate %s: no module directory in %q: %w", module, out, err)
 		}
 		var docs []string
 		for _, f := range []string{
@@ -226,7 +226,7 @@ func (b Builder) run(env []string, dir, name string, args ...string) error {
 // directories of the module, with the Go version.
 func (b Builder) hashSources(paths ...string) (string, error) {
 	h := sha256.New()
-	io.WriteString(h, runtime.Version())
+	_, _ = io.WriteString(h, runtime.Version())
 	var files []string
 	for _, p := range paths {
 		err := filepath.WalkDir(filepath.Join(b.Source, p), func(path string, d fs.DirEntry, err error) error {

@@ -42,7 +42,7 @@ func (k *client) readyz(ctx context.Context) error {
 // bootstrap creates what the cluster's add-ons need from the API: the DNS
 // Service pointing at CoreDNS on the node address, and the default
 // StorageClass.
-func (k *client) bootstrap(ctx context.Context, c Config) error {
+func (k *client) bootstrap(ctx context.Context) error {
 	dnsLabels := map[string]string{"k8s-app": "kube-dns", "app.kubernetes.io/managed-by": "localkube"}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem, Labels: dnsLabels},

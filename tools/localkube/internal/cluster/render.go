@@ -63,7 +63,7 @@ current-context: localkube
 }
 
 // renderContainerdConfig renders containerd's configuration (format version
-// 2, containerd 1.6). runc is reached through the wrapper that neutralises
+// 2, containerd 1.6). runc is reached through the wrapper that clamps the
 // negative oom_score_adj values this kernel refuses.
 func (c Config) renderContainerdConfig() string {
 	return fmt.Sprintf(`version = 2

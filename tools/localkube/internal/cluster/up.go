@@ -88,7 +88,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 	var err error
 	switch name {
 	case "forwarder":
-		err = u.poll(ctx, name, 10*time.Second, func() error {
+		err = u.poll(ctx, 10*time.Second, func() error {
 			conn, err := net.DialTimeout("tcp", u.HostAPIAddress(), time.Second)
 			if err == nil {
 				conn.Close()
@@ -96,7 +96,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 			return err
 		})
 	case "etcd":
-		err = u.poll(ctx, name, 30*time.Second, func() error {
+		err = u.poll(ctx, 30*time.Second, func() error {
 			conn, err := u.Namespace().DialContext(ctx, "tcp", "127.0.0.1:2379")
 			if err == nil {
 				conn.Close()
@@ -107,12 +107,12 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 		if u.client, err = newClient(u.Kubeconfig()); err != nil {
 			return err
 		}
-		err = u.poll(ctx, name, 90*time.Second, func() error { return u.client.readyz(ctx) })
+		err = u.poll(ctx, 90*time.Second, func() error { return u.client.readyz(ctx) })
 		if err == nil {
-			err = u.client.bootstrap(ctx, u.Config)
+			err = u.client.bootstrap(ctx)
 		}
 	case "containerd":
-		err = u.poll(ctx, name, 30*time.Second, func() error {
+		err = u.poll(ctx, 30*time.Second, func() error {
 			_, err := os.Stat(u.ContainerdSocket())
 			return err
 		})
@@ -120,10 +120,10 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 			err = u.LoadImage(u.Bin("pause.tar"))
 		}
 	case "kubelet":
-		err = u.poll(ctx, name, 120*time.Second, func() error { return u.client.nodeReady(ctx, u.NodeName) })
+		err = u.poll(ctx, 120*time.Second, func() error { return u.client.nodeReady(ctx, u.NodeName) })
 	case "coredns":
 		resolver := u.Namespace().Resolver(net.JoinHostPort(DNSServiceIP, "53"))
-		err = u.poll(ctx, name, 60*time.Second, func() error {
+		err = u.poll(ctx, 60*time.Second, func() error {
 			lookup, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			addrs, err := resolver.LookupHost(lookup, "kubernetes.default.svc."+ClusterDomain)
@@ -134,7 +134,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 		})
 	case "kwok":
 		if err = u.client.createSimulatedNodes(ctx, u.SimulatedNodes); err == nil {
-			err = u.poll(ctx, name, 60*time.Second, func() error { return u.client.simulatedNodesReady(ctx, u.SimulatedNodes) })
+			err = u.poll(ctx, 60*time.Second, func() error { return u.client.simulatedNodesReady(ctx, u.SimulatedNodes) })
 		}
 	}
 	if err != nil {
@@ -145,7 +145,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 
 // poll calls check until it succeeds, the timeout passes, or a started
 // daemon dies.
-func (u *upper) poll(ctx context.Context, name string, timeout time.Duration, check func() error) error {
+func (u *upper) poll(ctx context.Context, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()

@@ -69,7 +69,7 @@ func TestDyingComponentShowsItsLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = u.poll(context.Background(), "etcd", 10*time.Second, func() error { return errors.New("not yet") })
+	err = u.poll(context.Background(), 10*time.Second, func() error { return errors.New("not yet") })
 	var ce *componentError
 	if !errors.As(err, &ce) || ce.Component != "etcd" {
 		t.Fatalf("got %v, want a componentError for etcd", err)

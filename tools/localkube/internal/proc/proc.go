@@ -30,7 +30,7 @@ type record struct {
 
 // Start launches argv in its own session with stdin closed and stdout and
 // stderr appended to the daemon's log, and records its PID.
-func (d Daemon) Start(argv []string, env []string) (int, error) {
+func (d Daemon) Start(argv, env []string) (int, error) {
 	if err := os.MkdirAll(filepath.Dir(d.LogFile), 0o755); err != nil {
 		return 0, err
 	}
