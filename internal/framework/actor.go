@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -75,25 +76,29 @@ type Dependency struct {
 }
 
 // IsReady is the default readiness of a dependency: a framework Object is
-// ready when its Ready condition is True for its current generation; any
-// other object is ready once it exists.
+// ready when its controller has observed its current generation
+// (status.observedGeneration) and its Ready condition is True for that
+// generation (the condition's observedGeneration); any other object is
+// ready once it exists.
 func IsReady(obj client.Object) (bool, string) {
 	o, ok := obj.(Object)
 	if !ok {
 		return true, ""
 	}
-	if *o.ObservedGeneration() != o.GetGeneration() {
-		return false, "not observed yet"
+	gen := o.GetGeneration()
+	if observed := *o.ObservedGeneration(); observed != gen {
+		return false, fmt.Sprintf("generation %d not observed yet (observed %d)", gen, observed)
 	}
-	for _, c := range *o.Conditions() {
-		if c.Type == ConditionReady {
-			if c.Status == metav1.ConditionTrue {
-				return true, ""
-			}
-			return false, fmt.Sprintf("not ready (%s)", c.Reason)
-		}
+	c := meta.FindStatusCondition(*o.Conditions(), ConditionReady)
+	switch {
+	case c == nil:
+		return false, "not ready"
+	case c.ObservedGeneration != gen:
+		return false, fmt.Sprintf("Ready is for generation %d, not %d", c.ObservedGeneration, gen)
+	case c.Status != metav1.ConditionTrue:
+		return false, fmt.Sprintf("not ready (%s)", c.Reason)
 	}
-	return false, "not ready"
+	return true, ""
 }
 
 var (

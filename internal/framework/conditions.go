@@ -44,6 +44,7 @@ const (
 	ReasonOperationSucceeded     = "OperationSucceeded"
 	ReasonOperationAborted       = "OperationAborted"
 	ReasonOperationRescued       = "OperationRescued"
+	ReasonOperationInterrupted   = "OperationInterrupted"
 )
 
 // SetCondition sets condition t on conds with the given status, reason and

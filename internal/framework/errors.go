@@ -48,12 +48,17 @@ func IsTerminal(err error) bool {
 	return IsInvalidSpec(err) || errors.Is(err, reconcile.TerminalError(nil))
 }
 
+// errStaleCache reports that the cache is behind the API server for the
+// object; the pass is requeued quietly, like a conflict.
+var errStaleCache = errors.New("the cache is behind the API server")
+
 // errorClass is how the framework handles an error.
 type errorClass int
 
 const (
 	classNone errorClass = iota
-	// classConflict: the cache was stale; requeue quietly.
+	// classConflict: the cache was stale (a write conflicted, or the cache
+	// is behind the API server); requeue quietly.
 	classConflict
 	// classInvalidSpec: terminal until the generation changes.
 	classInvalidSpec
@@ -87,7 +92,10 @@ func classify(err error) errorClass {
 		return classInvalidSpec
 	case IsTerminal(err):
 		return classTerminal
-	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
+	case apierrors.IsConflict(err) || errors.Is(err, errStaleCache):
+		// Only a conflict is a quiet requeue. AlreadyExists is not: a
+		// create that keeps failing that way (a name taken by someone else)
+		// must back off like any other error.
 		return classConflict
 	default:
 		return classTransient

@@ -51,8 +51,27 @@ type Flow[T Object] struct {
 // its work is already done. A terminal error (Terminal, InvalidSpec) fails
 // the flow at once; other errors are retried with backoff.
 type Step[T Object] struct {
+	// Name identifies the step in status; keep it stable across releases.
 	Name string
-	Run  func(ctx *Context[T]) (done bool, err error)
+	// Run does or polls the step's work.
+	Run func(ctx *Context[T]) (done bool, err error)
+	// Timeout, when set, bounds how long the step may take from when it
+	// became current (status.operation.stepStartedAt). Past it, every run
+	// that does not report done counts as a failed attempt, with the
+	// flow's backoff and MaxAttempts as for errors; a retry rescue starts
+	// the clock again.
+	Timeout time.Duration
+}
+
+// FlowInterrupter is implemented by actors that cancel a running flow when
+// the desired state moved on, for example a scale-out that arrives while a
+// drain runs (design principle 7). The framework asks on every pass of a
+// Running flow, before its step runs (not while the flow is Failed: a
+// failed flow waits for a rescue). When InterruptFlow reports true the flow
+// ends Aborted with reason as its message, an Event OperationInterrupted
+// records it, and Observe runs in the same pass.
+type FlowInterrupter[T Object] interface {
+	InterruptFlow(ctx *Context[T], op *flow.Operation) (reason string, interrupt bool)
 }
 
 func (f Flow[T]) withDefaults() Flow[T] {
@@ -116,17 +135,12 @@ func StartFlow[T Object](name, trigger string) Action[T] {
 	})
 }
 
-// runOperation rescues and runs the active operation. It reports whether
-// the operation owned this pass (the actor is not observed then).
+// runOperation runs the active operation. It reports whether the
+// operation owned this pass (the actor is not observed then).
 func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
 	h, ok := any(p.obj).(OperationHolder)
 	if !ok {
 		return false, reconcile.Result{}, nil
-	}
-	if value, found := p.obj.GetAnnotations()[flow.RescueAnnotation]; found {
-		if err := p.rescue(h, value); err != nil {
-			return true, reconcile.Result{}, err
-		}
 	}
 	op := h.GetOperation()
 	p.setOperationCondition(op)
@@ -137,33 +151,72 @@ func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
 		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		return true, reconcile.Result{}, nil
 	}
+	if p.interrupt(op) {
+		p.setOperationCondition(op)
+		return false, reconcile.Result{}, nil
+	}
 	res, err := p.runStep(op)
 	p.setOperationCondition(op)
 	return true, res, err
 }
 
+// interrupt asks the actor whether the running operation must stop, and
+// aborts it if so.
+func (p *pass[T]) interrupt(op *flow.Operation) bool {
+	i, ok := p.r.opts.Actor.(FlowInterrupter[T])
+	if !ok {
+		return false
+	}
+	reason, stop := i.InterruptFlow(p.c, op)
+	if !stop {
+		return false
+	}
+	step := op.Step
+	op.Message = "Interrupted: " + reason
+	op.Finish(flow.PhaseAborted, metav1.Now())
+	p.log.Info("Operation interrupted", "operation", op.Name, "step", step, "reason", reason)
+	p.c.Event(corev1.EventTypeNormal, ReasonOperationInterrupted, "Operation %s interrupted at step %s: %s",
+		op.Name, step, reason)
+	return true
+}
+
 // runStep runs the current step of a running operation.
 func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
-	c := p.c
 	f := p.r.flows[op.Name]
 	var s *Step[T]
 	if f != nil && int(op.Current) < len(op.Steps) {
 		s = f.step(op.Steps[op.Current])
 	}
 	if s == nil {
+		p.processed = true
 		op.LastError = fmt.Sprintf("flow %q step %q is not registered", op.Name, op.Step)
 		op.Finish(flow.PhaseFailed, metav1.Now())
-		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
+		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		return reconcile.Result{}, nil
 	}
-	setRunning(c, op)
+	setRunning(p.c, op)
 	if op.NextAttemptAt != nil {
 		if wait := time.Until(op.NextAttemptAt.Time); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	if err := p.ensureFresh(); err != nil {
+		return reconcile.Result{}, err
+	}
+	if op.StepStartedAt == nil { // written before the field existed
+		now := metav1.Now()
+		op.StepStartedAt = &now
+	}
+	done, err := s.Run(p.c)
+	p.processed = true
+	if err == nil && !done && s.Timeout > 0 && time.Since(op.StepStartedAt.Time) >= s.Timeout {
+		err = fmt.Errorf("step %s not done within its timeout of %s", s.Name, s.Timeout)
+	}
+	return p.stepResult(f, s, op, done, err)
+}
 
-	done, err := s.Run(c)
+// stepResult moves the operation on after a run of step s.
+func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *flow.Operation, done bool, err error) (reconcile.Result, error) {
 	log := p.log.WithValues("operation", op.Name, "step", s.Name)
 	switch {
 	case err != nil && classify(err) == classConflict:
@@ -171,19 +224,40 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 	case err != nil:
 		return p.stepFailed(f, op, err)
 	case !done:
+		if op.Attempts > 0 {
+			log.Info("Step recovered, attempts reset", "attempts", op.Attempts)
+			op.ResetAttempts()
+		}
 		log.V(1).Info("Step in progress")
 		return reconcile.Result{RequeueAfter: f.Poll}, nil
 	}
 	metrics.ActionsTotal.WithLabelValues(p.r.kind, op.Name+"/"+s.Name).Inc()
 	log.Info("Step completed")
-	op.SetCurrent(op.Current + 1)
+	now := metav1.Now()
+	op.SetCurrent(op.Current+1, now)
 	if int(op.Current) >= len(op.Steps) {
-		op.Finish(flow.PhaseSucceeded, metav1.Now())
+		op.Finish(flow.PhaseSucceeded, now)
 		log.Info("Operation succeeded")
 	} else {
-		setRunning(c, op) // name the next step now: one status write per step
+		setRunning(p.c, op) // name the next step now: one status write per step
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
+}
+
+// ensureFresh reads the object from the API server, bypassing the cache,
+// and fails with errStaleCache (a quiet requeue) when the cache's copy is
+// not the latest: a status.operation read from a cache that has not seen
+// the framework's last status write would run a completed step again.
+func (p *pass[T]) ensureFresh() error {
+	live := p.r.newObject()
+	if err := p.r.reader.Get(p.c, client.ObjectKeyFromObject(p.obj), live); err != nil {
+		return fmt.Errorf("read %s %s before running a step: %w", p.r.kind, key(p.obj), err)
+	}
+	if live.GetResourceVersion() != p.obj.GetResourceVersion() {
+		return fmt.Errorf("%s %s is at resourceVersion %s, the cache at %s: %w", p.r.kind, key(p.obj),
+			live.GetResourceVersion(), p.obj.GetResourceVersion(), errStaleCache)
+	}
+	return nil
 }
 
 // setRunning sets Synced=False/OperationRunning naming the current step.
@@ -225,13 +299,26 @@ func (p *pass[T]) setOperationCondition(op *flow.Operation) {
 	case flow.PhaseSucceeded:
 		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationSucceeded, "")
 	case flow.PhaseAborted:
-		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationAborted, "")
+		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationAborted, op.Message)
 	}
 }
 
 func failedMessage(op *flow.Operation) string {
 	return fmt.Sprintf("Operation %s failed at step %s (%s) after %d attempts: %s; set annotation %s to retry, skip or abort",
 		op.Name, op.Step, op.Progress, op.Attempts, op.LastError, flow.RescueAnnotation)
+}
+
+// rescueIfAsked acts on the rescue annotation, if the object has one.
+func (p *pass[T]) rescueIfAsked() error {
+	h, ok := any(p.obj).(OperationHolder)
+	if !ok {
+		return nil
+	}
+	value, found := p.obj.GetAnnotations()[flow.RescueAnnotation]
+	if !found {
+		return nil
+	}
+	return p.rescue(h, value)
 }
 
 // rescue acts on the rescue annotation. The annotation is removed first, so
@@ -260,6 +347,7 @@ func (p *pass[T]) rescue(h OperationHolder, value string) error {
 	if err := applyRescue(op, verb, metav1.Now()); err != nil {
 		return err
 	}
+	p.setOperationCondition(op)
 	p.log.Info("Operation rescued", "operation", op.Name, "rescue", verb)
 	p.c.Event(corev1.EventTypeNormal, ReasonOperationRescued, "Operation %s: %s, now %s at %s",
 		op.Name, verb, op.Phase, op.Progress)
@@ -271,15 +359,16 @@ func applyRescue(op *flow.Operation, verb flow.Rescue, now metav1.Time) error {
 	switch verb {
 	case flow.RescueRetry:
 		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
-		op.SetCurrent(op.Current)
+		op.SetCurrent(op.Current, now)
 	case flow.RescueSkip:
 		op.Skipped = append(op.Skipped, op.Step)
 		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
-		op.SetCurrent(op.Current + 1)
+		op.SetCurrent(op.Current+1, now)
 		if int(op.Current) >= len(op.Steps) {
 			op.Finish(flow.PhaseSucceeded, now)
 		}
 	case flow.RescueAbort:
+		op.Message = "Aborted by the " + flow.RescueAnnotation + " annotation"
 		op.Finish(flow.PhaseAborted, now)
 	default:
 		return errors.New("unknown rescue " + string(verb))

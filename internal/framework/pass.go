@@ -30,9 +30,10 @@ type pass[T Object] struct {
 	obj  T
 	orig T // obj as read, before defaults: the base of the status patch
 	c    *Context[T]
-	// paused: the pass stopped at the pause check; observedGeneration is
-	// not stamped.
-	paused bool
+	// processed: the pass acted on the spec of the object's generation
+	// (Observe returned, a flow step ran, Finalize returned); only then is
+	// observedGeneration stamped, and only if the pass did not fail.
+	processed bool
 	// conflict: the pass hit a conflict and is requeued quietly.
 	conflict bool
 }
@@ -90,6 +91,7 @@ func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error)
 	p.begin(ctx)
 	p.c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonDeleting, "Finalizing before deletion")
 	done, err := p.r.opts.Actor.Finalize(p.c)
+	p.processed = true
 	if err != nil {
 		return p.finish(reconcile.Result{}, fmt.Errorf("finalize: %w", err))
 	}
@@ -108,12 +110,16 @@ func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error)
 	return reconcile.Result{}, nil
 }
 
-// reconcileNormal runs steps 3 to 5 of the pass: pause, validation,
-// dependencies, the running operation or the actor's action.
+// reconcileNormal runs steps 3 to 6 of the pass: rescue, pause,
+// validation, dependencies, the running operation or the actor's action.
 func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 	c := p.c
+	// A rescue acts before anything else, so that a user can abort, retry
+	// or skip even while the object is paused or its dependencies are down.
+	if err := p.rescueIfAsked(); err != nil {
+		return reconcile.Result{}, err
+	}
 	if isPaused(p.obj) {
-		p.paused = true
 		c.SetCondition(ConditionPaused, metav1.ConditionTrue, ReasonPaused, "Reconciliation is paused")
 		return reconcile.Result{}, nil
 	}
@@ -153,6 +159,7 @@ func (p *pass[T]) observe() (reconcile.Result, error) {
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	p.processed = true
 	if action == nil {
 		c.SetCondition(ConditionSynced, metav1.ConditionTrue, ReasonInSync, "")
 		if !c.readySet {
@@ -187,7 +194,7 @@ func (p *pass[T]) dependencies() (bool, reconcile.Result, error) {
 	c := p.c
 	deps, err := d.Dependencies(c)
 	if err != nil {
-		c.SetCondition(ConditionDependenciesReady, metav1.ConditionFalse, ReasonDependencyError, err.Error())
+		p.setErrorCondition(ConditionDependenciesReady, ReasonDependencyError, err)
 		return false, reconcile.Result{}, fmt.Errorf("dependencies: %w", err)
 	}
 	var waiting []string
@@ -248,8 +255,8 @@ func (p *pass[T]) checkDependency(dep Dependency) (string, error) {
 // if it changed, and emits an Event per condition transition.
 func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, error) {
 	c := p.c
-	gen := p.obj.GetGeneration()
-	switch classify(err) {
+	class := classify(err)
+	switch class {
 	case classNone:
 	case classConflict:
 		p.conflict = true
@@ -260,14 +267,15 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 		c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
 		res, err = reconcile.Result{}, reconcile.TerminalError(err)
 	case classTerminal:
-		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonTerminalError, err.Error())
+		p.setErrorCondition(ConditionSynced, ReasonTerminalError, err)
 		res, err = reconcile.Result{}, reconcile.TerminalError(err)
 	case classTransient:
-		c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonReconcileError, err.Error())
+		p.setErrorCondition(ConditionSynced, ReasonReconcileError, err)
 		res = reconcile.Result{}
 	}
-	if !p.paused {
-		*p.obj.ObservedGeneration() = gen
+	// An invalid spec is a verdict on this generation; an error is not.
+	if (p.processed && class == classNone) || class == classInvalidSpec {
+		*p.obj.ObservedGeneration() = p.obj.GetGeneration()
 	}
 	transitions := Transitions(*p.orig.Conditions(), *p.obj.Conditions())
 	if perr := p.patchStatus(); perr != nil {
@@ -284,6 +292,21 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 	p.emit(transitions)
 	p.trackOperation()
 	return res, err
+}
+
+// setErrorCondition sets condition t to False with an error reason. While
+// t already said the same (status, reason and generation as read) its
+// message is kept: every status write triggers a pass, so an error whose
+// text changes with each attempt (an address, a counter, a time) would
+// otherwise loop at once instead of backing off. The log has every error.
+func (p *pass[T]) setErrorCondition(t, reason string, err error) {
+	msg := err.Error()
+	old := meta.FindStatusCondition(*p.orig.Conditions(), t)
+	if old != nil && old.Status == metav1.ConditionFalse && old.Reason == reason &&
+		old.ObservedGeneration == p.obj.GetGeneration() {
+		msg = old.Message
+	}
+	p.c.SetCondition(t, metav1.ConditionFalse, reason, msg)
 }
 
 // finishWithoutStatus handles an error that happened before the pass began.

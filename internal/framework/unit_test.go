@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/stewardhq/steward/internal/framework/flow"
@@ -214,7 +215,9 @@ func TestClassify(t *testing.T) {
 		{nil, classNone},
 		{apierrors.NewConflict(gr, "w", errors.New("stale")), classConflict},
 		{fmt.Errorf("apply: %w", apierrors.NewConflict(gr, "w", errors.New("stale"))), classConflict},
-		{apierrors.NewAlreadyExists(gr, "w"), classConflict},
+		{apierrors.NewAlreadyExists(gr, "w"), classTransient},
+		{fmt.Errorf("create: %w", apierrors.NewAlreadyExists(gr, "w")), classTransient},
+		{fmt.Errorf("step: %w", errStaleCache), classConflict},
 		{InvalidSpec(errors.New("bad")), classInvalidSpec},
 		{fmt.Errorf("wrapped: %w", InvalidSpec(errors.New("bad"))), classInvalidSpec},
 		{Terminal(errors.New("gone")), classTerminal},
@@ -268,7 +271,7 @@ func TestApplyRescue(t *testing.T) {
 	now := metav1.Now()
 	failedAt := func(i int32) *flow.Operation {
 		op := flow.New("upgrade", "g2", []string{"a", "b", "c"}, now)
-		op.SetCurrent(i)
+		op.SetCurrent(i, now)
 		op.Attempts, op.LastError = 5, "boom"
 		op.Finish(flow.PhaseFailed, now)
 		return op
@@ -305,24 +308,35 @@ func TestApplyRescue(t *testing.T) {
 }
 
 func TestIsReady(t *testing.T) {
-	g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
-	if ok, why := IsReady(g); ok || why != "not observed yet" {
-		t.Errorf("unobserved: %v %q", ok, why)
+	ready := func(status metav1.ConditionStatus, gen int64) []metav1.Condition {
+		return []metav1.Condition{{Type: ConditionReady, Status: status, Reason: "Booting", ObservedGeneration: gen}}
 	}
-	g.Status.ObservedGeneration = 2
-	if ok, why := IsReady(g); ok || why != "not ready" {
-		t.Errorf("no condition: %v %q", ok, why)
+	gadget := func(gen, observed int64, conds []metav1.Condition) *testapi.Gadget {
+		g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+		g.Status.ObservedGeneration, g.Status.Conditions = observed, conds
+		return g
 	}
-	g.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "Booting"}}
-	if ok, why := IsReady(g); ok || !strings.Contains(why, "Booting") {
-		t.Errorf("not ready: %v %q", ok, why)
+	tests := []struct {
+		name    string
+		obj     client.Object
+		ready   bool
+		wantWhy string
+	}{
+		{"unobserved", gadget(2, 1, ready(metav1.ConditionTrue, 2)), false, "generation 2 not observed yet"},
+		{"no condition", gadget(2, 2, nil), false, "not ready"},
+		{"not ready", gadget(2, 2, ready(metav1.ConditionFalse, 2)), false, "not ready (Booting)"},
+		{"ready for an older generation", gadget(2, 2, ready(metav1.ConditionTrue, 1)), false, "Ready is for generation 1, not 2"},
+		{"ready, status stale", gadget(3, 2, ready(metav1.ConditionTrue, 3)), false, "generation 3 not observed yet"},
+		{"ready", gadget(2, 2, ready(metav1.ConditionTrue, 2)), true, ""},
+		{"plain object", &corev1.Secret{}, true, ""},
 	}
-	g.Status.Conditions[0].Status = metav1.ConditionTrue
-	if ok, _ := IsReady(g); !ok {
-		t.Error("ready Gadget reported not ready")
-	}
-	if ok, _ := IsReady(&corev1.Secret{}); !ok {
-		t.Error("an existing plain object is ready")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, why := IsReady(tt.obj)
+			if ok != tt.ready || !strings.Contains(why, tt.wantWhy) || (tt.ready && why != "") {
+				t.Errorf("IsReady = %v %q, want %v %q", ok, why, tt.ready, tt.wantWhy)
+			}
+		})
 	}
 }
 

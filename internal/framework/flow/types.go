@@ -65,9 +65,18 @@ type Operation struct {
 	Skipped []string `json:"skipped,omitempty"`
 	// StartedAt is when the flow started.
 	StartedAt metav1.Time `json:"startedAt"`
+	// StepStartedAt is when the current step became current (or was
+	// retried by a rescue); a step's timeout counts from it.
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
 	// NextAttemptAt is when the current step is retried after a failure.
 	// +optional
 	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+	// Message says why the operation was aborted: the rescue or the
+	// controller's interruption (for example a scale-out that cancels a
+	// drain).
+	// +optional
+	Message string `json:"message,omitempty"`
 	// FinishedAt is when the flow succeeded, failed or was aborted.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
@@ -82,24 +91,33 @@ func New(name, trigger string, steps []string, now metav1.Time) *Operation {
 		Phase:     PhaseRunning,
 		StartedAt: now,
 	}
-	op.SetCurrent(0)
+	op.SetCurrent(0, now)
 	return op
 }
 
-// SetCurrent moves the operation to step i and refreshes Step and Progress.
-// It resets the attempt bookkeeping of the previous step.
-func (o *Operation) SetCurrent(i int32) {
+// SetCurrent moves the operation to step i at time now and refreshes Step,
+// Progress and StepStartedAt. It resets the attempt bookkeeping of the
+// previous step.
+func (o *Operation) SetCurrent(i int32, now metav1.Time) {
 	o.Current = i
-	o.Attempts = 0
-	o.LastError = ""
-	o.NextAttemptAt = nil
+	o.ResetAttempts()
 	if int(i) < len(o.Steps) {
 		o.Step = o.Steps[i]
 		o.Progress = fmt.Sprintf("%d/%d", i+1, len(o.Steps))
+		o.StepStartedAt = &now
 		return
 	}
 	o.Step = ""
 	o.Progress = fmt.Sprintf("%d/%d", len(o.Steps), len(o.Steps))
+	o.StepStartedAt = nil
+}
+
+// ResetAttempts forgets the current step's failed attempts, so that only
+// consecutive failures count towards the flow's limit.
+func (o *Operation) ResetAttempts() {
+	o.Attempts = 0
+	o.LastError = ""
+	o.NextAttemptAt = nil
 }
 
 // Finish ends the operation in phase p at time now.

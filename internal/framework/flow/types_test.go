@@ -32,13 +32,13 @@ func TestOperationProgress(t *testing.T) {
 		t.Fatalf("new operation = %+v", op)
 	}
 	op.Attempts, op.LastError = 2, "boom"
-	op.SetCurrent(1)
-	if op.Step != "restart" || op.Progress != "2/2" || op.Attempts != 0 || op.LastError != "" {
+	op.SetCurrent(1, metav1.Now())
+	if op.Step != "restart" || op.Progress != "2/2" || op.Attempts != 0 || op.LastError != "" || op.StepStartedAt == nil {
 		t.Fatalf("after step 1 = %+v", op)
 	}
-	op.SetCurrent(2)
+	op.SetCurrent(2, metav1.Now())
 	op.Finish(PhaseSucceeded, metav1.Now())
-	if op.Step != "" || op.Progress != "2/2" || op.Phase.Active() || op.FinishedAt == nil {
+	if op.Step != "" || op.Progress != "2/2" || op.Phase.Active() || op.FinishedAt == nil || op.StepStartedAt != nil {
 		t.Fatalf("finished operation = %+v", op)
 	}
 	for p, active := range map[Phase]bool{PhaseRunning: true, PhaseFailed: true, PhaseSucceeded: false, PhaseAborted: false} {
