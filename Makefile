@@ -137,7 +137,7 @@ e2e: images ## Run the end-to-end suite: it brings a localkube cluster up, tests
 	$(GO) test -tags e2e -count=1 -v -timeout 45m ./test/e2e/
 
 .PHONY: test
-test: localkube ## Run every test: unit and envtest integration (both modules), then end to end.
+test: images ## Run every test: unit and envtest integration (both modules), then end to end.
 	$(MAKE) --no-print-directory unit
 	cd tools/localkube && $(GO) test $(LOCALKUBE_PACKAGES)
 	$(MAKE) --no-print-directory e2e

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,9 +17,12 @@ const (
 
 // Target is one endpoint to probe, typically a pod.
 type Target struct {
-	// Key identifies the target in the cache and in results; it must be
-	// unique across every object the collector serves (for example the
-	// pod's namespace/name or UID).
+	// Group is the object the target belongs to, for example the owner's
+	// namespace/name or UID; Forget only drops targets of one group, so one
+	// object's pass never drops another's results.
+	Group string
+	// Key identifies the target within its group, in the cache and in
+	// results (for example the pod's name).
 	Key string
 	// Address is where to reach the target, for example "10.0.0.7:8080".
 	Address string
@@ -86,8 +90,13 @@ type Collector[R any] struct {
 	opts Options
 
 	mu    sync.Mutex
-	state map[string]*entry[R]
+	state map[cacheKey]*entry[R]
 }
+
+// cacheKey identifies a target across groups.
+type cacheKey struct{ group, key string }
+
+func keyOf(t Target) cacheKey { return cacheKey{group: t.Group, key: t.Key} }
 
 type entry[R any] struct {
 	result Result[R]
@@ -106,7 +115,7 @@ func NewCollector[R any](opts Options) *Collector[R] {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Collector[R]{opts: opts, state: map[string]*entry[R]{}}
+	return &Collector[R]{opts: opts, state: map[cacheKey]*entry[R]{}}
 }
 
 // Collect calls every target that has no call in flight and no answer
@@ -122,10 +131,10 @@ func (c *Collector[R]) Collect(ctx context.Context, targets []Target, call CallF
 	var waits []chan struct{}
 	c.mu.Lock()
 	for _, t := range targets {
-		e := c.state[t.Key]
+		e := c.state[keyOf(t)]
 		if e == nil {
 			e = &entry[R]{result: Result[R]{Err: ErrPending}}
-			c.state[t.Key] = e
+			c.state[keyOf(t)] = e
 		}
 		// Wait only for the calls started here: a call left over from an
 		// earlier Collect has already had its deadline, and a hung target
@@ -154,7 +163,7 @@ func (c *Collector[R]) Results(targets []Target) map[string]Result[R] {
 	out := make(map[string]Result[R], len(targets))
 	for _, t := range targets {
 		r := Result[R]{Err: ErrPending}
-		if e := c.state[t.Key]; e != nil {
+		if e := c.state[keyOf(t)]; e != nil {
 			r = e.result
 			r.InFlight = e.done != nil
 		}
@@ -163,9 +172,11 @@ func (c *Collector[R]) Results(targets []Target) map[string]Result[R] {
 	return out
 }
 
-// Forget drops the cached results of every key not in keep, for example the
-// pods that no longer exist. Calls in flight for those keys finish unseen.
-func (c *Collector[R]) Forget(keep []Target) {
+// Forget drops the cached results of the targets of group that are not in
+// keep, for example the pods of an object that no longer exist; Forget(group,
+// nil) drops the whole group, for an object that is gone. Other groups are
+// untouched. Calls in flight for dropped targets finish unseen.
+func (c *Collector[R]) Forget(group string, keep []Target) {
 	keys := make(map[string]bool, len(keep))
 	for _, t := range keep {
 		keys[t.Key] = true
@@ -173,7 +184,7 @@ func (c *Collector[R]) Forget(keep []Target) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.state {
-		if !keys[k] {
+		if k.group == group && !keys[k.key] {
 			delete(c.state, k)
 		}
 	}
@@ -192,7 +203,7 @@ func (c *Collector[R]) run(e *entry[R], t Target, call CallFunc[R]) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.CallTimeout)
 	defer cancel()
 	start := c.opts.Now()
-	v, err := call(ctx, t)
+	v, err := safeCall(ctx, t, call)
 	end := c.opts.Now()
 
 	metrics.ProbeDuration.WithLabelValues(c.opts.Kind).Observe(end.Sub(start).Seconds())
@@ -210,4 +221,15 @@ func (c *Collector[R]) run(e *entry[R], t Target, call CallFunc[R]) {
 	}
 	close(e.done)
 	e.done = nil
+}
+
+// safeCall makes the call, turning a panic into the target's error: a bug in
+// one probe must not take the operator down.
+func safeCall[R any](ctx context.Context, t Target, call CallFunc[R]) (v R, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("probe of %s panicked: %v", t.Key, r)
+		}
+	}()
+	return call(ctx, t)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,7 +178,7 @@ func TestCachedResultsAndAge(t *testing.T) {
 		t.Errorf("after a failure = %+v, want the error and the last good value", r)
 	}
 
-	c.Forget(nil)
+	c.Forget("", nil)
 	if r := c.Results(ts)["pod-0"]; !errors.Is(r.Err, ErrPending) || r.Age(clock()) != 0 {
 		t.Errorf("after Forget = %+v, want pending", r)
 	}
@@ -194,5 +195,66 @@ func TestCollectHonorsCallerContext(t *testing.T) {
 	c.Collect(ctx, targets(s, "hang"), get)
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Collect took %s after its context ended", took)
+	}
+}
+
+// TestForgetIsScopedToItsGroup checks that forgetting the targets of one
+// object leaves another object's cached results alone, even with the same
+// keys.
+func TestForgetIsScopedToItsGroup(t *testing.T) {
+	s := newServer(t)
+	c := NewCollector[int](Options{MinInterval: time.Hour})
+	a := []Target{{Group: "ns/a", Key: "pod-0", Address: s.URL + "/1"}, {Group: "ns/a", Key: "pod-1", Address: s.URL + "/2"}}
+	b := []Target{{Group: "ns/b", Key: "pod-0", Address: s.URL + "/3"}}
+	c.Collect(t.Context(), a, get)
+	c.Collect(t.Context(), b, get)
+	if r := c.Results(b)["pod-0"]; r.Value != 3 {
+		t.Fatalf("group b's pod-0 = %+v, want its own value 3", r)
+	}
+
+	c.Forget("ns/a", a[:1])
+	if r := c.Results(a)["pod-0"]; !r.OK() || r.Value != 1 {
+		t.Errorf("kept target of a = %+v, want 1", r)
+	}
+	if r := c.Results(a)["pod-1"]; !errors.Is(r.Err, ErrPending) {
+		t.Errorf("forgotten target of a = %+v, want pending", r)
+	}
+	if r := c.Results(b)["pod-0"]; !r.OK() || r.Value != 3 {
+		t.Errorf("b's target after forgetting a's = %+v, want 3", r)
+	}
+	c.Forget("ns/b", nil)
+	if r := c.Results(b)["pod-0"]; !errors.Is(r.Err, ErrPending) {
+		t.Errorf("b's target after forgetting b = %+v, want pending", r)
+	}
+}
+
+// TestPanickingCallIsAnError checks that a call that panics does not crash
+// the process: its panic becomes the target's error and the target can be
+// called again.
+func TestPanickingCallIsAnError(t *testing.T) {
+	c := NewCollector[int](Options{Deadline: time.Second})
+	ts := []Target{{Key: "pod-0"}, {Key: "pod-1"}}
+	var calls atomic.Int32
+	call := func(_ context.Context, tg Target) (int, error) {
+		calls.Add(1)
+		if tg.Key == "pod-0" {
+			panic("boom")
+		}
+		return 1, nil
+	}
+	start := time.Now()
+	res := c.Collect(t.Context(), ts, call)
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("Collect took %s: the panicking call did not report done", took)
+	}
+	if r := res["pod-0"]; r.OK() || r.InFlight || r.Err == nil || !strings.Contains(r.Err.Error(), "panicked: boom") {
+		t.Errorf("panicking target = %+v, want its panic as the error", r)
+	}
+	if r := res["pod-1"]; !r.OK() || r.Value != 1 {
+		t.Errorf("healthy target = %+v, want 1", r)
+	}
+	c.Collect(t.Context(), ts, call)
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d calls over two Collects, want 4", n)
 	}
 }
