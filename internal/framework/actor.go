@@ -87,14 +87,14 @@ func IsReady(obj client.Object) (bool, string) {
 	}
 	gen := o.GetGeneration()
 	if observed := *o.ObservedGeneration(); observed != gen {
-		return false, fmt.Sprintf("generation %d not observed yet (observed %d)", gen, observed)
+		return false, fmt.Sprintf("not observed yet (generation %d, observed %d)", gen, observed)
 	}
 	c := meta.FindStatusCondition(*o.Conditions(), ConditionReady)
 	switch {
 	case c == nil:
 		return false, "not ready"
 	case c.ObservedGeneration != gen:
-		return false, fmt.Sprintf("Ready is for generation %d, not %d", c.ObservedGeneration, gen)
+		return false, fmt.Sprintf("not ready at generation %d (Ready is for generation %d)", gen, c.ObservedGeneration)
 	case c.Status != metav1.ConditionTrue:
 		return false, fmt.Sprintf("not ready (%s)", c.Reason)
 	}

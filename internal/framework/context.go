@@ -95,8 +95,9 @@ func (c *Context[T]) Labels(component string) map[string]string {
 }
 
 // Selector returns the labels that select the object's children playing
-// component, suitable for a workload's selector: the standard labels minus
-// part-of and managed-by, which may change without the pods changing.
+// component, suitable for a workload's (immutable) selector: name,
+// instance, component and managed-by — the standard labels minus part-of,
+// the one label a system may rename without its pods changing.
 func (c *Context[T]) Selector(component string) map[string]string {
 	return StandardLabels(c.r.app, c.Obj.GetName(), component, "")
 }

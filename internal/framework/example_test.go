@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,9 @@ import (
 
 // WidgetContext is the framework context of a Widget.
 type WidgetContext = framework.Context[*testapi.Widget]
+
+// GadgetContext is the framework context of a Gadget.
+type GadgetContext = framework.Context[*testapi.Gadget]
 
 // gadgetSet is a complete controller on the framework: a Widget owns one
 // Gadget per replica, waits for the Gadgets named in spec.dependsOn, and
@@ -75,33 +79,46 @@ var restart = framework.Flow[*testapi.Widget]{
 	Name: "restart",
 	Steps: []framework.Step[*testapi.Widget]{
 		{Name: "mark", Run: func(c *WidgetContext) (bool, error) {
-			c.Event("Normal", "Restarting", "Restarting %d Gadgets", c.Obj.Spec.Replicas)
+			c.Event(corev1.EventTypeNormal, "Restarting", "Restarting %d Gadgets", c.Obj.Spec.Replicas)
 			return true, nil
 		}},
-		{Name: "wait-ready", Run: func(c *WidgetContext) (bool, error) {
-			var list testapi.GadgetList
-			if err := c.Client.List(c, &list, client.InNamespace(c.Obj.Namespace),
-				client.MatchingLabels(c.Labels("gadget"))); err != nil {
-				return false, err
-			}
-			for i := range list.Items {
-				if ok, _ := framework.IsReady(&list.Items[i]); !ok {
-					return false, nil // poll again later
-				}
-			}
-			return true, nil
-		}},
+		{Name: "wait-ready", Run: waitGadgetsReady},
 	},
 }
 
-// Example registers the gadgetSet controller with a manager.
-func Example() {
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return
+// waitGadgetsReady polls until every Gadget of the Widget is Ready at its
+// current generation.
+func waitGadgetsReady(c *WidgetContext) (bool, error) {
+	var list testapi.GadgetList
+	if err := c.Client.List(c, &list, client.InNamespace(c.Obj.Namespace),
+		client.MatchingLabels(c.Selector("gadget"))); err != nil {
+		return false, fmt.Errorf("list Gadgets: %w", err)
 	}
-	_, err = framework.Setup(mgr, framework.Options[*testapi.Widget]{
+	if len(list.Items) < int(c.Obj.Spec.Replicas) {
+		return false, nil // poll again later
+	}
+	for i := range list.Items {
+		if ok, _ := framework.IsReady(&list.Items[i]); !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// gadgetReady is the Gadgets' own controller: a Gadget has nothing to do,
+// so every pass finds it in sync and the framework reports it Ready at its
+// generation, which is what the Widget's wait-ready step waits for.
+type gadgetReady struct{}
+
+func (gadgetReady) Observe(*GadgetContext) (framework.Action[*testapi.Gadget], error) {
+	return nil, nil
+}
+
+func (gadgetReady) Finalize(*GadgetContext) (bool, error) { return true, nil }
+
+// setupExample registers both controllers with a manager.
+func setupExample(mgr ctrl.Manager) error {
+	_, err := framework.Setup(mgr, framework.Options[*testapi.Widget]{
 		Actor:  gadgetSet{},
 		App:    "widget",
 		PartOf: "example",
@@ -109,6 +126,21 @@ func Example() {
 		Flows:  []framework.Flow[*testapi.Widget]{restart},
 	})
 	if err != nil {
+		return err
+	}
+	_, err = framework.Setup(mgr, framework.Options[*testapi.Gadget]{Actor: gadgetReady{}, PartOf: "example"})
+	return err
+}
+
+// Example runs the gadgetSet and Gadget controllers in a manager.
+// TestExample runs the same controllers against a real API server.
+func Example() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	if err := setupExample(mgr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}

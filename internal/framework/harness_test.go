@@ -23,15 +23,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
 )
@@ -106,9 +109,38 @@ type widgetActor struct {
 	// failing makes the "flaky" step of the "flaky" flow fail.
 	failing atomic.Bool
 
+	// failObserve makes Observe fail with an error of this class, whose
+	// text changes with every call.
+	failObserve atomic.Int32
+	// interrupt makes InterruptFlow stop the running flow.
+	interrupt atomic.Bool
+
 	probeURL       string
 	collector      *probe.Collector[int]
 	slowestObserve atomic.Int64
+}
+
+// Error classes of widgetActor.failObserve.
+const (
+	failNone int32 = iota
+	failTransient
+	failTerminal
+	failConflict
+)
+
+// observeError returns the error of the n-th Observe for class, nil for
+// failNone.
+func observeError(class, n int32) error {
+	switch class {
+	case failTransient:
+		return fmt.Errorf("backend unreachable at attempt %d", n)
+	case failTerminal:
+		return framework.Terminal(fmt.Errorf("backend rejected attempt %d", n))
+	case failConflict:
+		return apierrors.NewConflict(testapi.GroupVersion.WithResource("gadgets").GroupResource(), "w-0",
+			fmt.Errorf("stale at attempt %d", n))
+	}
+	return nil
 }
 
 func newActor(name string, log *flowLog) *widgetActor {
@@ -116,7 +148,10 @@ func newActor(name string, log *flowLog) *widgetActor {
 }
 
 func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error) {
-	a.observes.Add(1)
+	n := a.observes.Add(1)
+	if err := observeError(a.failObserve.Load(), n); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	defer func() {
 		if d := int64(time.Since(start)); d > a.slowestObserve.Load() {
@@ -194,7 +229,7 @@ func deployment(name string, selector map[string]string, configMap string) *apps
 
 // probe asks the test's probe server once per pass.
 func (a *widgetActor) probe(c *Ctx) {
-	targets := []probe.Target{{Key: c.Obj.Namespace + "/" + c.Obj.Name, Address: a.probeURL}}
+	targets := []probe.Target{{Group: c.Obj.Namespace + "/" + c.Obj.Name, Key: "server", Address: a.probeURL}}
 	a.collector.Collect(c, targets, func(ctx context.Context, t probe.Target) (int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Address, http.NoBody)
 		if err != nil {
@@ -207,6 +242,12 @@ func (a *widgetActor) probe(c *Ctx) {
 		defer resp.Body.Close()
 		return resp.StatusCode, nil
 	})
+}
+
+// InterruptFlow stops the running flow when the test says so, as a
+// scale-out cancels a drain.
+func (a *widgetActor) InterruptFlow(*Ctx, *flow.Operation) (string, bool) {
+	return "scale-out arrived", a.interrupt.Load()
 }
 
 func (a *widgetActor) Finalize(*Ctx) (bool, error) {
@@ -338,9 +379,21 @@ func (w *writeCounter) funcs() interceptor.Funcs {
 	}
 }
 
+// eventCounter counts the Events a reconciler records.
+type eventCounter struct {
+	events.EventRecorder
+	n atomic.Int64
+}
+
+func (e *eventCounter) Eventf(regarding, related k8sruntime.Object, eventtype, reason, action, note string, args ...any) {
+	e.n.Add(1)
+	e.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
 // running is a manager under test.
 type running struct {
 	writes *writeCounter
+	events *eventCounter
 	stop   func()
 }
 
@@ -359,9 +412,24 @@ func testOptions(a *widgetActor) framework.Options[*testapi.Widget] {
 }
 
 // startManager runs a manager with a Widget controller limited to namespace
-// ns and counts the API writes of its client. The manager stops when the
-// test ends or when stop is called.
+// ns and counts the API writes of its client and the Events of the
+// controller. The manager stops when the test ends or when stop is called.
 func startManager(t *testing.T, cfg *rest.Config, ns string, opts framework.Options[*testapi.Widget]) *running {
+	t.Helper()
+	var counter *eventCounter
+	m := startManagerWith(t, cfg, ns, func(mgr ctrl.Manager) error {
+		counter = &eventCounter{EventRecorder: mgr.GetEventRecorder("widget")}
+		opts.Recorder = counter
+		_, err := framework.Setup(mgr, opts)
+		return err
+	})
+	m.events = counter
+	return m
+}
+
+// startManagerWith runs a manager limited to namespace ns with the
+// controllers setup registers, and counts the API writes of its client.
+func startManagerWith(t *testing.T, cfg *rest.Config, ns string, setup func(mgr ctrl.Manager) error) *running {
 	t.Helper()
 	writes := &writeCounter{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -369,7 +437,9 @@ func startManager(t *testing.T, cfg *rest.Config, ns string, opts framework.Opti
 		Logger:                 testLogger(t),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		// Every test runs its own manager with the same controller names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			c, err := client.NewWithWatch(cfg, o)
 			if err != nil {
@@ -381,8 +451,8 @@ func startManager(t *testing.T, cfg *rest.Config, ns string, opts framework.Opti
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if _, err := framework.Setup(mgr, opts); err != nil {
-		t.Fatalf("set up Widget controller: %v", err)
+	if err := setup(mgr); err != nil {
+		t.Fatalf("set up controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

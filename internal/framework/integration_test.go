@@ -291,9 +291,9 @@ func TestConfigRollout(t *testing.T) {
 	})
 }
 
-// TestSteadyStateWritesNothing counts the API writes of the manager over
-// many passes of an in-sync Widget with children, a config ConfigMap, a
-// dependency and a finished flow: there must be none.
+// TestSteadyStateWritesNothing counts the API writes and the Events of the
+// manager over many passes of an in-sync Widget with children, a config
+// ConfigMap, a dependency and a finished flow: there must be none.
 func TestSteadyStateWritesNothing(t *testing.T) {
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
@@ -323,7 +323,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	// per child may follow a write the cache has not seen yet.
 	time.Sleep(500 * time.Millisecond)
 	m.writes.reset()
-	before := a.observes.Load()
+	before, events := a.observes.Load(), m.events.n.Load()
 	time.Sleep(2 * time.Second)
 	passes := a.observes.Load() - before
 	if passes < 20 {
@@ -332,7 +332,10 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	if n := m.writes.n.Load(); n != 0 {
 		t.Fatalf("%d API writes over %d steady-state passes, want 0:\n%s", n, passes, m.writes)
 	}
-	t.Logf("No API writes over %d steady-state passes", passes)
+	if n := m.events.n.Load() - events; n != 0 {
+		t.Fatalf("%d Events over %d steady-state passes, want 0", n, passes)
+	}
+	t.Logf("No API writes and no Events over %d steady-state passes", passes)
 }
 
 // TestInvalidSpecIsTerminal checks that an invalid spec sets a terminal

@@ -68,6 +68,9 @@ type Options[T Object] struct {
 	// ConfigRevisions is how many unreferenced config ConfigMaps
 	// CollectConfigMaps keeps for rollback (default DefaultConfigRevisions).
 	ConfigRevisions int
+	// Recorder records the Events of the reconciler (default: the manager's
+	// recorder named after the controller).
+	Recorder events.EventRecorder
 	// Controller are controller-runtime's controller options (concurrency,
 	// rate limiter).
 	Controller controller.Options
@@ -138,7 +141,10 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 		}
 		r.flows[f.Name] = &f
 	}
-	r.recorder = mgr.GetEventRecorder(r.name)
+	r.recorder = opts.Recorder
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(r.name)
+	}
 	return r, nil
 }
 

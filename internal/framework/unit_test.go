@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -144,6 +148,44 @@ func TestReferencedConfigMaps(t *testing.T) {
 	want := []string{"env", "envfrom", "projected", "vol"}
 	if got := ReferencedConfigMaps(spec); !slices.Equal(got, want) {
 		t.Errorf("ReferencedConfigMaps = %v, want %v", got, want)
+	}
+}
+
+func TestPodSpecsOfReferencingKinds(t *testing.T) {
+	tmpl := func(cm string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}},
+		}}}}}
+	}
+	revision := func(raw string) appsv1.ControllerRevision {
+		return appsv1.ControllerRevision{Data: k8sruntime.RawExtension{Raw: []byte(raw)}}
+	}
+	stsRevision, err := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl("revision"), "$patch": "replace"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := []client.ObjectList{
+		&corev1.PodList{Items: []corev1.Pod{{Spec: tmpl("pod").Spec}}},
+		&appsv1.StatefulSetList{Items: []appsv1.StatefulSet{{Spec: appsv1.StatefulSetSpec{Template: tmpl("sts")}}}},
+		&appsv1.DeploymentList{Items: []appsv1.Deployment{{Spec: appsv1.DeploymentSpec{Template: tmpl("deploy")}}}},
+		&appsv1.DaemonSetList{Items: []appsv1.DaemonSet{{Spec: appsv1.DaemonSetSpec{Template: tmpl("ds")}}}},
+		&appsv1.ReplicaSetList{Items: []appsv1.ReplicaSet{{Spec: appsv1.ReplicaSetSpec{Template: tmpl("rs")}}}},
+		&batchv1.JobList{Items: []batchv1.Job{{Spec: batchv1.JobSpec{Template: tmpl("job")}}}},
+		&batchv1.CronJobList{Items: []batchv1.CronJob{{Spec: batchv1.CronJobSpec{
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl("cronjob")}}}}}},
+		&appsv1.ControllerRevisionList{Items: []appsv1.ControllerRevision{
+			revision(string(stsRevision)), revision(`{"replicas":3}`), revision(`not json`), {},
+		}},
+	}
+	var got []string
+	for _, l := range lists {
+		for _, spec := range podSpecs(l) {
+			got = append(got, ReferencedConfigMaps(spec)...)
+		}
+	}
+	want := []string{"pod", "sts", "deploy", "ds", "rs", "job", "cronjob", "revision"}
+	if !slices.Equal(got, want) {
+		t.Errorf("referenced = %v, want %v", got, want)
 	}
 }
 
@@ -322,11 +364,11 @@ func TestIsReady(t *testing.T) {
 		ready   bool
 		wantWhy string
 	}{
-		{"unobserved", gadget(2, 1, ready(metav1.ConditionTrue, 2)), false, "generation 2 not observed yet"},
+		{"unobserved", gadget(2, 1, ready(metav1.ConditionTrue, 2)), false, "not observed yet (generation 2, observed 1)"},
 		{"no condition", gadget(2, 2, nil), false, "not ready"},
 		{"not ready", gadget(2, 2, ready(metav1.ConditionFalse, 2)), false, "not ready (Booting)"},
-		{"ready for an older generation", gadget(2, 2, ready(metav1.ConditionTrue, 1)), false, "Ready is for generation 1, not 2"},
-		{"ready, status stale", gadget(3, 2, ready(metav1.ConditionTrue, 3)), false, "generation 3 not observed yet"},
+		{"ready for an older generation", gadget(2, 2, ready(metav1.ConditionTrue, 1)), false, "not ready at generation 2 (Ready is for generation 1)"},
+		{"ready, status stale", gadget(3, 2, ready(metav1.ConditionTrue, 3)), false, "not observed yet (generation 3, observed 2)"},
 		{"ready", gadget(2, 2, ready(metav1.ConditionTrue, 2)), true, ""},
 		{"plain object", &corev1.Secret{}, true, ""},
 	}

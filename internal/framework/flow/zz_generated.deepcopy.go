@@ -20,6 +20,10 @@ func (in *Operation) DeepCopyInto(out *Operation) {
 		copy(*out, *in)
 	}
 	in.StartedAt.DeepCopyInto(&out.StartedAt)
+	if in.StepStartedAt != nil {
+		in, out := &in.StepStartedAt, &out.StepStartedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.NextAttemptAt != nil {
 		in, out := &in.NextAttemptAt, &out.NextAttemptAt
 		*out = (*in).DeepCopy()

@@ -1,0 +1,145 @@
+package framework
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/stewardhq/steward/internal/framework/flow"
+	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+)
+
+// stepOutcome is what a scripted step reports on one run.
+type stepOutcome struct {
+	done bool
+	err  error
+}
+
+// flowPass returns a pass over a Widget running a one-step flow whose step
+// reports the outcomes in turn, on a fake API server.
+func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pass[*testapi.Widget], *flow.Operation) {
+	t.Helper()
+	s := k8sruntime.NewScheme()
+	if err := testapi.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(w).WithStatusSubresource(w).Build()
+	if err := cl.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	f := Flow[*testapi.Widget]{Name: "f", Steps: []Step[*testapi.Widget]{step}, MaxAttempts: maxAttempts}.withDefaults()
+	r := &Reconciler[*testapi.Widget]{
+		opts:     Options[*testapi.Widget]{ActionRequeue: time.Millisecond},
+		client:   cl,
+		reader:   cl,
+		scheme:   s,
+		recorder: events.NewFakeRecorder(100),
+		kind:     "Widget",
+		flows:    map[string]*Flow[*testapi.Widget]{"f": &f},
+	}
+	p := &pass[*testapi.Widget]{r: r, log: logr.Discard(), obj: w}
+	p.begin(t.Context())
+	op := flow.New("f", "t", []string{step.Name}, metav1.Now())
+	w.Status.Operation = op
+	return p, op
+}
+
+// scripted returns a step reporting outcomes in turn.
+func scripted(outcomes []stepOutcome) Step[*testapi.Widget] {
+	i := 0
+	return Step[*testapi.Widget]{Name: "s", Run: func(*Context[*testapi.Widget]) (bool, error) {
+		o := outcomes[i]
+		i++
+		return o.done, o.err
+	}}
+}
+
+// runAgain runs the operation's step as the next pass would, once its
+// backoff has passed.
+func runAgain(t *testing.T, p *pass[*testapi.Widget], op *flow.Operation) {
+	t.Helper()
+	op.NextAttemptAt = nil
+	if _, err := p.runStep(op); err != nil {
+		t.Fatalf("runStep: %v", err)
+	}
+}
+
+// TestStepAttemptsCountConsecutiveFailures checks that a successful poll
+// resets a step's failed attempts, so only consecutive failures count
+// towards MaxAttempts.
+func TestStepAttemptsCountConsecutiveFailures(t *testing.T) {
+	boom := errors.New("boom")
+	fail, poll := stepOutcome{err: boom}, stepOutcome{}
+	p, op := flowPass(t, scripted([]stepOutcome{fail, fail, poll, fail, fail, poll, {done: true}}), 3)
+	want := []int32{1, 2, 0, 1, 2, 0}
+	for i, attempts := range want {
+		runAgain(t, p, op)
+		if op.Phase != flow.PhaseRunning || op.Attempts != attempts {
+			t.Fatalf("after run %d: phase %s attempts %d, want Running with %d", i+1, op.Phase, op.Attempts, attempts)
+		}
+		if attempts == 0 && (op.LastError != "" || op.NextAttemptAt != nil) {
+			t.Fatalf("after a successful poll: %+v, want the failure forgotten", op)
+		}
+	}
+	runAgain(t, p, op)
+	if op.Phase != flow.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded", op.Phase)
+	}
+}
+
+// TestStepTimeout checks that a step that is not done within its timeout
+// counts failed attempts until the flow fails, and that it does not before.
+func TestStepTimeout(t *testing.T) {
+	polls := make([]stepOutcome, 10)
+	step := scripted(polls)
+	step.Timeout = time.Hour
+	p, op := flowPass(t, step, 3)
+	runAgain(t, p, op)
+	if op.Attempts != 0 || op.Phase != flow.PhaseRunning {
+		t.Fatalf("within the timeout: %+v, want no failed attempt", op)
+	}
+
+	past := metav1.NewTime(time.Now().Add(-2 * time.Hour))
+	op.StepStartedAt = &past
+	for want := int32(1); want <= 2; want++ {
+		runAgain(t, p, op)
+		if op.Attempts != want || !strings.Contains(op.LastError, "timeout of 1h0m0s") {
+			t.Fatalf("past the timeout: %+v, want %d failed attempts", op, want)
+		}
+	}
+	runAgain(t, p, op)
+	if op.Phase != flow.PhaseFailed {
+		t.Fatalf("phase %s after MaxAttempts timeouts, want Failed", op.Phase)
+	}
+	if err := applyRescue(op, flow.RescueRetry, metav1.Now()); err != nil {
+		t.Fatal(err)
+	}
+	runAgain(t, p, op)
+	if op.Phase != flow.PhaseRunning || op.Attempts != 0 {
+		t.Errorf("after a retry: %+v, want a fresh timeout", op)
+	}
+}
+
+// TestStepSkippedOnStaleCache checks that a step does not run when the
+// cache's copy of the object is older than the API server's.
+func TestStepSkippedOnStaleCache(t *testing.T) {
+	ran := false
+	p, op := flowPass(t, Step[*testapi.Widget]{Name: "s", Run: func(*Context[*testapi.Widget]) (bool, error) {
+		ran = true
+		return true, nil
+	}}, 3)
+	p.obj.SetResourceVersion("1") // as an older cache would have it
+	_, err := p.runStep(op)
+	if classify(err) != classConflict || ran {
+		t.Fatalf("runStep on a stale cache: ran %v, error %v; want a quiet requeue without running", ran, err)
+	}
+}
