@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -468,28 +466,6 @@ func startManagerWith(t *testing.T, cfg *rest.Config, ns string, setup func(mgr 
 	}
 	t.Cleanup(stop)
 	return &running{writes: writes, stop: stop}
-}
-
-// testLogger logs to t until the test ends; the manager logs from goroutines
-// that can outlive it by a moment.
-func testLogger(t *testing.T) logr.Logger {
-	t.Helper()
-	var (
-		mu    sync.Mutex
-		ended bool
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		ended = true
-	})
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !ended {
-			t.Log(prefix, args)
-		}
-	}, funcr.Options{Verbosity: testVerbosity})
 }
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {

@@ -1,68 +1,22 @@
 package manager_test
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
-// The integration tests share one kube-apiserver and etcd, started by envtest
-// from the binaries in $KUBEBUILDER_ASSETS on first use and stopped by TestMain.
-var (
-	envOnce sync.Once
-	env     *envtest.Environment
-	envCfg  *rest.Config
-	envErr  error
-	envSkip string
-)
+// server is the one kube-apiserver and etcd the integration tests share.
+var server testenv.APIServer
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
 
-// apiServer returns a client configuration for the shared test API server,
-// starting it on first use. It skips the test when the control-plane
-// binaries are not available: run the tests through "make unit", which
-// points KUBEBUILDER_ASSETS at them.
-func apiServer(t *testing.T) *rest.Config {
-	t.Helper()
-	envOnce.Do(func() {
-		assets := os.Getenv("KUBEBUILDER_ASSETS")
-		if assets == "" {
-			envSkip = "KUBEBUILDER_ASSETS is not set; run \"make unit\" to run the integration tests against a real kube-apiserver"
-			return
-		}
-		for _, bin := range []string{"kube-apiserver", "etcd"} {
-			if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-				envSkip = fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s binary: %v", assets, bin, err)
-				return
-			}
-		}
-		env = &envtest.Environment{}
-		envCfg, envErr = env.Start()
-		if envErr != nil {
-			envErr = fmt.Errorf("start envtest from %s: %w", assets, envErr)
-		}
-	})
-	if envSkip != "" {
-		t.Skip(envSkip)
-	}
-	if envErr != nil {
-		t.Fatal(envErr)
-	}
-	return rest.CopyConfig(envCfg)
-}
+// apiServer returns a client configuration for the shared test API server.
+func apiServer(t *testing.T) *rest.Config { return server.Config(t) }
+
+// testLogger logs to t until the test ends.
+func testLogger(t *testing.T) logr.Logger { return testenv.Logger(t, 0) }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,28 +131,6 @@ func integrationOptions(t *testing.T, leaseNamespace string) manager.Options {
 	opts.GracefulShutdownTimeout = shutdownTimeout
 	opts.Logger = testLogger(t)
 	return opts
-}
-
-// testLogger logs to t until the test ends. The manager logs from goroutines
-// that can outlive Run by a moment, and t.Log panics once a test has ended.
-func testLogger(t *testing.T) logr.Logger {
-	t.Helper()
-	var (
-		mu    sync.Mutex
-		ended bool
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		ended = true
-	})
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !ended {
-			t.Log(prefix, args)
-		}
-	}, funcr.Options{})
 }
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {

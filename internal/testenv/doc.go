@@ -1,0 +1,5 @@
+// Package testenv gives integration tests a real kube-apiserver and etcd
+// (envtest, with the binaries in $KUBEBUILDER_ASSETS) shared by all tests of
+// a package, and a logger that writes to the test. It is imported only by
+// tests.
+package testenv

@@ -1,0 +1,108 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// APIServer is one envtest control plane, started on first use. Declare one
+// per test package and stop it from TestMain.
+type APIServer struct {
+	// CRDDirectoryPaths are installed when the server starts.
+	CRDDirectoryPaths []string
+
+	once sync.Once
+	env  *envtest.Environment
+	cfg  *rest.Config
+	err  error
+	skip string
+}
+
+// Config returns a client configuration for the server, starting it on
+// first use. It skips the test when the control-plane binaries are not
+// available: run the tests through "make unit", which points
+// KUBEBUILDER_ASSETS at the ones localkube builds.
+func (s *APIServer) Config(t *testing.T) *rest.Config {
+	t.Helper()
+	s.once.Do(s.start)
+	if s.skip != "" {
+		t.Skip(s.skip)
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return rest.CopyConfig(s.cfg)
+}
+
+func (s *APIServer) start() {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		s.skip = "KUBEBUILDER_ASSETS is not set; run \"make unit\" to run the integration tests against a real kube-apiserver"
+		return
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			s.skip = fmt.Sprintf("KUBEBUILDER_ASSETS=%s has no %s binary: %v", assets, bin, err)
+			return
+		}
+	}
+	s.env = &envtest.Environment{
+		CRDDirectoryPaths:     s.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: len(s.CRDDirectoryPaths) > 0,
+	}
+	if s.cfg, s.err = s.env.Start(); s.err != nil {
+		s.err = fmt.Errorf("start envtest from %s: %w", assets, s.err)
+	}
+}
+
+// Stop stops the server if it was started.
+func (s *APIServer) Stop() error {
+	if s.env == nil {
+		return nil
+	}
+	return s.env.Stop()
+}
+
+// Main runs the tests of m and then stops s; a failure to stop fails the
+// run. Call it from TestMain: os.Exit(testenv.Main(m, &server)).
+func Main(m *testing.M, s *APIServer) int {
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Logger logs to t until the test ends, at the given verbosity. Managers
+// log from goroutines that can outlive the test by a moment, and t.Log
+// panics once a test has ended.
+func Logger(t *testing.T, verbosity int) logr.Logger {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		ended bool
+	)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+	})
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			t.Log(prefix, args)
+		}
+	}, funcr.Options{Verbosity: verbosity})
+}
