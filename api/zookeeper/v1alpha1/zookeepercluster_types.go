@@ -1,0 +1,359 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/internal/framework/flow"
+)
+
+// ReclaimPolicy says what happens to the members' volumes when the cluster
+// is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+// Reclaim policies.
+const (
+	// ReclaimRetain keeps the PersistentVolumeClaims when the cluster is
+	// deleted.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the PersistentVolumeClaims with the cluster.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// Condition types the ZooKeeper controller sets, next to the framework's
+// Ready, Synced, Paused, DependenciesReady and OperationFailed.
+const (
+	// ConditionAvailable is True while a quorum serves clients: a leader
+	// answers and a majority of the committed members serve.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the cluster moves towards its spec:
+	// members joining or leaving, pods restarting onto a new revision.
+	ConditionProgressing = "Progressing"
+)
+
+// Server roles, the keys of status.servers: a server's
+// server_stats.server_state from the AdminServer's stat command, or
+// RoleUnknown for a server that did not answer or does not serve.
+const (
+	RoleLeader     = "leader"
+	RoleFollower   = "follower"
+	RoleObserver   = "observer"
+	RoleStandalone = "standalone"
+	RoleUnknown    = "unknown"
+)
+
+// ZookeeperClusterSpec is the desired state of a ZooKeeper ensemble.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || self.maxUnavailable <= 1 || self.maxUnavailable <= (self.replicas - 1) / 2",message="maxUnavailable must not exceed (replicas-1)/2, the members an ensemble can lose and keep its quorum (1 is always allowed)",fieldPath=.maxUnavailable
+type ZookeeperClusterSpec struct {
+	// replicas is the number of ZooKeeper servers, all voting members
+	// (participants). Default 3; 1 to 15; can change: the controller adds
+	// members after their pods serve and removes members from the ensemble
+	// before their pods go, never below a healthy quorum. A quorum is a
+	// majority, replicas/2+1: an even count tolerates no more failures than
+	// the odd count below it (4 servers survive 1 failure, like 3), so odd
+	// counts are recommended; even ones are allowed as steps of a scaling.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=15
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// image is the ZooKeeper container image; it must implement the
+	// contract of Steward's image (images/zookeeper/README.md).
+	// Default "localhost/zookeeper:3.8.0"; can change (the controller
+	// restarts the servers one at a time, followers first, the leader last).
+	// +optional
+	// +kubebuilder:default="localhost/zookeeper:3.8.0"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy is the servers' image pull policy. Default: unset,
+	// Kubernetes' default (IfNotPresent, Always for a :latest tag); can
+	// change.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// resources are the ZooKeeper container's requests and limits. Default:
+	// none; can change (restarts the servers). Keep the memory limit above
+	// heap: the JVM needs room beyond its heap.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// heap is the JVM's maximum heap (-Xmx, the image's ZK_HEAP): a number
+	// with an optional k, m or g suffix. Default "512m"; can change
+	// (restarts the servers).
+	// +optional
+	// +kubebuilder:default="512m"
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]*[kKmMgG]?$`
+	// +kubebuilder:validation:MaxLength=16
+	Heap string `json:"heap,omitempty"`
+
+	// storage is the persistent volume of each server, mounted at /data.
+	// Default: 1Gi of the cluster's default storage class, retained.
+	// +optional
+	// +kubebuilder:default={}
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// config holds zoo.cfg keys and values the operator does not own, for
+	// example tickTime, initLimit, syncLimit, maxClientCnxns,
+	// autopurge.snapRetainCount or metricsProvider.className. The operator
+	// writes tickTime=2000, initLimit=10 and syncLimit=5 unless set here.
+	// Keys it owns are rejected: dataDir, dataLogDir, clientPort,
+	// clientPortAddress, secureClientPort, secureClientPortAddress,
+	// sslQuorum, dynamicConfigFile, reconfigEnabled, standaloneEnabled,
+	// quorumListenOnAllIPs, peerType, 4lw.commands.whitelist, and any key
+	// starting with server., group., weight., admin. or ssl. (membership,
+	// the AdminServer the operator probes, and TLS, which the operator will
+	// own). Keys are property names (letters, digits, '.', '_', '-'); values
+	// are written escaped (Java properties), so ZooKeeper reads them as
+	// given, newlines included. At most 64 keys.
+	// Default: empty; can change (restarts the servers).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k in ['dataDir', 'dataLogDir', 'clientPort', 'clientPortAddress', 'secureClientPort', 'secureClientPortAddress', 'sslQuorum', 'dynamicConfigFile', 'reconfigEnabled', 'standaloneEnabled', 'quorumListenOnAllIPs', 'peerType', '4lw.commands.whitelist']) && !['server.', 'group.', 'weight.', 'admin.', 'ssl.'].exists(p, k.startsWith(p)))`,message="keys owned by the operator are not allowed: dataDir, dataLogDir, clientPort, clientPortAddress, secureClientPort, secureClientPortAddress, sslQuorum, dynamicConfigFile, reconfigEnabled, standaloneEnabled, quorumListenOnAllIPs, peerType, 4lw.commands.whitelist, and keys starting with server., group., weight., admin. or ssl."
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.size() <= 128 && k.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$'))`,message="keys must be property names of at most 128 characters: letters, digits, '.', '_' and '-'"
+	Config map[string]string `json:"config,omitempty"`
+
+	// clientService is the Service clients connect to (port 2181). Default:
+	// a ClusterIP Service; can change.
+	// +optional
+	// +kubebuilder:default={}
+	ClientService ClientServiceSpec `json:"clientService,omitempty"`
+
+	// adminPort is the AdminServer's port (admin.serverPort), which the
+	// operator probes. Default 8080; 1 to 65535 but not 2181, 2888 or 3888;
+	// can change (restarts the servers).
+	// +optional
+	// +kubebuilder:default=8080
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:validation:XValidation:rule="!(self in [2181, 2888, 3888])",message="adminPort must differ from the client (2181), quorum (2888) and election (3888) ports"
+	AdminPort int32 `json:"adminPort,omitempty"`
+
+	// maxUnavailable is the PodDisruptionBudget's maxUnavailable: how many
+	// servers voluntary disruptions (node drains) may take down at once.
+	// Default 1; can change. It must not exceed (replicas-1)/2, the number
+	// of members an ensemble can lose and keep its quorum; 1 is always
+	// allowed, so that the nodes of a 1- or 2-server ensemble (which has no
+	// fault tolerance) can still be drained. 0 blocks voluntary
+	// disruptions.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
+
+	// nodeSelector constrains the servers' nodes. Default: none; can change
+	// (restarts the servers).
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// affinity replaces the servers' default affinity, a preferred pod
+	// anti-affinity that spreads them over nodes. Default: that spreading;
+	// can change (restarts the servers).
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// tolerations of the servers' pods. Default: none; can change (restarts
+	// the servers).
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// topologySpreadConstraints of the servers' pods; their label selectors
+	// may use the standard app.kubernetes.io labels of the pods. Default:
+	// none; can change (restarts the servers).
+	// +optional
+	// +listType=atomic
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// priorityClassName of the servers' pods. Default: none; can change
+	// (restarts the servers).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// paused stops the controller from acting on the cluster (its pods keep
+	// running). Default false; can change.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// StorageSpec is the persistent volume of each server.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable",fieldPath=.storageClassName
+type StorageSpec struct {
+	// size is each server's volume request. Default "1Gi"; immutable: a
+	// StatefulSet's volume claim templates cannot change (a later version may
+	// allow growth, which only relaxes this rule).
+	// +optional
+	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="size is immutable"
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// storageClassName is the volumes' StorageClass. Default: the cluster's
+	// default class; immutable (it cannot be set, changed or unset after
+	// creation).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// reclaimPolicy says what happens to the volumes when the cluster is
+	// deleted: Retain keeps them, Delete deletes them. Default Retain; can
+	// change. A scale-in never deletes a volume by itself, whatever the
+	// policy: the controller removes the member from the ensemble first,
+	// and deletes the volumes of departed members (policy Delete) only then.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// ClientServiceSpec is the Service clients connect to.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.nodePort) || self.type == 'NodePort' || self.type == 'LoadBalancer'",message="nodePort requires type NodePort or LoadBalancer",fieldPath=.nodePort
+type ClientServiceSpec struct {
+	// type is the Service type: ClusterIP, NodePort or LoadBalancer.
+	// Default ClusterIP; can change.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	Type corev1.ServiceType `json:"type,omitempty"`
+
+	// nodePort is the node port of the client port; only with type NodePort
+	// or LoadBalancer. Default: allocated by Kubernetes; can change.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	NodePort *int32 `json:"nodePort,omitempty"`
+
+	// annotations are added to the Service, for example a cloud load
+	// balancer's settings. Default: none; can change.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ZookeeperClusterStatus is the observed state of a ZooKeeper ensemble.
+type ZookeeperClusterStatus struct {
+	// conditions: Ready, Available, Progressing, Synced, and the framework's
+	// Paused, DependenciesReady and OperationFailed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the controller last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// readyReplicas is the number of servers whose pods are ready (serving).
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// servers are the servers by role (leader, follower, observer,
+	// standalone, or unknown for those that did not answer), from each
+	// pod's AdminServer.
+	// +optional
+	Servers map[string][]ServerStatus `json:"servers,omitempty"`
+
+	// leader is the name of the leader's pod; empty without a leader.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+
+	// members are the server ids of the committed ensemble membership (the
+	// dynamic configuration), in increasing order. Server N runs in pod
+	// <name>-<N-1>.
+	// +optional
+	// +listType=set
+	Members []int32 `json:"members,omitempty"`
+
+	// clientEndpoint is the host:port clients connect to, the client
+	// Service's cluster DNS name and port.
+	// +optional
+	ClientEndpoint string `json:"clientEndpoint,omitempty"`
+
+	// currentImage is the image every server runs; during an image change
+	// it stays the old one until all servers run the new one.
+	// +optional
+	CurrentImage string `json:"currentImage,omitempty"`
+
+	// configRevision is the name of the content-addressed config ConfigMap
+	// (zoo.cfg and zoo.cfg.dynamic) of the latest revision.
+	// +optional
+	ConfigRevision string `json:"configRevision,omitempty"`
+
+	// operation is the running or last task flow (scaling, rolling restart).
+	// +optional
+	Operation *flow.Operation `json:"operation,omitempty"`
+}
+
+// ServerStatus is one server as its AdminServer reports it.
+type ServerStatus struct {
+	// name is the server's pod.
+	Name string `json:"name"`
+	// id is the server's id (its myid: pod ordinal + 1).
+	// +optional
+	ID int32 `json:"id,omitempty"`
+	// address is the pod's IP.
+	// +optional
+	Address string `json:"address,omitempty"`
+	// lastZxid is the last transaction the server processed, hexadecimal
+	// (0x...).
+	// +optional
+	LastZxid string `json:"lastZxid,omitempty"`
+	// error says why the server did not answer or does not serve.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// ZookeeperCluster is a ZooKeeper ensemble.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=zk,categories=steward
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 52 characters: it names the Services and the StatefulSet's pods"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Members",type=string,JSONPath=`.status.members`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ZookeeperCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired ensemble; every field has a default.
+	// +optional
+	// +kubebuilder:default={}
+	Spec ZookeeperClusterSpec `json:"spec,omitempty"`
+	// status is the observed ensemble.
+	// +optional
+	Status ZookeeperClusterStatus `json:"status,omitempty"`
+}
+
+// ZookeeperClusterList is a list of ZookeeperClusters.
+//
+// +kubebuilder:object:root=true
+type ZookeeperClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ZookeeperCluster `json:"items"`
+}
+
+// Conditions returns a pointer to status.conditions (framework.Object).
+func (z *ZookeeperCluster) Conditions() *[]metav1.Condition { return &z.Status.Conditions }
+
+// ObservedGeneration returns a pointer to status.observedGeneration
+// (framework.Object).
+func (z *ZookeeperCluster) ObservedGeneration() *int64 { return &z.Status.ObservedGeneration }
+
+// IsPaused reports spec.paused (framework.Pausable).
+func (z *ZookeeperCluster) IsPaused() bool { return z.Spec.Paused }
+
+// GetOperation returns status.operation (framework.OperationHolder).
+func (z *ZookeeperCluster) GetOperation() *flow.Operation { return z.Status.Operation }
+
+// SetOperation sets status.operation (framework.OperationHolder).
+func (z *ZookeeperCluster) SetOperation(op *flow.Operation) { z.Status.Operation = op }

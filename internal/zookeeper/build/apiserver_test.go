@@ -1,0 +1,71 @@
+package build_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/testenv"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
+)
+
+// server is a real kube-apiserver for server-side dry runs.
+var server testenv.APIServer
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
+
+// TestBuiltObjectsPassAPIValidation creates what the builders return
+// (server-side dry run) on a real kube-apiserver, for a default and a
+// fully customized cluster: the API server's validation is the judge of
+// selectors, probes, claim templates and Service ports.
+func TestBuiltObjectsPassAPIValidation(t *testing.T) {
+	c, err := client.New(server.Config(t), client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*zkv1.ZookeeperClusterSpec)
+	}{
+		{"defaults", nil},
+		{"custom", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Replicas = 5
+			s.MaxUnavailable = ptr.To[int32](2)
+			s.Storage = zkv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: zkv1.ReclaimDelete}
+			s.ClientService = zkv1.ClientServiceSpec{Type: corev1.ServiceTypeNodePort, NodePort: ptr.To[int32](30181)}
+			s.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+			s.Tolerations = []corev1.Toleration{{Key: "zk", Operator: corev1.TolerationOpExists}}
+			s.Config = map[string]string{"tickTime": "3000"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zk := newZK(tc.mutate)
+			data := build.ConfigData(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), ""))
+			objs := []client.Object{
+				build.HeadlessService(zk),
+				build.ClientService(zk),
+				build.PodDisruptionBudget(zk),
+				build.StatefulSet(zk, zk.Spec.Replicas, "zk-config-0123456789", build.ConfigRevision(data)),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zk-config-0123456789", Namespace: "ns"}, Data: data},
+			}
+			for _, obj := range objs {
+				if err := c.Create(ctx, obj, client.DryRunAll); err != nil {
+					t.Errorf("%T %s: %v", obj, obj.GetName(), err)
+				}
+			}
+		})
+	}
+}

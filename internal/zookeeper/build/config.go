@@ -1,0 +1,158 @@
+package build
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
+)
+
+// The files of the config ConfigMap, mounted at /conf (the image's
+// contract).
+const (
+	ZooCfgKey        = "zoo.cfg"
+	DynamicConfigKey = "zoo.cfg.dynamic"
+)
+
+// DataDir is where the volume is mounted and ZooKeeper keeps its data.
+const DataDir = "/data"
+
+// FourLetterWords are the four-letter commands the servers answer; the
+// probes use srvr and ruok.
+const FourLetterWords = "srvr,stat,mntr,ruok,conf"
+
+// configDefaults are the zoo.cfg keys the operator writes unless spec.config
+// sets them.
+var configDefaults = map[string]string{
+	"tickTime":  "2000",
+	"initLimit": "10",
+	"syncLimit": "5",
+}
+
+// ZooCfg returns the content of zoo.cfg: the keys the operator owns, the
+// tunables it defaults, and spec.config, one key=value line each, sorted by
+// key, values escaped as Java properties (PropertyValue). Operator-owned keys in spec.config (which admission rejects) are
+// ignored. Membership is not here but in zoo.cfg.dynamic, which zk-run
+// points dynamicConfigFile at; the client port is in its server lines.
+func ZooCfg(zk *zkv1.ZookeeperCluster) string {
+	cfg := maps.Clone(configDefaults)
+	for k, v := range zk.Spec.Config {
+		if !zkv1.IsOperatorOwnedConfigKey(k) {
+			cfg[k] = v
+		}
+	}
+	maps.Copy(cfg, map[string]string{
+		"dataDir":                DataDir,
+		"reconfigEnabled":        "true",
+		"standaloneEnabled":      "false",
+		"quorumListenOnAllIPs":   "true",
+		"admin.enableServer":     "true",
+		"admin.serverPort":       strconv.Itoa(int(zk.Spec.AdminPort)),
+		"4lw.commands.whitelist": FourLetterWords,
+	})
+	var b strings.Builder
+	b.WriteString("# Written by Steward for ZookeeperCluster " + zk.Namespace + "/" + zk.Name + "; edit spec.config instead.\n")
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		b.WriteString(k + "=" + PropertyValue(cfg[k]) + "\n")
+	}
+	return b.String()
+}
+
+// Members returns the ensemble members with the given server ids, each a
+// participant at its pod's stable DNS name, with the client port on every
+// address: server.N=<pod>.<headless>.<ns>.svc.<domain>:2888:3888:participant;0.0.0.0:2181.
+func Members(zk *zkv1.ZookeeperCluster, ids []int, domain string) []zkclient.Member {
+	out := make([]zkclient.Member, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, zkclient.Member{
+			ID:           id,
+			Address:      PodAddress(zk, Ordinal(id), domain),
+			QuorumPort:   int(QuorumPort),
+			ElectionPort: int(ElectionPort),
+			Type:         zkclient.Participant,
+			ClientPort:   int(ClientPort),
+		})
+	}
+	return out
+}
+
+// IDs returns the server ids 1..n, of an ensemble of n servers in pods
+// 0..n-1.
+func IDs(n int32) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = ServerID(i)
+	}
+	return ids
+}
+
+// DynamicConfig returns the content of zoo.cfg.dynamic for members: one
+// server line per member in id order, without a version line.
+func DynamicConfig(members []zkclient.Member) string {
+	c := zkclient.Config{Members: make(map[int]zkclient.Member, len(members))}
+	for _, m := range members {
+		c.Members[m.ID] = m
+	}
+	return c.String()
+}
+
+// ConfigData returns the data of the config ConfigMap, for the framework's
+// EnsureConfigMap(ComponentConfig, data): zoo.cfg, and zoo.cfg.dynamic
+// for members. The controller passes the committed membership (plus a
+// joining server while it starts), so that a server that restarts comes
+// back with the ensemble as it is.
+func ConfigData(zk *zkv1.ZookeeperCluster, members []zkclient.Member) map[string]string {
+	return map[string]string{
+		ZooCfgKey:        ZooCfg(zk),
+		DynamicConfigKey: DynamicConfig(members),
+	}
+}
+
+// ConfigRevision returns the hash of data's zoo.cfg alone, which the pod
+// template carries (ConfigRevisionAnnotation): a server runs the current
+// configuration when its pod's revision is this one. Membership
+// (zoo.cfg.dynamic) is left out on purpose: running servers learn it by
+// dynamic reconfiguration and need no restart for it, although the
+// ConfigMap's name, and so the StatefulSet's revision, changes with it.
+func ConfigRevision(data map[string]string) string {
+	return framework.ConfigHash(map[string]string{ZooCfgKey: data[ZooCfgKey]})
+}
+
+// PropertyValue escapes v for the value side of a Java properties line, the
+// way java.util.Properties.store does, so that ZooKeeper (which reads
+// zoo.cfg with Properties.load, as ISO-8859-1) gets v exactly: backslashes,
+// line breaks, tabs and form feeds are escaped, a leading space is escaped,
+// and every character outside printable ASCII becomes \uXXXX (UTF-16). A
+// value therefore cannot end its line early and inject another key.
+func PropertyValue(v string) string {
+	var b strings.Builder
+	for i, r := range v {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == ' ' && i == 0:
+			b.WriteString(`\ `)
+		case r < 0x20 || r > 0x7e:
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

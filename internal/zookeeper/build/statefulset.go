@@ -1,0 +1,240 @@
+package build
+
+import (
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+)
+
+// The image's user and group (images/zookeeper/README.md).
+const (
+	UID int64 = 100
+	GID int64 = 101
+)
+
+// Names of the pod's container and volumes. DataVolume is also the volume
+// claim template's, so the claims are data-<name>-<ordinal>.
+const (
+	ContainerName = "zookeeper"
+	ConfigVolume  = "config"
+	DataVolume    = "data"
+	TmpVolume     = "tmp"
+)
+
+// ConfigRevisionAnnotation on the pod template carries ConfigRevision, the
+// hash of the zoo.cfg the pod runs with.
+const ConfigRevisionAnnotation = "zookeeper.steward.dev/config-revision"
+
+// Probe commands. The image has bash but neither nc nor curl, so they talk
+// to the client port through bash's /dev/tcp. The AdminServer cannot serve
+// for readiness: in 3.8 a server that does not serve answers HTTP 200 (with
+// an error in the JSON), so an httpGet probe cannot tell.
+var (
+	// ReadinessCommand: the server serves, i.e. srvr reports its Mode
+	// (leader, follower, observer or standalone); a server without a quorum
+	// answers "not currently serving requests" instead.
+	ReadinessCommand = []string{"/bin/bash", "-c",
+		`exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && grep -q '^Mode: ' <&3`}
+	// LivenessCommand: the server process answers at all (ruok -> imok,
+	// also while it has no quorum, so a partitioned server is not
+	// restarted in a loop).
+	LivenessCommand = []string{"/bin/bash", "-c",
+		`exec 3<>/dev/tcp/127.0.0.1/2181 && printf ruok >&3 && grep -q imok <&3`}
+)
+
+// StatefulSet returns the servers' StatefulSet with replicas pods, the
+// config ConfigMap configMap mounted at /conf, and configRevision
+// (ConfigRevision of that ConfigMap's data) on the pod template. replicas
+// is the controller's, not necessarily spec.replicas: it scales the
+// StatefulSet one step of a membership change at a time.
+//
+// Decisions:
+//   - podManagementPolicy Parallel: with OrderedReady a new ensemble never
+//     starts, since pod 0 is not ready (serving) until a quorum of its
+//     peers runs, and those would wait for it; and an ensemble that lost a
+//     majority must get all its pods back at once. Scaling order is the
+//     controller's business anyway (members leave before their pods go).
+//   - updateStrategy OnDelete: the controller restarts the servers one at a
+//     time, followers first and the leader last, waiting for each to rejoin;
+//     the StatefulSet's controller does not know who leads.
+//   - persistentVolumeClaimRetentionPolicy: whenDeleted follows
+//     spec.storage.reclaimPolicy; whenScaled is always Retain, so a
+//     scale-in never deletes a volume by itself: the controller deletes a
+//     departed member's claim (policy Delete) once the member has left the
+//     ensemble.
+//   - a read-only root file system, with an emptyDir at /tmp (the JVM's
+//     perf data, bash's here-documents); zk-run writes only to /data.
+//   - without spec.affinity, a preferred anti-affinity spreads the servers
+//     over nodes without making a single-node cluster unschedulable.
+func StatefulSet(zk *zkv1.ZookeeperCluster, replicas int32, configMap, configRevision string) *appsv1.StatefulSet {
+	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if zk.Spec.Storage.ReclaimPolicy == zkv1.ReclaimDelete {
+		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      zk.Name,
+			Namespace: zk.Namespace,
+			Labels:    Labels(zk, ComponentServer),
+		},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(replicas),
+			ServiceName:         HeadlessServiceName(zk),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Selector:            &metav1.LabelSelector{MatchLabels: Selector(zk, ComponentServer)},
+			Template:            podTemplate(zk, configMap, configRevision),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{
+				volumeClaimTemplate(zk),
+			},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: whenDeleted,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+}
+
+func podTemplate(zk *zkv1.ZookeeperCluster, configMap, configRevision string) corev1.PodTemplateSpec {
+	s := &zk.Spec
+	affinity := s.Affinity.DeepCopy()
+	if affinity == nil {
+		affinity = spreadOverNodes(zk)
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      Labels(zk, ComponentServer),
+			Annotations: map[string]string{ConfigRevisionAnnotation: configRevision},
+		},
+		Spec: corev1.PodSpec{
+			Containers:                   []corev1.Container{container(zk)},
+			Volumes:                      volumes(configMap),
+			SecurityContext:              podSecurityContext(),
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			NodeSelector:                 maps.Clone(s.NodeSelector),
+			Affinity:                     affinity,
+			Tolerations:                  slices.Clone(s.Tolerations),
+			TopologySpreadConstraints:    slices.Clone(s.TopologySpreadConstraints),
+			PriorityClassName:            s.PriorityClassName,
+		},
+	}
+}
+
+func container(zk *zkv1.ZookeeperCluster) corev1.Container {
+	s := &zk.Spec
+	return corev1.Container{
+		Name:            ContainerName,
+		Image:           s.Image,
+		ImagePullPolicy: s.ImagePullPolicy,
+		Env:             []corev1.EnvVar{{Name: "ZK_HEAP", Value: s.Heap}},
+		Ports: []corev1.ContainerPort{
+			containerPort(PortNameClient, ClientPort),
+			containerPort(PortNameQuorum, QuorumPort),
+			containerPort(PortNameElection, ElectionPort),
+			containerPort(PortNameAdmin, s.AdminPort),
+		},
+		Resources: *s.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: ConfigVolume, MountPath: "/conf", ReadOnly: true},
+			{Name: DataVolume, MountPath: DataDir},
+			{Name: TmpVolume, MountPath: "/tmp"},
+		},
+		// The JVM starts in seconds but may take longer on a busy node,
+		// and loading a large snapshot takes longer still: up to 5 minutes
+		// before liveness counts.
+		StartupProbe: execProbe(LivenessCommand, 5, 60),
+		// Generous: restart only a server that has not answered ruok for a
+		// minute.
+		LivenessProbe:  execProbe(LivenessCommand, 15, 4),
+		ReadinessProbe: execProbe(ReadinessCommand, 5, 2),
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func containerPort(name string, port int32) corev1.ContainerPort {
+	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
+}
+
+func execProbe(command []string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: slices.Clone(command)}},
+		PeriodSeconds:    period,
+		TimeoutSeconds:   5,
+		SuccessThreshold: 1,
+		FailureThreshold: failures,
+	}
+}
+
+func volumes(configMap string) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
+		}},
+		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("128Mi"))},
+		}},
+	}
+}
+
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true),
+		RunAsUser:    ptr.To(UID),
+		RunAsGroup:   ptr.To(GID),
+		FSGroup:      ptr.To(GID),
+		// Skip the recursive chown of a large volume on every start.
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func spreadOverNodes(zk *zkv1.ZookeeperCluster) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: Selector(zk, ComponentServer)},
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}
+
+func volumeClaimTemplate(zk *zkv1.ZookeeperCluster) corev1.PersistentVolumeClaim {
+	size := resource.MustParse(zkv1.DefaultStorageSize)
+	if zk.Spec.Storage.Size != nil {
+		size = zk.Spec.Storage.Size.DeepCopy()
+	}
+	var class *string
+	if c := zk.Spec.Storage.StorageClassName; c != nil {
+		class = ptr.To(*c)
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: DataVolume,
+			// Stable labels, so that the controller finds the claims of
+			// departed members.
+			Labels: Selector(zk, ComponentServer),
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: class,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+			},
+		},
+	}
+}
