@@ -30,9 +30,7 @@ func newWidget(ns, name string, spec testapi.WidgetSpec) *testapi.Widget {
 // TestFinalizer checks that the finalizer is added, that Finalize is retried
 // until it reports done, and that the object goes away only then.
 func TestFinalizer(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 
@@ -65,9 +63,7 @@ func TestFinalizer(t *testing.T) {
 // TestDependencies checks that a Widget waits, with DependenciesReady=False
 // naming the Gadget, until the Gadget it depends on is Ready.
 func TestDependencies(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 
@@ -134,9 +130,7 @@ func waitEvent(t *testing.T, c client.Client, ns, reason string) {
 // TestPause checks spec.paused and the paused annotation: a paused Widget
 // reports Paused=True and is not acted on until resumed.
 func TestPause(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 
@@ -182,9 +176,7 @@ func TestPause(t *testing.T) {
 // TestOrphans checks that children the Widget no longer wants are deleted,
 // and that objects it does not control are left alone.
 func TestOrphans(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 
@@ -224,9 +216,7 @@ func TestOrphans(t *testing.T) {
 // ConfigMaps, and that old ones are collected once unreferenced, keeping the
 // newest revisions.
 func TestConfigRollout(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	opts.ConfigRevisions = 2
@@ -295,9 +285,7 @@ func TestConfigRollout(t *testing.T) {
 // manager over many passes of an in-sync Widget with children, a config
 // ConfigMap, a dependency and a finished flow: there must be none.
 func TestSteadyStateWritesNothing(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	opts.Resync = 20 * time.Millisecond
@@ -341,9 +329,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 // TestInvalidSpecIsTerminal checks that an invalid spec sets a terminal
 // condition and is not retried until the spec changes.
 func TestInvalidSpecIsTerminal(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	opts.Resync = 20 * time.Millisecond
@@ -374,9 +360,7 @@ func TestInvalidSpecIsTerminal(t *testing.T) {
 // second step, starts a new manager, and checks that the new one resumes at
 // that step and that every step completes exactly once.
 func TestFlowResumesInNewManager(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	log := newFlowLog()
 	first := newActor("first", log)
 	m1 := startManager(t, cfg, ns, testOptions(first))
@@ -422,9 +406,7 @@ func TestFlowResumesInNewManager(t *testing.T) {
 // TestFlowRescue fails a flow by running a step out of attempts, then
 // rescues it with each of the annotation's verbs.
 func TestFlowRescue(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	log := newFlowLog()
 	a := newActor("a", log)
 	startManager(t, cfg, ns, testOptions(a))
@@ -507,9 +489,7 @@ func TestFlowRescue(t *testing.T) {
 // that never answers: each pass is held up at most by the probe deadline, and
 // spec changes are still acted on promptly.
 func TestHungProbeDoesNotDelayThePass(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/internal/testenv"
 )
@@ -25,6 +26,15 @@ func TestMain(m *testing.M) {
 
 // apiServer returns a client configuration for the shared test API server.
 func apiServer(t *testing.T) *rest.Config { return server.Config(t) }
+
+// setup gives a test the shared API server's configuration, a client and a
+// namespace of its own.
+func setup(t *testing.T) (*rest.Config, client.Client, string) {
+	t.Helper()
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	return cfg, c, createNamespace(t, c)
+}
 
 // testLogger logs to t until the test ends.
 func testLogger(t *testing.T) logr.Logger { return testenv.Logger(t, testVerbosity) }

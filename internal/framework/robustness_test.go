@@ -38,9 +38,7 @@ func touch(t *testing.T, c client.Client, ns, name string) {
 // write does not retrigger the pass), a terminal one is not retried, and a
 // conflict requeues quietly without touching status.
 func TestErrorsBackOff(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	m := startManager(t, cfg, ns, testOptions(a))
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1}))
@@ -111,9 +109,7 @@ func TestErrorsBackOff(t *testing.T) {
 // scale-out canceling a drain): the flow ends Aborted with the reason, an
 // Event records it, and Observe runs again.
 func TestFlowInterrupt(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	log := newFlowLog()
 	a := newActor("a", log)
 	startManager(t, cfg, ns, testOptions(a))
@@ -148,9 +144,7 @@ func TestFlowInterrupt(t *testing.T) {
 // TestRescueBeforeGates checks that a rescue acts even when the object
 // would not otherwise get past the dependency or pause checks.
 func TestRescueBeforeGates(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{}))
@@ -206,9 +200,7 @@ func TestRescueBeforeGates(t *testing.T) {
 // Widget from a cache that has not seen the last step's status write: no
 // step may complete twice.
 func TestFlowStepsCompleteOnce(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	log := newFlowLog()
 	a := newActor("a", log)
 	a.gate.Store(true)
@@ -258,9 +250,7 @@ func churn(t *testing.T, c client.Client, ns, name string, stop <-chan struct{})
 // TestReapplyAfterForeignEdit checks that a child someone else changed is
 // applied again, restoring the fields the framework owns.
 func TestReapplyAfterForeignEdit(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	m := startManager(t, cfg, ns, testOptions(a))
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 2}))
@@ -286,9 +276,7 @@ func TestReapplyAfterForeignEdit(t *testing.T) {
 // TestDeleteWhilePaused checks that deleting a paused object still runs
 // Finalize and removes the finalizer: pause stops reconciling, not cleanup.
 func TestDeleteWhilePaused(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	startManager(t, cfg, ns, testOptions(a))
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1}))
@@ -333,9 +321,7 @@ func configMapNames(t *testing.T, c client.Client, ns string) []string {
 // with one revision kept for rollback: A, used most recently, is kept and
 // B is collected.
 func TestConfigRollbackIsNewest(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	opts.ConfigRevisions = 1
@@ -363,9 +349,7 @@ func TestConfigRollbackIsNewest(t *testing.T) {
 // garbage collector): the new Widget must not adopt it, and reports why
 // until it is gone.
 func TestConfigMapOfPreviousIncarnation(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	a.finalizeDone.Store(true)
 	startManager(t, cfg, ns, testOptions(a))
@@ -406,9 +390,7 @@ func TestConfigMapOfPreviousIncarnation(t *testing.T) {
 // TestExample runs the controllers of example_test.go: the restart flow
 // waits for the Gadgets, which the Gadget controller makes Ready.
 func TestExample(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	cfg, c, ns := setup(t)
 	startManagerWith(t, cfg, ns, setupExample)
 
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 2, FlowToken: "1"}))

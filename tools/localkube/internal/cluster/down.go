@@ -138,15 +138,9 @@ func (c Config) shimPIDs() []int {
 // first, and the pod network namespaces containerd made since the cluster
 // started that are still bound under /run/netns.
 func (c Config) unmountAll(startedAt time.Time) error {
-	mounts, err := mountPoints()
+	ours, err := c.ownMounts(startedAt)
 	if err != nil {
 		return err
-	}
-	var ours []string
-	for _, m := range mounts {
-		if under(m, c.StateDir) || under(m, c.RunDir) || c.isPodNetns(m, startedAt) {
-			ours = append(ours, m)
-		}
 	}
 	sort.Slice(ours, func(i, j int) bool { return len(ours[i]) > len(ours[j]) })
 	var errs []error
@@ -159,6 +153,22 @@ func (c Config) unmountAll(startedAt time.Time) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ownMounts lists the mounts under the cluster's directories and, when the
+// cluster's start time is known, the pod network namespaces made since.
+func (c Config) ownMounts(startedAt time.Time) ([]string, error) {
+	mounts, err := mountPoints()
+	if err != nil {
+		return nil, err
+	}
+	var ours []string
+	for _, m := range mounts {
+		if under(m, c.StateDir) || under(m, c.RunDir) || c.isPodNetns(m, startedAt) {
+			ours = append(ours, m)
+		}
+	}
+	return ours, nil
 }
 
 func (c Config) isPodNetns(path string, startedAt time.Time) bool {
@@ -246,12 +256,12 @@ func (c Config) Leftovers() []string {
 			left = append(left, fmt.Sprintf("process %s (PID %d)", name, pid))
 		}
 	}
-	if mounts, err := mountPoints(); err == nil {
-		for _, m := range mounts {
-			if under(m, c.StateDir) || under(m, c.RunDir) {
-				left = append(left, "mount "+m)
-			}
-		}
+	mounts, err := c.ownMounts(time.Time{})
+	if err != nil {
+		left = append(left, "unreadable mount table: "+err.Error())
+	}
+	for _, m := range mounts {
+		left = append(left, "mount "+m)
 	}
 	if c.Namespace().Exists() {
 		left = append(left, "network namespace "+c.NetNS)
