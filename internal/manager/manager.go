@@ -16,19 +16,17 @@ import (
 
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
+	"github.com/stewardhq/steward/internal/zookeeper"
 )
 
 // LeaderElectionID is the name of the Lease the manager replicas compete for.
 const LeaderElectionID = "steward.steward.dev"
 
-// Builtin returns a registry of the systems compiled into this build.
-//
-// No system is implemented yet, so it is empty: --systems=all then runs a
-// manager with no controllers, and naming a system fails with "not available
-// in this build". Systems are added here as they land, for example
-// systems.NewRegistry(zookeeper.System()).
+// Builtin returns a registry of the systems compiled into this build:
+// ZooKeeper. Naming another system in --systems fails with "not available
+// in this build"; systems are added here as they land.
 func Builtin() *systems.Registry {
-	return systems.NewRegistry()
+	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}))
 }
 
 // New builds a manager from opts and sets up the selected systems on it.

@@ -53,13 +53,15 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zk := newZK(tc.mutate)
-			data := build.ConfigData(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), ""))
+			data := build.ConfigData(zk)
 			objs := []client.Object{
 				build.HeadlessService(zk),
 				build.ClientService(zk),
 				build.PodDisruptionBudget(zk),
 				build.StatefulSet(zk, zk.Spec.Replicas, "zk-config-0123456789", build.ConfigRevision(data)),
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zk-config-0123456789", Namespace: "ns"}, Data: data},
+				build.MembersConfigMap(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), "")),
+				build.CredentialsSecret(zk, "c2VjcmV0LXBhc3N3b3JkLTEyMzQ1Njc4OTA"),
 			}
 			for _, obj := range objs {
 				if err := c.Create(ctx, obj, client.DryRunAll); err != nil {

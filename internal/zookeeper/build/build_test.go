@@ -2,6 +2,7 @@ package build_test
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,37 +187,108 @@ server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:218
 
 func TestConfigData(t *testing.T) {
 	zk := newZK(nil)
-	three := build.ConfigData(zk, build.Members(zk, build.IDs(3), ""))
-	if !maps.Equal(three, map[string]string{
-		build.ZooCfgKey:        build.ZooCfg(zk),
-		build.DynamicConfigKey: build.DynamicConfig(build.Members(zk, build.IDs(3), "")),
-	}) {
-		t.Errorf("ConfigData = %v", three)
+	data := build.ConfigData(zk)
+	if want := map[string]string{build.ZooCfgKey: build.ZooCfg(zk)}; !maps.Equal(data, want) {
+		t.Errorf("ConfigData() = %v, want %v", data, want)
 	}
-	five := build.ConfigData(zk, build.Members(zk, build.IDs(5), ""))
-	tuned := build.ConfigData(newZK(func(s *zkv1.ZookeeperClusterSpec) { s.Config = map[string]string{"tickTime": "1"} }),
-		build.Members(zk, build.IDs(3), ""))
+	if got, want := build.ConfigRevision(data), framework.ConfigHash(data); got != want {
+		t.Errorf("ConfigRevision() = %s, want %s", got, want)
+	}
 
 	for _, tc := range []struct {
-		name       string
-		a, b       map[string]string
-		sameRev    bool
-		sameCMName bool
+		name   string
+		mutate func(*zkv1.ZookeeperClusterSpec)
+		same   bool
 	}{
-		{"same content", three, build.ConfigData(zk, build.Members(zk, []int{3, 2, 1}, "")), true, true},
-		{"membership only: new ConfigMap, same revision", three, five, true, false},
-		{"zoo.cfg: new ConfigMap and revision", three, tuned, false, false},
+		{"same content", nil, true},
+		// Membership is in the members ConfigMap: the config ConfigMap,
+		// and so the pods, stay the same when the ensemble grows.
+		{"replicas only: same ConfigMap and revision", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 5 }, true},
+		{"zoo.cfg: new ConfigMap and revision", func(s *zkv1.ZookeeperClusterSpec) { s.Config = map[string]string{"tickTime": "1"} }, false},
+		{"admin port: new ConfigMap and revision", func(s *zkv1.ZookeeperClusterSpec) { s.AdminPort = 9090 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := build.ConfigRevision(tc.a) == build.ConfigRevision(tc.b); got != tc.sameRev {
-				t.Errorf("same revision = %t, want %t", got, tc.sameRev)
+			other := build.ConfigData(newZK(tc.mutate))
+			if _, ok := other[build.DynamicConfigKey]; ok {
+				t.Errorf("ConfigData() has %s; membership belongs in the members ConfigMap", build.DynamicConfigKey)
 			}
-			nameA := framework.ConfigMapName(zk.Name, build.ComponentConfig, tc.a)
-			nameB := framework.ConfigMapName(zk.Name, build.ComponentConfig, tc.b)
-			if got := nameA == nameB; got != tc.sameCMName {
-				t.Errorf("same ConfigMap name = %t (%s, %s), want %t", got, nameA, nameB, tc.sameCMName)
+			if got := build.ConfigRevision(data) == build.ConfigRevision(other); got != tc.same {
+				t.Errorf("same revision = %t, want %t", got, tc.same)
+			}
+			nameA := framework.ConfigMapName(zk.Name, build.ComponentConfig, data)
+			nameB := framework.ConfigMapName(zk.Name, build.ComponentConfig, other)
+			if got := nameA == nameB; got != tc.same {
+				t.Errorf("same ConfigMap name = %t (%s, %s), want %t", got, nameA, nameB, tc.same)
 			}
 		})
+	}
+}
+
+func TestMembersConfigMap(t *testing.T) {
+	zk := newZK(nil)
+	for _, tc := range []struct {
+		name string
+		ids  []int
+		want string
+	}{
+		{"one", []int{1}, "server.1=zk-0.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:2181\n"},
+		{"three", []int{1, 2, 3}, `server.1=zk-0.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:2181
+server.2=zk-1.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:2181
+server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:2181
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := build.MembersConfigMap(zk, build.Members(zk, tc.ids, ""))
+			if cm.Name != "zk-members" || cm.Name != build.MembersConfigMapName(zk) || cm.Namespace != "ns" {
+				t.Errorf("MembersConfigMap() name = %s/%s, want ns/zk-members", cm.Namespace, cm.Name)
+			}
+			if want := build.Labels(zk, build.ComponentMembers); !maps.Equal(cm.Labels, want) {
+				t.Errorf("MembersConfigMap() labels = %v, want %v", cm.Labels, want)
+			}
+			if want := map[string]string{build.DynamicConfigKey: tc.want}; !maps.Equal(cm.Data, want) {
+				t.Errorf("MembersConfigMap() data = %q, want %q", cm.Data, want)
+			}
+			// It changes in place, so it must not be immutable.
+			if ptr.Deref(cm.Immutable, false) {
+				t.Error("MembersConfigMap() is immutable")
+			}
+		})
+	}
+}
+
+func TestCredentialsSecret(t *testing.T) {
+	zk := newZK(nil)
+	for _, tc := range []struct {
+		name     string
+		password string
+	}{
+		{"generated", "c2VjcmV0LXBhc3N3b3JkLTEyMzQ1Njc4OTA"},
+		{"other", "another password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := build.CredentialsSecret(zk, tc.password)
+			if s.Name != "zk-credentials" || s.Name != build.CredentialsSecretName(zk) || s.Namespace != "ns" {
+				t.Errorf("CredentialsSecret() name = %s/%s, want ns/zk-credentials", s.Namespace, s.Name)
+			}
+			if want := build.Labels(zk, build.ComponentCredentials); !maps.Equal(s.Labels, want) {
+				t.Errorf("CredentialsSecret() labels = %v, want %v", s.Labels, want)
+			}
+			if s.Type != corev1.SecretTypeOpaque {
+				t.Errorf("CredentialsSecret() type = %s, want %s", s.Type, corev1.SecretTypeOpaque)
+			}
+			if got := slices.Sorted(maps.Keys(s.Data)); !slices.Equal(got, []string{build.SuperDigestKey, build.SuperPasswordKey}) {
+				t.Errorf("CredentialsSecret() keys = %v, want %s and %s", got, build.SuperDigestKey, build.SuperPasswordKey)
+			}
+			if got := string(s.Data[build.SuperPasswordKey]); got != tc.password {
+				t.Errorf("CredentialsSecret() %s = %q, want %q", build.SuperPasswordKey, got, tc.password)
+			}
+			if got, want := string(s.Data[build.SuperDigestKey]), zkclient.SuperDigest(tc.password); got != want {
+				t.Errorf("CredentialsSecret() %s = %q, want %q", build.SuperDigestKey, got, want)
+			}
+		})
+	}
+	if build.SuperPasswordKey != "superPassword" || build.SuperDigestKey != "superDigest" {
+		t.Errorf("keys %q, %q; want superPassword, superDigest", build.SuperPasswordKey, build.SuperDigestKey)
 	}
 }
 
@@ -330,8 +402,8 @@ func TestStatefulSet(t *testing.T) {
 			if c.Image != zkv1.DefaultImage || c.ImagePullPolicy != "" {
 				t.Errorf("image %s, pull policy %q", c.Image, c.ImagePullPolicy)
 			}
-			if len(c.Env) != 1 || c.Env[0].Name != "ZK_HEAP" || c.Env[0].Value != "512m" {
-				t.Errorf("env %+v", c.Env)
+			if len(c.Env) != 3 || c.Env[0].Name != "ZK_HEAP" || c.Env[0].Value != "512m" {
+				t.Errorf("env %+v, want ZK_HEAP=512m first of 3", c.Env)
 			}
 			if got := containerPorts(c); got != "client:2181 quorum:2888 election:3888 admin:8080" {
 				t.Errorf("ports %s", got)
@@ -394,6 +466,107 @@ func TestStatefulSet(t *testing.T) {
 	}
 }
 
+// TestStatefulSetVolumeAndEnv checks the pod template's config volume,
+// zoo.cfg and zoo.cfg.dynamic projected side by side from the two
+// ConfigMaps, and the super user's digest handed to the JVM.
+func TestStatefulSetVolumeAndEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name, cluster, configMap string
+		wantSources              []string
+		wantSecret               string
+	}{
+		{"zk", "zk", "zk-config-0123456789", []string{"zk-config-0123456789", "zk-members"}, "zk-credentials"},
+		{"names follow the cluster", "kafka-zk", "kafka-zk-config-abcdef0123", []string{"kafka-zk-config-abcdef0123", "kafka-zk-members"}, "kafka-zk-credentials"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zk := newZK(nil)
+			zk.Name = tc.cluster
+			sts := build.StatefulSet(zk, 3, tc.configMap, "rev")
+			pod := sts.Spec.Template.Spec
+
+			var vol corev1.Volume
+			for _, v := range pod.Volumes {
+				if v.Name == build.ConfigVolume {
+					vol = v
+				}
+			}
+			if got := projectedConfigMaps(vol); !slices.Equal(got, tc.wantSources) {
+				t.Errorf("config volume sources = %v, want %v (volume %+v)", got, tc.wantSources, vol)
+			}
+			if vol.Projected != nil {
+				for _, src := range vol.Projected.Sources {
+					// Whole ConfigMaps, both required: a server must not
+					// start without zoo.cfg or its membership.
+					if src.ConfigMap != nil && (len(src.ConfigMap.Items) != 0 || ptr.Deref(src.ConfigMap.Optional, false)) {
+						t.Errorf("source %s: items %v, optional %v; want all keys, required", src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+					}
+				}
+			}
+			// The two sources' files do not collide in /conf.
+			cfgKeys := slices.Collect(maps.Keys(build.ConfigData(zk)))
+			for k := range build.MembersConfigMap(zk, build.Members(zk, build.IDs(3), "")).Data {
+				if slices.Contains(cfgKeys, k) {
+					t.Errorf("%s is in both the config and the members ConfigMap", k)
+				}
+			}
+
+			env := pod.Containers[0].Env
+			index := map[string]int{}
+			var names []string
+			for i, e := range env {
+				index[e.Name] = i
+				names = append(names, e.Name)
+			}
+			if got := slices.Sorted(maps.Keys(index)); !slices.Equal(got, []string{"ZK_HEAP", "ZK_JVM_OPTS", "ZK_SUPER_DIGEST"}) {
+				t.Fatalf("env names = %v, want ZK_HEAP, ZK_JVM_OPTS, ZK_SUPER_DIGEST", got)
+			}
+			digest := env[index["ZK_SUPER_DIGEST"]]
+			if digest.Value != "" || digest.ValueFrom == nil || digest.ValueFrom.SecretKeyRef == nil {
+				t.Fatalf("ZK_SUPER_DIGEST = %+v, want a secretKeyRef", digest)
+			}
+			if ref := digest.ValueFrom.SecretKeyRef; ref.Name != tc.wantSecret || ref.Key != build.SuperDigestKey || ptr.Deref(ref.Optional, false) {
+				t.Errorf("ZK_SUPER_DIGEST secretKeyRef = %s/%s (optional %v), want %s/%s, required",
+					ref.Name, ref.Key, ref.Optional, tc.wantSecret, build.SuperDigestKey)
+			}
+			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)"
+			if got := env[index["ZK_JVM_OPTS"]].Value; got != wantOpts {
+				t.Errorf("ZK_JVM_OPTS = %q, want %q", got, wantOpts)
+			}
+			// The kubelet expands $(NAME) only for variables defined
+			// earlier in the list; a later one stays literal.
+			if index["ZK_SUPER_DIGEST"] > index["ZK_JVM_OPTS"] {
+				t.Errorf("env order %v: ZK_SUPER_DIGEST must come before ZK_JVM_OPTS", names)
+			}
+			checkEnvReferences(t, env)
+			// The servers get the digest, never the password.
+			for _, e := range env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Key == build.SuperPasswordKey {
+					t.Errorf("%s exposes the super user's password to the servers", e.Name)
+				}
+			}
+		})
+	}
+}
+
+// envReference is a $(NAME) reference in an env value, which the kubelet
+// expands ($$(NAME) escapes it).
+var envReference = regexp.MustCompile(`\$?\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// checkEnvReferences checks that every $(NAME) in env's values refers to
+// a variable defined earlier in env.
+func checkEnvReferences(t *testing.T, env []corev1.EnvVar) {
+	t.Helper()
+	defined := map[string]bool{}
+	for _, e := range env {
+		for _, m := range envReference.FindAllStringSubmatch(e.Value, -1) {
+			if !strings.HasPrefix(m[0], "$$") && !defined[m[1]] {
+				t.Errorf("%s refers to $(%s), which is not defined before it", e.Name, m[1])
+			}
+		}
+		defined[e.Name] = true
+	}
+}
+
 // checkInvariants checks what every StatefulSet must have, whatever the
 // spec.
 func checkInvariants(t *testing.T, sts *appsv1.StatefulSet) {
@@ -438,8 +611,8 @@ func checkInvariants(t *testing.T, sts *appsv1.StatefulSet) {
 	for _, v := range pod.Volumes {
 		vols[v.Name] = v
 	}
-	if cm := vols[build.ConfigVolume].ConfigMap; cm == nil || cm.Name != "zk-config-0123456789" {
-		t.Errorf("config volume %+v", vols[build.ConfigVolume])
+	if got := projectedConfigMaps(vols[build.ConfigVolume]); !slices.Equal(got, []string{"zk-config-0123456789", "zk-members"}) {
+		t.Errorf("config volume sources %v, want the config and members ConfigMaps", got)
 	}
 	if vols[build.TmpVolume].EmptyDir == nil {
 		t.Errorf("tmp volume %+v", vols[build.TmpVolume])
@@ -478,6 +651,22 @@ func checkSelectsServers(t *testing.T, sel map[string]string) {
 	if _, ok := sel[framework.LabelPartOf]; ok {
 		t.Error("selector has part-of")
 	}
+}
+
+// projectedConfigMaps returns the ConfigMaps v projects, in order, or nil
+// when v is not a projected volume of ConfigMaps alone.
+func projectedConfigMaps(v corev1.Volume) []string {
+	if v.Projected == nil || v.ConfigMap != nil {
+		return nil
+	}
+	var names []string
+	for _, src := range v.Projected.Sources {
+		if src.ConfigMap == nil || src.Secret != nil || src.DownwardAPI != nil || src.ServiceAccountToken != nil {
+			return nil
+		}
+		names = append(names, src.ConfigMap.Name)
+	}
+	return names
 }
 
 func servicePorts(svc *corev1.Service) string {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
@@ -103,25 +106,43 @@ func DynamicConfig(members []zkclient.Member) string {
 }
 
 // ConfigData returns the data of the config ConfigMap, for the framework's
-// EnsureConfigMap(ComponentConfig, data): zoo.cfg, and zoo.cfg.dynamic
-// for members. The controller passes the committed membership (plus a
-// joining server while it starts), so that a server that restarts comes
-// back with the ensemble as it is.
-func ConfigData(zk *zkv1.ZookeeperCluster, members []zkclient.Member) map[string]string {
-	return map[string]string{
-		ZooCfgKey:        ZooCfg(zk),
-		DynamicConfigKey: DynamicConfig(members),
-	}
+// EnsureConfigMap(ComponentConfig, data): zoo.cfg alone. It is immutable
+// and content-addressed: a change makes a new ConfigMap, a new pod
+// template, and a rolling restart. Membership is not in it but in the
+// members ConfigMap (MembersConfigMap), which changes in place, since
+// running servers learn membership by dynamic reconfiguration and need no
+// restart for it.
+func ConfigData(zk *zkv1.ZookeeperCluster) map[string]string {
+	return map[string]string{ZooCfgKey: ZooCfg(zk)}
 }
 
-// ConfigRevision returns the hash of data's zoo.cfg alone, which the pod
-// template carries (ConfigRevisionAnnotation): a server runs the current
-// configuration when its pod's revision is this one. Membership
-// (zoo.cfg.dynamic) is left out on purpose: running servers learn it by
-// dynamic reconfiguration and need no restart for it, although the
-// ConfigMap's name, and so the StatefulSet's revision, changes with it.
+// ConfigRevision returns the hash of the config ConfigMap's data, which
+// the pod template carries (ConfigRevisionAnnotation), so that the pods
+// show which zoo.cfg they run with.
 func ConfigRevision(data map[string]string) string {
-	return framework.ConfigHash(map[string]string{ZooCfgKey: data[ZooCfgKey]})
+	return framework.ConfigHash(data)
+}
+
+// MembersConfigMapName is the name of the members ConfigMap.
+func MembersConfigMapName(zk *zkv1.ZookeeperCluster) string { return zk.Name + "-members" }
+
+// MembersConfigMap returns the members ConfigMap: zoo.cfg.dynamic for
+// members, mounted next to zoo.cfg. The controller writes the committed
+// membership into it after every reconfiguration (plus a joining server
+// while it starts), so that a server that starts again (a new pod, or a
+// container restart once the kubelet has refreshed the volume) comes back
+// with the ensemble as it is, not as it was when its pod was made; a
+// server that starts with an older membership learns the current one from
+// the leader.
+func MembersConfigMap(zk *zkv1.ZookeeperCluster, members []zkclient.Member) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      MembersConfigMapName(zk),
+			Namespace: zk.Namespace,
+			Labels:    Labels(zk, ComponentMembers),
+		},
+		Data: map[string]string{DynamicConfigKey: DynamicConfig(members)},
+	}
 }
 
 // PropertyValue escapes v for the value side of a Java properties line, the

@@ -25,6 +25,10 @@ const (
 	ComponentClient = "client"
 	// ComponentConfig: the config ConfigMaps (framework EnsureConfigMap).
 	ComponentConfig = "config"
+	// ComponentMembers: the members ConfigMap (zoo.cfg.dynamic).
+	ComponentMembers = "members"
+	// ComponentCredentials: the Secret with the super user's password.
+	ComponentCredentials = "credentials"
 )
 
 // The servers' ports. Only the AdminServer's is configurable

@@ -50,7 +50,8 @@ var (
 )
 
 // StatefulSet returns the servers' StatefulSet with replicas pods, the
-// config ConfigMap configMap mounted at /conf, and configRevision
+// config ConfigMap configMap and the members ConfigMap mounted together at
+// /conf, the super user's digest from the credentials Secret, and configRevision
 // (ConfigRevision of that ConfigMap's data) on the pod template. replicas
 // is the controller's, not necessarily spec.replicas: it scales the
 // StatefulSet one step of a membership change at a time.
@@ -115,7 +116,7 @@ func podTemplate(zk *zkv1.ZookeeperCluster, configMap, configRevision string) co
 		},
 		Spec: corev1.PodSpec{
 			Containers:                   []corev1.Container{container(zk)},
-			Volumes:                      volumes(configMap),
+			Volumes:                      volumes(zk, configMap),
 			SecurityContext:              podSecurityContext(),
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
@@ -134,7 +135,15 @@ func container(zk *zkv1.ZookeeperCluster) corev1.Container {
 		Name:            ContainerName,
 		Image:           s.Image,
 		ImagePullPolicy: s.ImagePullPolicy,
-		Env:             []corev1.EnvVar{{Name: "ZK_HEAP", Value: s.Heap}},
+		Env: []corev1.EnvVar{
+			{Name: "ZK_HEAP", Value: s.Heap},
+			{Name: "ZK_SUPER_DIGEST", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: CredentialsSecretName(zk)},
+				Key:                  SuperDigestKey,
+			}}},
+			// The kubelet expands $(ZK_SUPER_DIGEST), defined above.
+			{Name: "ZK_JVM_OPTS", Value: "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)"},
+		},
 		Ports: []corev1.ContainerPort{
 			containerPort(PortNameClient, ClientPort),
 			containerPort(PortNameQuorum, QuorumPort),
@@ -178,10 +187,20 @@ func execProbe(command []string, period, failures int32) *corev1.Probe {
 	}
 }
 
-func volumes(configMap string) []corev1.Volume {
+// volumes are the config volume, zoo.cfg from the immutable configMap and
+// zoo.cfg.dynamic from the members ConfigMap side by side in /conf, and
+// /tmp.
+func volumes(zk *zkv1.ZookeeperCluster, configMap string) []corev1.Volume {
+	source := func(name string) corev1.VolumeProjection {
+		return corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		}}
+	}
 	return []corev1.Volume{
 		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
+			Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				source(configMap), source(MembersConfigMapName(zk)),
+			}},
 		}},
 		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("128Mi"))},

@@ -53,9 +53,9 @@ var zkCodeErrors = map[string]error{
 // after a sync, so that a follower's answer is as recent as the leader's.
 // The call ends with ctx; give ctx a deadline (a hung server in the list can
 // hold the call up to it). A standalone server returns ErrNoDynamicConfig.
-func Members(ctx context.Context, servers []string) (Config, error) {
+func Members(ctx context.Context, servers []string, opts ...Option) (Config, error) {
 	var cfg Config
-	err := withConn(ctx, servers, func(conn *zk.Conn) error {
+	err := withConn(ctx, servers, collect(opts), func(conn *zk.Conn) error {
 		var err error
 		cfg, err = readConfig(conn)
 		return err
@@ -89,14 +89,15 @@ func Members(ctx context.Context, servers []string) (Config, error) {
 // servers connected and in sync (ErrNoQuorum: a joining server must run and
 // follow the leader first) and a change while another is in progress
 // (ErrReconfigInProgress). The servers must run with reconfigEnabled=true,
-// and the client needs the super user unless they skip ACLs.
-func Reconfigure(ctx context.Context, servers []string, joining []Member, leaving []int, fromVersion int64) (Config, error) {
+// and the client needs the super user (WithSuperUser) unless they skip
+// ACLs.
+func Reconfigure(ctx context.Context, servers []string, joining []Member, leaving []int, fromVersion int64, opts ...Option) (Config, error) {
 	if err := checkChange(joining, leaving); err != nil {
 		return Config{}, fmt.Errorf("reconfiguring: %w", err)
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	var cfg Config
-	err := withConn(ctx, servers, func(conn *zk.Conn) error {
+	err := withConn(ctx, servers, collect(opts), func(conn *zk.Conn) error {
 		cur, err := readConfig(conn)
 		if err != nil {
 			return err
@@ -124,14 +125,14 @@ func Reconfigure(ctx context.Context, servers []string, joining []Member, leavin
 
 // AddMember adds m to the ensemble, or changes it to m when its id is a
 // member already; see Reconfigure.
-func AddMember(ctx context.Context, servers []string, m Member, fromVersion int64) (Config, error) {
-	return Reconfigure(ctx, servers, []Member{m}, nil, fromVersion)
+func AddMember(ctx context.Context, servers []string, m Member, fromVersion int64, opts ...Option) (Config, error) {
+	return Reconfigure(ctx, servers, []Member{m}, nil, fromVersion, opts...)
 }
 
 // RemoveMember removes server id from the ensemble; removing a server that
 // is not a member succeeds without a change. See Reconfigure.
-func RemoveMember(ctx context.Context, servers []string, id int, fromVersion int64) (Config, error) {
-	return Reconfigure(ctx, servers, nil, []int{id}, fromVersion)
+func RemoveMember(ctx context.Context, servers []string, id int, fromVersion int64, opts ...Option) (Config, error) {
+	return Reconfigure(ctx, servers, nil, []int{id}, fromVersion, opts...)
 }
 
 // checkChange validates a requested change on its own.
@@ -207,7 +208,7 @@ func readConfig(conn *zk.Conn) (Config, error) {
 // it. fn's requests end when ctx does: the client's sockets are closed then,
 // which also ends go-zookeeper's goroutines, so none outlives the call for
 // long. go-zookeeper's own log lines go to ctx's logger at V(4).
-func withConn(ctx context.Context, servers []string, fn func(*zk.Conn) error) error {
+func withConn(ctx context.Context, servers []string, o options, fn func(*zk.Conn) error) error {
 	if len(servers) == 0 {
 		return errors.New("no servers")
 	}
@@ -230,7 +231,16 @@ func withConn(ctx context.Context, servers []string, fn func(*zk.Conn) error) er
 		return fmt.Errorf("connecting: %w", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- fn(conn) }()
+	go func() {
+		// Authenticating waits for the session, so it runs under ctx too.
+		if o.auth != nil {
+			if err := conn.AddAuth("digest", o.auth); err != nil {
+				done <- fmt.Errorf("authenticating: %w", err)
+				return
+			}
+		}
+		done <- fn(conn)
+	}()
 	select {
 	case err = <-done:
 	case <-ctx.Done():

@@ -232,6 +232,7 @@ func TestEnsemble(t *testing.T) {
 	t.Run("reconfig", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
+		super := zkclient.WithSuperUser(zktest.SuperPassword)
 		cfg, err := zkclient.Members(ctx, e.ClientAddrs())
 		if err != nil {
 			t.Fatal(err)
@@ -256,15 +257,19 @@ func TestEnsemble(t *testing.T) {
 			t.Errorf("joining server: %+v, %v; want a follower", st, err)
 		}
 
+		// Only the super user may reconfigure.
+		if _, err := zkclient.AddMember(ctx, e.ClientAddrs()[:3], member(joiner), v3); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("AddMember(unauthenticated) = %v, want %v", err, zk.ErrNoAuth)
+		}
 		// A stale version changes nothing.
-		if _, err := zkclient.AddMember(ctx, e.ClientAddrs()[:3], member(joiner), v3-1); !errors.Is(err, zkclient.ErrStaleVersion) {
+		if _, err := zkclient.AddMember(ctx, e.ClientAddrs()[:3], member(joiner), v3-1, super); !errors.Is(err, zkclient.ErrStaleVersion) {
 			t.Errorf("AddMember(stale version) = %v, want ErrStaleVersion", err)
 		}
 		if cfg, err := zkclient.Members(ctx, e.ClientAddrs()[:3]); err != nil || cfg.Version != v3 || len(cfg.Members) != 3 {
 			t.Errorf("after a stale AddMember: %+v, %v; want the 3 members at %#x", cfg, err, v3)
 		}
 
-		cfg, err = zkclient.AddMember(ctx, e.ClientAddrs()[:3], member(joiner), v3)
+		cfg, err = zkclient.AddMember(ctx, e.ClientAddrs()[:3], member(joiner), v3, super)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,6 +277,13 @@ func TestEnsemble(t *testing.T) {
 			t.Fatalf("AddMember() = %+v, want 4 members and a version past %#x", cfg, v3)
 		}
 		v4 := cfg.Version
+		// The AdminServers' voting views follow, without a session.
+		for _, s := range e.Servers() {
+			ids, err := zkclient.VotingView(ctx, nil, s.AdminAddr())
+			if err != nil || fmt.Sprint(ids) != "[1 2 3 4]" {
+				t.Errorf("VotingView(server %d) = %v, %v; want [1 2 3 4]", s.ID(), ids, err)
+			}
+		}
 		// Every server, the new one too, reports the new configuration.
 		for _, s := range e.Servers() {
 			got, err := zkclient.Members(ctx, []string{s.ClientAddr()})
@@ -280,11 +292,11 @@ func TestEnsemble(t *testing.T) {
 			}
 		}
 		// Adding it again is a no-op, whatever the version says.
-		if again, err := zkclient.AddMember(ctx, e.ClientAddrs(), member(joiner), v3); err != nil || again.Version != v4 {
+		if again, err := zkclient.AddMember(ctx, e.ClientAddrs(), member(joiner), v3, super); err != nil || again.Version != v4 {
 			t.Errorf("AddMember() again = %+v, %v; want a no-op at %#x", again, err, v4)
 		}
 
-		cfg, err = zkclient.RemoveMember(ctx, e.ClientAddrs(), joiner.ID(), v4)
+		cfg, err = zkclient.RemoveMember(ctx, e.ClientAddrs(), joiner.ID(), v4, super)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +307,7 @@ func TestEnsemble(t *testing.T) {
 			t.Errorf("RemoveMember() = %+v, still has server %d", cfg, joiner.ID())
 		}
 		// Removing an absent member is a no-op, whatever the version says.
-		if again, err := zkclient.RemoveMember(ctx, e.ClientAddrs()[:3], joiner.ID(), v3); err != nil || again.Version != cfg.Version {
+		if again, err := zkclient.RemoveMember(ctx, e.ClientAddrs()[:3], joiner.ID(), v3, super); err != nil || again.Version != cfg.Version {
 			t.Errorf("RemoveMember() again = %+v, %v; want a no-op at %#x", again, err, cfg.Version)
 		}
 		t.Logf("versions: %#x, then %#x with server %d, then %#x without", v3, v4, joiner.ID(), cfg.Version)

@@ -17,8 +17,8 @@
 //
 // Every server listens on 127.0.0.1 only, on free ports (client, quorum,
 // election, AdminServer), with dynamic reconfiguration enabled
-// (reconfigEnabled=true, and -Dzookeeper.skipACL=yes so that the
-// unauthenticated test client may reconfigure), standaloneEnabled=false for
+// (reconfigEnabled=true; only the super user may reconfigure, with
+// SuperPassword, as in a cluster), standaloneEnabled=false for
 // ensembles of more than one server, zk-run's four-letter-word whitelist
 // (srvr, stat, mntr, ruok, conf), tickTime=500, a 128 MiB heap and JVM
 // options that favor a quick start. Servers are killed on t.Cleanup, whatever

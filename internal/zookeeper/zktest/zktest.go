@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
 const (
@@ -45,11 +47,17 @@ const (
 	logTail = 40
 )
 
-// jvmOpts are the servers' ZK_JVM_OPTS: skipACL so the test client may
-// reconfigure without authenticating, and a JVM tuned to start quickly and
+// SuperPassword is the password of the servers' super user, the one
+// allowed to reconfigure (zkclient.WithSuperUser), as the operator's
+// servers run.
+const SuperPassword = "zktest-super"
+
+// jvmOpts are the servers' ZK_JVM_OPTS: the super user's digest, as the
+// controller sets it, so that reconfiguration needs the same
+// authentication as in a cluster, and a JVM tuned to start quickly and
 // stay small (one GC thread, the C1 compiler only, no perf data file).
 var jvmOpts = strings.Join([]string{
-	"-Dzookeeper.skipACL=yes",
+	"-Dzookeeper.DigestAuthenticationProvider.superDigest=" + zkclient.SuperDigest(SuperPassword),
 	"-Djava.net.preferIPv4Stack=true",
 	"-XX:+UseSerialGC",
 	"-XX:TieredStopAtLevel=1",

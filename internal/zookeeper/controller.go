@@ -1,0 +1,249 @@
+package zookeeper
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
+)
+
+// The controller's RBAC, on top of the framework's (docs/design/framework.md).
+//
+// +kubebuilder:rbac:groups=zookeeper.steward.dev,resources=zookeeperclusters,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=zookeeper.steward.dev,resources=zookeeperclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=zookeeper.steward.dev,resources=zookeeperclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions;replicasets;deployments;daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;update;delete
+
+// Cluster is the kind this controller reconciles.
+type Cluster = zkv1.ZookeeperCluster
+
+// Context is the framework's pass context of a ZookeeperCluster.
+type Context = framework.Context[*Cluster]
+
+// Action is an imperative step Observe returns.
+type Action = framework.Action[*Cluster]
+
+// Defaults of Options.
+const (
+	DefaultResync        = 15 * time.Second
+	DefaultProbeTimeout  = 2 * time.Second
+	DefaultProbeDeadline = 3 * time.Second
+	// DefaultReconfigTimeout bounds one membership read or change.
+	DefaultReconfigTimeout = 15 * time.Second
+)
+
+// Options configure the ZooKeeper controller. The zero value is ready to
+// use.
+type Options struct {
+	// ClusterDomain is the cluster's DNS domain, in the servers' addresses
+	// (default build.DefaultClusterDomain).
+	ClusterDomain string
+	// Resync is how often an in-sync cluster is observed again, to notice
+	// what Kubernetes does not report: a new leader, a server that stopped
+	// serving (default DefaultResync).
+	Resync time.Duration
+	// ProbeTimeout bounds one AdminServer call; ProbeDeadline bounds how
+	// long a pass waits for all of them, so that a hung server never holds
+	// a pass up longer (defaults DefaultProbeTimeout, DefaultProbeDeadline).
+	ProbeTimeout, ProbeDeadline time.Duration
+	// ReconfigTimeout bounds a membership read or change through the
+	// client port (default DefaultReconfigTimeout).
+	ReconfigTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = build.DefaultClusterDomain
+	}
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.ProbeDeadline <= 0 {
+		o.ProbeDeadline = DefaultProbeDeadline
+	}
+	if o.ReconfigTimeout <= 0 {
+		o.ReconfigTimeout = DefaultReconfigTimeout
+	}
+	return o
+}
+
+// Controller is the ZookeeperCluster actor: Observe and Finalize, plus the
+// scale and rolling-restart flows.
+type Controller struct {
+	opts  Options
+	http  *http.Client
+	stats *probe.Collector[serverProbe]
+}
+
+// New returns a controller with opts.
+func New(opts Options) *Controller {
+	opts = opts.withDefaults()
+	transport := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: opts.ProbeTimeout}).DialContext,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	return &Controller{
+		opts: opts,
+		http: &http.Client{Transport: transport, Timeout: opts.ProbeTimeout},
+		stats: probe.NewCollector[serverProbe](probe.Options{
+			Kind:        "ZookeeperCluster",
+			CallTimeout: opts.ProbeTimeout,
+			Deadline:    opts.ProbeDeadline,
+			MinInterval: time.Second,
+		}),
+	}
+}
+
+// System returns the ZooKeeper system for the manager's registry.
+func System(opts Options) systems.System {
+	return systems.System{Name: systems.ZooKeeper, Setup: func(mgr ctrl.Manager) error {
+		return Setup(mgr, opts)
+	}}
+}
+
+// Setup registers the API types and the controller with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := zkv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("zookeeper: registering the API: %w", err)
+	}
+	c := New(opts)
+	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+		Actor:  c,
+		App:    build.App,
+		PartOf: build.PartOf,
+		Owns: []client.Object{
+			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{},
+			&policyv1.PodDisruptionBudget{},
+		},
+		Flows:     []framework.Flow[*Cluster]{c.scaleFlow(), c.restartFlow()},
+		Resync:    c.opts.Resync,
+		Customize: watchServers,
+	})
+	if err != nil {
+		return fmt.Errorf("zookeeper: %w", err)
+	}
+	return nil
+}
+
+// watchServers adds a watch on the servers' pods, which the StatefulSet
+// owns: a pod that becomes ready or goes away starts a pass of its cluster.
+func watchServers(b *builder.Builder) *builder.Builder {
+	return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(
+		func(_ context.Context, obj client.Object) []reconcile.Request {
+			l := obj.GetLabels()
+			if l[framework.LabelName] != build.App || l[framework.LabelManagedBy] != framework.ManagedBy ||
+				l[framework.LabelComponent] != build.ComponentServer || l[framework.LabelInstance] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{
+				Namespace: obj.GetNamespace(), Name: l[framework.LabelInstance],
+			}}}
+		}))
+}
+
+// Default applies the API's defaults (the same function as admission's).
+func (*Controller) Default(zk *Cluster) { zkv1.Default(zk) }
+
+// Validate rejects what admission would have, had it run: keys the
+// operator owns in spec.config.
+func (*Controller) Validate(zk *Cluster) error {
+	for k := range zk.Spec.Config {
+		if zkv1.IsOperatorOwnedConfigKey(k) {
+			return fmt.Errorf("spec.config[%q]: the operator owns this key", k)
+		}
+	}
+	return nil
+}
+
+// Observe applies the declarative children, observes the ensemble, and
+// returns the flow to start when membership or a server's revision differs
+// from the spec.
+func (c *Controller) Observe(ctx *Context) (Action, error) {
+	zk := ctx.Obj
+	if _, err := c.credentials(ctx); err != nil {
+		return nil, err
+	}
+	for _, child := range []struct {
+		obj       client.Object
+		component string
+	}{
+		{build.HeadlessService(zk), build.ComponentHeadless},
+		{build.ClientService(zk), build.ComponentClient},
+		{build.PodDisruptionBudget(zk), build.ComponentServer},
+	} {
+		if err := ctx.Apply(child.obj, child.component); err != nil {
+			return nil, err
+		}
+	}
+	e, err := c.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members := e.members
+	if e.sts == nil { // a new cluster: every server is a member from the start
+		members = build.IDs(zk.Spec.Replicas)
+		zk.Status.Members = toInt32(members)
+	}
+	replicas := e.replicas(zk)
+	if err := c.applyServers(ctx, replicas, members); err != nil {
+		return nil, err
+	}
+	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
+		return nil, err
+	}
+	c.setConditions(ctx, e)
+	switch {
+	case e.sts == nil:
+		return nil, nil
+	case needsScale(zk.Spec.Replicas, replicas, members):
+		return framework.StartFlow[*Cluster](flowScale,
+			fmt.Sprintf("replicas %d to %d", len(members), zk.Spec.Replicas)), nil
+	case e.revisionKnown() && len(e.stale()) > 0:
+		return framework.StartFlow[*Cluster](flowRestart, "revision "+e.sts.Status.UpdateRevision), nil
+	}
+	return nil, nil
+}
+
+// applyServers applies the members ConfigMap with members, and the
+// StatefulSet with replicas pods on the current config ConfigMap.
+func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) error {
+	zk := ctx.Obj
+	if err := ctx.Apply(build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain)), build.ComponentMembers); err != nil {
+		return err
+	}
+	data := build.ConfigData(zk)
+	name, err := ctx.EnsureConfigMap(build.ComponentConfig, data)
+	if err != nil {
+		return err
+	}
+	zk.Status.ConfigRevision = name
+	return ctx.Apply(build.StatefulSet(zk, replicas, name, build.ConfigRevision(data)), build.ComponentServer)
+}

@@ -1,0 +1,23 @@
+package zookeeper
+
+import (
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+)
+
+// Finalize runs when the cluster is deleted. Owner references take the
+// StatefulSet, Services, ConfigMaps, Secret and budget away; the volume
+// claims follow spec.storage.reclaimPolicy: Retain keeps them all, so that
+// a cluster re-created under the same name finds its data, and Delete
+// deletes them all, those of departed members too (the StatefulSet's own
+// retention policy only covers the pods it has).
+func (c *Controller) Finalize(ctx *Context) (bool, error) {
+	zk := ctx.Obj
+	c.stats.Forget(string(zk.UID), nil)
+	if zk.Spec.Storage.ReclaimPolicy != zkv1.ReclaimDelete {
+		return true, nil
+	}
+	if err := c.deleteVolumes(ctx, func(int) bool { return true }); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,247 @@
+package zookeeper
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
+	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
+)
+
+// The scale flow and its steps.
+const (
+	flowScale         = "scale"
+	stepChangeMembers = "change-members"
+	stepResize        = "resize-statefulset"
+)
+
+// scaleFlow changes the ensemble's size to spec.replicas in two steps:
+// change-members adds or removes one member per reconfiguration until the
+// membership is servers 1..replicas; resize-statefulset then sizes the
+// StatefulSet to match and, under reclaim policy Delete, deletes the
+// volumes of the departed members once their pods are gone.
+//
+// A joining server's pod starts before the server becomes a member: it
+// comes up with the committed membership plus itself, follows the leader
+// without a vote, and is added once it serves; members leave the ensemble
+// before their pods go, and only while the remaining members keep a
+// quorum. Both steps target the current spec.replicas, so a change of
+// replicas during the flow redirects it instead of racing it.
+func (c *Controller) scaleFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowScale,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepChangeMembers, Run: c.changeMembers, Timeout: 15 * time.Minute},
+			{Name: stepResize, Run: c.resizeStatefulSet, Timeout: 10 * time.Minute},
+		},
+		MaxAttempts: 8,
+		Backoff:     framework.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second},
+	}
+}
+
+// nextMemberChange returns the one reconfiguration that moves members
+// towards servers 1..want: while the ensemble is smaller than wanted, the
+// lowest missing id joins; otherwise the highest id beyond want leaves
+// first (a scale-in removes the newest servers). Both are zero when members
+// are exactly 1..want.
+func nextMemberChange(members []int, want int) (add, remove int) {
+	var missing, extra []int
+	for id := 1; id <= want; id++ {
+		if !slices.Contains(members, id) {
+			missing = append(missing, id)
+		}
+	}
+	for _, id := range members {
+		if id < 1 || id > want {
+			extra = append(extra, id)
+		}
+	}
+	switch {
+	case len(missing) > 0 && (len(members) < want || len(extra) == 0):
+		return slices.Min(missing), 0
+	case len(extra) > 0:
+		return 0, slices.Max(extra)
+	}
+	return 0, 0
+}
+
+// changeMembers makes one membership change per run, reading the committed
+// membership from the ensemble each time, so that a run repeated after the
+// operator restarted does not change it twice.
+func (c *Controller) changeMembers(ctx *Context) (bool, error) {
+	zk := ctx.Obj
+	e, err := c.observe(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.setConditions(ctx, e)
+	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
+	defer cancel()
+	cfg, session, err := c.members(rctx, ctx, e)
+	if err != nil || session == nil {
+		return false, err
+	}
+	ids := cfg.IDs()
+	replicas := e.replicas(zk)
+	add, remove := nextMemberChange(ids, int(zk.Spec.Replicas))
+	switch {
+	case add != 0:
+		replicas = max(replicas, int32(build.Ordinal(add)+1))
+		if err := c.applyServers(ctx, replicas, append(slices.Clone(ids), add)); err != nil {
+			return false, err
+		}
+		if s := e.member(add); s == nil || !s.serving() {
+			return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for server %d to start and follow the leader before it joins", add))
+		}
+		next, err := zkclient.AddMember(rctx, session.addrs, build.Members(zk, []int{add}, c.opts.ClusterDomain)[0], cfg.Version, session.auth)
+		if err != nil {
+			return false, fmt.Errorf("add server %d: %w", add, err)
+		}
+		c.committed(ctx, cfg, next, replicas, "MemberAdded", fmt.Sprintf("Server %d joined the ensemble", add))
+		return false, nil
+	case remove != 0:
+		remaining := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id == remove })
+		if n := e.servingMembers(remaining); n < quorum(len(remaining)) {
+			return c.wait(ctx, "QuorumAtRisk", fmt.Sprintf(
+				"not removing server %d: %d of the remaining %d members serve, a quorum needs %d", remove, n, len(remaining), quorum(len(remaining))))
+		}
+		next, err := zkclient.RemoveMember(rctx, session.addrs, remove, cfg.Version, session.auth)
+		if err != nil {
+			return false, fmt.Errorf("remove server %d: %w", remove, err)
+		}
+		c.committed(ctx, cfg, next, replicas, "MemberRemoved", fmt.Sprintf("Server %d left the ensemble", remove))
+		return false, nil
+	}
+	return true, c.applyServers(ctx, replicas, ids)
+}
+
+// session is how to reach the ensemble through its client port.
+type session struct {
+	addrs []string
+	auth  zkclient.Option
+}
+
+// members reads the committed membership through the serving servers, as
+// the super user (a session, so only while a flow changes membership; the
+// passes in between read the AdminServers' voting views). A nil session
+// and nil error mean that no server serves: the step waits.
+func (c *Controller) members(rctx context.Context, ctx *Context, e *ensemble) (zkclient.Config, *session, error) {
+	password, err := c.credentials(ctx)
+	if err != nil {
+		return zkclient.Config{}, nil, err
+	}
+	s := &session{addrs: e.clientAddresses(), auth: zkclient.WithSuperUser(password)}
+	if len(s.addrs) == 0 {
+		_, err := c.wait(ctx, "NoQuorum", "no server serves; waiting for the ensemble before changing its membership")
+		return zkclient.Config{}, nil, err
+	}
+	cfg, err := zkclient.Members(rctx, s.addrs, s.auth)
+	if err != nil {
+		return zkclient.Config{}, nil, fmt.Errorf("read the members: %w", err)
+	}
+	return cfg, s, nil
+}
+
+// committed records a reconfiguration: the members ConfigMap and status
+// follow, and an Event says what changed, only when it did (a repeated run
+// finds its change done and says nothing).
+func (c *Controller) committed(ctx *Context, before, after zkclient.Config, replicas int32, reason, message string) {
+	ids := after.IDs()
+	ctx.Obj.Status.Members = toInt32(ids)
+	// The voting views cached before the change are stale now.
+	c.stats.Forget(string(ctx.Obj.UID), nil)
+	if after.Version != before.Version {
+		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
+		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)
+	}
+	if err := c.applyServers(ctx, replicas, ids); err != nil {
+		// The next run applies it again; membership is committed already.
+		ctx.Log.Error(err, "Writing the members ConfigMap after a reconfiguration")
+	}
+}
+
+// resizeStatefulSet sizes the StatefulSet to spec.replicas once the
+// membership matches, waits for the departed pods to go, and reclaims their
+// volumes under policy Delete.
+func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
+	zk := ctx.Obj
+	e, err := c.observe(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.setConditions(ctx, e)
+	want := zk.Spec.Replicas
+	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
+	defer cancel()
+	cfg, session, err := c.members(rctx, ctx, e)
+	if err != nil || session == nil {
+		return false, err
+	}
+	if !slices.Equal(cfg.IDs(), build.IDs(want)) {
+		// spec.replicas moved on during the flow: Observe starts another.
+		return true, nil
+	}
+	if err := c.applyServers(ctx, want, cfg.IDs()); err != nil {
+		return false, err
+	}
+	var pods corev1.PodList
+	if err := ctx.Client.List(ctx, &pods, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
+		return false, fmt.Errorf("list the servers' pods: %w", err)
+	}
+	for i := range pods.Items {
+		if o, ok := podOrdinal(zk, &pods.Items[i]); ok && o >= int(want) {
+			return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for pod %s to go", pods.Items[i].Name))
+		}
+	}
+	if zk.Spec.Storage.ReclaimPolicy == zkv1.ReclaimDelete {
+		return true, c.deleteVolumes(ctx, func(ordinal int) bool { return ordinal >= int(want) })
+	}
+	return true, nil
+}
+
+// deleteVolumes deletes the servers' volume claims whose ordinal matches.
+func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) error {
+	zk := ctx.Obj
+	var claims corev1.PersistentVolumeClaimList
+	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
+		return fmt.Errorf("list the servers' volume claims: %w", err)
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		ordinal, ok := claimOrdinal(zk, pvc)
+		if !ok || !match(ordinal) || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		err := ctx.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete volume claim %s: %w", pvc.Name, err)
+		}
+		ctx.Log.Info("Deleted a departed server's volume claim", "persistentVolumeClaim", pvc.Name)
+		ctx.Event(corev1.EventTypeNormal, "VolumeDeleted", "Deleted volume claim %s (reclaim policy Delete)", pvc.Name)
+	}
+	return nil
+}
+
+// claimOrdinal is the ordinal of a claim data-<name>-<ordinal>.
+func claimOrdinal(zk *Cluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	return ordinalOf(pvc.Name, build.DataVolume+"-"+zk.Name+"-")
+}
+
+// wait reports a step that waits for the ensemble: not done, no error, and
+// why in Progressing and Ready.
+func (c *Controller) wait(ctx *Context, reason, message string) (bool, error) {
+	ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetReady(false, reason, message)
+	return false, nil
+}

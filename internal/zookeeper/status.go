@@ -1,0 +1,352 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
+	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
+)
+
+// serverProbe is what one server's AdminServer says: its stat, and, when it
+// serves, the voting members of its configuration.
+type serverProbe struct {
+	Stat   zkclient.ServerStat
+	Voting []int
+}
+
+// probeServer asks one AdminServer for stat and voting_view.
+func (c *Controller) probeServer(ctx context.Context, t probe.Target) (serverProbe, error) {
+	st, err := zkclient.Stat(ctx, c.http, t.Address)
+	if err != nil {
+		return serverProbe{}, err
+	}
+	voting, err := zkclient.VotingView(ctx, c.http, t.Address)
+	if err != nil {
+		return serverProbe{}, err
+	}
+	return serverProbe{Stat: st, Voting: voting}, nil
+}
+
+// server is one pod of the StatefulSet and what its AdminServer answered.
+type server struct {
+	ordinal int
+	pod     *corev1.Pod
+	result  probe.Result[serverProbe]
+}
+
+// id is the server's id (myid).
+func (s *server) id() int { return build.ServerID(s.ordinal) }
+
+// serving reports whether the server answered that it serves clients.
+func (s *server) serving() bool { return s.result.OK() }
+
+// role is the server's role, RoleUnknown unless it serves.
+func (s *server) role() string {
+	if !s.serving() {
+		return zkv1.RoleUnknown
+	}
+	return string(s.result.Value.Stat.Role)
+}
+
+// ensemble is the observed state of a cluster's servers.
+type ensemble struct {
+	sts *appsv1.StatefulSet
+	// servers by ordinal, for the pods that exist and are not terminating.
+	servers map[int]*server
+	// members is the committed membership: the leader's voting view, or
+	// status.members when no leader answers.
+	members []int
+	// leader is the leading server, nil when none answers as leader.
+	leader *server
+}
+
+// observe reads the StatefulSet and pods, probes the servers, and fills
+// status (readyReplicas, servers, leader, members, clientEndpoint,
+// currentImage) from what it found.
+func (c *Controller) observe(ctx *Context) (*ensemble, error) {
+	zk := ctx.Obj
+	e := &ensemble{servers: map[int]*server{}}
+	sts := &appsv1.StatefulSet{}
+	switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: zk.Namespace, Name: zk.Name}, sts); {
+	case err == nil:
+		e.sts = sts
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get StatefulSet %s: %w", zk.Name, err)
+	}
+	var pods corev1.PodList
+	if err := ctx.Client.List(ctx, &pods, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
+		return nil, fmt.Errorf("list the servers' pods: %w", err)
+	}
+	group := string(zk.UID)
+	var targets []probe.Target
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		ordinal, ok := podOrdinal(zk, pod)
+		if !ok || pod.DeletionTimestamp != nil {
+			continue
+		}
+		e.servers[ordinal] = &server{ordinal: ordinal, pod: pod}
+		if pod.Status.PodIP != "" {
+			// Keyed by UID: a re-created pod must not inherit the answer
+			// its predecessor gave under the same name.
+			targets = append(targets, probe.Target{Group: group, Key: string(pod.UID),
+				Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(zk.Spec.AdminPort)))})
+		}
+	}
+	results := c.stats.Collect(ctx, targets, c.probeServer)
+	c.stats.Forget(group, targets)
+	for _, s := range e.servers {
+		r, ok := results[string(s.pod.UID)]
+		if !ok {
+			r = probe.Result[serverProbe]{Err: errors.New("the pod has no IP yet")}
+		}
+		s.result = r
+		if s.serving() && s.result.Value.Stat.Role == zkclient.RoleLeader {
+			e.leader = s
+		}
+	}
+	e.members = fromInt32(zk.Status.Members)
+	if e.leader != nil {
+		e.members = slices.Clone(e.leader.result.Value.Voting)
+	}
+	c.fillStatus(zk, e)
+	return e, nil
+}
+
+// fillStatus writes what e observed into zk's status.
+func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
+	st := &zk.Status
+	st.ClientEndpoint = build.ClientEndpoint(zk, c.opts.ClusterDomain)
+	st.Members = toInt32(e.members)
+	st.Leader = ""
+	if e.leader != nil {
+		st.Leader = e.leader.pod.Name
+	}
+	st.ReadyReplicas = 0
+	st.Servers = nil
+	images := map[string]bool{}
+	for _, ordinal := range e.ordinals() {
+		s := e.servers[ordinal]
+		if podReady(s.pod) {
+			st.ReadyReplicas++
+		}
+		if img := containerImage(s.pod); img != "" {
+			images[img] = true
+		}
+		ss := zkv1.ServerStatus{Name: s.pod.Name, ID: int32(s.id()), Address: s.pod.Status.PodIP}
+		if s.serving() {
+			ss.LastZxid = s.result.Value.Stat.LastZxid.String()
+		} else if s.result.Err != nil {
+			ss.Error = s.result.Err.Error()
+		}
+		if st.Servers == nil {
+			st.Servers = map[string][]zkv1.ServerStatus{}
+		}
+		st.Servers[s.role()] = append(st.Servers[s.role()], ss)
+	}
+	// The image every server runs: kept during an image change until all
+	// run the new one.
+	if len(images) == 1 && len(e.servers) > 0 {
+		for img := range images {
+			st.CurrentImage = img
+		}
+	}
+}
+
+// ordinals returns the ordinals of the observed servers, in order.
+func (e *ensemble) ordinals() []int {
+	out := make([]int, 0, len(e.servers))
+	for o := range e.servers {
+		out = append(out, o)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// member returns the server with id, nil when its pod does not exist.
+func (e *ensemble) member(id int) *server { return e.servers[build.Ordinal(id)] }
+
+// servingMembers counts the members among ids that serve.
+func (e *ensemble) servingMembers(ids []int) int {
+	n := 0
+	for _, id := range ids {
+		if s := e.member(id); s != nil && s.serving() {
+			n++
+		}
+	}
+	return n
+}
+
+// hasQuorum reports whether a majority of the committed members serve,
+// one of them as leader.
+func (e *ensemble) hasQuorum() bool {
+	return e.leader != nil && len(e.members) > 0 && e.servingMembers(e.members) >= quorum(len(e.members))
+}
+
+// revisionKnown reports whether the StatefulSet's controller has seen its
+// latest template, so that status.updateRevision names it.
+func (e *ensemble) revisionKnown() bool {
+	return e.sts != nil && e.sts.Status.ObservedGeneration >= e.sts.Generation && e.sts.Status.UpdateRevision != ""
+}
+
+// stale returns the servers whose pods run an older revision of the pod
+// template than the StatefulSet's latest, in ordinal order.
+func (e *ensemble) stale() []*server {
+	var out []*server
+	for _, o := range e.ordinals() {
+		s := e.servers[o]
+		if s.pod.Labels[appsv1.ControllerRevisionHashLabelKey] != e.sts.Status.UpdateRevision {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// quorum is the majority of n voting members.
+func quorum(n int) int { return n/2 + 1 }
+
+// setConditions sets Available, Progressing and Ready from e.
+func (c *Controller) setConditions(ctx *Context, e *ensemble) {
+	zk := ctx.Obj
+	if e.hasQuorum() {
+		ctx.SetCondition(zkv1.ConditionAvailable, metav1.ConditionTrue, "QuorumServing",
+			fmt.Sprintf("%d of %d members serve, %s leads", e.servingMembers(e.members), len(e.members), e.leader.pod.Name))
+	} else {
+		ctx.SetCondition(zkv1.ConditionAvailable, metav1.ConditionFalse, "NoQuorum",
+			fmt.Sprintf("%d of %d members serve, no leader answers", e.servingMembers(e.members), len(e.members)))
+	}
+	reason, message := progress(zk, e)
+	if reason == "" {
+		ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionFalse, "Stable", "")
+		ctx.SetReady(true, "", fmt.Sprintf("%d servers serve, %s leads", len(e.members), e.leader.pod.Name))
+		return
+	}
+	ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetReady(false, reason, message)
+}
+
+// progress says why the cluster is not Ready yet; an empty reason when it
+// is: as many members as spec.replicas, each serving, on the latest
+// revision, with a leader.
+func progress(zk *Cluster, e *ensemble) (reason, message string) {
+	want := int(zk.Spec.Replicas)
+	switch {
+	case e.sts == nil:
+		return "Creating", "creating the servers"
+	case len(e.members) != want || !slices.Equal(e.members, build.IDs(zk.Spec.Replicas)):
+		return "Scaling", fmt.Sprintf("members %v, want %d", e.members, want)
+	case len(e.servers) != want:
+		return "Scaling", fmt.Sprintf("%d server pods, want %d", len(e.servers), want)
+	case e.revisionKnown() && len(e.stale()) > 0:
+		return "Restarting", fmt.Sprintf("%d servers run an older revision", len(e.stale()))
+	case e.leader == nil:
+		return "NoLeader", "no server answers as leader"
+	}
+	for _, id := range e.members {
+		if s := e.member(id); s == nil || !s.serving() {
+			return "ServersNotServing", fmt.Sprintf("server %d does not serve yet", id)
+		}
+	}
+	return "", ""
+}
+
+// needsScale reports whether membership or the StatefulSet's size differs
+// from spec.replicas.
+func needsScale(want, stsReplicas int32, members []int) bool {
+	return stsReplicas != want || !slices.Equal(members, build.IDs(want))
+}
+
+// podOrdinal is the ordinal of a server pod <name>-<ordinal>.
+func podOrdinal(zk *Cluster, pod *corev1.Pod) (int, bool) {
+	return ordinalOf(pod.Name, zk.Name+"-")
+}
+
+// ordinalOf is the ordinal of name, prefix followed by a number.
+func ordinalOf(name, prefix string) (int, bool) {
+	suffix, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(suffix)
+	return n, err == nil && n >= 0 && strconv.Itoa(n) == suffix
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func containerImage(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == build.ContainerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func toInt32(ids []int) []int32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+func fromInt32(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// clientAddresses returns the client addresses (podIP:2181) of the serving
+// servers, the leader first.
+func (e *ensemble) clientAddresses() []string {
+	var out []string
+	for _, o := range e.ordinals() {
+		s := e.servers[o]
+		if !s.serving() {
+			continue
+		}
+		addr := net.JoinHostPort(s.pod.Status.PodIP, strconv.Itoa(int(build.ClientPort)))
+		if s == e.leader {
+			out = append([]string{addr}, out...)
+		} else {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// replicas returns the StatefulSet's replicas, spec.replicas before it
+// exists.
+func (e *ensemble) replicas(zk *Cluster) int32 {
+	if e.sts != nil && e.sts.Spec.Replicas != nil {
+		return *e.sts.Spec.Replicas
+	}
+	return zk.Spec.Replicas
+}
