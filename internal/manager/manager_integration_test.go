@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/internal/manager"
+	"github.com/stewardhq/steward/internal/systems"
 )
 
 const (
@@ -130,6 +131,9 @@ func integrationOptions(t *testing.T, leaseNamespace string) manager.Options {
 	opts.MetricsBindAddress = freeAddress(t)
 	opts.GracefulShutdownTimeout = shutdownTimeout
 	opts.Logger = testLogger(t)
+	// Leader election is under test, not the systems: several managers run
+	// in this process, and a controller's name may be registered once.
+	opts.Registry = systems.NewRegistry()
 	return opts
 }
 

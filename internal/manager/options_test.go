@@ -76,7 +76,7 @@ func TestValidate(t *testing.T) {
 		{name: "defaults", modify: func(*manager.Options) {}},
 		{
 			name:     "system not in this build",
-			modify:   func(o *manager.Options) { o.Systems = "zookeeper" },
+			modify:   func(o *manager.Options) { o.Systems, o.Registry = "zookeeper", systems.NewRegistry() },
 			wantErrs: []string{`--systems: system "zookeeper" is not available in this build (available: none)`},
 		},
 		{
@@ -164,6 +164,15 @@ func TestNewWrapsSetupErrors(t *testing.T) {
 	}
 }
 
+func TestBuiltinHasZooKeeper(t *testing.T) {
+	if _, err := manager.Builtin().Select(systems.All); err != nil {
+		t.Fatalf("Builtin().Select(all): %v", err)
+	}
+	if _, err := manager.Builtin().Select(systems.ZooKeeper); err != nil {
+		t.Errorf("Builtin().Select(zookeeper) = %v, want the ZooKeeper system", err)
+	}
+}
+
 func TestNewRejectsInvalidOptions(t *testing.T) {
 	cfg, opts := offlineOptions(t)
 	opts.Systems = "oceanbase"
@@ -174,6 +183,7 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 
 func TestNewLogsWhenNoSystemIsRegistered(t *testing.T) {
 	cfg, opts := offlineOptions(t)
+	opts.Registry = systems.NewRegistry()
 	var logged []string
 	opts.Logger = funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
 
