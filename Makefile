@@ -74,8 +74,8 @@ fmt: ## Format the Go code of both modules.
 	cd tools/localkube && $(GO) fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet on both modules (the e2e suite included).
-	$(GO) vet -tags e2e ./...
+vet: ## Run go vet on both modules (the e2e suite and the cluster benchmarks included).
+	$(GO) vet -tags e2e,bench ./...
 	cd tools/localkube && $(GO) vet $(LOCALKUBE_PACKAGES)
 
 .PHONY: lint
@@ -143,7 +143,7 @@ test: images ## Run every test: unit and envtest integration (both modules), the
 	$(MAKE) --no-print-directory e2e
 
 .PHONY: demo
-demo: images ## Bring up a local cluster, deploy Steward in it, and show it healthy.
+demo: images ## Bring up a local cluster, deploy Steward, create a 3-server ZooKeeper cluster and use it.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar
 	@# The image tag stays the same across builds, so an existing manager is
@@ -155,11 +155,23 @@ demo: images ## Bring up a local cluster, deploy Steward in it, and show it heal
 		$(KUBECTL) apply -k config/default; \
 	fi
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
-	$(KUBECTL) get nodes -o wide
 	$(KUBECTL) -n steward-system get deployment,pods,leases
-	$(KUBECTL) -n steward-system wait --for=condition=Ready pod -l app.kubernetes.io/component=controller-manager --timeout=1m
-	$(KUBECTL) -n steward-system logs -l app.kubernetes.io/component=controller-manager --tail=20
-	@echo; echo "Steward is running. Use the cluster with: export KUBECONFIG=$(KUBECONFIG); tear it down with: make down"
+	$(KUBECTL) apply -f config/samples/zookeeper_v1alpha1_zookeepercluster.yaml
+	$(KUBECTL) wait zk/zk --for=condition=Ready --timeout=5m
+	$(KUBECTL) get zk,statefulset,pods,pvc -o wide
+	@echo; echo "A client round trip through the client Service (zkCli in a server pod):"
+	$(KUBECTL) exec zk-0 -- zk-run cli -server zk-client:2181 create /steward-demo "hello from $$(date +%FT%T)" || true
+	$(KUBECTL) exec zk-1 -- zk-run cli -server zk-client:2181 get /steward-demo
+	@echo; echo "Steward is running with a Ready ZooKeeper cluster. Use it with: export KUBECONFIG=$(KUBECONFIG); tear it all down with: make down"
+
+.PHONY: bench
+bench: images ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.
+	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
+	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar
+	$(KUBECTL) apply -k config/default
+	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
+	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
+	$(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./bench/...
 
 .PHONY: down
 down: ## Tear the local cluster down, leaving nothing behind.

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,6 +24,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
+	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
 // The controller's RBAC, on top of the framework's (docs/design/framework.md).
@@ -208,8 +211,17 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, err
 	}
 	members := e.members
-	if e.sts == nil { // a new cluster: every server is a member from the start
+	switch {
+	case e.sts == nil: // a new cluster: every server is a member from the start
 		members = build.IDs(zk.Spec.Replicas)
+		zk.Status.Members = toInt32(members)
+	case len(members) == 0:
+		// No leader answers and status has no members although the
+		// StatefulSet exists: never write an empty membership.
+		if members, err = c.recoverMembers(ctx, e); err != nil {
+			return nil, err
+		}
+		e.members = members
 		zk.Status.Members = toInt32(members)
 	}
 	replicas := e.replicas(zk)
@@ -236,6 +248,11 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 // StatefulSet with replicas pods on the current config ConfigMap.
 func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) error {
 	zk := ctx.Obj
+	if len(members) == 0 {
+		// A server started with no members would form an ensemble of its
+		// own; never write that, whatever led here.
+		return fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
+	}
 	if err := ctx.Apply(build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain)), build.ComponentMembers); err != nil {
 		return err
 	}
@@ -246,4 +263,31 @@ func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) e
 	}
 	zk.Status.ConfigRevision = name
 	return ctx.Apply(build.StatefulSet(zk, replicas, name, build.ConfigRevision(data)), build.ComponentServer)
+}
+
+// recoverMembers returns the membership to keep when no leader answers and
+// status.members is empty although the StatefulSet exists. Usually the
+// cache has not seen the status write of the pass that created the
+// StatefulSet yet: a conflict requeues the pass quietly. Otherwise status
+// was lost (a restore from a backup): the members ConfigMap, which the
+// controller writes after every reconfiguration, says who the members are.
+func (c *Controller) recoverMembers(ctx *Context, e *ensemble) ([]int, error) {
+	zk := ctx.Obj
+	latest := &Cluster{}
+	if err := ctx.Reader.Get(ctx, client.ObjectKeyFromObject(zk), latest); err != nil {
+		return nil, fmt.Errorf("get the cluster: %w", err)
+	}
+	if latest.ResourceVersion != zk.ResourceVersion {
+		return nil, apierrors.NewConflict(zkv1.GroupVersion.WithResource("zookeeperclusters").GroupResource(),
+			zk.Name, errors.New("the cache is behind the API server"))
+	}
+	cm := &corev1.ConfigMap{}
+	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: zk.Namespace, Name: build.MembersConfigMapName(zk)}, cm)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("get the members ConfigMap: %w", err)
+	}
+	if cfg, err := zkclient.ParseConfig([]byte(cm.Data[build.DynamicConfigKey])); err == nil && len(cfg.Members) > 0 {
+		return cfg.IDs(), nil
+	}
+	return build.IDs(e.replicas(zk)), nil
 }

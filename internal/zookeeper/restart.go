@@ -94,7 +94,8 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 		return true, nil
 	}
 	pod := victim.pod
-	if err := ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+	err = ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	if client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete pod %s: %w", pod.Name, err)
 	}
 	ctx.Log.Info("Restarting a server", "pod", pod.Name, "role", victim.role(), "revision", e.sts.Status.UpdateRevision)

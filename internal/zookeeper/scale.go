@@ -51,8 +51,9 @@ func (c *Controller) scaleFlow() framework.Flow[*Cluster] {
 // nextMemberChange returns the one reconfiguration that moves members
 // towards servers 1..want: while the ensemble is smaller than wanted, the
 // lowest missing id joins; otherwise the highest id beyond want leaves
-// first (a scale-in removes the newest servers). Both are zero when members
-// are exactly 1..want.
+// first (a scale-in removes the newest servers), unless no member is in
+// 1..want: then one joins first, so that the last member never leaves.
+// Both are zero when members are exactly 1..want.
 func nextMemberChange(members []int, want int) (add, remove int) {
 	var missing, extra []int
 	for id := 1; id <= want; id++ {
@@ -66,7 +67,7 @@ func nextMemberChange(members []int, want int) (add, remove int) {
 		}
 	}
 	switch {
-	case len(missing) > 0 && (len(members) < want || len(extra) == 0):
+	case len(missing) > 0 && (len(members) < want || len(extra) == len(members)):
 		return slices.Min(missing), 0
 	case len(extra) > 0:
 		return 0, slices.Max(extra)

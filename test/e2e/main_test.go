@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -22,6 +23,7 @@ var env struct {
 	root      string // repository root
 	binDir    string // localkube's binaries
 	client    kubernetes.Interface
+	config    *rest.Config
 	smokeTag  string
 	operator  string // the operator's image archive
 	zookeeper string // the ZooKeeper image archive
@@ -82,6 +84,7 @@ func setup() error {
 	if err != nil {
 		return err
 	}
+	env.config = cfg
 	if env.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
@@ -116,9 +119,19 @@ func kubectl(args ...string) (string, error) {
 	return command(filepath.Join(env.binDir, "kubectl"), args...)
 }
 
+// kubectlStdin runs kubectl with stdin as its standard input.
+func kubectlStdin(stdin string, args ...string) (string, error) {
+	return commandStdin(stdin, filepath.Join(env.binDir, "kubectl"), args...)
+}
+
 func command(name string, args ...string) (string, error) {
+	return commandStdin("", name, args...)
+}
+
+func commandStdin(stdin, name string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if err != nil {
@@ -130,16 +143,24 @@ func command(name string, args ...string) (string, error) {
 // eventually calls check until it succeeds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
 	t.Helper()
+	if err := waitFor(timeout, check); err != nil {
+		t.Fatalf("%s: not done after %s: %v", what, timeout, err)
+	}
+}
+
+// waitFor calls check every second until it succeeds, and returns its last
+// error if it did not within timeout.
+func waitFor(timeout time.Duration, check func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var err error
 	for {
-		if err = check(ctx); err == nil {
-			return
+		err := check(ctx)
+		if err == nil {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s: not done after %s: %v", what, timeout, err)
+			return err
 		case <-time.After(time.Second):
 		}
 	}

@@ -1,8 +1,9 @@
-// Command smoke is the workload of the end-to-end smoke suite, packed into a
+// Command smoke is the workload of the end-to-end suite, packed into a
 // one-file image: `serve` answers HTTP with its host name and what it wrote
 // to its volume; `get`, `lookup` and `dial` are run with `kubectl exec` to
-// test DNS, Services and egress isolation from inside a pod. It needs no
-// shell or libc in the image.
+// test DNS, Services and egress isolation from inside a pod; `zkwrite` and
+// `zkcheck` are a ZooKeeper client that writes znodes throughout a test
+// and lists them at its end. It needs no shell or libc in the image.
 package main
 
 import (
@@ -19,12 +20,16 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
 	addr := flags.String("listen", ":8080", "address serve listens on")
 	dataDir := flags.String("data", "/data", "volume serve writes to")
+	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck")
+	zkRoot := flags.String("root", "/e2e", "parent znode of zkwrite and zkcheck")
+	interval := flags.Duration("interval", 50*time.Millisecond, "pause between two writes of zkwrite")
+	count := flags.Int("count", 0, "writes of zkwrite; 0: until SIGTERM")
 	_ = flags.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -49,6 +54,10 @@ func main() {
 		}
 		conn.Close()
 		fmt.Println("connected")
+	case "zkwrite":
+		zkWrite(*zkServer, *zkRoot, *interval, *count)
+	case "zkcheck":
+		zkCheck(ctx, *zkServer, *zkRoot)
 	default:
 		fail("unknown command %q", os.Args[1])
 	}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// zkWrite writes znodes <root>/<n>, n = 1, 2, ..., through server for as
+// long as it runs (or until count writes), and prints "ACK n" once
+// ZooKeeper acknowledged n. A write whose answer was lost (the connection
+// broke) is retried under the same n: ZNodeExists then means the first try
+// committed, which is acknowledged too. The end-to-end suite asserts that
+// every acknowledged znode is there at the end, whatever happened to the
+// ensemble meanwhile.
+func zkWrite(server, root string, interval time.Duration, count int) {
+	conn := connect(server)
+	defer conn.Close()
+	ensure(conn, root)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	for n := 1; count == 0 || n <= count; {
+		select {
+		case <-stop:
+			fmt.Println("STOP")
+			return
+		case <-time.After(interval):
+		}
+		path := fmt.Sprintf("%s/%d", root, n)
+		_, err := conn.Create(path, []byte(strconv.Itoa(n)), 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			fmt.Printf("ERR %d %v\n", n, err)
+			continue
+		}
+		fmt.Printf("ACK %d\n", n)
+		n++
+	}
+	fmt.Println("DONE")
+	for range stop {
+		return
+	}
+}
+
+// zkCheck prints the children of root in increasing order, one per line,
+// after a sync so that the answer is as recent as the leader's.
+func zkCheck(ctx context.Context, server, root string) {
+	conn := connect(server)
+	defer conn.Close()
+	var children []string
+	var err error
+	for ctx.Err() == nil {
+		if _, err = conn.Sync(root); err == nil {
+			if children, _, err = conn.Children(root); err == nil {
+				break
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		fail("children of %s: %v", root, err)
+	}
+	slices.SortFunc(children, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	fmt.Println(strings.Join(children, "\n"))
+}
+
+func connect(server string) *zk.Conn {
+	conn, _, err := zk.Connect(strings.Split(server, ","), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		fail("connect %s: %v", server, err)
+	}
+	return conn
+}
+
+func ensure(conn *zk.Conn, root string) {
+	for {
+		_, err := conn.Create(root, nil, 0, zk.WorldACL(zk.PermAll))
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			return
+		}
+		fmt.Printf("ERR create %s: %v\n", root, err)
+		time.Sleep(time.Second)
+	}
+}
