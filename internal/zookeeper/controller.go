@@ -212,7 +212,10 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	}
 	members := e.members
 	switch {
-	case e.sts == nil: // a new cluster: every server is a member from the start
+	case e.sts == nil && len(members) == 0:
+		// A new cluster: every server is a member from the start. (Without
+		// a StatefulSet but with a leader answering, its pods were
+		// orphaned: the leader's membership is kept.)
 		members = build.IDs(zk.Spec.Replicas)
 		zk.Status.Members = toInt32(members)
 	case len(members) == 0:

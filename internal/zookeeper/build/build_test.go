@@ -528,7 +528,7 @@ func TestStatefulSetVolumeAndEnv(t *testing.T) {
 				t.Errorf("ZK_SUPER_DIGEST secretKeyRef = %s/%s (optional %v), want %s/%s, required",
 					ref.Name, ref.Key, ref.Optional, tc.wantSecret, build.SuperDigestKey)
 			}
-			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)"
+			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dsun.net.inetaddr.ttl=5 -Dsun.net.inetaddr.negative.ttl=1"
 			if got := env[index["ZK_JVM_OPTS"]].Value; got != wantOpts {
 				t.Errorf("ZK_JVM_OPTS = %q, want %q", got, wantOpts)
 			}

@@ -49,6 +49,15 @@ var (
 		`exec 3<>/dev/tcp/127.0.0.1/2181 && printf ruok >&3 && grep -q imok <&3`}
 )
 
+// JVMOptions are the servers' ZK_JVM_OPTS: the super user's digest (from
+// the ZK_SUPER_DIGEST variable), and short DNS caches. The JVM otherwise
+// keeps a peer's address for 30 s and a failed lookup for 10 s, while a
+// re-created pod comes back under its old name with a new IP: a survivor
+// would keep calling the old address, and an ensemble that lost pods would
+// take half a minute longer to elect a leader again.
+const JVMOptions = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)" +
+	" -Dsun.net.inetaddr.ttl=5 -Dsun.net.inetaddr.negative.ttl=1"
+
 // StatefulSet returns the servers' StatefulSet with replicas pods, the
 // config ConfigMap configMap and the members ConfigMap mounted together at
 // /conf, the super user's digest from the credentials Secret, and configRevision
@@ -142,7 +151,7 @@ func container(zk *zkv1.ZookeeperCluster) corev1.Container {
 				Key:                  SuperDigestKey,
 			}}},
 			// The kubelet expands $(ZK_SUPER_DIGEST), defined above.
-			{Name: "ZK_JVM_OPTS", Value: "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)"},
+			{Name: "ZK_JVM_OPTS", Value: JVMOptions},
 		},
 		Ports: []corev1.ContainerPort{
 			containerPort(PortNameClient, ClientPort),
