@@ -97,6 +97,9 @@ verify: generate manifests fmt ## Check generated files, formatting and go.mod a
 	@cd tools/localkube && $(GO) mod tidy -diff || { echo "tools/localkube/go.mod or go.sum is not tidy; run 'go mod tidy' there and commit the result" >&2; exit 1; }
 	@$(MAKE) --no-print-directory lint vet
 
+# BENCH selects what `make bench` runs (a go test -bench pattern), e.g. BENCH=Idle.
+BENCH ?= .
+
 ##@ Build and test
 
 .PHONY: build
@@ -171,7 +174,7 @@ bench: images ## Run the benchmarks: ZooKeeper stats gathering (real servers), a
 	$(KUBECTL) apply -k config/default
 	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
-	$(GO) test -tags bench -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./bench/...
+	$(GO) test -tags bench -run '^$$' -bench $(BENCH) -benchtime 1x -timeout 30m -v ./bench/...
 
 .PHONY: down
 down: ## Tear the local cluster down, leaving nothing behind.

@@ -37,7 +37,7 @@ const (
 
 type kube struct {
 	cs kubernetes.Interface
-	c  client.Client
+	c  client.WithWatch
 }
 
 func connect(b *testing.B) *kube {
@@ -62,7 +62,7 @@ func connect(b *testing.B) *kube {
 	if k.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		b.Fatal(err)
 	}
-	if k.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k.c, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		b.Fatal(err)
 	}
 	return k
@@ -252,7 +252,7 @@ func (k *kube) countChanges(b *testing.B, ns string, d time.Duration) int {
 	opts.ResourceVersion = rv(&corev1.ServiceList{})
 	start(k.cs.CoreV1().Services(ns).Watch(ctx, opts))
 	var zks zkv1.ZookeeperClusterList
-	start(k.c.(client.WithWatch).Watch(ctx, &zks, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv(&zkv1.ZookeeperClusterList{})}}))
+	start(k.c.Watch(ctx, &zks, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv(&zkv1.ZookeeperClusterList{})}}))
 	changes := 0
 	done := make(chan struct{})
 	events := make(chan watch.Event)
