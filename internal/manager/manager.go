@@ -3,17 +3,25 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
 	"github.com/stewardhq/steward/internal/zookeeper"
@@ -58,6 +66,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		// waiting for the Lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulShutdownTimeout,
+		Cache:                         cacheOptions(),
+		MapperProvider:                restMapper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -80,6 +90,31 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// cacheOptions keep only Steward's own Secrets in the manager's cache (those
+// labeled managed-by=steward), not every Secret of the cluster: less memory,
+// and other workloads' credentials never sit in the operator's heap. A
+// Secret outside the cache is still read from the API server when a
+// controller needs it (a name clash with a user's Secret, say).
+func cacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{framework.LabelManagedBy: framework.ManagedBy})},
+	}}
+}
+
+// restMapper is the manager's REST mapper: controller-runtime's lazy
+// dynamic mapper, behind a static one that knows the kinds cacheOptions
+// filters. The cache asks for their scope when it is built, and the static
+// answer keeps New from contacting the API server.
+func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	static := meta.NewDefaultRESTMapper(nil)
+	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
 
 // Run builds the manager with [New] and runs it until ctx is canceled, then

@@ -219,3 +219,43 @@ func freeAddress(t *testing.T) string {
 	}
 	return addr
 }
+
+// TestCacheHoldsOnlyStewardSecrets checks that the manager's cache holds
+// the Secrets Steward manages and no other, which stay readable from the
+// API server.
+func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := createNamespace(t, c)
+	opts := integrationOptions(t, ns)
+	opts.LeaderElect = false
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = mgr.Start(ctx) }()
+
+	ours := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ours", Namespace: ns,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "steward"}}}
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: ns}}
+	for _, s := range []*corev1.Secret{ours, theirs} {
+		if err := c.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := mgr.GetClient()
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		return cached.Get(ctx, client.ObjectKeyFromObject(ours), &corev1.Secret{}) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("Steward's Secret never reached the cache: %v", err)
+	}
+	if err := cached.Get(t.Context(), client.ObjectKeyFromObject(theirs), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cached Get of an unmanaged Secret = %v, want NotFound", err)
+	}
+	if err := mgr.GetAPIReader().Get(t.Context(), client.ObjectKeyFromObject(theirs), &corev1.Secret{}); err != nil {
+		t.Errorf("API reader Get of an unmanaged Secret = %v, want it found", err)
+	}
+}
