@@ -217,6 +217,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		// a StatefulSet but with a leader answering, its pods were
 		// orphaned: the leader's membership is kept.)
 		members = build.IDs(zk.Spec.Replicas)
+		e.members = members
 		zk.Status.Members = toInt32(members)
 	case len(members) == 0:
 		// No leader answers and status has no members although the
