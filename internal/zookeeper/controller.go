@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -102,6 +103,10 @@ type Controller struct {
 	opts  Options
 	http  *http.Client
 	stats *probe.Collector[serverProbe]
+
+	mu sync.Mutex
+	// zxidsAt is when each cluster's zxids in status were last refreshed.
+	zxidsAt map[types.UID]time.Time
 }
 
 // New returns a controller with opts.
@@ -122,6 +127,7 @@ func New(opts Options) *Controller {
 			Deadline:    opts.ProbeDeadline,
 			MinInterval: time.Second,
 		}),
+		zxidsAt: map[types.UID]time.Time{},
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // retention policy only covers the pods it has).
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	zk := ctx.Obj
-	c.stats.Forget(string(zk.UID), nil)
+	c.forgetCluster(zk)
 	if zk.Spec.Storage.ReclaimPolicy != zkv1.ReclaimDelete {
 		return true, nil
 	}

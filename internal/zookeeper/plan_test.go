@@ -706,3 +706,45 @@ func TestFillStatus(t *testing.T) {
 		t.Errorf("leader's status = %+v", l[0])
 	}
 }
+
+// TestFillStatusRefreshesZxidsOncePerResync checks that a busy cluster,
+// whose zxids move with every write, gets its zxids in status refreshed at
+// most once per resync period, or at once when a server changes role.
+func TestFillStatusRefreshesZxidsOncePerResync(t *testing.T) {
+	zk := testCluster(3)
+	c := New(Options{Resync: time.Hour})
+	leaderZxid := func() string { return zk.Status.Servers[zkv1.RoleLeader][0].LastZxid }
+	bump := func(e *ensemble, by int64) {
+		for _, s := range e.servers {
+			v := s.result.Value
+			v.Stat.LastZxid += zkclient.Zxid(by)
+			s.result.Value = v
+		}
+	}
+
+	e := fakeEnsemble(zk, nil, healthy(3, 2, newRev)...)
+	c.fillStatus(zk, e)
+	first := leaderZxid()
+
+	bump(e, 100)
+	c.fillStatus(zk, e)
+	if got := leaderZxid(); got != first {
+		t.Errorf("within the resync period the leader's zxid went from %s to %s, want it kept", first, got)
+	}
+
+	// A new leader is recorded with its own zxid at once.
+	e = fakeEnsemble(zk, nil, healthy(3, 3, newRev)...)
+	bump(e, 200)
+	c.fillStatus(zk, e)
+	if got, want := leaderZxid(), e.servers[2].result.Value.Stat.LastZxid.String(); got != want {
+		t.Errorf("new leader's zxid = %s, want %s", got, want)
+	}
+
+	// Past the resync period every zxid is refreshed.
+	c.zxidsAt[zk.UID] = time.Now().Add(-2 * time.Hour)
+	bump(e, 300)
+	c.fillStatus(zk, e)
+	if got, want := leaderZxid(), e.servers[2].result.Value.Stat.LastZxid.String(); got != want {
+		t.Errorf("after the resync period the leader's zxid = %s, want %s", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -131,6 +132,8 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 // fillStatus writes what e observed into zk's status.
 func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
 	st := &zk.Status
+	previous := serversByName(st.Servers)
+	fresh := c.zxidsDue(zk, time.Now())
 	st.ClientEndpoint = build.ClientEndpoint(zk, c.opts.ClusterDomain)
 	st.Members = toInt32(e.members)
 	st.Leader = ""
@@ -151,6 +154,12 @@ func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
 		ss := zkv1.ServerStatus{Name: s.pod.Name, ID: int32(s.id()), Address: s.pod.Status.PodIP}
 		if s.serving() {
 			ss.LastZxid = s.result.Value.Stat.LastZxid.String()
+			// Every write moves a server's zxid: keep the one status has
+			// until the next refresh, unless the server changed role,
+			// so that a busy cluster is not a status write per pass.
+			if p, ok := previous[s.pod.Name]; ok && !fresh && p.role == s.role() && p.LastZxid != "" && p.Address == ss.Address {
+				ss.LastZxid = p.LastZxid
+			}
 		} else if s.result.Err != nil {
 			ss.Error = s.result.Err.Error()
 		}
@@ -166,6 +175,43 @@ func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
 			st.CurrentImage = img
 		}
 	}
+}
+
+// zxidsDue reports whether the servers' zxids in zk's status are due for a
+// refresh (at most once per resync period), and if so records now as the
+// refresh.
+func (c *Controller) zxidsDue(zk *Cluster, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.zxidsAt[zk.UID]; ok && now.Sub(last) < c.opts.Resync {
+		return false
+	}
+	c.zxidsAt[zk.UID] = now
+	return true
+}
+
+// forgetCluster drops what the controller keeps in memory about zk.
+func (c *Controller) forgetCluster(zk *Cluster) {
+	c.stats.Forget(string(zk.UID), nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.zxidsAt, zk.UID)
+}
+
+// previousServer is a server as status last recorded it.
+type previousServer struct {
+	zkv1.ServerStatus
+	role string
+}
+
+func serversByName(servers map[string][]zkv1.ServerStatus) map[string]previousServer {
+	out := map[string]previousServer{}
+	for role, list := range servers {
+		for _, s := range list {
+			out[s.Name] = previousServer{ServerStatus: s, role: role}
+		}
+	}
+	return out
 }
 
 // ordinals returns the ordinals of the observed servers, in order.
