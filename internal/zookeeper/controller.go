@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,8 +235,10 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		e.members = members
 		zk.Status.Members = toInt32(members)
 	}
-	replicas := e.replicas(zk)
-	if err := c.applyServers(ctx, replicas, members); err != nil {
+	created := e.sts == nil
+	// Never fewer pods than members, whatever a lagging cache says.
+	replicas := max(e.replicas(zk), int32(slices.Max(members)))
+	if e.sts, err = c.applyServers(ctx, replicas, members); err != nil {
 		return nil, err
 	}
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
@@ -243,7 +246,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	}
 	c.setConditions(ctx, e)
 	switch {
-	case e.sts == nil:
+	case created:
 		return nil, nil
 	case needsScale(zk.Spec.Replicas, replicas, members):
 		return framework.StartFlow[*Cluster](flowScale,
@@ -255,24 +258,30 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 }
 
 // applyServers applies the members ConfigMap with members, and the
-// StatefulSet with replicas pods on the current config ConfigMap.
-func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) error {
+// StatefulSet with replicas pods on the current config ConfigMap. It
+// returns the StatefulSet as applied: a changed template shows there as a
+// generation its controller has not observed yet.
+func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) (*appsv1.StatefulSet, error) {
 	zk := ctx.Obj
 	if len(members) == 0 {
 		// A server started with no members would form an ensemble of its
 		// own; never write that, whatever led here.
-		return fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
+		return nil, fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
 	}
 	if err := ctx.Apply(build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain)), build.ComponentMembers); err != nil {
-		return err
+		return nil, err
 	}
 	data := build.ConfigData(zk)
 	name, err := ctx.EnsureConfigMap(build.ComponentConfig, data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	zk.Status.ConfigRevision = name
-	return ctx.Apply(build.StatefulSet(zk, replicas, name, build.ConfigRevision(data)), build.ComponentServer)
+	sts := build.StatefulSet(zk, replicas, name, build.ConfigRevision(data))
+	if err := ctx.Apply(sts, build.ComponentServer); err != nil {
+		return nil, err
+	}
+	return sts, nil
 }
 
 // recoverMembers returns the membership to keep when no leader answers and

@@ -39,6 +39,7 @@ type fakeServer struct {
 	ready   bool          // the pod's Ready condition
 	image   string        // the container's image
 	noReply bool          // the probe has no answer at all yet (ErrPending)
+	stuck   bool          // the pod has been unready for five minutes
 }
 
 // testCluster returns a defaulted ZookeeperCluster zk/ns with replicas.
@@ -70,6 +71,9 @@ func fakePod(zk *Cluster, s fakeServer) *corev1.Pod {
 		status = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if s.stuck {
+		pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-5 * time.Minute))
+	}
 	return pod
 }
 
@@ -317,10 +321,10 @@ func TestNextRestart(t *testing.T) {
 			victim:  3,
 		},
 		{
-			name:    "a stale server that does not serve goes first even without a leader",
+			name:    "two stale members that do not serve, no leader: wait (a probe timeout is no reason to take two down)",
 			members: []int{1, 2, 3},
 			servers: with(with(allStale(three), 1, notServing), 3, notServing),
-			victim:  1,
+			wait:    "1 of 3 do",
 		},
 		{
 			name:    "a stale server whose probe has not answered yet counts as not serving",
@@ -350,6 +354,24 @@ func TestNextRestart(t *testing.T) {
 			wait:    "leader known: false",
 		},
 		{
+			name: "a stale member that does not serve waits while another member is down (just restarted)",
+			servers: with(with(allStale(healthy(3, 3, newRev)), 1, func(s *fakeServer) { current(s); notServing(s) }),
+				2, func(s *fakeServer) { s.noReply = true; s.role = "" }),
+			wait: "1 of 3 do",
+		},
+		{
+			name:    "stale members that do not serve during an election wait",
+			members: []int{1, 2, 3},
+			servers: with(with(with(allStale(three), 1, notServing), 2, notServing), 3, notServing),
+			wait:    "0 of 3 do",
+		},
+		{
+			name:    "a stale member unready for minutes goes anyway",
+			members: []int{1, 2, 3},
+			servers: with(with(allStale(three), 1, notServing), 3, func(s *fakeServer) { notServing(s); s.stuck = true }),
+			victim:  3,
+		},
+		{
 			name:    "nothing stale but a member does not serve: wait for it to rejoin",
 			servers: with(three, 3, notServing),
 			wait:    "2 of 3 do",
@@ -357,7 +379,7 @@ func TestNextRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := fakeEnsemble(zk, tc.members, tc.servers...)
-			victim, wait := nextRestart(e, tc.leaderToo)
+			victim, wait := nextRestart(e, tc.leaderToo, time.Now())
 			got := 0
 			if victim != nil {
 				got = victim.id()
@@ -390,7 +412,7 @@ func TestRestartOrderFollowsTheDesign(t *testing.T) {
 	for _, leaderToo := range []bool{false, true} {
 		for range 10 {
 			e := fakeEnsemble(zk, nil, servers...)
-			victim, wait := nextRestart(e, leaderToo)
+			victim, wait := nextRestart(e, leaderToo, time.Now())
 			if wait != "" {
 				t.Fatalf("unexpected wait %q after restarting %v", wait, order)
 			}
@@ -455,14 +477,17 @@ func TestProgress(t *testing.T) {
 			reason:  "Restarting", message: "1 servers run an older revision",
 		},
 		{
-			name:    "an older revision is not Restarting until the StatefulSet controller saw the template",
-			servers: with(three, 2, stale),
+			// Not Ready at the new generation before the rollout is known.
+			name:    "a template the StatefulSet controller has not seen yet is Restarting",
+			servers: three,
 			mutate:  func(e *ensemble) { e.sts.Generation++ },
+			reason:  "Restarting",
 		},
 		{
 			name:    "no update revision yet",
-			servers: with(three, 2, stale),
+			servers: three,
 			mutate:  func(e *ensemble) { e.sts.Status.UpdateRevision = "" },
+			reason:  "Restarting",
 		},
 		{
 			name:    "no leader",

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +13,12 @@ import (
 
 // The rolling-restart flow and its steps.
 const (
-	flowRestart           = "rolling-restart"
-	stepRestartFollowers  = "restart-followers"
-	stepRestartLeader     = "restart-leader"
-	restartStepTimeout    = 20 * time.Minute
+	flowRestart          = "rolling-restart"
+	stepRestartFollowers = "restart-followers"
+	stepRestartLeader    = "restart-leader"
+	// restartStepTimeout bounds a whole step, not one server: an hour
+	// leaves each server of a 15-server ensemble four minutes.
+	restartStepTimeout    = time.Hour
 	restartFlowMaxAttempt = 5
 )
 
@@ -50,14 +53,27 @@ func (c *Controller) restartFlow() framework.Flow[*Cluster] {
 // nextRestart picks the server to restart next, or says what to wait for.
 // Nothing to restart and nothing to wait for means the step is done; with
 // leaderToo false, a stale leader alone is left for the next step.
-func nextRestart(e *ensemble, leaderToo bool) (victim *server, wait string) {
+//
+// A stale server that does not serve may go without waiting for the others
+// (restarting it takes nothing from the quorum, and a server crash-looping
+// on a bad revision must not block its fix), but only when that is safe:
+// it is not a member, or it is the only member down and the rest hold a
+// quorum, or its pod has not been ready for longer than stuckAfter. A
+// probe that timed out, or an election in progress, does not make two
+// members go at once.
+func nextRestart(e *ensemble, leaderToo bool, now time.Time) (victim *server, wait string) {
 	stale := e.stale()
+	down := len(e.members) - e.servingMembers(e.members)
 	for _, s := range stale {
-		if !s.serving() {
+		if s.serving() {
+			continue
+		}
+		member := slices.Contains(e.members, s.id())
+		if !member || down == 1 && e.hasQuorum() || notReadyFor(s.pod, now) > stuckAfter {
 			return s, ""
 		}
 	}
-	if n := e.servingMembers(e.members); e.leader == nil || n < len(e.members) {
+	if n := len(e.members) - down; e.leader == nil || down > 0 {
 		return nil, fmt.Sprintf("waiting for every member to serve (%d of %d do, leader known: %t)", n, len(e.members), e.leader != nil)
 	}
 	for _, s := range stale {
@@ -71,6 +87,21 @@ func nextRestart(e *ensemble, leaderToo bool) (victim *server, wait string) {
 	return nil, ""
 }
 
+// stuckAfter is how long a stale server's pod may stay unready before a
+// rolling restart replaces it whatever the others do.
+const stuckAfter = 2 * time.Minute
+
+// notReadyFor is how long pod has been unready; zero when it is ready or
+// says nothing.
+func notReadyFor(pod *corev1.Pod, now time.Time) time.Duration {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return now.Sub(c.LastTransitionTime.Time)
+		}
+	}
+	return 0
+}
+
 // restartNext restarts at most one server per run. It applies the servers
 // first, so that the rollout always heads for the latest spec.
 func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
@@ -79,14 +110,18 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := c.applyServers(ctx, e.replicas(zk), e.members); err != nil {
+	if len(e.members) == 0 {
+		return c.wait(ctx, "Restarting", "waiting for the membership to be known")
+	}
+	replicas := max(e.replicas(zk), int32(slices.Max(e.members)))
+	if e.sts, err = c.applyServers(ctx, replicas, e.members); err != nil {
 		return false, err
 	}
 	c.setConditions(ctx, e)
 	if !e.revisionKnown() {
 		return c.wait(ctx, "Restarting", "waiting for the StatefulSet controller to see the new pod template")
 	}
-	victim, wait := nextRestart(e, leaderToo)
+	victim, wait := nextRestart(e, leaderToo, time.Now())
 	switch {
 	case wait != "":
 		return c.wait(ctx, "Restarting", wait)

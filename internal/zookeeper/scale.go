@@ -40,8 +40,9 @@ func (c *Controller) scaleFlow() framework.Flow[*Cluster] {
 	return framework.Flow[*Cluster]{
 		Name: flowScale,
 		Steps: []framework.Step[*Cluster]{
-			{Name: stepChangeMembers, Run: c.changeMembers, Timeout: 15 * time.Minute},
-			{Name: stepResize, Run: c.resizeStatefulSet, Timeout: 10 * time.Minute},
+			// Bounds of whole steps: a scale from 1 to 15 adds 14 servers.
+			{Name: stepChangeMembers, Run: c.changeMembers, Timeout: time.Hour},
+			{Name: stepResize, Run: c.resizeStatefulSet, Timeout: 15 * time.Minute},
 		},
 		MaxAttempts: 8,
 		Backoff:     framework.Backoff{Initial: 2 * time.Second, Max: 30 * time.Second},
@@ -92,12 +93,12 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		return false, err
 	}
 	ids := cfg.IDs()
-	replicas := e.replicas(zk)
+	replicas := max(e.replicas(zk), int32(slices.Max(ids)))
 	add, remove := nextMemberChange(ids, int(zk.Spec.Replicas))
 	switch {
 	case add != 0:
 		replicas = max(replicas, int32(build.Ordinal(add)+1))
-		if err := c.applyServers(ctx, replicas, append(slices.Clone(ids), add)); err != nil {
+		if _, err := c.applyServers(ctx, replicas, append(slices.Clone(ids), add)); err != nil {
 			return false, err
 		}
 		if s := e.member(add); s == nil || !s.serving() {
@@ -122,7 +123,8 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		c.committed(ctx, cfg, next, replicas, "MemberRemoved", fmt.Sprintf("Server %d left the ensemble", remove))
 		return false, nil
 	}
-	return true, c.applyServers(ctx, replicas, ids)
+	_, err = c.applyServers(ctx, replicas, ids)
+	return err == nil, err
 }
 
 // session is how to reach the ensemble through its client port.
@@ -164,7 +166,7 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, repl
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
 		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)
 	}
-	if err := c.applyServers(ctx, replicas, ids); err != nil {
+	if _, err := c.applyServers(ctx, replicas, ids); err != nil {
 		// The next run applies it again; membership is committed already.
 		ctx.Log.Error(err, "Writing the members ConfigMap after a reconfiguration")
 	}
@@ -191,7 +193,7 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 		// spec.replicas moved on during the flow: Observe starts another.
 		return true, nil
 	}
-	if err := c.applyServers(ctx, want, cfg.IDs()); err != nil {
+	if _, err := c.applyServers(ctx, want, cfg.IDs()); err != nil {
 		return false, err
 	}
 	var pods corev1.PodList

@@ -298,7 +298,9 @@ func progress(zk *Cluster, e *ensemble) (reason, message string) {
 		return "Scaling", fmt.Sprintf("members %v, want %d", e.members, want)
 	case len(e.servers) != want:
 		return "Scaling", fmt.Sprintf("%d server pods, want %d", len(e.servers), want)
-	case e.revisionKnown() && len(e.stale()) > 0:
+	case !e.revisionKnown():
+		return "Restarting", "waiting for the StatefulSet controller to see the latest pod template"
+	case len(e.stale()) > 0:
 		return "Restarting", fmt.Sprintf("%d servers run an older revision", len(e.stale()))
 	case e.leader == nil:
 		return "NoLeader", "no server answers as leader"

@@ -417,9 +417,11 @@ func TestStatefulSet(t *testing.T) {
 		{"storage and Delete policy", func(s *zkv1.ZookeeperClusterSpec) {
 			s.Storage = zkv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: zkv1.ReclaimDelete}
 		}, 3, func(t *testing.T, sts *appsv1.StatefulSet) {
-			if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != appsv1.DeletePersistentVolumeClaimRetentionPolicyType ||
+			// The controller deletes the claims, not the StatefulSet: deleting
+			// the StatefulSet alone must not wipe the data.
+			if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
 				p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
-				t.Errorf("retention %+v, want Delete on delete, Retain on scale", p)
+				t.Errorf("retention %+v, want Retain on delete and on scale, whatever the reclaim policy", p)
 			}
 			vct := sts.Spec.VolumeClaimTemplates[0]
 			if ptr.Deref(vct.Spec.StorageClassName, "") != "fast" || !vct.Spec.Resources.Requests.Storage().Equal(resource.MustParse("10Gi")) {

@@ -74,20 +74,19 @@ const JVMOptions = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SU
 //   - updateStrategy OnDelete: the controller restarts the servers one at a
 //     time, followers first and the leader last, waiting for each to rejoin;
 //     the StatefulSet's controller does not know who leads.
-//   - persistentVolumeClaimRetentionPolicy: whenDeleted follows
-//     spec.storage.reclaimPolicy; whenScaled is always Retain, so a
-//     scale-in never deletes a volume by itself: the controller deletes a
-//     departed member's claim (policy Delete) once the member has left the
-//     ensemble.
+//   - persistentVolumeClaimRetentionPolicy: Retain, whenDeleted and
+//     whenScaled both. The StatefulSet never deletes a volume: a
+//     `kubectl delete statefulset` (which the controller repairs at once)
+//     must not wipe the data under reclaim policy Delete, and a scale-in
+//     must not lose a member's data before it has left the ensemble. The
+//     controller deletes claims itself: a departed member's once it has
+//     left (policy Delete), and all of them when the cluster is deleted
+//     (policy Delete).
 //   - a read-only root file system, with an emptyDir at /tmp (the JVM's
 //     perf data, bash's here-documents); zk-run writes only to /data.
 //   - without spec.affinity, a preferred anti-affinity spreads the servers
 //     over nodes without making a single-node cluster unschedulable.
 func StatefulSet(zk *zkv1.ZookeeperCluster, replicas int32, configMap, configRevision string) *appsv1.StatefulSet {
-	whenDeleted := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
-	if zk.Spec.Storage.ReclaimPolicy == zkv1.ReclaimDelete {
-		whenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
-	}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      zk.Name,
@@ -105,7 +104,7 @@ func StatefulSet(zk *zkv1.ZookeeperCluster, replicas int32, configMap, configRev
 				volumeClaimTemplate(zk),
 			},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: whenDeleted,
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 			},
 		},
