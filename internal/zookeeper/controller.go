@@ -238,7 +238,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	created := e.sts == nil
 	// Never fewer pods than members, whatever a lagging cache says.
 	replicas := max(e.replicas(zk), int32(slices.Max(members)))
-	if e.sts, err = c.applyServers(ctx, replicas, members); err != nil {
+	if e.sts, err = c.applyServers(ctx, replicas, members, 0); err != nil {
 		return nil, err
 	}
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
@@ -257,18 +257,24 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	return nil, nil
 }
 
-// applyServers applies the members ConfigMap with members, and the
-// StatefulSet with replicas pods on the current config ConfigMap. It
-// returns the StatefulSet as applied: a changed template shows there as a
-// generation its controller has not observed yet.
-func (c *Controller) applyServers(ctx *Context, replicas int32, members []int) (*appsv1.StatefulSet, error) {
+// applyServers applies the members ConfigMap with the committed members
+// and the server joining (0 for none), and the StatefulSet with replicas
+// pods on the current config ConfigMap. It returns the StatefulSet as
+// applied: a changed template shows there as a generation its controller
+// has not observed yet.
+func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, joining int) (*appsv1.StatefulSet, error) {
 	zk := ctx.Obj
 	if len(members) == 0 {
 		// A server started with no members would form an ensemble of its
 		// own; never write that, whatever led here.
 		return nil, fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
 	}
-	if err := ctx.Apply(build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain)), build.ComponentMembers); err != nil {
+	var joiner *zkclient.Member
+	if joining != 0 {
+		joiner = &build.Members(zk, []int{joining}, c.opts.ClusterDomain)[0]
+	}
+	cm := build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain), joiner)
+	if err := ctx.Apply(cm, build.ComponentMembers); err != nil {
 		return nil, err
 	}
 	data := build.ConfigData(zk)

@@ -114,7 +114,7 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 		return c.wait(ctx, "Restarting", "waiting for the membership to be known")
 	}
 	replicas := max(e.replicas(zk), int32(slices.Max(e.members)))
-	if e.sts, err = c.applyServers(ctx, replicas, e.members); err != nil {
+	if e.sts, err = c.applyServers(ctx, replicas, e.members, 0); err != nil {
 		return false, err
 	}
 	c.setConditions(ctx, e)

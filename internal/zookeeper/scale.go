@@ -98,7 +98,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 	switch {
 	case add != 0:
 		replicas = max(replicas, int32(build.Ordinal(add)+1))
-		if _, err := c.applyServers(ctx, replicas, append(slices.Clone(ids), add)); err != nil {
+		if _, err := c.applyServers(ctx, replicas, ids, add); err != nil {
 			return false, err
 		}
 		if s := e.member(add); s == nil || !s.serving() {
@@ -123,7 +123,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		c.committed(ctx, cfg, next, replicas, "MemberRemoved", fmt.Sprintf("Server %d left the ensemble", remove))
 		return false, nil
 	}
-	_, err = c.applyServers(ctx, replicas, ids)
+	_, err = c.applyServers(ctx, replicas, ids, 0)
 	return err == nil, err
 }
 
@@ -166,7 +166,7 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, repl
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
 		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)
 	}
-	if _, err := c.applyServers(ctx, replicas, ids); err != nil {
+	if _, err := c.applyServers(ctx, replicas, ids, 0); err != nil {
 		// The next run applies it again; membership is committed already.
 		ctx.Log.Error(err, "Writing the members ConfigMap after a reconfiguration")
 	}
@@ -193,7 +193,7 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 		// spec.replicas moved on during the flow: Observe starts another.
 		return true, nil
 	}
-	if _, err := c.applyServers(ctx, want, cfg.IDs()); err != nil {
+	if _, err := c.applyServers(ctx, want, cfg.IDs(), 0); err != nil {
 		return false, err
 	}
 	var pods corev1.PodList

@@ -60,7 +60,7 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 				build.PodDisruptionBudget(zk),
 				build.StatefulSet(zk, zk.Spec.Replicas, "zk-config-0123456789", build.ConfigRevision(data)),
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zk-config-0123456789", Namespace: "ns"}, Data: data},
-				build.MembersConfigMap(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), "")),
+				build.MembersConfigMap(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), ""), nil),
 				build.CredentialsSecret(zk, "c2VjcmV0LXBhc3N3b3JkLTEyMzQ1Njc4OTA"),
 			}
 			for _, obj := range objs {

@@ -238,7 +238,7 @@ server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:218
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cm := build.MembersConfigMap(zk, build.Members(zk, tc.ids, ""))
+			cm := build.MembersConfigMap(zk, build.Members(zk, tc.ids, ""), nil)
 			if cm.Name != "zk-members" || cm.Name != build.MembersConfigMapName(zk) || cm.Namespace != "ns" {
 				t.Errorf("MembersConfigMap() name = %s/%s, want ns/zk-members", cm.Namespace, cm.Name)
 			}
@@ -253,6 +253,22 @@ server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:218
 				t.Error("MembersConfigMap() is immutable")
 			}
 		})
+	}
+}
+
+// TestMembersConfigMapJoining checks that a joining server's line is kept
+// apart from the committed members, so that no server but the joiner
+// counts it as a voter.
+func TestMembersConfigMapJoining(t *testing.T) {
+	zk := newZK(nil)
+	joiner := build.Members(zk, []int{4}, "")[0]
+	cm := build.MembersConfigMap(zk, build.Members(zk, build.IDs(3), ""), &joiner)
+	if got := cm.Data[build.DynamicConfigKey]; strings.Contains(got, "server.4=") || strings.Count(got, "server.") != 3 {
+		t.Errorf("zoo.cfg.dynamic = %q, want the 3 committed members only", got)
+	}
+	want := "server.4=zk-3.zk-headless.ns.svc.cluster.local:2888:3888:participant;0.0.0.0:2181\n"
+	if got := cm.Data[build.JoiningConfigKey]; got != want {
+		t.Errorf("zoo.cfg.joining = %q, want %q", got, want)
 	}
 }
 
@@ -506,7 +522,7 @@ func TestStatefulSetVolumeAndEnv(t *testing.T) {
 			}
 			// The two sources' files do not collide in /conf.
 			cfgKeys := slices.Collect(maps.Keys(build.ConfigData(zk)))
-			for k := range build.MembersConfigMap(zk, build.Members(zk, build.IDs(3), "")).Data {
+			for k := range build.MembersConfigMap(zk, build.Members(zk, build.IDs(3), ""), &build.Members(zk, []int{4}, "")[0]).Data {
 				if slices.Contains(cfgKeys, k) {
 					t.Errorf("%s is in both the config and the members ConfigMap", k)
 				}

@@ -21,6 +21,9 @@ import (
 const (
 	ZooCfgKey        = "zoo.cfg"
 	DynamicConfigKey = "zoo.cfg.dynamic"
+	// JoiningConfigKey holds the line of a server that joins the ensemble
+	// (see MembersConfigMap).
+	JoiningConfigKey = "zoo.cfg.joining"
 )
 
 // DataDir is where the volume is mounted and ZooKeeper keeps its data.
@@ -126,22 +129,33 @@ func ConfigRevision(data map[string]string) string {
 // MembersConfigMapName is the name of the members ConfigMap.
 func MembersConfigMapName(zk *zkv1.ZookeeperCluster) string { return zk.Name + "-members" }
 
-// MembersConfigMap returns the members ConfigMap: zoo.cfg.dynamic for
-// members, mounted next to zoo.cfg. The controller writes the committed
-// membership into it after every reconfiguration (plus a joining server
-// while it starts), so that a server that starts again (a new pod, or a
-// container restart once the kubelet has refreshed the volume) comes back
-// with the ensemble as it is, not as it was when its pod was made; a
-// server that starts with an older membership learns the current one from
-// the leader.
-func MembersConfigMap(zk *zkv1.ZookeeperCluster, members []zkclient.Member) *corev1.ConfigMap {
+// MembersConfigMap returns the members ConfigMap: zoo.cfg.dynamic with the
+// committed members, mounted next to zoo.cfg, and, while a server joins,
+// zoo.cfg.joining with that server's line. The controller writes the
+// committed membership into it after every reconfiguration, so that a
+// server that starts again (a new pod, or a container restart once the
+// kubelet has refreshed the volume) comes back with the ensemble as it is,
+// not as it was when its pod was made; a server that starts with an older
+// membership learns the current one from the leader.
+//
+// The joining server is kept apart so that it never counts as a voter
+// before the ensemble has added it: the image's zk-run appends the line in
+// zoo.cfg.joining only on the server whose id it names and which is not a
+// member yet, which then follows the leader without a vote until the
+// controller adds it. A member that restarts meanwhile starts with the
+// committed members alone. joining is nil when no server joins.
+func MembersConfigMap(zk *zkv1.ZookeeperCluster, members []zkclient.Member, joining *zkclient.Member) *corev1.ConfigMap {
+	data := map[string]string{DynamicConfigKey: DynamicConfig(members)}
+	if joining != nil {
+		data[JoiningConfigKey] = joining.String() + "\n"
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      MembersConfigMapName(zk),
 			Namespace: zk.Namespace,
 			Labels:    Labels(zk, ComponentMembers),
 		},
-		Data: map[string]string{DynamicConfigKey: DynamicConfig(members)},
+		Data: data,
 	}
 }
 
