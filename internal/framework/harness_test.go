@@ -112,6 +112,8 @@ type widgetActor struct {
 	failObserve atomic.Int32
 	// interrupt makes InterruptFlow stop the running flow.
 	interrupt atomic.Bool
+	// statusObserves counts ObserveStatus calls (while a flow is Failed).
+	statusObserves atomic.Int32
 
 	probeURL       string
 	collector      *probe.Collector[int]
@@ -184,6 +186,13 @@ func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error)
 		}
 	}
 	return nil, nil
+}
+
+// ObserveStatus records that status was refreshed while a flow is Failed.
+func (a *widgetActor) ObserveStatus(c *Ctx) error {
+	a.statusObserves.Add(1)
+	c.SetCondition("StatusObserved", metav1.ConditionTrue, "ObservedWhileFailed", "")
+	return nil
 }
 
 // rollConfig rolls spec.config out to a Deployment and collects old

@@ -432,6 +432,11 @@ func TestFlowRescue(t *testing.T) {
 		if s := condition(w, framework.ConditionSynced); s.Reason != framework.ReasonOperationFailed {
 			t.Fatalf("Synced = %+v, want reason %s", s, framework.ReasonOperationFailed)
 		}
+		// Status keeps being observed while the flow waits for a rescue.
+		waitWidget(t, c, ns, "w", "StatusObserved=True", func(w *testapi.Widget) bool {
+			o := condition(w, "StatusObserved")
+			return o.Status == metav1.ConditionTrue && a.statusObserves.Load() > 0
+		})
 	}
 	rescue := func(t *testing.T, verb flow.Rescue) *testapi.Widget {
 		t.Helper()

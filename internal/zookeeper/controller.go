@@ -257,6 +257,18 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	return nil, nil
 }
 
+// ObserveStatus refreshes status while a failed flow waits for a rescue
+// (framework.StatusObserver): servers, leader, members and the Available,
+// Progressing and Ready conditions keep telling the truth.
+func (c *Controller) ObserveStatus(ctx *Context) error {
+	e, err := c.observe(ctx)
+	if err != nil {
+		return err
+	}
+	c.setConditions(ctx, e)
+	return nil
+}
+
 // applyServers applies the members ConfigMap with the committed members
 // and the server joining (0 for none), and the StatefulSet with replicas
 // pods on the current config ConfigMap. It returns the StatefulSet as

@@ -227,7 +227,10 @@ func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) e
 			continue
 		}
 		err := ctx.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone already, or another claim of that name now
+		}
+		if err != nil {
 			return fmt.Errorf("delete volume claim %s: %w", pvc.Name, err)
 		}
 		ctx.Log.Info("Deleted a departed server's volume claim", "persistentVolumeClaim", pvc.Name)

@@ -372,7 +372,8 @@ func fromInt32(ids []int32) []int {
 }
 
 // clientAddresses returns the client addresses (podIP:2181) of the serving
-// servers, the leader first.
+// servers, the leader first (the client may pick any of them; a follower
+// forwards a reconfiguration to the leader).
 func (e *ensemble) clientAddresses() []string {
 	var out []string
 	for _, o := range e.ordinals() {
