@@ -6,7 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/internal/framework"
 )
@@ -23,8 +25,11 @@ const (
 )
 
 // restartFlow moves every server onto the StatefulSet's latest pod
-// template (a new zoo.cfg, image, resources or placement) by deleting its
-// pod, which the StatefulSet (updateStrategy OnDelete) re-creates: servers
+// template (a new zoo.cfg, image, resources or placement) by evicting its
+// pod, which the StatefulSet (updateStrategy OnDelete) re-creates. Evicting
+// rather than deleting keeps the PodDisruptionBudget in charge, so a node
+// drain running at the same time cannot take another server down (and
+// maxUnavailable 0 holds rollouts too, as it holds drains). The order: servers
 // that do not serve first (restarting them costs nothing), then the
 // followers one at a time, then the leader, so that a rollout causes at
 // most one leader election. Before each serving server goes, every member
@@ -129,12 +134,34 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 		return true, nil
 	}
 	pod := victim.pod
-	err = ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	switch evicted, err := evict(ctx, pod); {
+	case err != nil:
+		return false, err
+	case !evicted:
+		return c.wait(ctx, "Restarting", fmt.Sprintf(
+			"the PodDisruptionBudget allows no disruption now (maxUnavailable %d); server %d waits", *zk.Spec.MaxUnavailable, victim.id()))
 	}
 	ctx.Log.Info("Restarting a server", "pod", pod.Name, "role", victim.role(), "revision", e.sts.Status.UpdateRevision)
 	ctx.Event(corev1.EventTypeNormal, "ServerRestarted", "Restarting server %d (%s, %s) onto revision %s",
 		victim.id(), pod.Name, victim.role(), e.sts.Status.UpdateRevision)
 	return c.wait(ctx, "Restarting", fmt.Sprintf("restarting server %d (%s)", victim.id(), victim.role()))
+}
+
+// evict evicts pod through the Eviction API, so that the
+// PodDisruptionBudget applies. It reports false, without error, when the
+// budget allows no disruption now (429); a pod already gone counts as
+// evicted.
+func evict(ctx *Context, pod *corev1.Pod) (bool, error) {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := ctx.Client.SubResource("eviction").Create(ctx, pod, eviction)
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return true, nil
+	case apierrors.IsTooManyRequests(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("evict pod %s: %w", pod.Name, err)
 }

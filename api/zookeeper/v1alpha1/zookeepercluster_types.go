@@ -141,7 +141,8 @@ type ZookeeperClusterSpec struct {
 	// of members an ensemble can lose and keep its quorum; 1 is always
 	// allowed, so that the nodes of a 1- or 2-server ensemble (which has no
 	// fault tolerance) can still be drained. 0 blocks voluntary
-	// disruptions.
+	// disruptions, the operator's rolling restarts included (it evicts
+	// the servers it restarts, through this budget).
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
