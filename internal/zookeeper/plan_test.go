@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/go-zookeeper/zk"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
@@ -771,5 +774,22 @@ func TestFillStatusRefreshesZxidsOncePerResync(t *testing.T) {
 	c.fillStatus(zk, e)
 	if got, want := leaderZxid(), e.servers[2].result.Value.Stat.LastZxid.String(); got != want {
 		t.Errorf("after the resync period the leader's zxid = %s, want %s", got, want)
+	}
+}
+
+func TestReconfigBusy(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		busy bool
+	}{
+		{fmt.Errorf("add server 4: %w", zkclient.ErrNoQuorum), true},
+		{fmt.Errorf("add server 4: %w", zkclient.ErrReconfigInProgress), true},
+		{fmt.Errorf("remove server 5: %w", zkclient.ErrStaleVersion), true},
+		{fmt.Errorf("remove server 5: %w", zk.ErrNoAuth), false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := reconfigBusy(tc.err); got != tc.busy {
+			t.Errorf("reconfigBusy(%v) = %t, want %t", tc.err, got, tc.busy)
+		}
 	}
 }

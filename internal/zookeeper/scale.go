@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -106,7 +107,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		}
 		next, err := zkclient.AddMember(rctx, session.addrs, build.Members(zk, []int{add}, c.opts.ClusterDomain)[0], cfg.Version, session.auth)
 		if err != nil {
-			return false, fmt.Errorf("add server %d: %w", add, err)
+			return c.reconfigFailed(ctx, fmt.Errorf("add server %d: %w", add, err))
 		}
 		c.committed(ctx, cfg, next, replicas, "MemberAdded", fmt.Sprintf("Server %d joined the ensemble", add))
 		return false, nil
@@ -118,13 +119,31 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		}
 		next, err := zkclient.RemoveMember(rctx, session.addrs, remove, cfg.Version, session.auth)
 		if err != nil {
-			return false, fmt.Errorf("remove server %d: %w", remove, err)
+			return c.reconfigFailed(ctx, fmt.Errorf("remove server %d: %w", remove, err))
 		}
 		c.committed(ctx, cfg, next, replicas, "MemberRemoved", fmt.Sprintf("Server %d left the ensemble", remove))
 		return false, nil
 	}
 	_, err = c.applyServers(ctx, replicas, ids, 0)
 	return err == nil, err
+}
+
+// reconfigFailed turns the answers ZooKeeper gives while it is busy into a
+// wait, and anything else into a failed attempt of the step.
+func (c *Controller) reconfigFailed(ctx *Context, err error) (bool, error) {
+	if reconfigBusy(err) {
+		return c.wait(ctx, "Scaling", err.Error()+"; trying again")
+	}
+	return false, err
+}
+
+// reconfigBusy reports whether a reconfiguration failed only because the
+// ensemble was busy: another reconfiguration in flight, the new
+// configuration's quorum not yet connected and synced, or the configuration
+// changed since it was read. The next run reads it again and retries.
+func reconfigBusy(err error) bool {
+	return errors.Is(err, zkclient.ErrNoQuorum) || errors.Is(err, zkclient.ErrReconfigInProgress) ||
+		errors.Is(err, zkclient.ErrStaleVersion)
 }
 
 // session is how to reach the ensemble through its client port.
