@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/go-zookeeper/zk"
+	gozk "github.com/go-zookeeper/zk"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
@@ -785,7 +785,7 @@ func TestReconfigBusy(t *testing.T) {
 		{fmt.Errorf("add server 4: %w", zkclient.ErrNoQuorum), true},
 		{fmt.Errorf("add server 4: %w", zkclient.ErrReconfigInProgress), true},
 		{fmt.Errorf("remove server 5: %w", zkclient.ErrStaleVersion), true},
-		{fmt.Errorf("remove server 5: %w", zk.ErrNoAuth), false},
+		{fmt.Errorf("remove server 5: %w", gozk.ErrNoAuth), false},
 		{errors.New("connection refused"), false},
 	} {
 		if got := reconfigBusy(tc.err); got != tc.busy {
