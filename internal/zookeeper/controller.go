@@ -40,7 +40,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;update;delete
 
 // Cluster is the kind this controller reconciles.
@@ -219,12 +219,17 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, err
 	}
 	members := e.members
+	bootstrap := false
 	switch {
 	case e.sts == nil && len(members) == 0:
-		// A new cluster: every server is a member from the start. (Without
-		// a StatefulSet but with a leader answering, its pods were
-		// orphaned: the leader's membership is kept.)
-		members = build.IDs(zk.Spec.Replicas)
+		// A new cluster: its servers are members from the start, but for
+		// departed members' volumes left by an earlier incarnation.
+		// (Without a StatefulSet but with a leader answering, its pods
+		// were orphaned: the leader's membership is kept.)
+		if members, err = c.bootstrapMembers(ctx); err != nil {
+			return nil, err
+		}
+		bootstrap = true
 		e.members = members
 		zk.Status.Members = toInt32(members)
 	case len(members) == 0:
@@ -239,6 +244,9 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	created := e.sts == nil
 	// Never fewer pods than members, whatever a lagging cache says.
 	replicas := max(e.replicas(zk), int32(slices.Max(members)))
+	if bootstrap {
+		replicas = int32(len(members))
+	}
 	if e.sts, err = c.applyServers(ctx, replicas, members, 0); err != nil {
 		return nil, err
 	}

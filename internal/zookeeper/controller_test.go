@@ -783,3 +783,43 @@ func update(t *testing.T, c client.Client, ns, name string, mutate func(zk *zkv1
 		}
 	}
 }
+
+// TestBootstrapLeavesDepartedMembersOut re-creates a cluster over volumes
+// an earlier incarnation left under reclaim policy Retain, two of them
+// marked as departed members': the cluster starts without those servers
+// (their data stopped when they left, and as voters from the start they
+// could elect a leader that lacks newer transactions), and leaves them to
+// the scale flow.
+func TestBootstrapLeavesDepartedMembersOut(t *testing.T) {
+	cfg, c, ns := setup(t)
+	startManager(t, cfg, ns)
+
+	zk := newCluster(ns, "zk", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 5 })
+	servers := build.Selector(zk, build.ComponentServer)
+	for ordinal := range 5 {
+		labels := maps.Clone(servers)
+		if ordinal >= 3 {
+			labels[zookeeper.DepartedLabel] = "true"
+		}
+		create(t, c, claim(ns, fmt.Sprintf("data-zk-%d", ordinal), labels))
+	}
+	create(t, c, zk)
+	var sts appsv1.StatefulSet
+	eventually(t, "the StatefulSet", func() (bool, string) {
+		if !get(t, c, ns, "zk", &sts) {
+			return false, "no StatefulSet yet"
+		}
+		return true, ""
+	})
+	if got := *sts.Spec.Replicas; got != 3 {
+		t.Errorf("StatefulSet replicas = %d, want 3: servers 4 and 5 left before", got)
+	}
+	var cm corev1.ConfigMap
+	mustGet(t, c, ns, build.MembersConfigMapName(zk), &cm)
+	if got := membersOf(t, &cm); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("members ConfigMap lists %v, want [1 2 3]", got)
+	}
+	waitCluster(t, c, ns, "zk", "status.members [1 2 3]", func(zk *zkv1.ZookeeperCluster) bool {
+		return slices.Equal(zk.Status.Members, []int32{1, 2, 3})
+	})
+}

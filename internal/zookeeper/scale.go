@@ -189,6 +189,76 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, repl
 		// The next run applies it again; membership is committed already.
 		ctx.Log.Error(err, "Writing the members ConfigMap after a reconfiguration")
 	}
+	if err := c.markDeparted(ctx, ids); err != nil {
+		ctx.Log.Error(err, "Marking the volumes of departed members")
+	}
+}
+
+// DepartedLabel marks the volume claim of a server that has left the
+// ensemble: its data stopped at its departure. A cluster bootstrapped
+// again (re-created under reclaim policy Retain) does not start such a
+// server as a voter, which could elect a leader without the newest
+// transactions; it joins through the scale flow, syncing from the leader
+// first.
+const DepartedLabel = "zookeeper.steward.dev/departed"
+
+// markDeparted labels the claims of servers that are not in members as
+// departed, and unlabels those of members. It runs after every committed
+// reconfiguration and when a scale flow ends, so that a missed update is
+// repaired.
+func (c *Controller) markDeparted(ctx *Context, members []int) error {
+	zk := ctx.Obj
+	var claims corev1.PersistentVolumeClaimList
+	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
+		return fmt.Errorf("list the servers' volume claims: %w", err)
+	}
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		ordinal, ok := claimOrdinal(zk, pvc)
+		if !ok || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		departed := !slices.Contains(members, build.ServerID(ordinal))
+		if _, marked := pvc.Labels[DepartedLabel]; marked == departed {
+			continue
+		}
+		patch := client.MergeFrom(pvc.DeepCopy())
+		if departed {
+			metav1.SetMetaDataLabel(&pvc.ObjectMeta, DepartedLabel, "true")
+		} else {
+			delete(pvc.Labels, DepartedLabel)
+		}
+		err := ctx.Client.Patch(ctx, pvc, patch)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("label volume claim %s: %w", pvc.Name, err)
+		}
+	}
+	return nil
+}
+
+// bootstrapMembers returns the members a cluster starts with when it has
+// no StatefulSet and no known membership: servers 1..spec.replicas, but
+// none from the first whose volume is marked departed on. The servers left
+// out join afterwards through the scale flow.
+func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
+	zk := ctx.Obj
+	var claims corev1.PersistentVolumeClaimList
+	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer)), client.HasLabels{DepartedLabel}); err != nil {
+		return nil, fmt.Errorf("list the servers' volume claims: %w", err)
+	}
+	n := int(zk.Spec.Replicas)
+	for i := range claims.Items {
+		if ordinal, ok := claimOrdinal(zk, &claims.Items[i]); ok && ordinal < n {
+			n = max(1, ordinal)
+		}
+	}
+	if n < int(zk.Spec.Replicas) {
+		ctx.Event(corev1.EventTypeNormal, "BootstrapReduced",
+			"Starting with %d of %d servers: the volumes of the others belong to departed members, which join through a scale", n, zk.Spec.Replicas)
+	}
+	return build.IDs(int32(n)), nil
 }
 
 // resizeStatefulSet sizes the StatefulSet to spec.replicas once the
@@ -224,6 +294,9 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 		if o, ok := podOrdinal(zk, &pods.Items[i]); ok && o >= int(want) {
 			return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for pod %s to go", pods.Items[i].Name))
 		}
+	}
+	if err := c.markDeparted(ctx, cfg.IDs()); err != nil {
+		return false, err
 	}
 	if zk.Spec.Storage.ReclaimPolicy == zkv1.ReclaimDelete {
 		return true, c.deleteVolumes(ctx, func(ordinal int) bool { return ordinal >= int(want) })

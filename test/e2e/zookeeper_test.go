@@ -66,11 +66,15 @@ type zkScenario struct {
 	acked int // writes acknowledged so far, as of the last progress check
 }
 
-func (z *zkScenario) create(t *testing.T) {
+func (z *zkScenario) create(t *testing.T) { z.createWith(t, 3) }
+
+// createWith creates the cluster with replicas servers, waits until it is
+// Ready, and starts the writer.
+func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 	cluster := &zkv1.ZookeeperCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns},
 		Spec: zkv1.ZookeeperClusterSpec{
-			Replicas:        3,
+			Replicas:        replicas,
 			Image:           z.image,
 			ImagePullPolicy: corev1.PullNever,
 			Heap:            "96m",
@@ -81,10 +85,10 @@ func (z *zkScenario) create(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	zk := z.waitReady(3, 4*time.Minute)
-	t.Logf("Ready with 3 members after %s, leader %s", time.Since(start).Round(time.Second), zk.Status.Leader)
+	zk := z.waitReady(replicas, 4*time.Minute)
+	t.Logf("Ready with %d members after %s, leader %s", replicas, time.Since(start).Round(time.Second), zk.Status.Leader)
 	out, err := kubectl("get", "zk", "-n", z.ns)
-	if err != nil || !strings.Contains(out, zk.Status.Leader) || !strings.Contains(out, "[1,2,3]") {
+	if err != nil || !strings.Contains(out, zk.Status.Leader) || !strings.Contains(out, "[1,2,3") {
 		t.Errorf("kubectl get zk shows no leader and members: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get zk:\n%s", out)
@@ -304,6 +308,10 @@ func (z *zkScenario) noLostWrites(t *testing.T) {
 }
 
 func (z *zkScenario) reclaim(t *testing.T) {
+	out, err := kubectl("get", "pvc", "-n", z.ns, "-l", "zookeeper.steward.dev/departed=true", "-o", "name")
+	if err != nil || strings.Join(strings.Fields(out), " ") != "persistentvolumeclaim/data-zk-3 persistentvolumeclaim/data-zk-4" {
+		t.Errorf("claims marked departed: %v %q, want data-zk-3 and data-zk-4", err, out)
+	}
 	z.deleteCluster()
 	claims := z.claims()
 	if len(claims) != 5 {
@@ -311,15 +319,17 @@ func (z *zkScenario) reclaim(t *testing.T) {
 	}
 	t.Logf("Retain kept %v", claims)
 
-	// A cluster re-created under the same name finds its data.
+	// A cluster re-created under the same name, with 5 servers, finds its
+	// data: it starts with servers 1 to 3, and servers 4 and 5, whose
+	// volumes stopped when they left, join through a scale and sync first.
 	before := z.acked
 	z.acked = 0
-	z.create(t)
+	z.createWith(t, 5)
 	if stored := z.storedWrites(); len(stored) < before {
 		t.Errorf("the re-created cluster has %d of the %d znodes written before", len(stored), before)
 	}
 	z.patch(`{"spec":{"storage":{"reclaimPolicy":"Delete"}}}`)
-	z.waitReady(3, time.Minute)
+	z.waitReady(5, time.Minute)
 	if out, err := kubectl("delete", "pod", "-n", z.ns, "writer", "--wait=true"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
