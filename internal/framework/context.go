@@ -88,6 +88,24 @@ func (c *Context[T]) Operation() *flow.Operation {
 	return nil
 }
 
+// RequireFresh reads the object from the API server, bypassing the cache,
+// and fails with a quiet requeue (classified like a conflict) when the
+// cache's copy is not the latest. Call it before acting on what status
+// says when acting twice would do harm: the framework does before every
+// flow step, since a status.operation read from a cache that has not seen
+// the last status write would run a completed step again.
+func (c *Context[T]) RequireFresh() error {
+	live := c.r.newObject()
+	if err := c.Reader.Get(c, client.ObjectKeyFromObject(c.Obj), live); err != nil {
+		return fmt.Errorf("read %s %s from the API server: %w", c.r.kind, key(c.Obj), err)
+	}
+	if live.GetResourceVersion() != c.Obj.GetResourceVersion() {
+		return fmt.Errorf("%s %s is at resourceVersion %s, the cache at %s: %w", c.r.kind, key(c.Obj),
+			live.GetResourceVersion(), c.Obj.GetResourceVersion(), errStaleCache)
+	}
+	return nil
+}
+
 // Labels returns the standard labels of a child of the object playing
 // component.
 func (c *Context[T]) Labels(component string) map[string]string {

@@ -215,7 +215,7 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if err := p.ensureFresh(); err != nil {
+	if err := p.c.RequireFresh(); err != nil {
 		return reconcile.Result{}, err
 	}
 	if op.StepStartedAt == nil { // written before the field existed
@@ -257,22 +257,6 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *flow.Operation, done bo
 		setRunning(p.c, op) // name the next step now: one status write per step
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
-}
-
-// ensureFresh reads the object from the API server, bypassing the cache,
-// and fails with errStaleCache (a quiet requeue) when the cache's copy is
-// not the latest: a status.operation read from a cache that has not seen
-// the framework's last status write would run a completed step again.
-func (p *pass[T]) ensureFresh() error {
-	live := p.r.newObject()
-	if err := p.r.reader.Get(p.c, client.ObjectKeyFromObject(p.obj), live); err != nil {
-		return fmt.Errorf("read %s %s before running a step: %w", p.r.kind, key(p.obj), err)
-	}
-	if live.GetResourceVersion() != p.obj.GetResourceVersion() {
-		return fmt.Errorf("%s %s is at resourceVersion %s, the cache at %s: %w", p.r.kind, key(p.obj),
-			live.GetResourceVersion(), p.obj.GetResourceVersion(), errStaleCache)
-	}
-	return nil
 }
 
 // setRunning sets Synced=False/OperationRunning naming the current step.

@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -314,18 +312,13 @@ func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, j
 // recoverMembers returns the membership to keep when no leader answers and
 // status.members is empty although the StatefulSet exists. Usually the
 // cache has not seen the status write of the pass that created the
-// StatefulSet yet: a conflict requeues the pass quietly. Otherwise status
+// StatefulSet yet: RequireFresh requeues the pass quietly. Otherwise status
 // was lost (a restore from a backup): the members ConfigMap, which the
 // controller writes after every reconfiguration, says who the members are.
 func (c *Controller) recoverMembers(ctx *Context, e *ensemble) ([]int, error) {
 	zk := ctx.Obj
-	latest := &Cluster{}
-	if err := ctx.Reader.Get(ctx, client.ObjectKeyFromObject(zk), latest); err != nil {
-		return nil, fmt.Errorf("get the cluster: %w", err)
-	}
-	if latest.ResourceVersion != zk.ResourceVersion {
-		return nil, apierrors.NewConflict(zkv1.GroupVersion.WithResource("zookeeperclusters").GroupResource(),
-			zk.Name, errors.New("the cache is behind the API server"))
+	if err := ctx.RequireFresh(); err != nil {
+		return nil, err
 	}
 	cm := &corev1.ConfigMap{}
 	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: zk.Namespace, Name: build.MembersConfigMapName(zk)}, cm)
