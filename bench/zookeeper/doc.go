@@ -1,7 +1,7 @@
 // Package zookeeper holds the ZooKeeper system's benchmarks. They print
 // figures and assert nothing about time:
 //
-//   - BenchmarkEnsembleStats (no build tag): gathering the AdminServer stat
+//   - BenchmarkEnsembleStats (no build tag): observing (stat and voting_view)
 //     of 7 real ZooKeeper servers (zktest, on loopback) with one of them
 //     hung (SIGSTOP), against the same 7 all answering.
 //   - BenchmarkCreate and BenchmarkIdle (build tag bench): against a local

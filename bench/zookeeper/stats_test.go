@@ -11,8 +11,8 @@ import (
 	"github.com/stewardhq/steward/internal/zookeeper/zktest"
 )
 
-// BenchmarkEnsembleStats gathers the stat of 7 servers the way the
-// controller does (one concurrent call per server, 2 s per call, 3 s for
+// BenchmarkEnsembleStats observes 7 servers (stat and voting_view) the way
+// the controller does, through the same call (one concurrent call per server, 2 s per call, 3 s for
 // all), first with all answering, then with one hung. It reports the time
 // of one gathering in each case and their ratio: the hung server costs at
 // most the deadline, never a pass that waits on it forever.
@@ -30,9 +30,9 @@ func BenchmarkEnsembleStats(b *testing.B) {
 	client := &http.Client{}
 	gather := func() (time.Duration, int) {
 		// A fresh collector each time: no cached answer, no call in flight.
-		c := probe.NewCollector[zkclient.ServerStat](probe.Options{CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
+		c := probe.NewCollector[zkclient.Observation](probe.Options{CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
 		start := time.Now()
-		res := zkclient.EnsembleStats(b.Context(), c, client, targets)
+		res := zkclient.ObserveEnsemble(b.Context(), c, client, targets)
 		took := time.Since(start)
 		ok := 0
 		for _, r := range res {

@@ -102,7 +102,7 @@ func (o Options) withDefaults() Options {
 type Controller struct {
 	opts  Options
 	http  *http.Client
-	stats *probe.Collector[serverProbe]
+	stats *probe.Collector[zkclient.Observation]
 
 	mu sync.Mutex
 	// zxidsAt is when each cluster's zxids in status were last refreshed.
@@ -121,7 +121,7 @@ func New(opts Options) *Controller {
 	return &Controller{
 		opts: opts,
 		http: &http.Client{Transport: transport, Timeout: opts.ProbeTimeout},
-		stats: probe.NewCollector[serverProbe](probe.Options{
+		stats: probe.NewCollector[zkclient.Observation](probe.Options{
 			Kind:        "ZookeeperCluster",
 			CallTimeout: opts.ProbeTimeout,
 			Deadline:    opts.ProbeDeadline,

@@ -82,16 +82,16 @@ func fakePod(zk *Cluster, s fakeServer) *corev1.Pod {
 
 // fakeResult is the probe result of s: a stat and voting view when it
 // serves, an error when it does not.
-func fakeResult(s fakeServer) probe.Result[serverProbe] {
+func fakeResult(s fakeServer) probe.Result[zkclient.Observation] {
 	now := time.Now()
 	switch {
 	case s.noReply:
-		return probe.Result[serverProbe]{Err: probe.ErrPending}
+		return probe.Result[zkclient.Observation]{Err: probe.ErrPending}
 	case s.role == "":
-		return probe.Result[serverProbe]{Err: zkclient.ErrNotServing, At: now}
+		return probe.Result[zkclient.Observation]{Err: zkclient.ErrNotServing, At: now}
 	}
-	return probe.Result[serverProbe]{
-		Value:   serverProbe{Stat: zkclient.ServerStat{Role: s.role, LastZxid: zkclient.Zxid(0x100000000 + int64(s.id))}, Voting: s.voting},
+	return probe.Result[zkclient.Observation]{
+		Value:   zkclient.Observation{Stat: zkclient.ServerStat{Role: s.role, LastZxid: zkclient.Zxid(0x100000000 + int64(s.id))}, Voting: s.voting},
 		At:      now,
 		ValueAt: now,
 	}

@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -22,31 +21,11 @@ import (
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
-// serverProbe is what one server's AdminServer says: its stat, and, when it
-// serves, the voting members of its configuration.
-type serverProbe struct {
-	Stat   zkclient.ServerStat
-	Voting []int
-}
-
-// probeServer asks one AdminServer for stat and voting_view.
-func (c *Controller) probeServer(ctx context.Context, t probe.Target) (serverProbe, error) {
-	st, err := zkclient.Stat(ctx, c.http, t.Address)
-	if err != nil {
-		return serverProbe{}, err
-	}
-	voting, err := zkclient.VotingView(ctx, c.http, t.Address)
-	if err != nil {
-		return serverProbe{}, err
-	}
-	return serverProbe{Stat: st, Voting: voting}, nil
-}
-
 // server is one pod of the StatefulSet and what its AdminServer answered.
 type server struct {
 	ordinal int
 	pod     *corev1.Pod
-	result  probe.Result[serverProbe]
+	result  probe.Result[zkclient.Observation]
 }
 
 // id is the server's id (myid).
@@ -109,12 +88,12 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 				Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(zk.Spec.AdminPort)))})
 		}
 	}
-	results := c.stats.Collect(ctx, targets, c.probeServer)
+	results := zkclient.ObserveEnsemble(ctx, c.stats, c.http, targets)
 	c.stats.Forget(group, targets)
 	for _, s := range e.servers {
 		r, ok := results[string(s.pod.UID)]
 		if !ok {
-			r = probe.Result[serverProbe]{Err: errors.New("the pod has no IP yet")}
+			r = probe.Result[zkclient.Observation]{Err: errors.New("the pod has no IP yet")}
 		}
 		s.result = r
 		if s.serving() && s.result.Value.Stat.Role == zkclient.RoleLeader {

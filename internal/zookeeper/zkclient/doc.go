@@ -8,9 +8,11 @@
 // client connections and znode count. A server that runs but does not serve
 // (no quorum, election in progress) answers HTTP 200 with an error and no
 // stats; [Stat] returns it as an error matching [ErrNotServing].
-// [EnsembleStats] asks every server at once through the framework's probe
-// collector, so that a hung server costs at most the collector's deadline
-// and shows up as a per-server error.
+// [Observe] adds the voting_view command ([VotingView]: the members of the
+// server's configuration) and opens no session, so it costs the ensemble
+// no transaction; [ObserveEnsemble] asks every server at once through the
+// framework's probe collector, so that a hung server costs at most the
+// collector's deadline and shows up as a per-server error.
 //
 // Membership goes through the client port with go-zookeeper: [Members]
 // reads the committed dynamic configuration (/zookeeper/config, parsed by

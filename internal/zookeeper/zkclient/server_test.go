@@ -87,9 +87,9 @@ func TestEnsemble(t *testing.T) {
 	servers := e.Servers()
 	client := httpClient(t)
 
-	stats := func() map[string]probe.Result[zkclient.ServerStat] {
-		c := probe.NewCollector[zkclient.ServerStat](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
-		return zkclient.EnsembleStats(t.Context(), c, client, targets(servers))
+	stats := func() map[string]probe.Result[zkclient.Observation] {
+		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
+		return zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
 	}
 	var leader, followers []*zktest.Server
 	byRole := func() error {
@@ -99,7 +99,7 @@ func TestEnsemble(t *testing.T) {
 			if r.Err != nil {
 				return r.Err
 			}
-			switch r.Value.Role {
+			switch r.Value.Stat.Role {
 			case zkclient.RoleLeader:
 				leader = append(leader, s)
 			case zkclient.RoleFollower:
@@ -127,14 +127,14 @@ func TestEnsemble(t *testing.T) {
 		}
 		eventually(t, 10*time.Second, "the write's zxid on every server", func() error {
 			res := stats()
-			want := res[leader[0].AdminAddr()].Value.LastZxid
+			want := res[leader[0].AdminAddr()].Value.Stat.LastZxid
 			for _, s := range servers {
 				r := res[s.AdminAddr()]
 				switch {
 				case r.Err != nil:
 					return r.Err
-				case r.Value.LastZxid == 0 || r.Value.LastZxid != want:
-					return fmt.Errorf("server %d at zxid %s, the leader at %s", s.ID(), r.Value.LastZxid, want)
+				case r.Value.Stat.LastZxid == 0 || r.Value.Stat.LastZxid != want:
+					return fmt.Errorf("server %d at zxid %s, the leader at %s", s.ID(), r.Value.Stat.LastZxid, want)
 				}
 			}
 			if want.Epoch() == 0 || want.Counter() == 0 {
@@ -142,7 +142,7 @@ func TestEnsemble(t *testing.T) {
 			}
 			return nil
 		})
-		st := stats()[followers[0].AdminAddr()].Value
+		st := stats()[followers[0].AdminAddr()].Value.Stat
 		if st.Connections < 1 || st.NodeCount < 5 || st.Version[:6] != "3.8.0-" {
 			t.Errorf("follower with a client: %+v", st)
 		}
@@ -165,11 +165,11 @@ func TestEnsemble(t *testing.T) {
 		}()
 
 		// The call times out before the deadline: a timeout error.
-		c := probe.NewCollector[zkclient.ServerStat](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 500 * time.Millisecond, Deadline: 2 * time.Second})
+		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 500 * time.Millisecond, Deadline: 2 * time.Second})
 		start := time.Now()
-		res := zkclient.EnsembleStats(t.Context(), c, client, targets(servers))
+		res := zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 2*time.Second+500*time.Millisecond {
-			t.Errorf("EnsembleStats took %s with a hung server, want at most the 2s deadline", took)
+			t.Errorf("ObserveEnsemble took %s with a hung server, want at most the 2s deadline", took)
 		}
 		for _, s := range servers {
 			r := res[s.AdminAddr()]
@@ -179,23 +179,23 @@ func TestEnsemble(t *testing.T) {
 				}
 				continue
 			}
-			if !r.OK() || (r.Value.Role != zkclient.RoleLeader && r.Value.Role != zkclient.RoleFollower) {
+			if !r.OK() || (r.Value.Stat.Role != zkclient.RoleLeader && r.Value.Stat.Role != zkclient.RoleFollower) {
 				t.Errorf("server %d: %+v, want its stats", s.ID(), r)
 			}
 		}
 
 		// The deadline passes before the call times out: the call is still
 		// pending, and the others answered.
-		c = probe.NewCollector[zkclient.ServerStat](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 5 * time.Second, Deadline: 700 * time.Millisecond})
+		c = probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 5 * time.Second, Deadline: 700 * time.Millisecond})
 		start = time.Now()
-		res = zkclient.EnsembleStats(t.Context(), c, client, targets(servers))
+		res = zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 700*time.Millisecond+500*time.Millisecond {
-			t.Errorf("EnsembleStats took %s with a hung server, want at most the 700ms deadline", took)
+			t.Errorf("ObserveEnsemble took %s with a hung server, want at most the 700ms deadline", took)
 		}
 		if r := res[hung.AdminAddr()]; !errors.Is(r.Err, probe.ErrPending) || !r.InFlight {
 			t.Errorf("hung server: %+v, want a pending call", r)
 		}
-		if r := res[leader[0].AdminAddr()]; !r.OK() || r.Value.Role != zkclient.RoleLeader {
+		if r := res[leader[0].AdminAddr()]; !r.OK() || r.Value.Stat.Role != zkclient.RoleLeader {
 			t.Errorf("leader: %+v", r)
 		}
 
