@@ -268,12 +268,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 // (framework.StatusObserver): servers, leader, members and the Available,
 // Progressing and Ready conditions keep telling the truth.
 func (c *Controller) ObserveStatus(ctx *Context) error {
-	e, err := c.observe(ctx)
-	if err != nil {
-		return err
-	}
-	c.setConditions(ctx, e)
-	return nil
+	_, err := c.report(ctx)
+	return err
 }
 
 // applyServers applies the members ConfigMap with the committed members

@@ -82,11 +82,10 @@ func nextMemberChange(members []int, want int) (add, remove int) {
 // operator restarted does not change it twice.
 func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 	zk := ctx.Obj
-	e, err := c.observe(ctx)
+	e, err := c.report(ctx)
 	if err != nil {
 		return false, err
 	}
-	c.setConditions(ctx, e)
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()
 	cfg, session, err := c.members(rctx, ctx, e)
@@ -207,18 +206,11 @@ const DepartedLabel = "zookeeper.steward.dev/departed"
 // reconfiguration and when a scale flow ends, so that a missed update is
 // repaired.
 func (c *Controller) markDeparted(ctx *Context, members []int) error {
-	zk := ctx.Obj
-	var claims corev1.PersistentVolumeClaimList
-	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
-		return fmt.Errorf("list the servers' volume claims: %w", err)
+	claims, err := serverClaims(ctx)
+	if err != nil {
+		return err
 	}
-	for i := range claims.Items {
-		pvc := &claims.Items[i]
-		ordinal, ok := claimOrdinal(zk, pvc)
-		if !ok || pvc.DeletionTimestamp != nil {
-			continue
-		}
+	for ordinal, pvc := range claims {
 		departed := !slices.Contains(members, build.ServerID(ordinal))
 		if _, marked := pvc.Labels[DepartedLabel]; marked == departed {
 			continue
@@ -229,7 +221,7 @@ func (c *Controller) markDeparted(ctx *Context, members []int) error {
 		} else {
 			delete(pvc.Labels, DepartedLabel)
 		}
-		err := ctx.Client.Patch(ctx, pvc, patch)
+		err = ctx.Client.Patch(ctx, pvc, patch)
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("label volume claim %s: %w", pvc.Name, err)
 		}
@@ -243,14 +235,13 @@ func (c *Controller) markDeparted(ctx *Context, members []int) error {
 // out join afterwards through the scale flow.
 func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 	zk := ctx.Obj
-	var claims corev1.PersistentVolumeClaimList
-	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer)), client.HasLabels{DepartedLabel}); err != nil {
-		return nil, fmt.Errorf("list the servers' volume claims: %w", err)
+	claims, err := serverClaims(ctx)
+	if err != nil {
+		return nil, err
 	}
 	n := int(zk.Spec.Replicas)
-	for i := range claims.Items {
-		if ordinal, ok := claimOrdinal(zk, &claims.Items[i]); ok && ordinal < n {
+	for ordinal, pvc := range claims {
+		if _, departed := pvc.Labels[DepartedLabel]; departed && ordinal < n {
 			n = max(1, ordinal)
 		}
 	}
@@ -266,11 +257,10 @@ func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 // volumes under policy Delete.
 func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 	zk := ctx.Obj
-	e, err := c.observe(ctx)
+	e, err := c.report(ctx)
 	if err != nil {
 		return false, err
 	}
-	c.setConditions(ctx, e)
 	want := zk.Spec.Replicas
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()
@@ -285,15 +275,8 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 	if _, err := c.applyServers(ctx, want, cfg.IDs(), 0); err != nil {
 		return false, err
 	}
-	var pods corev1.PodList
-	if err := ctx.Client.List(ctx, &pods, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
-		return false, fmt.Errorf("list the servers' pods: %w", err)
-	}
-	for i := range pods.Items {
-		if o, ok := podOrdinal(zk, &pods.Items[i]); ok && o >= int(want) {
-			return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for pod %s to go", pods.Items[i].Name))
-		}
+	if highest := e.highestPodOrdinal; highest >= int(want) {
+		return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for pod %s to go", build.PodName(zk, highest)))
 	}
 	if err := c.markDeparted(ctx, cfg.IDs()); err != nil {
 		return false, err
@@ -306,16 +289,12 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 
 // deleteVolumes deletes the servers' volume claims whose ordinal matches.
 func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) error {
-	zk := ctx.Obj
-	var claims corev1.PersistentVolumeClaimList
-	if err := ctx.Client.List(ctx, &claims, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
-		return fmt.Errorf("list the servers' volume claims: %w", err)
+	claims, err := serverClaims(ctx)
+	if err != nil {
+		return err
 	}
-	for i := range claims.Items {
-		pvc := &claims.Items[i]
-		ordinal, ok := claimOrdinal(zk, pvc)
-		if !ok || !match(ordinal) || pvc.DeletionTimestamp != nil {
+	for ordinal, pvc := range claims {
+		if !match(ordinal) {
 			continue
 		}
 		err := ctx.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
@@ -329,6 +308,25 @@ func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) e
 		ctx.Event(corev1.EventTypeNormal, "VolumeDeleted", "Deleted volume claim %s (reclaim policy Delete)", pvc.Name)
 	}
 	return nil
+}
+
+// serverClaims returns the servers' volume claims by ordinal, those being
+// deleted left out.
+func serverClaims(ctx *Context) (map[int]*corev1.PersistentVolumeClaim, error) {
+	zk := ctx.Obj
+	var list corev1.PersistentVolumeClaimList
+	if err := ctx.Client.List(ctx, &list, client.InNamespace(zk.Namespace),
+		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
+		return nil, fmt.Errorf("list the servers' volume claims: %w", err)
+	}
+	claims := map[int]*corev1.PersistentVolumeClaim{}
+	for i := range list.Items {
+		pvc := &list.Items[i]
+		if ordinal, ok := claimOrdinal(zk, pvc); ok && pvc.DeletionTimestamp == nil {
+			claims[ordinal] = pvc
+		}
+	}
+	return claims, nil
 }
 
 // claimOrdinal is the ordinal of a claim data-<name>-<ordinal>.

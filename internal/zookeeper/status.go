@@ -52,6 +52,9 @@ type ensemble struct {
 	members []int
 	// leader is the leading server, nil when none answers as leader.
 	leader *server
+	// highestPodOrdinal is the highest ordinal of the servers' pods,
+	// terminating ones included; -1 without pods.
+	highestPodOrdinal int
 }
 
 // observe reads the StatefulSet and pods, probes the servers, and fills
@@ -59,7 +62,7 @@ type ensemble struct {
 // currentImage) from what it found.
 func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	zk := ctx.Obj
-	e := &ensemble{servers: map[int]*server{}}
+	e := &ensemble{servers: map[int]*server{}, highestPodOrdinal: -1}
 	sts := &appsv1.StatefulSet{}
 	switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: zk.Namespace, Name: zk.Name}, sts); {
 	case err == nil:
@@ -77,7 +80,11 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		ordinal, ok := podOrdinal(zk, pod)
-		if !ok || pod.DeletionTimestamp != nil {
+		if !ok {
+			continue
+		}
+		e.highestPodOrdinal = max(e.highestPodOrdinal, ordinal)
+		if pod.DeletionTimestamp != nil {
 			continue
 		}
 		e.servers[ordinal] = &server{ordinal: ordinal, pod: pod}
@@ -244,6 +251,17 @@ func (e *ensemble) stale() []*server {
 
 // quorum is the majority of n voting members.
 func quorum(n int) int { return n/2 + 1 }
+
+// report observes the ensemble into status and sets the conditions from
+// what it found.
+func (c *Controller) report(ctx *Context) (*ensemble, error) {
+	e, err := c.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.setConditions(ctx, e)
+	return e, nil
+}
 
 // setConditions sets Available, Progressing and Ready from e.
 func (c *Controller) setConditions(ctx *Context, e *ensemble) {
