@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -35,12 +34,10 @@ import (
 	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 const (
-	// settle bounds how long the tests wait for the controller to reach a state.
-	settle = 20 * time.Second
-	poll   = 25 * time.Millisecond
 	// testVerbosity is the log verbosity of the managers under test; 1 shows
 	// every status write and action.
 	testVerbosity = 0
@@ -496,21 +493,6 @@ func createNamespace(t *testing.T, c client.Client) string {
 	return ns.Name
 }
 
-// eventually polls cond until it holds, failing the test with the last
-// reason it gave after settle.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), poll, settle, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
-	}
-}
-
 // widget gets the Widget named name in ns.
 func widget(t *testing.T, c client.Client, ns, name string) *testapi.Widget {
 	t.Helper()
@@ -525,7 +507,7 @@ func widget(t *testing.T, c client.Client, ns, name string) *testapi.Widget {
 func waitWidget(t *testing.T, c client.Client, ns, name, what string, cond func(w *testapi.Widget) bool) *testapi.Widget {
 	t.Helper()
 	var w *testapi.Widget
-	eventually(t, what, func() (bool, string) {
+	testenv.Eventually(t, what, func() (bool, string) {
 		w = &testapi.Widget{}
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, w); err != nil {
 			return false, err.Error()

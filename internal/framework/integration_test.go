@@ -21,6 +21,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 func newWidget(ns, name string, spec testapi.WidgetSpec) *testapi.Widget {
@@ -42,7 +43,7 @@ func TestFinalizer(t *testing.T) {
 	if err := c.Delete(t.Context(), newWidget(ns, "w", testapi.WidgetSpec{})); err != nil {
 		t.Fatalf("delete Widget: %v", err)
 	}
-	eventually(t, "Finalize to be retried", func() (bool, string) {
+	testenv.Eventually(t, "Finalize to be retried", func() (bool, string) {
 		n := a.finalizes.Load()
 		return n >= 3, fmt.Sprintf("%d calls", n)
 	})
@@ -54,7 +55,7 @@ func TestFinalizer(t *testing.T) {
 	}
 
 	a.finalizeDone.Store(true)
-	eventually(t, "the Widget to be gone", func() (bool, string) {
+	testenv.Eventually(t, "the Widget to be gone", func() (bool, string) {
 		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w"}, &testapi.Widget{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
@@ -111,7 +112,7 @@ func TestDependencies(t *testing.T) {
 // waitEvent waits for an Event with reason in ns.
 func waitEvent(t *testing.T, c client.Client, ns, reason string) {
 	t.Helper()
-	eventually(t, "an Event "+reason, func() (bool, string) {
+	testenv.Eventually(t, "an Event "+reason, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -206,7 +207,7 @@ func TestOrphans(t *testing.T) {
 	}
 
 	update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Replicas = 1 })
-	eventually(t, "the orphans to be deleted", func() (bool, string) {
+	testenv.Eventually(t, "the orphans to be deleted", func() (bool, string) {
 		got := gadgets(t, c, ns)
 		return slices.Equal(got, []string{"w-0", "w-9"}), fmt.Sprintf("Gadgets %v", got)
 	})
@@ -265,7 +266,7 @@ func TestConfigRollout(t *testing.T) {
 	// 2 is collected.
 	want := []string{names[1], names[3], names[4], names[5]}
 	slices.Sort(want)
-	eventually(t, "old revisions to be collected", func() (bool, string) {
+	testenv.Eventually(t, "old revisions to be collected", func() (bool, string) {
 		var list corev1.ConfigMapList
 		if err := c.List(t.Context(), &list, client.InNamespace(ns), client.HasLabels{framework.ConfigLabel}); err != nil {
 			return false, err.Error()
@@ -373,7 +374,7 @@ func TestFlowResumesInNewManager(t *testing.T) {
 	if r := condition(w, framework.ConditionSynced); r.Reason != framework.ReasonOperationRunning {
 		t.Errorf("Synced reason = %s, want %s", r.Reason, framework.ReasonOperationRunning)
 	}
-	eventually(t, "the first manager to poll step 2", func() (bool, string) {
+	testenv.Eventually(t, "the first manager to poll step 2", func() (bool, string) {
 		_, runs := log.snapshot()
 		return slices.Contains(runs["first"], "wait"), fmt.Sprintf("runs %v", runs)
 	})
@@ -381,7 +382,7 @@ func TestFlowResumesInNewManager(t *testing.T) {
 
 	second := newActor("second", log)
 	startManager(t, cfg, ns, testOptions(second))
-	eventually(t, "the second manager to run a step", func() (bool, string) {
+	testenv.Eventually(t, "the second manager to run a step", func() (bool, string) {
 		_, runs := log.snapshot()
 		return len(runs["second"]) > 0, fmt.Sprintf("runs %v", runs)
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 // statusWrites counts the status writes the manager made.
@@ -262,7 +263,7 @@ func TestReapplyAfterForeignEdit(t *testing.T) {
 	if err := c.Patch(t.Context(), g, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"index":99}}`))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Gadget to be applied again", func() (bool, string) {
+	testenv.Eventually(t, "the Gadget to be applied again", func() (bool, string) {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(g), g); err != nil {
 			return false, err.Error()
 		}
@@ -290,7 +291,7 @@ func TestDeleteWhilePaused(t *testing.T) {
 	if err := c.Delete(t.Context(), newWidget(ns, "w", testapi.WidgetSpec{})); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the paused Widget to be finalized and gone", func() (bool, string) {
+	testenv.Eventually(t, "the paused Widget to be finalized and gone", func() (bool, string) {
 		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w"}, &testapi.Widget{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})
@@ -338,7 +339,7 @@ func TestConfigRollbackIsNewest(t *testing.T) {
 	}
 	want := []string{name("A"), name("C")}
 	slices.Sort(want)
-	eventually(t, "B to be collected", func() (bool, string) {
+	testenv.Eventually(t, "B to be collected", func() (bool, string) {
 		got := configMapNames(t, c, ns)
 		return slices.Equal(got, want), fmt.Sprintf("ConfigMaps %v, want %v", got, want)
 	})
@@ -360,7 +361,7 @@ func TestConfigMapOfPreviousIncarnation(t *testing.T) {
 	if err := c.Delete(t.Context(), newWidget(ns, "w", spec)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Widget to be gone", func() (bool, string) {
+	testenv.Eventually(t, "the Widget to be gone", func() (bool, string) {
 		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w"}, &testapi.Widget{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})

@@ -1,14 +1,17 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -105,4 +108,25 @@ func Logger(t *testing.T, verbosity int) logr.Logger {
 			t.Log(prefix, args)
 		}
 	}, funcr.Options{Verbosity: verbosity})
+}
+
+// How Eventually polls: every Poll, for at most Settle.
+const (
+	Settle = 20 * time.Second
+	Poll   = 25 * time.Millisecond
+)
+
+// Eventually polls cond until it holds, failing the test with the last
+// reason it gave after Settle.
+func Eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), Poll, Settle, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+	}
 }

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -46,10 +45,6 @@ import (
 // and the volume claims it deletes.
 
 const (
-	// settle bounds how long a test waits for the controller to reach a
-	// state.
-	settle = 20 * time.Second
-	poll   = 25 * time.Millisecond
 	// quiet is how long a test watches for something that must not happen.
 	quiet = 2 * time.Second
 	// testVerbosity is the managers' log verbosity; 1 shows every status
@@ -111,21 +106,6 @@ func startManager(t *testing.T, cfg *rest.Config, ns string) {
 	})
 }
 
-// eventually polls cond until it holds, failing the test with the last
-// reason it gave after settle.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), poll, settle, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
-	}
-}
-
 // consistently checks cond for quiet, failing the test as soon as it does
 // not hold.
 func consistently(t *testing.T, what string, cond func() (bool, string)) {
@@ -135,7 +115,7 @@ func consistently(t *testing.T, what string, cond func() (bool, string)) {
 		if ok, why := cond(); !ok {
 			t.Fatalf("%s: %s", what, why)
 		}
-		time.Sleep(4 * poll)
+		time.Sleep(4 * testenv.Poll)
 	}
 }
 
@@ -182,7 +162,7 @@ func mustGet(t *testing.T, c client.Client, ns, name string, obj client.Object) 
 func waitCluster(t *testing.T, c client.Client, ns, name, what string, cond func(zk *zkv1.ZookeeperCluster) bool) *zkv1.ZookeeperCluster {
 	t.Helper()
 	var zk *zkv1.ZookeeperCluster
-	eventually(t, what, func() (bool, string) {
+	testenv.Eventually(t, what, func() (bool, string) {
 		zk = &zkv1.ZookeeperCluster{}
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, zk); err != nil {
 			return false, err.Error()
@@ -610,7 +590,7 @@ func TestDeleteReclaimsVolumes(t *testing.T) {
 			if err := c.Delete(t.Context(), zk); err != nil {
 				t.Fatalf("delete the cluster: %v", err)
 			}
-			eventually(t, "the cluster to be gone", func() (bool, string) {
+			testenv.Eventually(t, "the cluster to be gone", func() (bool, string) {
 				var got zkv1.ZookeeperCluster
 				if get(t, c, ns, "zk", &got) {
 					return false, fmt.Sprintf("finalizers %v, status %s", got.Finalizers, describeStatus(&got))
@@ -685,7 +665,7 @@ func TestConfigChange(t *testing.T) {
 	}
 
 	var sts appsv1.StatefulSet
-	eventually(t, "the StatefulSet to roll to the new config", func() (bool, string) {
+	testenv.Eventually(t, "the StatefulSet to roll to the new config", func() (bool, string) {
 		mustGet(t, c, ns, "zk", &sts)
 		got := sts.Spec.Template.Annotations[build.ConfigRevisionAnnotation]
 		return got == build.ConfigRevision(configCM.Data), fmt.Sprintf("annotation %q", got)
@@ -805,7 +785,7 @@ func TestBootstrapLeavesDepartedMembersOut(t *testing.T) {
 	}
 	create(t, c, zk)
 	var sts appsv1.StatefulSet
-	eventually(t, "the StatefulSet", func() (bool, string) {
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) {
 		if !get(t, c, ns, "zk", &sts) {
 			return false, "no StatefulSet yet"
 		}
