@@ -483,16 +483,6 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	return c
 }
 
-// createNamespace gives the test a namespace of its own.
-func createNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "framework-test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns.Name
-}
-
 // widget gets the Widget named name in ns.
 func widget(t *testing.T, c client.Client, ns, name string) *testapi.Widget {
 	t.Helper()

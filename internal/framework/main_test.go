@@ -33,7 +33,7 @@ func setup(t *testing.T) (*rest.Config, client.Client, string) {
 	t.Helper()
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
-	return cfg, c, createNamespace(t, c)
+	return cfg, c, testenv.Namespace(t, c, "framework-test-")
 }
 
 // testLogger logs to t until the test ends.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stewardhq/steward/internal/manager"
 	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 const (
@@ -34,7 +35,7 @@ const (
 func TestRunAgainstAPIServer(t *testing.T) {
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	ns := testenv.Namespace(t, c, "steward-test-")
 
 	opts := integrationOptions(t, ns)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -78,7 +79,7 @@ func TestRunAgainstAPIServer(t *testing.T) {
 func TestLeaderHandover(t *testing.T) {
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	ns := testenv.Namespace(t, c, "steward-test-")
 
 	leaderCtx, stopLeader := context.WithCancel(t.Context())
 	defer stopLeader()
@@ -144,16 +145,6 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 		t.Fatalf("create client: %v", err)
 	}
 	return c
-}
-
-// createNamespace gives the test a namespace of its own for its Lease.
-func createNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "steward-test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return ns.Name
 }
 
 // waitForLeader waits until the leader election Lease exists and its holder
@@ -226,7 +217,7 @@ func freeAddress(t *testing.T) string {
 func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
-	ns := createNamespace(t, c)
+	ns := testenv.Namespace(t, c, "steward-test-")
 	opts := integrationOptions(t, ns)
 	opts.LeaderElect = false
 	mgr, err := manager.New(cfg, opts)

@@ -11,8 +11,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -129,4 +132,15 @@ func Eventually(t *testing.T, what string, cond func() (bool, string)) {
 	if err != nil {
 		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
 	}
+}
+
+// Namespace creates a namespace of the test's own, named prefix and a
+// random suffix, and returns its name.
+func Namespace(t *testing.T, c client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return ns.Name
 }

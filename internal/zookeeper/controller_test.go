@@ -69,11 +69,7 @@ func setup(t *testing.T) (*rest.Config, client.WithWatch, string) {
 	if err != nil {
 		t.Fatalf("create client: %v", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "zk-test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	return cfg, c, ns.Name
+	return cfg, c, testenv.Namespace(t, c, "zk-test-")
 }
 
 // startManager runs a manager with the ZooKeeper controller, limited to
