@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stewardhq/steward/internal/framework"
@@ -53,10 +54,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 
 	gracefulShutdownTimeout := opts.GracefulShutdownTimeout
+	webhookServer := newWebhookServer(opts.Webhooks)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                 metricsOptions(opts),
+		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
@@ -89,7 +92,23 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("set up system %q: %w", s.Name, err)
 		}
 	}
+	if err := setupWebhooks(mgr, webhookServer, opts.Webhooks, selected); err != nil {
+		return nil, err
+	}
 	return mgr, nil
+}
+
+// metricsOptions serve the metrics endpoint, behind the API server's
+// authentication and authorization when opts.MetricsSecure: a scraper
+// needs a token allowed to GET /metrics (the chart's metrics-reader
+// ClusterRole). The serving certificate is self-signed, generated at start.
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }
 
 // cacheOptions keep only Steward's own Secrets in the manager's cache (those

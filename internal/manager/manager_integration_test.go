@@ -2,18 +2,22 @@ package manager_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/internal/manager"
@@ -44,9 +48,9 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	go func() { done <- manager.Run(ctx, cfg, opts) }()
 
 	probes := "http://" + opts.HealthProbeBindAddress
-	for _, url := range []string{probes + "/healthz", probes + "/readyz", "http://" + opts.MetricsBindAddress + "/metrics"} {
+	for _, url := range []string{probes + "/healthz", probes + "/readyz"} {
 		waitFor(t, "GET "+url+" to answer 200", func(ctx context.Context) (bool, error) {
-			return httpStatus(ctx, url) == http.StatusOK, nil
+			return httpStatus(ctx, url, "") == http.StatusOK, nil
 		})
 	}
 
@@ -69,9 +73,78 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	// The manager steps down on a clean stop, so a successor need not wait
 	// for the Lease to expire.
 	waitForLeader(t, c, ns, func(holder string) bool { return holder == "" })
-	if status := httpStatus(t.Context(), probes+"/healthz"); status != 0 {
+	if status := httpStatus(t.Context(), probes+"/healthz", ""); status != 0 {
 		t.Errorf("the probe server still answers %d after shutdown", status)
 	}
+}
+
+// TestMetricsNeedAnAuthorizedToken checks the secure metrics endpoint
+// against a real API server's TokenReview and SubjectAccessReview: no token
+// is 401, a ServiceAccount not allowed GET /metrics is 403, and one bound
+// to a role that allows it reads the metrics.
+func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := testenv.Namespace(t, c, "steward-test-")
+	opts := integrationOptions(t, ns)
+	opts.LeaderElect = false
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = manager.Run(ctx, cfg, opts) }()
+
+	reader := serviceAccountToken(t, c, ns, "scraper")
+	stranger := serviceAccountToken(t, c, ns, "stranger")
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	if err := c.Create(t.Context(), role); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scraper"}},
+	}
+	if err := c.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), binding)
+		_ = c.Delete(context.Background(), role)
+	})
+
+	url := "https://" + opts.MetricsBindAddress + "/metrics"
+	waitFor(t, "the authorized scraper to read "+url, func(ctx context.Context) (bool, error) {
+		return httpStatus(ctx, url, reader) == http.StatusOK, nil
+	})
+	for _, tc := range []struct {
+		who, token string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a token the API server did not issue", "not-a-token", http.StatusUnauthorized},
+		{"a ServiceAccount without the role", stranger, http.StatusForbidden},
+	} {
+		if got := httpStatus(t.Context(), url, tc.token); got != tc.want {
+			t.Errorf("GET /metrics with %s = %d, want %d", tc.who, got, tc.want)
+		}
+	}
+}
+
+// serviceAccountToken creates the ServiceAccount name in ns and returns a
+// token the API server issued for it.
+func serviceAccountToken(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if err := c.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	if err := c.SubResource("token").Create(t.Context(), sa, req); err != nil {
+		t.Fatalf("request a token for %s/%s: %v", ns, name, err)
+	}
+	return req.Status.Token
 }
 
 // TestLeaderHandover checks that only one of two replicas leads, and that the
@@ -132,6 +205,9 @@ func integrationOptions(t *testing.T, leaseNamespace string) manager.Options {
 	opts.MetricsBindAddress = freeAddress(t)
 	opts.GracefulShutdownTimeout = shutdownTimeout
 	opts.Logger = testLogger(t)
+	// No system registers webhooks here; the webhook server is covered
+	// end to end, where a kubelet mounts its certificate.
+	opts.Webhooks.Enabled = false
 	// Leader election is under test, not the systems: several managers run
 	// in this process, and a controller's name may be registered once.
 	opts.Registry = systems.NewRegistry()
@@ -182,14 +258,21 @@ func waitFor(t *testing.T, what string, condition wait.ConditionWithContextFunc)
 }
 
 // httpStatus returns the status code of GET url, or 0 if the request fails.
-func httpStatus(ctx context.Context, url string) int {
+// httpStatus GETs url, with token as bearer when not empty, and returns
+// the status code, or 0 when there was no answer. HTTPS certificates are
+// not verified: the metrics server's is self-signed.
+func httpStatus(ctx context.Context, url, token string) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
 	if err != nil {
 		return 0
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test server
+	resp, err := insecure.Do(req)
 	if err != nil {
 		return 0
 	}

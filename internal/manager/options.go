@@ -15,7 +15,7 @@ import (
 
 // Defaults for the flags in [Options].
 const (
-	DefaultMetricsBindAddress      = ":8080"
+	DefaultMetricsBindAddress      = ":8443"
 	DefaultHealthProbeBindAddress  = ":8081"
 	DefaultGracefulShutdownTimeout = 20 * time.Second
 )
@@ -37,6 +37,12 @@ type Options struct {
 	// MetricsBindAddress is the address of the Prometheus metrics endpoint;
 	// "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS and lets through only callers
+	// whose bearer token the API server authenticates (TokenReview) and
+	// authorizes for GET on the non-resource URL /metrics
+	// (SubjectAccessReview). Off, metrics are plain HTTP for anyone who can
+	// reach the port.
+	MetricsSecure bool
 	// HealthProbeBindAddress is the address serving /healthz and /readyz;
 	// "0" disables it.
 	HealthProbeBindAddress string
@@ -45,6 +51,9 @@ type Options struct {
 	// stop once the manager is asked to stop. It must stay below the pod's
 	// terminationGracePeriodSeconds.
 	GracefulShutdownTimeout time.Duration
+
+	// Webhooks configures the admission webhook server.
+	Webhooks WebhookOptions
 
 	// Zap configures the logger; cmd/steward builds the logger from it.
 	Zap zap.Options
@@ -66,8 +75,10 @@ func NewOptions() Options {
 		Systems:                 systems.All,
 		LeaderElect:             true,
 		MetricsBindAddress:      DefaultMetricsBindAddress,
+		MetricsSecure:           true,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
+		Webhooks:                NewWebhookOptions(),
 	}
 }
 
@@ -83,10 +94,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Namespace of the leader election Lease. Defaults to the pod's namespace; required outside a cluster.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`Address the metrics endpoint binds to; "0" disables it.`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve metrics over HTTPS to authenticated and authorized callers only (TokenReview and SubjectAccessReview).")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address the /healthz and /readyz probes bind to; "0" disables them.`)
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
 		"How long controllers get to finish on shutdown; keep it below the pod's termination grace period.")
+	o.Webhooks.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }
 
@@ -100,6 +114,7 @@ func (o *Options) Validate() error {
 	if o.GracefulShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--graceful-shutdown-timeout must not be negative, got %s", o.GracefulShutdownTimeout))
 	}
+	errs = append(errs, o.Webhooks.validate()...)
 	return errors.Join(errs...)
 }
 

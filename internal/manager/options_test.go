@@ -17,11 +17,15 @@ import (
 )
 
 func TestNewOptionsDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "steward-system") // the chart sets it from the downward API
 	got := manager.NewOptions()
 	if got.Systems != "all" || !got.LeaderElect || got.LeaderElectionNamespace != "" ||
-		got.MetricsBindAddress != ":8080" || got.HealthProbeBindAddress != ":8081" ||
+		got.MetricsBindAddress != ":8443" || !got.MetricsSecure || got.HealthProbeBindAddress != ":8081" ||
 		got.GracefulShutdownTimeout != 20*time.Second {
-		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, metrics :8080, probes :8081, 20s shutdown", got)
+		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, secure metrics :8443, probes :8081, 20s shutdown", got)
+	}
+	if w := got.Webhooks; !w.Enabled || !w.CertRotation || w.Namespace != "steward-system" || w.Port != 9443 {
+		t.Errorf("NewOptions().Webhooks = %+v, want enabled, rotating its certificate, in $POD_NAMESPACE, port 9443", w)
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("default options do not validate: %v", err)
@@ -94,6 +98,24 @@ func TestValidate(t *testing.T) {
 			wantErrs: []string{"--graceful-shutdown-timeout must not be negative"},
 		},
 		{
+			name:     "certificate rotation needs the namespace",
+			modify:   func(o *manager.Options) { o.Webhooks.Namespace = "" },
+			wantErrs: []string{"--namespace (or $POD_NAMESPACE) is required when --webhook-cert-rotation is on"},
+		},
+		{
+			name:   "cert-manager provides the certificate",
+			modify: func(o *manager.Options) { o.Webhooks.Namespace, o.Webhooks.CertRotation = "", false },
+		},
+		{
+			name:   "webhooks off",
+			modify: func(o *manager.Options) { o.Webhooks.Namespace, o.Webhooks.Port, o.Webhooks.Enabled = "", 0, false },
+		},
+		{
+			name:     "bad webhook port",
+			modify:   func(o *manager.Options) { o.Webhooks.Port = 70000 },
+			wantErrs: []string{"--webhook-port must be between 1 and 65535, got 70000"},
+		},
+		{
 			name: "every problem is reported",
 			modify: func(o *manager.Options) {
 				o.Systems, o.GracefulShutdownTimeout = "foo", -time.Second
@@ -104,6 +126,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := manager.NewOptions()
+			opts.Webhooks.Namespace = "steward-system" // $POD_NAMESPACE in a pod
 			tt.modify(&opts)
 			err := opts.Validate()
 			if len(tt.wantErrs) == 0 {
@@ -132,6 +155,7 @@ func offlineOptions(t *testing.T) (*rest.Config, manager.Options) {
 	opts.LeaderElect = false
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
+	opts.Webhooks.Namespace = "steward-system"
 	return &rest.Config{Host: "https://127.0.0.1:1"}, opts
 }
 

@@ -10,5 +10,11 @@ package manager
 // control plane's own leader locks and node heartbeats). The Lease is granted
 // by a Role in Steward's namespace, config/rbac/leader_election_role.yaml.
 //
+// The secure metrics endpoint asks the API server who a scraper is
+// (TokenReview) and whether it may read /metrics (SubjectAccessReview).
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+//
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

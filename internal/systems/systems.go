@@ -41,9 +41,14 @@ type System struct {
 	// Name is one of the names returned by [Known].
 	Name string
 	// Setup registers the system's API types with mgr.GetScheme() and its
-	// controllers and webhooks with mgr. It is called once, before the
-	// manager starts.
+	// controllers with mgr. It is called once, before the manager starts.
 	Setup func(mgr ctrl.Manager) error
+	// Webhooks registers the system's admission webhooks on
+	// mgr.GetWebhookServer(); nil when the system has none. The manager
+	// calls it once the serving certificate is in place, which may be after
+	// the manager has started (the webhook server then starts at once), and
+	// not at all when webhooks are disabled.
+	Webhooks func(mgr ctrl.Manager) error
 }
 
 // Registry holds the systems compiled into a build, keyed by name.
