@@ -213,13 +213,15 @@ func (m metrics) scale(d time.Duration) metrics {
 
 // operatorMetrics reads rest_client_requests_total and the resident memory
 // from the operator's metrics endpoint through the API server's pod proxy.
+// The proxy cannot present a scraper's token, so make bench installs the
+// chart with metrics.secure=false (plain HTTP on the same port).
 func (k *kube) operatorMetrics(b *testing.B) metrics {
 	b.Helper()
 	pods, err := k.cs.CoreV1().Pods(operatorNamespace).List(b.Context(), metav1.ListOptions{LabelSelector: operatorLabel})
 	if err != nil || len(pods.Items) != 1 {
 		b.Fatalf("operator pod: %d found, %v", len(pods.Items), err)
 	}
-	raw, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", pods.Items[0].Name, "8080", "/metrics", nil).DoRaw(b.Context())
+	raw, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", pods.Items[0].Name, "8443", "/metrics", nil).DoRaw(b.Context())
 	if err != nil {
 		b.Fatalf("operator metrics: %v", err)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,13 +19,13 @@ import (
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 )
 
-// TestOperatorInCluster installs Steward from config/default with its image
+// TestOperatorInCluster installs Steward with its chart and its image
 // built on this machine, and checks that the manager becomes Ready (its
 // readiness probe answers), takes the leader-election Lease under its own
 // ServiceAccount's RBAC, and keeps running.
 func TestOperatorInCluster(t *testing.T) {
 	installOperator(t)
-	const ns, name = "steward-system", "steward-controller-manager"
+	const ns, name = operatorNamespace, operatorDeployment
 	eventually(t, time.Minute, "the manager holds the leader-election Lease", func(ctx context.Context) error {
 		leases, err := env.client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -57,9 +58,11 @@ func TestOperatorInCluster(t *testing.T) {
 	}
 }
 
-// installOperator installs Steward from config/default once per suite, with
-// the images built on this machine, and waits until the manager is
-// available. It stays installed: the suite's cluster goes down at the end.
+// installOperator installs Steward with its Helm chart once per suite (and
+// again after the chart lifecycle test uninstalled it), with the images
+// built on this machine, and waits until the manager is available: Ready,
+// which includes its webhook certificate being in place. It stays
+// installed: the suite's cluster goes down at the end.
 func installOperator(t *testing.T) {
 	t.Helper()
 	operatorOnce.Do(func() {
@@ -69,24 +72,43 @@ func installOperator(t *testing.T) {
 				return
 			}
 		}
-		if out, err := kubectl("apply", "-k", env.root+"/config/default"); err != nil {
-			operatorErr = fmt.Errorf("%w: %s", err, out)
-			return
-		}
-		operatorErr = waitFor(3*time.Minute, func(ctx context.Context) error {
-			d, err := env.client.AppsV1().Deployments("steward-system").Get(ctx, "steward-controller-manager", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if d.Status.ReadyReplicas != 1 || d.Status.UpdatedReplicas != 1 {
-				return fmt.Errorf("ready %d, updated %d", d.Status.ReadyReplicas, d.Status.UpdatedReplicas)
-			}
-			return nil
-		})
+		operatorErr = helmInstall()
 	})
 	if operatorErr != nil {
 		t.Fatalf("installing the operator: %v", operatorErr)
 	}
+}
+
+// Where the chart installs Steward, as docs/install.md does.
+const (
+	operatorNamespace  = "steward-system"
+	operatorRelease    = "steward"
+	operatorDeployment = "steward-controller-manager"
+)
+
+// helmInstall installs (or upgrades to) the chart with the given extra
+// arguments, into a namespace enforcing the restricted Pod Security
+// Standard, and waits for the manager's rollout.
+func helmInstall(args ...string) error {
+	if out, err := kubectl("apply", "-f", env.root+"/config/default/namespace.yaml"); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	start := time.Now()
+	args = append([]string{"upgrade", "--install", operatorRelease, env.root + "/charts/steward",
+		"--namespace", operatorNamespace, "--wait", "--timeout", "4m"}, args...)
+	if out, err := helm(args...); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m"); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	fmt.Printf("helm %s: the operator is available after %s\n", strings.Join(args[:3], " "), time.Since(start).Round(time.Second))
+	return nil
+}
+
+// helm runs the pinned helm binary ($HELM, else bin/helm).
+func helm(args ...string) (string, error) {
+	return command(getenv("HELM", filepath.Join(env.root, "bin", "helm")), args...)
 }
 
 var (

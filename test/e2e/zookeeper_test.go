@@ -245,7 +245,7 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 
 // killOperator kills the manager's pod at once (no graceful shutdown).
 func (z *zkScenario) killOperator() {
-	if out, err := kubectl("delete", "pod", "-n", "steward-system", "-l", "app.kubernetes.io/component=controller-manager",
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager",
 		"--grace-period=0", "--force", "--wait=false"); err != nil {
 		z.t.Fatalf("%v: %s", err, out)
 	}
@@ -545,7 +545,7 @@ func (z *zkScenario) dumpState() {
 		{"get", "zk,sts,pods,pvc", "-n", z.ns, "-o", "wide"},
 		{"get", "zk", zkName, "-n", z.ns, "-o", "yaml"},
 		{"get", "events", "-n", z.ns, "--sort-by=.lastTimestamp"},
-		{"logs", "-n", "steward-system", "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
+		{"logs", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
 	} {
 		out, _ := kubectl(args...)
 		z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
@@ -584,6 +584,9 @@ func TestZooKeeperInvalidSpecs(t *testing.T) {
 		{"a node port on a ClusterIP Service", `clientService: {type: ClusterIP, nodePort: 30000}`, "spec.clientService.nodePort"},
 		{"an unknown reclaim policy", `storage: {reclaimPolicy: Recycle}`, "spec.storage.reclaimPolicy"},
 		{"a bad heap", `heap: lots`, "spec.heap"},
+		// The schema cannot compare the heap with the memory limit: the
+		// validating webhook does.
+		{"a memory limit below the heap", `{heap: 1g, resources: {limits: {memory: 512Mi}}}`, "spec.resources.limits.memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			manifest := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: bad, namespace: %s}\nspec: %s\n",

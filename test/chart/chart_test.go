@@ -1,0 +1,302 @@
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current chart")
+
+const (
+	chartDir = "../../charts/steward"
+	// kubeVersion is what helm template renders for (offline, helm assumes
+	// an old version the chart refuses): the version localkube runs.
+	kubeVersion = "1.36.0"
+	release     = "steward"
+	namespace   = "steward-system"
+)
+
+// cases are the value sets rendered against golden files: the defaults,
+// and testdata/<name>.values.yaml.
+var cases = []string{"default", "ha-cert-manager", "minimal"}
+
+// helm returns the pinned helm binary, skipping the test when it is not
+// installed, and failing instead under CI.
+func helm(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		bin = "../../bin/helm"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("helm is not installed at %s (run make helm): %v", bin, err)
+		}
+		t.Skipf("helm is not installed at %s (run make helm)", bin)
+	}
+	return bin
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), errors.New(strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+func valuesArgs(name string) []string {
+	if name == "default" {
+		return nil
+	}
+	return []string{"--values", filepath.Join("testdata", name+".values.yaml")}
+}
+
+// render runs helm template for a case and returns its output.
+func render(t *testing.T, name string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}, valuesArgs(name)...)
+	out, err := run(t, append(args, extra...)...)
+	if err != nil {
+		t.Fatalf("helm template (%s): %v", name, err)
+	}
+	return out
+}
+
+// object is one rendered document: its kind and name, and the document.
+type object struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	raw []byte
+}
+
+func objects(t *testing.T, manifest string) []object {
+	t.Helper()
+	reader := utilyaml.NewYAMLReader(bufioReader(manifest))
+	var objs []object
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o object
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			t.Fatalf("%v in:\n%s", err, doc)
+		}
+		if o.Kind == "" {
+			continue
+		}
+		o.raw = doc
+		objs = append(objs, o)
+	}
+}
+
+func decode[T any](t *testing.T, o object) *T {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(o.raw, &v); err != nil {
+		t.Fatalf("%s %s: %v", o.Kind, o.Metadata.Name, err)
+	}
+	return &v
+}
+
+func TestLint(t *testing.T) {
+	for _, name := range cases {
+		args := append([]string{"lint", "--strict", chartDir, "--namespace", namespace}, valuesArgs(name)...)
+		if out, err := run(t, args...); err != nil {
+			t.Errorf("helm lint (%s): %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestGolden compares each rendering with testdata/<case>.golden.yaml, so
+// that a review sees every change to what the chart installs.
+func TestGolden(t *testing.T) {
+	for _, name := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := render(t, name)
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test ./test/chart -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("the %s rendering differs from %s; review the change and run go test ./test/chart -update:\n%s",
+					name, golden, lineDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// TestRBACHasNoWildcards checks every Role and ClusterRole any case renders
+// (the generated manager role and the hand-written ones): every verb,
+// resource, group and URL is named, and none grants escalate, bind or
+// impersonate.
+func TestRBACHasNoWildcards(t *testing.T) {
+	roles := 0
+	for _, name := range cases {
+		for _, o := range objects(t, render(t, name)) {
+			if o.Kind != "Role" && o.Kind != "ClusterRole" {
+				continue
+			}
+			roles++
+			role := decode[rbacv1.ClusterRole](t, o)
+			if len(role.Rules) == 0 {
+				t.Errorf("%s %s has no rules", o.Kind, o.Metadata.Name)
+			}
+			for i, r := range role.Rules {
+				for field, values := range map[string][]string{
+					"verbs": r.Verbs, "resources": r.Resources, "apiGroups": r.APIGroups,
+					"nonResourceURLs": r.NonResourceURLs, "resourceNames": r.ResourceNames,
+				} {
+					if slices.ContainsFunc(values, func(v string) bool { return strings.Contains(v, "*") }) {
+						t.Errorf("%s %s rule %d has a wildcard in %s: %v", o.Kind, o.Metadata.Name, i, field, values)
+					}
+				}
+				for _, verb := range []string{"escalate", "bind", "impersonate"} {
+					if slices.Contains(r.Verbs, verb) {
+						t.Errorf("%s %s rule %d grants %s", o.Kind, o.Metadata.Name, i, verb)
+					}
+				}
+			}
+		}
+	}
+	if roles < 5 {
+		t.Errorf("found %d roles in the renderings, want at least 5 (manager, leader election, webhook cert x2, metrics reader)", roles)
+	}
+}
+
+// TestPodIsHardened checks the operator's pod in every case: non-root, no
+// privilege escalation, read-only root filesystem, no capabilities,
+// RuntimeDefault seccomp; and the ServiceAccount mounts no token into pods
+// that do not ask for one.
+func TestPodIsHardened(t *testing.T) {
+	for _, name := range cases {
+		for _, o := range objects(t, render(t, name)) {
+			switch o.Kind {
+			case "ServiceAccount":
+				if sa := decode[corev1.ServiceAccount](t, o); sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+					t.Errorf("%s: ServiceAccount %s mounts its token into every pod", name, o.Metadata.Name)
+				}
+			case "Deployment":
+				pod := decode[appsv1.Deployment](t, o).Spec.Template.Spec
+				psc := pod.SecurityContext
+				if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+					psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("%s: pod security context %+v, want non-root with RuntimeDefault seccomp", name, psc)
+				}
+				for _, c := range pod.Containers {
+					sc := c.SecurityContext
+					if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+						sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+						sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+						t.Errorf("%s: container %s security context %+v, want read-only root, no escalation, all capabilities dropped", name, c.Name, sc)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWebhooksFollowSystems checks that the webhook configurations carry
+// the webhooks of the selected systems only, point at the release's
+// Service, and are absent when webhooks are off.
+func TestWebhooksFollowSystems(t *testing.T) {
+	for _, tc := range []struct {
+		systems   string
+		wantHooks int
+	}{
+		{"all", 1}, {"zookeeper", 1}, {"gpss", 0}, {"gpss, zookeeper", 1},
+	} {
+		configs := 0
+		for _, o := range objects(t, render(t, "default", "--set-json", fmt.Sprintf("systems=%q", tc.systems))) {
+			var hooks []admissionregistrationv1.WebhookClientConfig
+			switch o.Kind {
+			case "MutatingWebhookConfiguration":
+				for _, h := range decode[admissionregistrationv1.MutatingWebhookConfiguration](t, o).Webhooks {
+					hooks = append(hooks, h.ClientConfig)
+				}
+			case "ValidatingWebhookConfiguration":
+				for _, h := range decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, o).Webhooks {
+					hooks = append(hooks, h.ClientConfig)
+				}
+			default:
+				continue
+			}
+			configs++
+			if len(hooks) != tc.wantHooks {
+				t.Errorf("systems=%q: %s has %d webhooks, want %d", tc.systems, o.Kind, len(hooks), tc.wantHooks)
+			}
+			for _, h := range hooks {
+				if s := h.Service; s == nil || s.Name != "steward-webhook" || s.Namespace != namespace || s.Port == nil || *s.Port != 443 {
+					t.Errorf("systems=%q: %s points at %+v, want steward-webhook.%s:443", tc.systems, o.Kind, s, namespace)
+				}
+			}
+		}
+		if configs != 2 {
+			t.Errorf("systems=%q: %d webhook configurations, want 2", tc.systems, configs)
+		}
+	}
+	for _, o := range objects(t, render(t, "minimal")) {
+		if strings.HasSuffix(o.Kind, "WebhookConfiguration") {
+			t.Errorf("webhook.enabled=false still renders %s %s", o.Kind, o.Metadata.Name)
+		}
+	}
+}
+
+// TestRejectedValues checks that bad values fail the install with a
+// message naming the problem, from the schema or the templates.
+func TestRejectedValues(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"replicas=2,leaderElection.enabled=false", "leaderElection.enabled must be true when replicas > 1"},
+		{"systems=etcd", "systems"},
+		{"replicas=0", "replicas"},
+		{"logLevel=loud", "logLevel"},
+		{"webhook.failurePolicy=Sometimes", "failurePolicy"},
+		{"serviceAccount.create=false", "serviceAccount.name is required"},
+		{"unknownKey=1", "unknownKey"},
+	} {
+		out, err := run(t, "template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion, "--set", tc.set)
+		if err == nil {
+			t.Errorf("--set %s rendered without error:\n%.300s", tc.set, out)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s failed with %q, want it to mention %q", tc.set, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,425 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+)
+
+// Leader election timings: controller-runtime's defaults, which the
+// manager keeps.
+const (
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+	leaseName     = "steward.steward.dev"
+)
+
+// TestChartLifecycle walks through what a user does with the chart, in
+// order, on the release the suite installed: admission webhooks working
+// with the certificate the operator issued itself; metrics readable only
+// with an authorized token; two replicas, the leader killed mid-operation
+// and the standby finishing it; an upgrade to a new image tag; uninstall
+// leaving nothing but the CRDs (and the leader-election Lease, a namespaced
+// record); and an install again on the kept CRDs, for the tests after it.
+func TestChartLifecycle(t *testing.T) {
+	installOperator(t)
+	z := &zkScenario{t: t, ns: newNamespace(t, "chart"), c: crClient(t), image: zookeeperImage(t)}
+	for _, step := range []struct {
+		name string
+		run  func(t *testing.T, z *zkScenario)
+	}{
+		{"webhooks reject and default", testWebhooks},
+		{"metrics need an authorized token", testMetrics},
+		{"the standby takes over from a killed leader", testFailover},
+		{"upgrade to a new image tag", testUpgrade},
+		{"uninstall leaves only the CRDs", testUninstall},
+	} {
+		if !t.Run(step.name, func(t *testing.T) { z.t = t; step.run(t, z) }) {
+			dumpOperator(t)
+			return
+		}
+	}
+}
+
+// testWebhooks checks admission through the webhook Service, with
+// server-side dry runs (the webhooks declare no side effects): an invalid
+// spec the schema cannot catch is denied by the validating webhook, naming
+// the field; a valid one is defaulted by the mutating webhook with a value
+// only the webhook sets; an even replica count is admitted with a warning.
+func testWebhooks(t *testing.T, z *zkScenario) {
+	ns := z.ns
+	manifest := func(spec string) string {
+		return fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: hooks, namespace: %s}\nspec: %s\n", ns, spec)
+	}
+	out, err := kubectlStdin(manifest(`{heap: 1g, resources: {limits: {memory: 512Mi}}}`), "create", "--dry-run=server", "-f", "-")
+	if err == nil || !strings.Contains(out, "vzookeepercluster.steward.dev") || !strings.Contains(out, "spec.resources.limits.memory") {
+		t.Errorf("a memory limit below the heap: want a denial by the validating webhook naming spec.resources.limits.memory, got %v:\n%s", err, out)
+	}
+
+	want := &zkv1.ZookeeperCluster{Spec: zkv1.ZookeeperClusterSpec{Heap: "256m"}}
+	zkv1.Default(want)
+	wantMemory := want.Spec.Resources.Requests.Memory()
+	if wantMemory.IsZero() {
+		t.Fatal("zkv1.Default sets no memory request: nothing for the webhook to show")
+	}
+	out, err = kubectlStdin(manifest(`{heap: 256m}`), "create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.spec.resources.requests.memory}")
+	if err != nil {
+		t.Fatalf("a valid spec was not admitted: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(out); got != wantMemory.String() {
+		t.Errorf("spec.resources.requests.memory = %q after admission, want %q from the defaulting webhook", got, wantMemory.String())
+	}
+
+	out, err = kubectlStdin(manifest(`{replicas: 4}`), "create", "--dry-run=server", "-f", "-")
+	if err != nil || !strings.Contains(out, "Warning:") {
+		t.Errorf("an even replica count: want it admitted with a warning, got %v:\n%s", err, out)
+	}
+	t.Logf("Admission with four replicas:\n%s", out)
+}
+
+// testMetrics reads /metrics through the metrics Service as a scraper
+// would: with the token of a ServiceAccount bound to the chart's
+// metrics-reader ClusterRole it gets the operator's metrics; without a
+// token, or with an unbound account's, it is refused.
+func testMetrics(t *testing.T, z *zkScenario) {
+	ns := z.ns
+	reader, stranger := serviceAccountToken(t, ns, "scraper"), serviceAccountToken(t, ns, "stranger")
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "steward-e2e-metrics-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: operatorRelease + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scraper"}},
+	}
+	binding, err := env.client.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+
+	url := portForward(t, "svc/"+operatorRelease+"-metrics", 8443) + "/metrics"
+	var body string
+	eventually(t, 30*time.Second, "the bound scraper reads the metrics", func(ctx context.Context) error {
+		status, b := get(ctx, url, reader)
+		if status != http.StatusOK {
+			return fmt.Errorf("status %d: %.200s", status, b)
+		}
+		body = b
+		return nil
+	})
+	if !strings.Contains(body, "controller_runtime_reconcile_total") {
+		t.Errorf("the metrics lack controller_runtime_reconcile_total:\n%.500s", body)
+	}
+	for _, tc := range []struct {
+		who, token string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"an unbound ServiceAccount", stranger, http.StatusForbidden},
+	} {
+		if status, _ := get(t.Context(), url, tc.token); status != tc.want {
+			t.Errorf("GET /metrics with %s = %d, want %d", tc.who, status, tc.want)
+		}
+	}
+}
+
+// testFailover scales the operator to two replicas, starts a scale-out of
+// a ZooKeeper cluster from one server to three, and SIGKILLs the leading
+// replica's process as soon as the scale flow is under way: the killed
+// process cannot release the Lease, so the standby must wait out its
+// lease. It must lead within the lease duration plus a retry or two, and
+// finish the scale-out.
+func testFailover(t *testing.T, z *zkScenario) {
+	if err := helmInstall("--reuse-values", "--set", "replicas=2"); err != nil {
+		t.Fatal(err)
+	}
+	z.createWith(t, 1)
+
+	z.patch(`{"spec":{"replicas":3}}`)
+	eventually(t, time.Minute, "the scale flow starts", func(context.Context) error {
+		if op := z.get().Status.Operation; op == nil || !op.Phase.Active() {
+			return fmt.Errorf("operation %+v", op)
+		}
+		return nil
+	})
+	leader, pod := operatorLeader(t)
+	killed := time.Now()
+	killContainer(t, pod)
+	t.Logf("SIGKILLed the leader %s (pod %s) during %+v", leader, pod.Name, z.get().Status.Operation)
+
+	var next string
+	eventually(t, leaseDuration+4*retryPeriod+10*time.Second, "another replica leads", func(context.Context) error {
+		next, _ = leaseHolder(t)
+		if next == "" || next == leader {
+			return fmt.Errorf("holder %q", next)
+		}
+		return nil
+	})
+	takeover := time.Since(killed)
+	t.Logf("%s leads %s after the kill (lease %s, retry %s)", next, takeover.Round(100*time.Millisecond), leaseDuration, retryPeriod)
+	if limit := leaseDuration + 2*retryPeriod + 3*time.Second; takeover > limit {
+		t.Errorf("the takeover took %s, want within the lease and a retry (%s)", takeover, limit)
+	}
+	zk := z.waitReady(3, 4*time.Minute)
+	t.Logf("The new leader finished the scale-out: members %v", zk.Status.Members)
+	z.progress()
+}
+
+// testUpgrade upgrades the release to a new image tag, as a user upgrades
+// Steward: every replica runs the new image, the webhook certificate
+// survives the upgrade (Helm leaves the data the operator wrote alone),
+// admission still works, and the operator still manages the cluster.
+func testUpgrade(t *testing.T, z *zkScenario) {
+	certBefore := webhookCA(t)
+	const tag = "e2e-upgrade"
+	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
+		"images", "tag", "--force", "localhost/steward:dev", "localhost/steward:"+tag); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := helmInstall("--reuse-values", "--set", "image.tag="+tag); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "every manager pod runs the new image", func(ctx context.Context) error {
+		pods, err := operatorPods(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if img := p.Spec.Containers[0].Image; img != "localhost/steward:"+tag || !podReady(&p) || p.DeletionTimestamp != nil {
+				return fmt.Errorf("pod %s: image %s, ready %v", p.Name, img, podReady(&p))
+			}
+		}
+		if len(pods) != 2 {
+			return fmt.Errorf("%d pods", len(pods))
+		}
+		return nil
+	})
+	if after := webhookCA(t); after != certBefore {
+		t.Error("the webhook CA changed over the upgrade")
+	}
+	testWebhooks(t, z)
+	z.patch(`{"spec":{"replicas":1}}`)
+	z.waitReady(1, 4*time.Minute)
+	z.progress()
+}
+
+// testUninstall deletes the cluster (its finalizer needs the operator),
+// uninstalls the release, and lists what Steward could have left: nothing
+// cluster-scoped but its CRDs, nothing namespaced but the leader-election
+// Lease. Then it installs again with the defaults, on the kept CRDs.
+func testUninstall(t *testing.T, z *zkScenario) {
+	z.deleteCluster()
+	if out, err := helm("uninstall", operatorRelease, "--namespace", operatorNamespace, "--wait", "--timeout", "3m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ctx := context.Background()
+	var left []string
+	for _, scope := range [][]string{
+		{"get", "clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"},
+		{"get", "all,secrets,configmaps,serviceaccounts,roles,rolebindings", "-n", operatorNamespace, "-o", "name"},
+	} {
+		out, err := kubectl(scope...)
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, name := range strings.Fields(out) {
+			// The namespace's own: its default ServiceAccount and root CA.
+			if name == "serviceaccount/default" || name == "configmap/kube-root-ca.crt" {
+				continue
+			}
+			if len(scope) > 4 || strings.Contains(name, "/"+operatorRelease) {
+				left = append(left, name)
+			}
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("helm uninstall left %v", left)
+	}
+	if _, err := env.client.CoordinationV1().Leases(operatorNamespace).Get(ctx, leaseName, metav1.GetOptions{}); err == nil {
+		t.Logf("Left by design: the Lease %s/%s (the namespace's to delete)", operatorNamespace, leaseName)
+	}
+	crd, err := kubectl("get", "crd", "zookeeperclusters.zookeeper.steward.dev", "-o", "name")
+	if err != nil {
+		t.Errorf("the CRD did not survive the uninstall: %v %s", err, crd)
+	}
+
+	operatorOnce = sync.Once{}
+	installOperator(t)
+	testWebhooks(t, z)
+}
+
+// operatorPods lists the manager's pods.
+func operatorPods(ctx context.Context) ([]corev1.Pod, error) {
+	l, err := env.client.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// leaseHolder returns the leader-election Lease's holder identity
+// ("<pod>_<uuid>") and the pod's name.
+func leaseHolder(t *testing.T) (identity, pod string) {
+	t.Helper()
+	l, err := env.client.CoordinationV1().Leases(operatorNamespace).Get(context.Background(), leaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity = ptr.Deref(l.Spec.HolderIdentity, "")
+	pod, _, _ = strings.Cut(identity, "_")
+	return identity, pod
+}
+
+// operatorLeader waits until one of two ready replicas leads and returns
+// its identity and pod.
+func operatorLeader(t *testing.T) (string, corev1.Pod) {
+	t.Helper()
+	var identity string
+	var leader corev1.Pod
+	eventually(t, time.Minute, "one of two ready replicas leads", func(ctx context.Context) error {
+		pods, err := operatorPods(ctx)
+		if err != nil {
+			return err
+		}
+		var podName string
+		identity, podName = leaseHolder(t)
+		ready := 0
+		for _, p := range pods {
+			if podReady(&p) {
+				ready++
+			}
+			if p.Name == podName {
+				leader = p
+			}
+		}
+		if ready != 2 || leader.Name != podName {
+			return fmt.Errorf("%d ready replicas, holder %q", ready, identity)
+		}
+		return nil
+	})
+	return identity, leader
+}
+
+// killContainer SIGKILLs the pod's container through containerd, as the
+// kernel's OOM killer or a node problem would: no graceful shutdown.
+func killContainer(t *testing.T, pod corev1.Pod) {
+	t.Helper()
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
+		"tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// webhookCA returns the CA the operator keeps in its webhook Secret.
+func webhookCA(t *testing.T) string {
+	t.Helper()
+	s, err := env.client.CoreV1().Secrets(operatorNamespace).Get(context.Background(), operatorRelease+"-webhook-cert", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data["ca.crt"]) == 0 || len(s.Data["tls.crt"]) == 0 {
+		t.Fatalf("the webhook Secret holds %d keys, no certificate", len(s.Data))
+	}
+	return string(s.Data["ca.crt"])
+}
+
+// serviceAccountToken creates a ServiceAccount in ns and returns a token
+// the API server issued for it.
+func serviceAccountToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := env.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := env.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// portForward runs kubectl port-forward to target's port on a free
+// loopback port until the test ends, and returns its https:// base URL.
+func portForward(t *testing.T, target string, port int) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), "port-forward", "-n", operatorNamespace,
+		"--address", "127.0.0.1", target, fmt.Sprintf(":%d", port))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if m := forwarding.FindStringSubmatch(lines.Text()); m != nil {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return "https://127.0.0.1:" + m[1]
+		}
+	}
+	t.Fatalf("kubectl port-forward %s ended without forwarding: %v", target, lines.Err())
+	return ""
+}
+
+// get GETs url with token as bearer (when set), skipping certificate
+// verification (the metrics certificate is self-signed), and returns the
+// status and body; status 0 means no answer.
+func get(ctx context.Context, url, token string) (int, string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	resp, err := insecure.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// dumpOperator logs the operator's pods and recent logs after a failure.
+func dumpOperator(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "deployment,pods,lease,secret,svc", "-n", operatorNamespace, "-o", "wide"},
+		{"logs", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager", "--tail=60", "--prefix"},
+	} {
+		out, _ := kubectl(args...)
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+}
