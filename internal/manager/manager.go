@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -103,7 +104,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 // needs a token allowed to GET /metrics (the chart's metrics-reader
 // ClusterRole). The serving certificate is self-signed, generated at start.
 func metricsOptions(opts Options) metricsserver.Options {
-	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress, TLSOpts: tlsOptions}
 	if opts.MetricsSecure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -135,6 +136,12 @@ func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, err
 	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
 	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
+
+// tlsOptions harden the metrics and webhook servers: HTTP/1.1 only, since
+// HTTP/2's stream handling has been the way in for denial-of-service
+// attacks (CVE-2023-44487, CVE-2023-39325) that the scrapers and the API
+// server, which speak HTTP/1.1 here, gain nothing from risking.
+var tlsOptions = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 
 // Run builds the manager with [New] and runs it until ctx is canceled, then
 // gives the controllers up to opts.GracefulShutdownTimeout to stop.

@@ -109,7 +109,7 @@ func (o *WebhookOptions) validate() []error {
 
 // newWebhookServer returns the webhook server New gives the manager.
 func newWebhookServer(o WebhookOptions) webhook.Server {
-	return webhook.NewServer(webhook.Options{Port: o.Port, CertDir: o.CertDir})
+	return webhook.NewServer(webhook.Options{Port: o.Port, CertDir: o.CertDir, TLSOpts: tlsOptions})
 }
 
 // setupWebhooks registers the selected systems' webhooks, once the serving
