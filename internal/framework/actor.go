@@ -43,15 +43,21 @@ func Named[T Object](name string, fn Action[T]) Action[T] {
 }
 
 // Defaulter is implemented by actors whose kind has defaults. Default is the
-// same function the defaulting webhook calls; the framework applies it in
-// memory at the start of every pass, so the controller is safe without
-// webhooks. Defaults are never written back to the spec.
+// same function the defaulting webhook calls (SetupWebhooks); the framework
+// applies it in memory at the start of every pass, so the controller is
+// safe without webhooks. The controller never writes defaults back to the
+// spec; the webhook does. Default must be idempotent and leave set fields
+// alone.
 type Defaulter[T Object] interface {
 	Default(obj T)
 }
 
 // Validator is implemented by actors that check the (defaulted) spec before
-// anything else. An error marks the spec invalid (see InvalidSpec).
+// anything else. An error marks the spec invalid (see InvalidSpec); the
+// validating webhook (SetupWebhooks) calls the same Validate and rejects
+// the object with a 422 Invalid. Return a field.ErrorList's ToAggregate()
+// so that the webhook's answer names each field. Warnings (valid but
+// doubtful specs) are a separate, optional hook: Warner.
 type Validator[T Object] interface {
 	Validate(obj T) error
 }

@@ -28,6 +28,11 @@
 // ([Context.Apply], [Context.DeleteOrphans]) and config rollouts
 // ([Context.EnsureConfigMap], [Context.CollectConfigMaps]).
 //
+// [SetupWebhooks] registers the kind's admission webhooks, built on the
+// same [Defaulter] and [Validator] (and the admission-only [UpdateDefaulter]
+// and [Warner]), so that admission and the controller apply one set of
+// rules.
+//
 // The subpackages hold the API types of task flows (flow), the concurrent
 // application probe collector (probe) and the framework's metrics
 // (metrics).

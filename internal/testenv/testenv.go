@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // APIServer is one envtest control plane, started on first use. Declare one
@@ -24,6 +25,14 @@ import (
 type APIServer struct {
 	// CRDDirectoryPaths are installed when the server starts.
 	CRDDirectoryPaths []string
+	// WebhookPaths are files or directories of Mutating- and
+	// ValidatingWebhookConfigurations (controller-gen's manifests.yaml)
+	// installed when the server starts, rewritten to call a webhook server
+	// on this machine with a certificate generated for it: run one with
+	// WebhookServer. Empty: no webhooks. Webhooks that fail closed reject
+	// every request they match while no webhook server runs, so give such
+	// a server its own APIServer, used only by tests that run one.
+	WebhookPaths []string
 
 	once sync.Once
 	env  *envtest.Environment
@@ -63,10 +72,27 @@ func (s *APIServer) start() {
 	s.env = &envtest.Environment{
 		CRDDirectoryPaths:     s.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing: len(s.CRDDirectoryPaths) > 0,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: s.WebhookPaths},
 	}
 	if s.cfg, s.err = s.env.Start(); s.err != nil {
 		s.err = fmt.Errorf("start envtest from %s: %w", assets, s.err)
 	}
+}
+
+// WebhookServer returns a webhook server for a manager (its WebhookServer
+// option) that serves the webhooks installed from WebhookPaths: it listens
+// where they call, with the certificate they trust. Start the server
+// before the first request the webhooks match, and one at a time: they
+// all share the address. It starts the API server on first use, like
+// Config, and fails the test when WebhookPaths is empty.
+func (s *APIServer) WebhookServer(t *testing.T) webhook.Server {
+	t.Helper()
+	s.Config(t)
+	if len(s.WebhookPaths) == 0 {
+		t.Fatal("testenv: WebhookServer of an APIServer without WebhookPaths")
+	}
+	o := s.env.WebhookInstallOptions
+	return webhook.NewServer(webhook.Options{Host: o.LocalServingHost, Port: o.LocalServingPort, CertDir: o.LocalServingCertDir})
 }
 
 // Stop stops the server if it was started.
@@ -77,14 +103,16 @@ func (s *APIServer) Stop() error {
 	return s.env.Stop()
 }
 
-// Main runs the tests of m and then stops s; a failure to stop fails the
-// run. Call it from TestMain: os.Exit(testenv.Main(m, &server)).
-func Main(m *testing.M, s *APIServer) int {
+// Main runs the tests of m and then stops the servers; a failure to stop
+// fails the run. Call it from TestMain: os.Exit(testenv.Main(m, &server)).
+func Main(m *testing.M, servers ...*APIServer) int {
 	code := m.Run()
-	if err := s.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
-		if code == 0 {
-			code = 1
+	for _, s := range servers {
+		if err := s.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -12,7 +13,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,11 +134,14 @@ func New(opts Options) *Controller {
 	}
 }
 
-// System returns the ZooKeeper system for the manager's registry.
+// System returns the ZooKeeper system for the manager's registry, with its
+// admission webhooks (SetupWebhooks).
 func System(opts Options) systems.System {
-	return systems.System{Name: systems.ZooKeeper, Setup: func(mgr ctrl.Manager) error {
-		return Setup(mgr, opts)
-	}}
+	return systems.System{
+		Name:     systems.ZooKeeper,
+		Setup:    func(mgr ctrl.Manager) error { return Setup(mgr, opts) },
+		Webhooks: SetupWebhooks,
+	}
 }
 
 // Setup registers the API types and the controller with mgr.
@@ -178,18 +184,59 @@ func watchServers(b *builder.Builder) *builder.Builder {
 		}))
 }
 
-// Default applies the API's defaults (the same function as admission's).
+// Default applies the API's defaults, zkv1.Default: the defaulting webhook
+// calls it too.
 func (*Controller) Default(zk *Cluster) { zkv1.Default(zk) }
 
-// Validate rejects what admission would have, had it run: keys the
-// operator owns in spec.config.
+// Validate checks the defaulted spec for what the CRD's schema cannot: the
+// validating webhook rejects what it rejects, and the controller calls it
+// every pass, so that a cluster admitted without webhooks (or before a
+// rule existed) is reported InvalidSpec instead of acted on. It returns a
+// field.ErrorList's aggregate: each error names its field.
+//
+//   - spec.config: no key the operator owns (CEL checks the same on
+//     admission; kept here for objects the schema never saw);
+//   - spec.heap: a size ParseHeap reads (the pattern admits sizes too large
+//     to count in bytes);
+//   - spec.resources.limits.memory, when set, above the heap: the JVM needs
+//     memory beyond its heap, and the kernel OOM-kills a container that
+//     reaches its limit, so a server would crash-loop;
+//   - spec.resources.requests.memory, when set, not below the heap: the
+//     scheduler would place the server on a node that cannot hold its heap;
+//   - each request no greater than its limit: Kubernetes rejects such pods,
+//     and the StatefulSet would never be applied.
 func (*Controller) Validate(zk *Cluster) error {
-	for k := range zk.Spec.Config {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(zk.Spec.Config)) {
 		if zkv1.IsOperatorOwnedConfigKey(k) {
-			return fmt.Errorf("spec.config[%q]: the operator owns this key", k)
+			errs = append(errs, field.Forbidden(spec.Child("config").Key(k), "the operator owns this key"))
 		}
 	}
-	return nil
+	res := zk.Spec.Resources
+	requests, limits := spec.Child("resources", "requests"), spec.Child("resources", "limits")
+	for _, name := range slices.Sorted(maps.Keys(res.Requests)) {
+		request := res.Requests[name]
+		if limit, ok := res.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(requests.Child(string(name)), request.String(),
+				fmt.Sprintf("must not exceed the limit (%s): Kubernetes rejects such pods", limit.String())))
+		}
+	}
+	heapBytes, err := zkv1.ParseHeap(zk.Spec.Heap)
+	if err != nil {
+		return append(errs, field.Invalid(spec.Child("heap"), zk.Spec.Heap, err.Error())).ToAggregate()
+	}
+	heap := resource.NewQuantity(heapBytes, resource.BinarySI)
+	if limit, ok := res.Limits[corev1.ResourceMemory]; ok && limit.Cmp(*heap) <= 0 {
+		errs = append(errs, field.Invalid(limits.Child("memory"), limit.String(), fmt.Sprintf(
+			"must exceed spec.heap (%s): the JVM needs memory beyond its heap, and is OOM-killed at the limit", zk.Spec.Heap)))
+	}
+	if request, ok := res.Requests[corev1.ResourceMemory]; ok && request.Cmp(*heap) < 0 {
+		errs = append(errs, field.Invalid(requests.Child("memory"), request.String(), fmt.Sprintf(
+			"must not be below spec.heap (%s): the server would be scheduled where its heap does not fit; unset, it defaults to the heap plus %s",
+			zk.Spec.Heap, resource.NewQuantity(zkv1.JVMMemoryOverhead, resource.BinarySI))))
+	}
+	return errs.ToAggregate()
 }
 
 // Observe applies the declarative children, observes the ensemble, and

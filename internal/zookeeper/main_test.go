@@ -22,5 +22,5 @@ func TestMain(m *testing.M) {
 	// Managers log to their test (testenv.Logger); silence the global
 	// logger that informers use.
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(testenv.Main(m, &server))
+	os.Exit(testenv.Main(m, &server, &hookServer))
 }

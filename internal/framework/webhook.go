@@ -1,0 +1,290 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// UpdateDefaulter is implemented by actors whose defaults on an update
+// depend on the stored object. The defaulting webhook calls
+// DefaultUpdate(old, obj) on every update, with old defaulted, before
+// Default(obj). It exists for defaults derived from other fields: the
+// webhook writes them into the spec, where they look as if the user had
+// set them, and DefaultUpdate lets them follow a change of the fields they
+// derive from (typically by removing them, for Default to derive again).
+// The controller never calls it: without webhooks, derived defaults are
+// never stored, and Default derives them afresh on every pass.
+type UpdateDefaulter[T Object] interface {
+	DefaultUpdate(old, obj T)
+}
+
+// Warner is implemented by actors whose kind has specs that are valid but
+// probably not what the user wants. The validating webhook returns the
+// warnings with its answer (kubectl prints them, a client-go client hands
+// them to its rest.WarningHandler) on a create, and on an update only the
+// warnings the stored object did not already give, so that editing an
+// unrelated field does not repeat them. Warnings never reject anything,
+// and the controller does not act on them.
+type Warner[T Object] interface {
+	Warnings(obj T) []string
+}
+
+// SetupWebhooks registers the admission webhooks of T's kind on
+// mgr.GetWebhookServer(), built on actor's hooks with controller-runtime's
+// webhook builder, at the paths kubebuilder's webhook markers use:
+//
+//   - /mutate-<group with dashes>-<version>-<lowercase kind>, when actor is
+//     a [Defaulter] or an [UpdateDefaulter]: on create and update, the
+//     object is defaulted as the controller defaults it every pass, and the
+//     difference is returned as a patch;
+//   - /validate-<group with dashes>-<version>-<lowercase kind>, when actor
+//     is a [Validator] or a [Warner]: on create and update, the defaulted
+//     object is validated as the controller validates it every pass, so
+//     that what the webhook admits the controller acts on. Deletes are
+//     allowed. An update that changes nothing outside metadata and status
+//     (labels, annotations, finalizers) is allowed without validation or
+//     warnings: rules tightened after an object was stored must not block
+//     its finalizer's removal, and the controller reports the stored spec
+//     invalid (InvalidSpec) all the same.
+//
+// A validation error reaches the user as a 422 Invalid status
+// (apierrors.IsInvalid): an error carrying an API status (apierrors.NewInvalid)
+// as it is; a field.ErrorList's ToAggregate(), or a *field.Error, wrapped
+// or not, as apierrors.NewInvalid of those field errors, each naming its
+// field; any other error as an Invalid status with its text. Return field
+// errors from Validate: the field paths reach the user, and the framework's
+// InvalidSpec condition shows the same text.
+//
+// The webhook configurations themselves come from the markers; the
+// controller keeps defaulting and validating on every pass, so it is safe
+// without webhooks. SetupWebhooks fails when actor has none of the hooks.
+func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
+	obj := newObject[T]()
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return fmt.Errorf("framework: kind of %T: %w", obj, err)
+	}
+	m, v := newWebhookHooks(mgr.GetScheme(), gvk.GroupKind(), actor)
+	if m == nil && v == nil {
+		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
+	}
+	b := builder.WebhookManagedBy(mgr, obj)
+	if m != nil {
+		b = b.WithDefaulter(m)
+	}
+	if v != nil {
+		b = b.WithValidator(v)
+	}
+	if err := b.Complete(); err != nil {
+		return fmt.Errorf("framework: set up the webhooks of %s: %w", gvk.Kind, err)
+	}
+	return nil
+}
+
+// newWebhookHooks returns the admission defaulter and validator of actor,
+// nil when it has no hook of that side.
+func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, actor Actor[T]) (*webhookDefaulter[T], *webhookValidator[T]) {
+	d, _ := actor.(Defaulter[T])
+	u, _ := actor.(UpdateDefaulter[T])
+	v, _ := actor.(Validator[T])
+	w, _ := actor.(Warner[T])
+	var m *webhookDefaulter[T]
+	if d != nil || u != nil {
+		m = &webhookDefaulter[T]{defaulter: d, update: u, decoder: admission.NewDecoder(scheme)}
+	}
+	var val *webhookValidator[T]
+	if v != nil || w != nil {
+		val = &webhookValidator[T]{gk: gk, defaulter: d, validator: v, warner: w}
+	}
+	return m, val
+}
+
+// newObject returns a new empty T.
+func newObject[T Object]() T {
+	var zero T
+	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// webhookDefaulter is the admission.Defaulter of an actor.
+type webhookDefaulter[T Object] struct {
+	defaulter Defaulter[T]
+	update    UpdateDefaulter[T]
+	decoder   admission.Decoder
+}
+
+// Default defaults obj in place; controller-runtime turns the change into
+// the patch.
+func (h *webhookDefaulter[T]) Default(ctx context.Context, obj T) error {
+	if h.update != nil {
+		req, err := admission.RequestFromContext(ctx)
+		if err != nil {
+			return fmt.Errorf("no admission request in the context: %w", err)
+		}
+		if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+			old := newObject[T]()
+			if err := h.decoder.DecodeRaw(req.OldObject, old); err != nil {
+				return apierrors.NewBadRequest(fmt.Sprintf("decode the stored object: %v", err))
+			}
+			if h.defaulter != nil {
+				h.defaulter.Default(old)
+			}
+			h.update.DefaultUpdate(old, obj)
+		}
+	}
+	if h.defaulter != nil {
+		h.defaulter.Default(obj)
+	}
+	return nil
+}
+
+// webhookValidator is the admission.Validator of an actor.
+type webhookValidator[T Object] struct {
+	gk        schema.GroupKind
+	defaulter Defaulter[T]
+	validator Validator[T]
+	warner    Warner[T]
+}
+
+// ValidateCreate validates the defaulted obj.
+func (h *webhookValidator[T]) ValidateCreate(_ context.Context, obj T) (admission.Warnings, error) {
+	obj = h.defaulted(obj)
+	return h.warnings(obj), h.validate(obj)
+}
+
+// ValidateUpdate validates the defaulted obj when anything outside
+// metadata and status changed, and warns of what old did not already.
+func (h *webhookValidator[T]) ValidateUpdate(_ context.Context, old, obj T) (admission.Warnings, error) {
+	old, obj = h.defaulted(old), h.defaulted(obj)
+	same, err := sameBeyondMetadataAndStatus(old, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if same {
+		return nil, nil
+	}
+	var warnings admission.Warnings
+	before := h.warnings(old)
+	for _, w := range h.warnings(obj) {
+		if !slices.Contains(before, w) {
+			warnings = append(warnings, w)
+		}
+	}
+	return warnings, h.validate(obj)
+}
+
+// ValidateDelete allows every delete: finalizers do the cleanup, and
+// refusing a delete would only leave the object behind.
+func (h *webhookValidator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// defaulted returns a defaulted copy of obj: the object the controller
+// validates. The mutating webhook has usually defaulted it already.
+func (h *webhookValidator[T]) defaulted(obj T) T {
+	if h.defaulter == nil {
+		return obj
+	}
+	obj = obj.DeepCopyObject().(T)
+	h.defaulter.Default(obj)
+	return obj
+}
+
+func (h *webhookValidator[T]) warnings(obj T) admission.Warnings {
+	if h.warner == nil {
+		return nil
+	}
+	return h.warner.Warnings(obj)
+}
+
+func (h *webhookValidator[T]) validate(obj T) error {
+	if h.validator == nil {
+		return nil
+	}
+	if err := h.validator.Validate(obj); err != nil {
+		return invalid(h.gk, obj.GetName(), err)
+	}
+	return nil
+}
+
+// invalid turns a validation error into the 422 Invalid status the API
+// server returns to the user (see SetupWebhooks).
+func invalid(gk schema.GroupKind, name string, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	if errs := fieldErrors(err); len(errs) > 0 {
+		return apierrors.NewInvalid(gk, name, errs)
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnprocessableEntity,
+		Reason:  metav1.StatusReasonInvalid,
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name},
+		Message: fmt.Sprintf("%s %q is invalid: %v", gk.String(), name, err),
+	}}
+}
+
+// fieldErrors returns the field errors err is made of: the errors of an
+// aggregate (field.ErrorList.ToAggregate) if all are field errors, or a
+// single field error; nil otherwise.
+func fieldErrors(err error) field.ErrorList {
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		var list field.ErrorList
+		for _, e := range agg.Errors() {
+			var fe *field.Error
+			if !errors.As(e, &fe) {
+				return nil
+			}
+			list = append(list, fe)
+		}
+		return list
+	}
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return field.ErrorList{fe}
+	}
+	return nil
+}
+
+// sameBeyondMetadataAndStatus reports whether a and b are equal but for
+// their metadata and status (and type meta).
+func sameBeyondMetadataAndStatus(a, b runtime.Object) (bool, error) {
+	strip := func(o runtime.Object) (map[string]any, error) {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, fmt.Errorf("convert %T: %w", o, err)
+		}
+		for _, k := range []string{"apiVersion", "kind", "metadata", "status"} {
+			delete(u, k)
+		}
+		return u, nil
+	}
+	ua, err := strip(a)
+	if err != nil {
+		return false, err
+	}
+	ub, err := strip(b)
+	if err != nil {
+		return false, err
+	}
+	return equality.Semantic.DeepEqual(ua, ub), nil
+}
