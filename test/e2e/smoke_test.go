@@ -5,6 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,6 +112,25 @@ func TestSmoke(t *testing.T) {
 		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-2.web:8080/"); err != nil || !strings.Contains(out, "host=web-2") {
 			t.Errorf("headless pod name: %v: %s", err, out)
 		}
+	})
+
+	t.Run("the node reaches a Service through its ClusterIP", func(t *testing.T) {
+		// The API server calls admission webhooks and aggregated APIs at
+		// their Services' ClusterIPs, from the node's network namespace:
+		// kube-proxy's DNAT must get such connections to the pods, past
+		// localkube's egress guard. localkube forward dials from there.
+		svc, err := env.client.CoreV1().Services(ns).Get(ctx, "web-client", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := localkubeForward(t, net.JoinHostPort(svc.Spec.ClusterIP, "8080"))
+		eventually(t, 30*time.Second, "a GET from the node through the ClusterIP", func(ctx context.Context) error {
+			status, body := get(ctx, url, "")
+			if status != http.StatusOK || !strings.Contains(body, "host=web-") {
+				return fmt.Errorf("status %d: %.200s", status, body)
+			}
+			return nil
+		})
 	})
 
 	t.Run("nothing leaves the cluster's network namespace", func(t *testing.T) {
@@ -244,6 +267,25 @@ func createSmokeWorkload(t *testing.T, ns string, labels map[string]string) {
 	if _, err := env.client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// localkubeForward relays a free loopback port to target, an address
+// dialed from inside the cluster's network namespace, until the test ends,
+// and returns the relay's http:// base URL.
+func localkubeForward(t *testing.T, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	_ = ln.Close()
+	cmd := exec.Command(filepath.Join(env.binDir, "localkube"), "forward", "--listen", listen, "--target", target)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return "http://" + listen
 }
 
 func egressDrops(t *testing.T) int {

@@ -9,6 +9,17 @@ import (
 // bridge carrying the node address and the default route, forwarding for the
 // pod bridge, and the egress chain that counts and drops whatever would
 // leave through the node bridge.
+//
+// Connections the node's own processes open to a Service address need a
+// chain of their own (outputChain). The kernel picks the output device
+// before kube-proxy's DNAT in the nat OUTPUT hook, and every OUTPUT rule,
+// filter's too, still sees that first device after the packet is rerouted:
+// a connection to a ClusterIP looks as if it left through the default
+// route, node0, though it goes to a pod on cni0. Without the exception the
+// API server could not call a webhook or an aggregated API behind a
+// Service. Only DNATed packets whose new destination is on the pod bridge
+// are let through; everything else bound for node0 still reaches
+// EgressChain.
 func (c Config) setupNetwork() error {
 	ns := c.Namespace()
 	if err := ns.Create(); err != nil {
@@ -27,7 +38,11 @@ func (c Config) setupNetwork() error {
 		{"iptables", "-w", "-N", EgressChain},
 		{"iptables", "-w", "-A", EgressChain, "-j", "DROP"},
 		{"iptables", "-w", "-I", "FORWARD", "-o", NodeDevice, "-j", EgressChain},
-		{"iptables", "-w", "-I", "OUTPUT", "-o", NodeDevice, "!", "-d", NodeIP, "-j", EgressChain},
+		{"iptables", "-w", "-N", outputChain},
+		{"iptables", "-w", "-A", outputChain, "-d", NodeIP, "-j", "RETURN"},
+		{"iptables", "-w", "-A", outputChain, "-d", PodCIDR, "-m", "conntrack", "--ctstate", "DNAT", "-j", "RETURN"},
+		{"iptables", "-w", "-A", outputChain, "-j", EgressChain},
+		{"iptables", "-w", "-I", "OUTPUT", "-o", NodeDevice, "-j", outputChain},
 	}
 	for _, argv := range steps {
 		if _, err := ns.Run(argv...); err != nil {
@@ -36,6 +51,11 @@ func (c Config) setupNetwork() error {
 	}
 	return nil
 }
+
+// outputChain sorts the node's own packets bound for NodeDevice (see
+// setupNetwork): to the node address or to a pod through a Service, they
+// return; anything else goes to EgressChain.
+const outputChain = "LOCALKUBE-OUTPUT"
 
 // EgressDrops returns how many packets the egress chain has dropped.
 func (c Config) EgressDrops() (int, error) {
