@@ -33,8 +33,10 @@ type WebhookOptions struct {
 	Enabled bool
 	// Port is the webhook server's HTTPS port.
 	Port int
-	// CertDir holds tls.crt and tls.key; the chart mounts the certificate
-	// Secret there.
+	// CertDir holds tls.crt and tls.key. With CertRotation the manager
+	// writes them there from the Secret (certFileWriter), so it must be
+	// writable (the chart mounts an in-memory emptyDir); without, the chart
+	// mounts cert-manager's Secret there.
 	CertDir string
 
 	// CertRotation makes the manager provision its own CA and serving
@@ -115,11 +117,12 @@ func newWebhookServer(o WebhookOptions) webhook.Server {
 // setupWebhooks registers the selected systems' webhooks, once the serving
 // certificate exists. With rotation on, a webhook server started without a
 // certificate would fail, so registration (which starts the server) waits
-// for the rotator to report the certificate written, mounted and its CA
-// injected; until then /readyz fails, and the Service sends no admission
-// request to this replica. Every replica serves webhooks and runs the
-// rotator: neither needs the leader, and concurrent renewals are settled by
-// the Secret's resourceVersion.
+// for the rotator to report the certificate written, copied into the
+// certificate directory (certFileWriter) and its CA injected; until then
+// /readyz fails, and the Service sends no admission request to this replica.
+// Every replica serves webhooks and runs the rotator: neither needs the
+// leader, and concurrent renewals are settled by the Secret's
+// resourceVersion.
 //
 // server is the manager's webhook server, passed in because asking the
 // manager for it (GetWebhookServer) would start it at once.
@@ -149,9 +152,10 @@ func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, se
 	}
 
 	certReady := make(chan struct{})
+	secret := types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName}
 	dns := o.ServiceName + "." + o.Namespace + ".svc"
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
+		SecretKey:      secret,
 		CertDir:        o.CertDir,
 		CAName:         "steward-webhook-ca",
 		CAOrganization: "steward",
@@ -166,6 +170,9 @@ func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, se
 	})
 	if err != nil {
 		return fmt.Errorf("set up webhook certificate rotation: %w", err)
+	}
+	if err := mgr.Add(&certFileWriter{reader: mgr.GetAPIReader(), secret: secret, dir: o.CertDir}); err != nil {
+		return fmt.Errorf("set up the webhook certificate files: %w", err)
 	}
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 		select {

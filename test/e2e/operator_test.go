@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -102,8 +103,33 @@ func helmInstall(args ...string) error {
 	if out, err := kubectl("-n", operatorNamespace, "rollout", "status", "deployment/"+operatorDeployment, "--timeout=3m"); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}
-	fmt.Printf("helm %s: the operator is available after %s\n", strings.Join(args[:3], " "), time.Since(start).Round(time.Second))
+	available := time.Since(start)
+	if err := waitForAdmission(time.Minute); err != nil {
+		return err
+	}
+	fmt.Printf("helm %s: the operator is available after %s, admits through its webhooks after %s\n",
+		strings.Join(args[:3], " "), available.Round(time.Second), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// waitForAdmission waits until the API server reaches the webhooks: a
+// ready pod is not yet a reachable Service, until the EndpointSlice
+// controller and kube-proxy have caught up (a second or two). A user's
+// first apply right after the install would meet the same window; Helm's
+// --wait does not cover it.
+func waitForAdmission(timeout time.Duration) error {
+	probe := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: admission-probe, namespace: %s}\nspec: {}\n", operatorNamespace)
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := kubectlStdin(probe, "create", "--dry-run=server", "-f", "-")
+		switch {
+		case err == nil:
+			return nil
+		case !strings.Contains(out, "failed calling webhook") || time.Now().After(deadline):
+			return fmt.Errorf("a server dry run through the webhooks: %w: %s", err, out)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // helm runs the pinned helm binary ($HELM, else bin/helm).
@@ -128,7 +154,11 @@ func crClient(t *testing.T) client.Client {
 	if err := zkv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(env.config, client.Options{Scheme: scheme})
+	// Admission warnings (replicas: 1 has one) are kubectl's to show; the
+	// suite sets up no logger for controller-runtime's warning logger.
+	cfg := rest.CopyConfig(env.config)
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

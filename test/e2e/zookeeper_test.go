@@ -88,7 +88,8 @@ func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 	zk := z.waitReady(replicas, 4*time.Minute)
 	t.Logf("Ready with %d members after %s, leader %s", replicas, time.Since(start).Round(time.Second), zk.Status.Leader)
 	out, err := kubectl("get", "zk", "-n", z.ns)
-	if err != nil || !strings.Contains(out, zk.Status.Leader) || !strings.Contains(out, "[1,2,3") {
+	members := strings.ReplaceAll(fmt.Sprint(zk.Status.Members), " ", ",")
+	if err != nil || !strings.Contains(out, zk.Status.Leader) || !strings.Contains(out, members) {
 		t.Errorf("kubectl get zk shows no leader and members: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get zk:\n%s", out)
