@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -26,37 +27,42 @@ import (
 // ServiceAccount's RBAC, and keeps running.
 func TestOperatorInCluster(t *testing.T) {
 	installOperator(t)
-	const ns, name = operatorNamespace, operatorDeployment
-	eventually(t, time.Minute, "the manager holds the leader-election Lease", func(ctx context.Context) error {
-		leases, err := env.client.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, l := range leases.Items {
-			if l.Spec.HolderIdentity != nil && strings.HasPrefix(*l.Spec.HolderIdentity, name) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no Lease held by a %s pod among %d", name, len(leases.Items))
-	})
+	const ns = operatorNamespace
 	pods, err := env.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("manager pods: %v, %v", pods, err)
 	}
 	pod := pods.Items[0]
+	// The Lease may still name a replica of an earlier install: helm
+	// uninstall deletes the leader-election Role with the pods, so that
+	// leader could not release it, and this one takes it when it expires.
+	eventually(t, time.Minute, "the manager holds the leader-election Lease", func(ctx context.Context) error {
+		lease, err := env.client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if holder := lease.Spec.HolderIdentity; holder == nil || !strings.HasPrefix(*holder, pod.Name+"_") {
+			return fmt.Errorf("the Lease is held by %v, not by %s", ptr.Deref(holder, "nobody"), pod.Name)
+		}
+		return nil
+	})
 	if restarts := pod.Status.ContainerStatuses[0].RestartCount; restarts != 0 && !operatorKilled {
 		t.Errorf("the manager restarted %d times", restarts)
 	}
 	if uid := pod.Spec.SecurityContext.RunAsUser; uid == nil || *uid == 0 {
 		t.Errorf("the manager runs as root")
 	}
-	logs, err := kubectl("logs", "-n", ns, pod.Name)
-	if err != nil {
-		t.Fatalf("%v: %s", err, logs)
-	}
-	if !strings.Contains(strings.ToLower(logs), "successfully acquired lease") {
-		t.Errorf("the manager's log does not show it acquired the lease:\n%s", logs)
-	}
+	// The log line follows the Lease update.
+	eventually(t, 10*time.Second, "the manager logs that it acquired the Lease", func(context.Context) error {
+		logs, err := kubectl("logs", "-n", ns, pod.Name)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, logs)
+		}
+		if !strings.Contains(strings.ToLower(logs), "successfully acquired lease") {
+			return fmt.Errorf("the manager's log does not show it acquired the lease:\n%s", logs)
+		}
+		return nil
+	})
 }
 
 // installOperator installs Steward with its Helm chart once per suite (and
