@@ -95,7 +95,7 @@ func (c *Context[T]) Operation() *flow.Operation {
 // flow step, since a status.operation read from a cache that has not seen
 // the last status write would run a completed step again.
 func (c *Context[T]) RequireFresh() error {
-	live := c.r.newObject()
+	live := newObject[T]()
 	if err := c.Reader.Get(c, client.ObjectKeyFromObject(c.Obj), live); err != nil {
 		return fmt.Errorf("read %s %s from the API server: %w", c.r.kind, key(c.Obj), err)
 	}

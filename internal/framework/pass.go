@@ -40,7 +40,7 @@ type pass[T Object] struct {
 
 // run is the reconcile pass of the design (docs/design/framework.md).
 func (p *pass[T]) run(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	p.obj = p.r.newObject()
+	p.obj = newObject[T]()
 	if err := p.r.client.Get(ctx, req.NamespacedName, p.obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			p.r.setInFlight(req.NamespacedName, "")

@@ -115,9 +115,9 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 		applies:  map[applyKey]applyRecord{},
 		inFlight: map[types.NamespacedName]string{},
 	}
-	gvk, err := apiutil.GVKForObject(r.newObject(), r.scheme)
+	gvk, err := kindOf[T](r.scheme)
 	if err != nil {
-		return nil, fmt.Errorf("framework: kind of %T: %w", r.newObject(), err)
+		return nil, err
 	}
 	r.gvk, r.kind = gvk, gvk.Kind
 	r.name = withDefault(opts.Name, strings.ToLower(gvk.Kind))
@@ -169,7 +169,7 @@ func Setup[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) 
 func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
-		For(r.newObject()).
+		For(newObject[T]()).
 		WithOptions(r.opts.Controller)
 	for _, o := range r.opts.Owns {
 		b = b.Owns(o)
@@ -186,10 +186,21 @@ func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 // Kind returns the kind the reconciler serves.
 func (r *Reconciler[T]) Kind() string { return r.kind }
 
-// newObject returns a new empty T.
-func (r *Reconciler[T]) newObject() T {
+// newObject returns a new empty T, for the reconciler, its passes and the
+// webhooks to decode into.
+func newObject[T Object]() T {
 	var zero T
 	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+}
+
+// kindOf returns T's group, version and kind in scheme.
+func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
+	obj := newObject[T]()
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("framework: kind of %T: %w", obj, err)
+	}
+	return gvk, nil
 }
 
 // setInFlight records the active operation of the object at k (empty for

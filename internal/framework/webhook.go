@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -76,16 +74,15 @@ type Warner[T Object] interface {
 // controller keeps defaulting and validating on every pass, so it is safe
 // without webhooks. SetupWebhooks fails when actor has none of the hooks.
 func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
-	obj := newObject[T]()
-	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	gvk, err := kindOf[T](mgr.GetScheme())
 	if err != nil {
-		return fmt.Errorf("framework: kind of %T: %w", obj, err)
+		return err
 	}
 	m, v := newWebhookHooks(mgr.GetScheme(), gvk.GroupKind(), actor)
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
 	}
-	b := builder.WebhookManagedBy(mgr, obj)
+	b := builder.WebhookManagedBy(mgr, newObject[T]())
 	if m != nil {
 		b = b.WithDefaulter(m)
 	}
@@ -114,12 +111,6 @@ func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, acto
 		val = &webhookValidator[T]{gk: gk, defaulter: d, validator: v, warner: w}
 	}
 	return m, val
-}
-
-// newObject returns a new empty T.
-func newObject[T Object]() T {
-	var zero T
-	return reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
 }
 
 // webhookDefaulter is the admission.Defaulter of an actor.

@@ -35,11 +35,12 @@ type certFileWriter struct {
 	dir    string
 }
 
-// Start polls the Secret every second until the files hold its
+// run polls the Secret every second until the files hold its
 // certificate, then every certFilesRenewalCheck, until ctx ends. Errors
 // are logged and retried: the rotator's readiness gate keeps the replica
-// unready meanwhile.
-func (w *certFileWriter) Start(ctx context.Context) error {
+// unready meanwhile. Every replica runs it (everyReplica): each serves
+// webhooks.
+func (w *certFileWriter) run(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("secret", w.secret, "dir", w.dir)
 	for {
 		wait := time.Second
@@ -57,9 +58,6 @@ func (w *certFileWriter) Start(ctx context.Context) error {
 		}
 	}
 }
-
-// NeedLeaderElection reports false: every replica serves webhooks.
-func (*certFileWriter) NeedLeaderElection() bool { return false }
 
 // sync writes the Secret's key and certificate into dir where they differ
 // from the files, the key first (the rotator waits for the certificate

@@ -171,7 +171,8 @@ func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, se
 	if err != nil {
 		return fmt.Errorf("set up webhook certificate rotation: %w", err)
 	}
-	if err := mgr.Add(&certFileWriter{reader: mgr.GetAPIReader(), secret: secret, dir: o.CertDir}); err != nil {
+	files := &certFileWriter{reader: mgr.GetAPIReader(), secret: secret, dir: o.CertDir}
+	if err := mgr.Add(everyReplica(files.run)); err != nil {
 		return fmt.Errorf("set up the webhook certificate files: %w", err)
 	}
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
