@@ -201,10 +201,12 @@ install-chart: helm ## Install (or upgrade) Steward on the cluster KUBECONFIG na
 .PHONY: wait-admission
 wait-admission:
 	@for i in $$(seq 60); do \
-		$(KUBECTL) apply --dry-run=server -f config/samples/zookeeper_v1alpha1_zookeepercluster.yaml >/dev/null 2>&1 && { echo "Steward admits objects through its webhooks"; exit 0; }; \
+		if out=$$($(KUBECTL) apply --dry-run=server -f config/samples/zookeeper_v1alpha1_zookeepercluster.yaml 2>&1); then \
+			echo "Steward admits objects through its webhooks"; exit 0; \
+		fi; \
 		sleep 1; \
 	done; \
-	$(KUBECTL) apply --dry-run=server -f config/samples/zookeeper_v1alpha1_zookeepercluster.yaml
+	echo "$$out" >&2; exit 1
 
 .PHONY: bench
 bench: images helm ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.

@@ -458,20 +458,7 @@ func startManagerWith(t *testing.T, cfg *rest.Config, ns string, setup func(mgr 
 	if err := setup(mgr); err != nil {
 		t.Fatalf("set up controllers: %v", err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager stopped with %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return &running{writes: writes, stop: stop}
+	return &running{writes: writes, stop: testenv.StartManager(t, mgr)}
 }
 
 func newClient(t *testing.T, cfg *rest.Config) client.Client {

@@ -309,9 +309,7 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() { _ = mgr.Start(ctx) }()
+	testenv.StartManager(t, mgr)
 
 	ours := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ours", Namespace: ns,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "steward"}}}

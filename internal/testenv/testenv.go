@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -171,4 +172,26 @@ func Namespace(t *testing.T, c client.Client, prefix string) string {
 		t.Fatalf("create namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// StartManager starts mgr until the test ends and returns stop, which
+// cancels it and waits for it to return, failing the test if it returned
+// an error. The test's cleanup calls stop; a test may call it earlier, as
+// often as it likes.
+func StartManager(t *testing.T, mgr manager.Manager) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -91,15 +90,7 @@ func startManager(t *testing.T, cfg *rest.Config, ns string) {
 	if err := zookeeper.Setup(mgr, zookeeper.Options{Resync: time.Second}); err != nil {
 		t.Fatalf("set up the controller: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	})
+	testenv.StartManager(t, mgr)
 }
 
 // consistently checks cond for quiet, failing the test as soon as it does

@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -225,15 +224,7 @@ func TestWebhooksOnAPIServer(t *testing.T) {
 	if err := zookeeper.System(zookeeper.Options{}).Webhooks(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.StartManager(t, mgr)
 	started := mgr.GetWebhookServer().StartedChecker()
 	testenv.Eventually(t, "the webhook server to serve", func() (bool, string) {
 		err := started(nil)
