@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 )
 
@@ -339,7 +340,7 @@ func (k *kube) create(b *testing.B, ns, name string, replicas int32) {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: zkv1.ZookeeperClusterSpec{
 			Replicas: replicas, Heap: "64m", ImagePullPolicy: corev1.PullNever,
-			Storage: zkv1.StorageSpec{ReclaimPolicy: zkv1.ReclaimDelete},
+			Storage: commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimDelete},
 		},
 	}
 	if err := k.c.Create(b.Context(), zk); err != nil {

@@ -92,10 +92,10 @@ func IsReady(obj client.Object) (bool, string) {
 		return true, ""
 	}
 	gen := o.GetGeneration()
-	if observed := *o.ObservedGeneration(); observed != gen {
+	if observed := o.StatusCore().ObservedGeneration; observed != gen {
 		return false, fmt.Sprintf("not observed yet (generation %d, observed %d)", gen, observed)
 	}
-	c := meta.FindStatusCondition(*o.Conditions(), ConditionReady)
+	c := meta.FindStatusCondition(o.StatusCore().Conditions, ConditionReady)
 	switch {
 	case c == nil:
 		return false, "not ready"

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // Context is what an actor, its actions and its flow steps work with during
@@ -66,7 +66,7 @@ func (c *Context[T]) SetCondition(t string, status metav1.ConditionStatus, reaso
 	if t == ConditionReady {
 		c.readySet = true
 	}
-	SetCondition(c.Obj.Conditions(), t, status, reason, message, c.Obj.GetGeneration())
+	SetCondition(&c.Obj.StatusCore().Conditions, t, status, reason, message, c.Obj.GetGeneration())
 }
 
 // SetReady sets the Ready condition: True with reason Reconciled when ready,
@@ -79,13 +79,10 @@ func (c *Context[T]) SetReady(ready bool, reason, message string) {
 	c.SetCondition(ConditionReady, metav1.ConditionFalse, reason, message)
 }
 
-// Operation returns the object's task flow record, nil when the kind has
-// none or no flow ever ran. Flow steps read their progress from it.
-func (c *Context[T]) Operation() *flow.Operation {
-	if h, ok := any(c.Obj).(OperationHolder); ok {
-		return h.GetOperation()
-	}
-	return nil
+// Operation returns the object's task flow record, nil when no flow ever
+// ran. Flow steps read their progress from it.
+func (c *Context[T]) Operation() *commonv1.Operation {
+	return c.Obj.StatusCore().Operation
 }
 
 // RequireFresh reads the object from the API server, bypassing the cache,

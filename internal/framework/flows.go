@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/metrics"
 )
 
@@ -71,7 +71,7 @@ type Step[T Object] struct {
 // ends Aborted with reason as its message, an Event OperationInterrupted
 // records it, and Observe runs in the same pass.
 type FlowInterrupter[T Object] interface {
-	InterruptFlow(ctx *Context[T], op *flow.Operation) (reason string, interrupt bool)
+	InterruptFlow(ctx *Context[T], op *commonv1.Operation) (reason string, interrupt bool)
 }
 
 // StatusObserver is implemented by actors whose status reports on the
@@ -119,26 +119,23 @@ func (f *Flow[T]) step(name string) *Step[T] {
 
 // StartFlow returns an action that starts the registered flow name,
 // recording trigger (what caused it) in status.operation.trigger. The
-// action is named "Start<Name>". It fails if the kind does not implement
-// OperationHolder, the flow is not registered, or another flow is active.
+// action is named "Start<Name>". It fails if the flow is not registered
+// or another flow is active.
 func StartFlow[T Object](name, trigger string) Action[T] {
 	return Named("Start"+reasonFrom(name), func(c *Context[T]) error {
-		h, ok := any(c.Obj).(OperationHolder)
-		if !ok {
-			return Terminal(fmt.Errorf("%T has no status.operation", c.Obj))
-		}
+		core := c.Obj.StatusCore()
 		f := c.r.flows[name]
 		if f == nil {
 			return Terminal(fmt.Errorf("flow %q is not registered", name))
 		}
-		if op := h.GetOperation(); op != nil && op.Phase.Active() {
+		if op := core.Operation; op != nil && op.Phase.Active() {
 			return fmt.Errorf("flow %q is %s", op.Name, op.Phase)
 		}
 		steps := make([]string, len(f.Steps))
 		for i, s := range f.Steps {
 			steps[i] = s.Name
 		}
-		h.SetOperation(flow.New(name, trigger, steps, metav1.Now()))
+		core.Operation = commonv1.NewOperation(name, trigger, steps, metav1.Now())
 		c.Log.Info("Starting operation", "operation", name, "trigger", trigger)
 		return nil
 	})
@@ -147,16 +144,12 @@ func StartFlow[T Object](name, trigger string) Action[T] {
 // runOperation runs the active operation. It reports whether the
 // operation owned this pass (the actor is not observed then).
 func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
-	h, ok := any(p.obj).(OperationHolder)
-	if !ok {
-		return false, reconcile.Result{}, nil
-	}
-	op := h.GetOperation()
+	op := p.obj.StatusCore().Operation
 	p.setOperationCondition(op)
 	if op == nil || !op.Phase.Active() {
 		return false, reconcile.Result{}, nil
 	}
-	if op.Phase == flow.PhaseFailed {
+	if op.Phase == commonv1.PhaseFailed {
 		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		if o, ok := p.r.opts.Actor.(StatusObserver[T]); ok {
 			if err := o.ObserveStatus(p.c); err != nil {
@@ -177,7 +170,7 @@ func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
 
 // interrupt asks the actor whether the running operation must stop, and
 // aborts it if so.
-func (p *pass[T]) interrupt(op *flow.Operation) bool {
+func (p *pass[T]) interrupt(op *commonv1.Operation) bool {
 	i, ok := p.r.opts.Actor.(FlowInterrupter[T])
 	if !ok {
 		return false
@@ -188,7 +181,7 @@ func (p *pass[T]) interrupt(op *flow.Operation) bool {
 	}
 	step := op.Step
 	op.Message = "Interrupted: " + reason
-	op.Finish(flow.PhaseAborted, metav1.Now())
+	op.Finish(commonv1.PhaseAborted, metav1.Now())
 	p.log.Info("Operation interrupted", "operation", op.Name, "step", step, "reason", reason)
 	p.c.Event(corev1.EventTypeNormal, ReasonOperationInterrupted, "Operation %s interrupted at step %s: %s",
 		op.Name, step, reason)
@@ -196,7 +189,7 @@ func (p *pass[T]) interrupt(op *flow.Operation) bool {
 }
 
 // runStep runs the current step of a running operation.
-func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
+func (p *pass[T]) runStep(op *commonv1.Operation) (reconcile.Result, error) {
 	f := p.r.flows[op.Name]
 	var s *Step[T]
 	if f != nil && int(op.Current) < len(op.Steps) {
@@ -205,7 +198,7 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 	if s == nil {
 		p.processed = true
 		op.LastError = fmt.Sprintf("flow %q step %q is not registered", op.Name, op.Step)
-		op.Finish(flow.PhaseFailed, metav1.Now())
+		op.Finish(commonv1.PhaseFailed, metav1.Now())
 		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		return reconcile.Result{}, nil
 	}
@@ -231,7 +224,7 @@ func (p *pass[T]) runStep(op *flow.Operation) (reconcile.Result, error) {
 }
 
 // stepResult moves the operation on after a run of step s.
-func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *flow.Operation, done bool, err error) (reconcile.Result, error) {
+func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *commonv1.Operation, done bool, err error) (reconcile.Result, error) {
 	log := p.log.WithValues("operation", op.Name, "step", s.Name)
 	switch {
 	case err != nil && classify(err) == classConflict:
@@ -251,7 +244,7 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *flow.Operation, done bo
 	now := metav1.Now()
 	op.SetCurrent(op.Current+1, now)
 	if int(op.Current) >= len(op.Steps) {
-		op.Finish(flow.PhaseSucceeded, now)
+		op.Finish(commonv1.PhaseSucceeded, now)
 		log.Info("Operation succeeded")
 	} else {
 		setRunning(p.c, op) // name the next step now: one status write per step
@@ -260,19 +253,19 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *flow.Operation, done bo
 }
 
 // setRunning sets Synced=False/OperationRunning naming the current step.
-func setRunning[T Object](c *Context[T], op *flow.Operation) {
+func setRunning[T Object](c *Context[T], op *commonv1.Operation) {
 	c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationRunning,
 		fmt.Sprintf("Operation %s: step %s %s", op.Name, op.Progress, op.Step))
 }
 
 // stepFailed counts a failed attempt and fails the flow once it is out of
 // attempts or the error is terminal.
-func (p *pass[T]) stepFailed(f *Flow[T], op *flow.Operation, err error) (reconcile.Result, error) {
+func (p *pass[T]) stepFailed(f *Flow[T], op *commonv1.Operation, err error) (reconcile.Result, error) {
 	op.Attempts++
 	op.LastError = err.Error()
 	if IsTerminal(err) || op.Attempts >= f.MaxAttempts {
 		p.log.Error(err, "Operation failed", "operation", op.Name, "step", op.Step, "attempts", op.Attempts)
-		op.Finish(flow.PhaseFailed, metav1.Now())
+		op.Finish(commonv1.PhaseFailed, metav1.Now())
 		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
 		return reconcile.Result{}, nil
 	}
@@ -286,55 +279,51 @@ func (p *pass[T]) stepFailed(f *Flow[T], op *flow.Operation, err error) (reconci
 
 // setOperationCondition mirrors the operation's phase in OperationFailed:
 // True while Failed, False otherwise once a flow has run.
-func (p *pass[T]) setOperationCondition(op *flow.Operation) {
+func (p *pass[T]) setOperationCondition(op *commonv1.Operation) {
 	if op == nil {
 		return
 	}
 	switch op.Phase {
-	case flow.PhaseFailed:
+	case commonv1.PhaseFailed:
 		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionTrue, ReasonOperationFailed, failedMessage(op))
-	case flow.PhaseRunning:
+	case commonv1.PhaseRunning:
 		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationRunning, "")
-	case flow.PhaseSucceeded:
+	case commonv1.PhaseSucceeded:
 		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationSucceeded, "")
-	case flow.PhaseAborted:
+	case commonv1.PhaseAborted:
 		p.c.SetCondition(ConditionOperationFailed, metav1.ConditionFalse, ReasonOperationAborted, op.Message)
 	}
 }
 
-func failedMessage(op *flow.Operation) string {
+func failedMessage(op *commonv1.Operation) string {
 	return fmt.Sprintf("Operation %s failed at step %s (%s) after %d attempts: %s; set annotation %s to retry, skip or abort",
-		op.Name, op.Step, op.Progress, op.Attempts, op.LastError, flow.RescueAnnotation)
+		op.Name, op.Step, op.Progress, op.Attempts, op.LastError, commonv1.RescueAnnotation)
 }
 
 // rescueIfAsked acts on the rescue annotation, if the object has one.
 func (p *pass[T]) rescueIfAsked() error {
-	h, ok := any(p.obj).(OperationHolder)
-	if !ok {
-		return nil
-	}
-	value, found := p.obj.GetAnnotations()[flow.RescueAnnotation]
+	value, found := p.obj.GetAnnotations()[commonv1.RescueAnnotation]
 	if !found {
 		return nil
 	}
-	return p.rescue(h, value)
+	return p.rescue(value)
 }
 
 // rescue acts on the rescue annotation. The annotation is removed first, so
 // a rescue is applied at most once even if the pass fails afterwards; a
 // rescue lost that way is visible (the operation did not change) and can be
 // set again.
-func (p *pass[T]) rescue(h OperationHolder, value string) error {
+func (p *pass[T]) rescue(value string) error {
 	err := p.patchMeta(p.c, func(o client.Object) {
 		a := o.GetAnnotations()
-		delete(a, flow.RescueAnnotation)
+		delete(a, commonv1.RescueAnnotation)
 		o.SetAnnotations(a)
 	})
 	if err != nil {
-		return fmt.Errorf("remove %s: %w", flow.RescueAnnotation, err)
+		return fmt.Errorf("remove %s: %w", commonv1.RescueAnnotation, err)
 	}
-	verb, err := flow.ParseRescue(value)
-	op := h.GetOperation()
+	verb, err := commonv1.ParseRescue(value)
+	op := p.obj.StatusCore().Operation
 	switch {
 	case err != nil:
 		p.c.Event(corev1.EventTypeWarning, "InvalidRescue", "%s", err.Error())
@@ -354,21 +343,21 @@ func (p *pass[T]) rescue(h OperationHolder, value string) error {
 }
 
 // applyRescue changes op as verb asks.
-func applyRescue(op *flow.Operation, verb flow.Rescue, now metav1.Time) error {
+func applyRescue(op *commonv1.Operation, verb commonv1.Rescue, now metav1.Time) error {
 	switch verb {
-	case flow.RescueRetry:
-		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
+	case commonv1.RescueRetry:
+		op.Phase, op.FinishedAt = commonv1.PhaseRunning, nil
 		op.SetCurrent(op.Current, now)
-	case flow.RescueSkip:
+	case commonv1.RescueSkip:
 		op.Skipped = append(op.Skipped, op.Step)
-		op.Phase, op.FinishedAt = flow.PhaseRunning, nil
+		op.Phase, op.FinishedAt = commonv1.PhaseRunning, nil
 		op.SetCurrent(op.Current+1, now)
 		if int(op.Current) >= len(op.Steps) {
-			op.Finish(flow.PhaseSucceeded, now)
+			op.Finish(commonv1.PhaseSucceeded, now)
 		}
-	case flow.RescueAbort:
-		op.Message = "Aborted by the " + flow.RescueAnnotation + " annotation"
-		op.Finish(flow.PhaseAborted, now)
+	case commonv1.RescueAbort:
+		op.Message = "Aborted by the " + commonv1.RescueAnnotation + " annotation"
+		op.Finish(commonv1.PhaseAborted, now)
 	default:
 		return errors.New("unknown rescue " + string(verb))
 	}

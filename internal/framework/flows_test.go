@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 )
 
@@ -25,7 +25,7 @@ type stepOutcome struct {
 
 // flowPass returns a pass over a Widget running a one-step flow whose step
 // reports the outcomes in turn, on a fake API server.
-func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pass[*testapi.Widget], *flow.Operation) {
+func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pass[*testapi.Widget], *commonv1.Operation) {
 	t.Helper()
 	s := k8sruntime.NewScheme()
 	if err := testapi.AddToScheme(s); err != nil {
@@ -48,7 +48,7 @@ func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pas
 	}
 	p := &pass[*testapi.Widget]{r: r, log: logr.Discard(), obj: w}
 	p.begin(t.Context())
-	op := flow.New("f", "t", []string{step.Name}, metav1.Now())
+	op := commonv1.NewOperation("f", "t", []string{step.Name}, metav1.Now())
 	w.Status.Operation = op
 	return p, op
 }
@@ -65,7 +65,7 @@ func scripted(outcomes []stepOutcome) Step[*testapi.Widget] {
 
 // runAgain runs the operation's step as the next pass would, once its
 // backoff has passed.
-func runAgain(t *testing.T, p *pass[*testapi.Widget], op *flow.Operation) {
+func runAgain(t *testing.T, p *pass[*testapi.Widget], op *commonv1.Operation) {
 	t.Helper()
 	op.NextAttemptAt = nil
 	if _, err := p.runStep(op); err != nil {
@@ -83,7 +83,7 @@ func TestStepAttemptsCountConsecutiveFailures(t *testing.T) {
 	want := []int32{1, 2, 0, 1, 2, 0}
 	for i, attempts := range want {
 		runAgain(t, p, op)
-		if op.Phase != flow.PhaseRunning || op.Attempts != attempts {
+		if op.Phase != commonv1.PhaseRunning || op.Attempts != attempts {
 			t.Fatalf("after run %d: phase %s attempts %d, want Running with %d", i+1, op.Phase, op.Attempts, attempts)
 		}
 		if attempts == 0 && (op.LastError != "" || op.NextAttemptAt != nil) {
@@ -91,7 +91,7 @@ func TestStepAttemptsCountConsecutiveFailures(t *testing.T) {
 		}
 	}
 	runAgain(t, p, op)
-	if op.Phase != flow.PhaseSucceeded {
+	if op.Phase != commonv1.PhaseSucceeded {
 		t.Fatalf("phase %s, want Succeeded", op.Phase)
 	}
 }
@@ -104,7 +104,7 @@ func TestStepTimeout(t *testing.T) {
 	step.Timeout = time.Hour
 	p, op := flowPass(t, step, 3)
 	runAgain(t, p, op)
-	if op.Attempts != 0 || op.Phase != flow.PhaseRunning {
+	if op.Attempts != 0 || op.Phase != commonv1.PhaseRunning {
 		t.Fatalf("within the timeout: %+v, want no failed attempt", op)
 	}
 
@@ -117,14 +117,14 @@ func TestStepTimeout(t *testing.T) {
 		}
 	}
 	runAgain(t, p, op)
-	if op.Phase != flow.PhaseFailed {
+	if op.Phase != commonv1.PhaseFailed {
 		t.Fatalf("phase %s after MaxAttempts timeouts, want Failed", op.Phase)
 	}
-	if err := applyRescue(op, flow.RescueRetry, metav1.Now()); err != nil {
+	if err := applyRescue(op, commonv1.RescueRetry, metav1.Now()); err != nil {
 		t.Fatal(err)
 	}
 	runAgain(t, p, op)
-	if op.Phase != flow.PhaseRunning || op.Attempts != 0 {
+	if op.Phase != commonv1.PhaseRunning || op.Attempts != 0 {
 		t.Errorf("after a retry: %+v, want a fresh timeout", op)
 	}
 }

@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -250,7 +250,7 @@ func (a *widgetActor) probe(c *Ctx) {
 
 // InterruptFlow stops the running flow when the test says so, as a
 // scale-out cancels a drain.
-func (a *widgetActor) InterruptFlow(*Ctx, *flow.Operation) (string, bool) {
+func (a *widgetActor) InterruptFlow(*Ctx, *commonv1.Operation) (string, bool) {
 	return "scale-out arrived", a.interrupt.Load()
 }
 

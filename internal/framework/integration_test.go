@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -305,7 +305,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	}))
 	a.gate.Store(true)
 	waitWidget(t, c, ns, "w", "the flow to succeed and Synced=True", func(w *testapi.Widget) bool {
-		return inSync(w) && w.Status.Operation != nil && w.Status.Operation.Phase == flow.PhaseSucceeded
+		return inSync(w) && w.Status.Operation != nil && w.Status.Operation.Phase == commonv1.PhaseSucceeded
 	})
 
 	// Let the cache catch up with the last writes: at most one no-op apply
@@ -369,7 +369,7 @@ func TestFlowResumesInNewManager(t *testing.T) {
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Flow: "steps", FlowToken: "1"}))
 	w := waitWidget(t, c, ns, "w", "the flow to wait in step 2", func(w *testapi.Widget) bool {
 		op := w.Status.Operation
-		return op != nil && op.Step == "wait" && op.Progress == "2/3" && op.Phase == flow.PhaseRunning
+		return op != nil && op.Step == "wait" && op.Progress == "2/3" && op.Phase == commonv1.PhaseRunning
 	})
 	if r := condition(w, framework.ConditionSynced); r.Reason != framework.ReasonOperationRunning {
 		t.Errorf("Synced reason = %s, want %s", r.Reason, framework.ReasonOperationRunning)
@@ -391,7 +391,7 @@ func TestFlowResumesInNewManager(t *testing.T) {
 	}
 	second.gate.Store(true)
 	w = waitWidget(t, c, ns, "w", "the flow to succeed", func(w *testapi.Widget) bool {
-		return w.Status.Operation != nil && w.Status.Operation.Phase == flow.PhaseSucceeded && inSync(w)
+		return w.Status.Operation != nil && w.Status.Operation.Phase == commonv1.PhaseSucceeded && inSync(w)
 	})
 	completed, runs := log.snapshot()
 	for _, step := range []string{"one", "wait", "three"} {
@@ -421,7 +421,7 @@ func TestFlowRescue(t *testing.T) {
 		update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Flow, w.Spec.FlowToken = "flaky", token })
 		w := waitWidget(t, c, ns, "w", "the flow to fail", func(w *testapi.Widget) bool {
 			op := w.Status.Operation
-			return op != nil && op.Trigger == token && op.Phase == flow.PhaseFailed
+			return op != nil && op.Trigger == token && op.Phase == commonv1.PhaseFailed
 		})
 		op := w.Status.Operation
 		if op.Step != "flaky" || op.Attempts != 3 || !strings.Contains(op.LastError, "flaky step fails") {
@@ -439,13 +439,13 @@ func TestFlowRescue(t *testing.T) {
 			return o.Status == metav1.ConditionTrue && a.statusObserves.Load() > 0
 		})
 	}
-	rescue := func(t *testing.T, verb flow.Rescue) *testapi.Widget {
+	rescue := func(t *testing.T, verb commonv1.Rescue) *testapi.Widget {
 		t.Helper()
 		update(t, c, ns, "w", func(w *testapi.Widget) {
-			w.Annotations = map[string]string{flow.RescueAnnotation: string(verb)}
+			w.Annotations = map[string]string{commonv1.RescueAnnotation: string(verb)}
 		})
 		return waitWidget(t, c, ns, "w", "the rescue to be consumed and the flow to end", func(w *testapi.Widget) bool {
-			_, pending := w.Annotations[flow.RescueAnnotation]
+			_, pending := w.Annotations[commonv1.RescueAnnotation]
 			return !pending && !w.Status.Operation.Phase.Active() && inSync(w)
 		})
 	}
@@ -453,8 +453,8 @@ func TestFlowRescue(t *testing.T) {
 	t.Run("retry", func(t *testing.T) {
 		runToFailure(t, "retry")
 		a.failing.Store(false)
-		w := rescue(t, flow.RescueRetry)
-		if op := w.Status.Operation; op.Phase != flow.PhaseSucceeded || len(op.Skipped) != 0 {
+		w := rescue(t, commonv1.RescueRetry)
+		if op := w.Status.Operation; op.Phase != commonv1.PhaseSucceeded || len(op.Skipped) != 0 {
 			t.Errorf("operation after retry = %+v, want Succeeded", op)
 		}
 		if f := condition(w, framework.ConditionOperationFailed); f.Status != metav1.ConditionFalse {
@@ -465,8 +465,8 @@ func TestFlowRescue(t *testing.T) {
 	t.Run("skip", func(t *testing.T) {
 		before, _ := log.snapshot()
 		runToFailure(t, "skip")
-		w := rescue(t, flow.RescueSkip)
-		if op := w.Status.Operation; op.Phase != flow.PhaseSucceeded || !slices.Equal(op.Skipped, []string{"flaky"}) {
+		w := rescue(t, commonv1.RescueSkip)
+		if op := w.Status.Operation; op.Phase != commonv1.PhaseSucceeded || !slices.Equal(op.Skipped, []string{"flaky"}) {
 			t.Errorf("operation after skip = %+v, want Succeeded with flaky skipped", op)
 		}
 		after, _ := log.snapshot()
@@ -477,8 +477,8 @@ func TestFlowRescue(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		before, _ := log.snapshot()
 		runToFailure(t, "abort")
-		w := rescue(t, flow.RescueAbort)
-		if op := w.Status.Operation; op.Phase != flow.PhaseAborted || op.FinishedAt == nil {
+		w := rescue(t, commonv1.RescueAbort)
+		if op := w.Status.Operation; op.Phase != commonv1.PhaseAborted || op.FinishedAt == nil {
 			t.Errorf("operation after abort = %+v, want Aborted", op)
 		}
 		if f := condition(w, framework.ConditionOperationFailed); f.Status != metav1.ConditionFalse ||

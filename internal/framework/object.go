@@ -1,26 +1,22 @@
 package framework
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// Object is a kind the framework reconciles. Its status carries conditions
-// and an observedGeneration that only the framework writes.
+// Object is a kind the framework reconciles. Its status embeds
+// commonv1.StatusCore (conditions, observedGeneration and the task flow's
+// operation), which only the framework writes, and StatusCore returns it
+// so that the framework can read and set it without knowing the status
+// type:
 //
-// Both accessors return pointers into the object's status so that the
-// framework can read and set them without knowing the status type:
-//
-//	func (w *Widget) Conditions() *[]metav1.Condition { return &w.Status.Conditions }
-//	func (w *Widget) ObservedGeneration() *int64      { return &w.Status.ObservedGeneration }
+//	func (w *Widget) StatusCore() *commonv1.StatusCore { return &w.Status.StatusCore }
 type Object interface {
 	client.Object
-	// Conditions returns a pointer to status.conditions.
-	Conditions() *[]metav1.Condition
-	// ObservedGeneration returns a pointer to status.observedGeneration.
-	ObservedGeneration() *int64
+	// StatusCore returns a pointer to the status core embedded in status.
+	StatusCore() *commonv1.StatusCore
 }
 
 // Pausable is implemented by kinds with a spec.paused field. The framework
@@ -28,15 +24,6 @@ type Object interface {
 type Pausable interface {
 	// IsPaused reports whether spec.paused is set.
 	IsPaused() bool
-}
-
-// OperationHolder is implemented by kinds that run task flows; the
-// operation lives in status.operation.
-type OperationHolder interface {
-	// GetOperation returns status.operation, nil when no flow ever ran.
-	GetOperation() *flow.Operation
-	// SetOperation replaces status.operation.
-	SetOperation(op *flow.Operation)
 }
 
 // PausedAnnotation pauses reconciliation of any object when set to "true".

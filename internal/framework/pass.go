@@ -148,7 +148,7 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 // invalidSpecObserved reports whether Synced says the current generation's
 // spec is invalid.
 func invalidSpecObserved(obj Object) bool {
-	s := meta.FindStatusCondition(*obj.Conditions(), ConditionSynced)
+	s := meta.FindStatusCondition(obj.StatusCore().Conditions, ConditionSynced)
 	return s != nil && s.Reason == ReasonInvalidSpec && s.ObservedGeneration == obj.GetGeneration()
 }
 
@@ -178,7 +178,7 @@ func (p *pass[T]) observe() (reconcile.Result, error) {
 	}
 	p.log.V(1).Info("Action taken", "action", name)
 	c.SetCondition(ConditionSynced, metav1.ConditionFalse, reasonFrom(name), "Action "+name+" taken")
-	if !c.readySet && meta.FindStatusCondition(*p.obj.Conditions(), ConditionReady) == nil {
+	if !c.readySet && meta.FindStatusCondition(p.obj.StatusCore().Conditions, ConditionReady) == nil {
 		c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonReconciling, "")
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
@@ -216,7 +216,7 @@ func (p *pass[T]) dependencies() (bool, reconcile.Result, error) {
 	msg := "Waiting for " + strings.Join(waiting, "; ")
 	c.SetCondition(ConditionDependenciesReady, metav1.ConditionFalse, ReasonWaitingForDependencies, msg)
 	c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonWaitingForDependencies, msg)
-	since := meta.FindStatusCondition(*p.obj.Conditions(), ConditionDependenciesReady).LastTransitionTime
+	since := meta.FindStatusCondition(p.obj.StatusCore().Conditions, ConditionDependenciesReady).LastTransitionTime
 	return false, reconcile.Result{RequeueAfter: p.r.opts.WaitBackoff.Since(time.Since(since.Time))}, nil
 }
 
@@ -275,9 +275,9 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 	}
 	// An invalid spec is a verdict on this generation; an error is not.
 	if (p.processed && class == classNone) || class == classInvalidSpec {
-		*p.obj.ObservedGeneration() = p.obj.GetGeneration()
+		p.obj.StatusCore().ObservedGeneration = p.obj.GetGeneration()
 	}
-	transitions := Transitions(*p.orig.Conditions(), *p.obj.Conditions())
+	transitions := Transitions(p.orig.StatusCore().Conditions, p.obj.StatusCore().Conditions)
 	if perr := p.patchStatus(); perr != nil {
 		if apierrors.IsConflict(perr) {
 			p.conflict = true
@@ -301,7 +301,7 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 // otherwise loop at once instead of backing off. The log has every error.
 func (p *pass[T]) setErrorCondition(t, reason string, err error) {
 	msg := err.Error()
-	old := meta.FindStatusCondition(*p.orig.Conditions(), t)
+	old := meta.FindStatusCondition(p.orig.StatusCore().Conditions, t)
 	if old != nil && old.Status == metav1.ConditionFalse && old.Reason == reason &&
 		old.ObservedGeneration == p.obj.GetGeneration() {
 		msg = old.Message

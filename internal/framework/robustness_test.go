@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/flow"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/testenv"
 )
@@ -118,13 +118,13 @@ func TestFlowInterrupt(t *testing.T) {
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Flow: "steps", FlowToken: "1"}))
 	waitWidget(t, c, ns, "w", "the flow to wait in step 2", func(w *testapi.Widget) bool {
 		op := w.Status.Operation
-		return op != nil && op.Step == "wait" && op.Phase == flow.PhaseRunning
+		return op != nil && op.Step == "wait" && op.Phase == commonv1.PhaseRunning
 	})
 	before := a.observes.Load()
 	a.interrupt.Store(true)
 	w := waitWidget(t, c, ns, "w", "the flow to be interrupted and Synced=True", func(w *testapi.Widget) bool {
 		op := w.Status.Operation
-		return op != nil && op.Phase == flow.PhaseAborted && inSync(w)
+		return op != nil && op.Phase == commonv1.PhaseAborted && inSync(w)
 	})
 	if op := w.Status.Operation; op.Step != "wait" || !strings.Contains(op.Message, "scale-out arrived") || op.FinishedAt == nil {
 		t.Errorf("interrupted operation = %+v, want aborted at step wait with the reason", op)
@@ -173,16 +173,16 @@ func TestRescueBeforeGates(t *testing.T) {
 			update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Flow, w.Spec.FlowToken = "flaky", gate.name })
 			waitWidget(t, c, ns, "w", "the flow to fail", func(w *testapi.Widget) bool {
 				op := w.Status.Operation
-				return op != nil && op.Trigger == gate.name && op.Phase == flow.PhaseFailed
+				return op != nil && op.Trigger == gate.name && op.Phase == commonv1.PhaseFailed
 			})
 			update(t, c, ns, "w", gate.close)
 			waitWidget(t, c, ns, "w", "the gate to close", gate.shut)
 			update(t, c, ns, "w", func(w *testapi.Widget) {
-				metav1.SetMetaDataAnnotation(&w.ObjectMeta, flow.RescueAnnotation, string(flow.RescueAbort))
+				metav1.SetMetaDataAnnotation(&w.ObjectMeta, commonv1.RescueAnnotation, string(commonv1.RescueAbort))
 			})
 			w := waitWidget(t, c, ns, "w", "the abort to apply behind the gate", func(w *testapi.Widget) bool {
-				_, pending := w.Annotations[flow.RescueAnnotation]
-				return !pending && w.Status.Operation.Phase == flow.PhaseAborted
+				_, pending := w.Annotations[commonv1.RescueAnnotation]
+				return !pending && w.Status.Operation.Phase == commonv1.PhaseAborted
 			})
 			if !gate.shut(w) {
 				t.Errorf("the gate opened: %+v", w.Status.Conditions)
@@ -218,7 +218,7 @@ func TestFlowStepsCompleteOnce(t *testing.T) {
 		update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Flow, w.Spec.FlowToken = "steps", token })
 		waitWidget(t, c, ns, "w", "flow "+token+" to succeed", func(w *testapi.Widget) bool {
 			op := w.Status.Operation
-			return op != nil && op.Trigger == token && op.Phase == flow.PhaseSucceeded
+			return op != nil && op.Trigger == token && op.Phase == commonv1.PhaseSucceeded
 		})
 	}
 	close(stop)
@@ -397,7 +397,7 @@ func TestExample(t *testing.T) {
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 2, FlowToken: "1"}))
 	waitWidget(t, c, ns, "w", "the restart flow to succeed and Synced=True", func(w *testapi.Widget) bool {
 		op := w.Status.Operation
-		return op != nil && op.Name == "restart" && op.Phase == flow.PhaseSucceeded && inSync(w)
+		return op != nil && op.Name == "restart" && op.Phase == commonv1.PhaseSucceeded && inSync(w)
 	})
 	if got := gadgets(t, c, ns); !slices.Equal(got, []string{"w-0", "w-1"}) {
 		t.Errorf("Gadgets = %v, want [w-0 w-1]", got)

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 )
 
@@ -226,7 +226,7 @@ func TestStatusPatch(t *testing.T) {
 			`{"metadata":{"resourceVersion":"7"},"status":{"observedGeneration":2}}`},
 		{"operation", func(w *testapi.Widget) {
 			w.Spec.Replicas = 3
-			w.Status.Operation = &flow.Operation{Name: "x", Phase: flow.PhaseRunning}
+			w.Status.Operation = &commonv1.Operation{Name: "x", Phase: commonv1.PhaseRunning}
 		}, `"status":{"operation":{`},
 	}
 	for _, tt := range tests {
@@ -311,27 +311,27 @@ func TestActionName(t *testing.T) {
 
 func TestApplyRescue(t *testing.T) {
 	now := metav1.Now()
-	failedAt := func(i int32) *flow.Operation {
-		op := flow.New("upgrade", "g2", []string{"a", "b", "c"}, now)
+	failedAt := func(i int32) *commonv1.Operation {
+		op := commonv1.NewOperation("upgrade", "g2", []string{"a", "b", "c"}, now)
 		op.SetCurrent(i, now)
 		op.Attempts, op.LastError = 5, "boom"
-		op.Finish(flow.PhaseFailed, now)
+		op.Finish(commonv1.PhaseFailed, now)
 		return op
 	}
 	tests := []struct {
 		name      string
-		op        *flow.Operation
-		verb      flow.Rescue
-		phase     flow.Phase
+		op        *commonv1.Operation
+		verb      commonv1.Rescue
+		phase     commonv1.Phase
 		current   int32
 		skipped   []string
 		wantError bool
 	}{
-		{"retry", failedAt(1), flow.RescueRetry, flow.PhaseRunning, 1, nil, false},
-		{"skip", failedAt(1), flow.RescueSkip, flow.PhaseRunning, 2, []string{"b"}, false},
-		{"skip last", failedAt(2), flow.RescueSkip, flow.PhaseSucceeded, 3, []string{"c"}, false},
-		{"abort", failedAt(1), flow.RescueAbort, flow.PhaseAborted, 1, nil, false},
-		{"unknown", failedAt(1), flow.Rescue("dance"), flow.PhaseFailed, 1, nil, true},
+		{"retry", failedAt(1), commonv1.RescueRetry, commonv1.PhaseRunning, 1, nil, false},
+		{"skip", failedAt(1), commonv1.RescueSkip, commonv1.PhaseRunning, 2, []string{"b"}, false},
+		{"skip last", failedAt(2), commonv1.RescueSkip, commonv1.PhaseSucceeded, 3, []string{"c"}, false},
+		{"abort", failedAt(1), commonv1.RescueAbort, commonv1.PhaseAborted, 1, nil, false},
+		{"unknown", failedAt(1), commonv1.Rescue("dance"), commonv1.PhaseFailed, 1, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,7 +342,7 @@ func TestApplyRescue(t *testing.T) {
 			if tt.op.Phase != tt.phase || tt.op.Current != tt.current || !slices.Equal(tt.op.Skipped, tt.skipped) {
 				t.Errorf("operation = %+v, want phase %s current %d skipped %v", tt.op, tt.phase, tt.current, tt.skipped)
 			}
-			if tt.phase == flow.PhaseRunning && (tt.op.Attempts != 0 || tt.op.LastError != "" || tt.op.FinishedAt != nil) {
+			if tt.phase == commonv1.PhaseRunning && (tt.op.Attempts != 0 || tt.op.LastError != "" || tt.op.FinishedAt != nil) {
 				t.Errorf("a rescued running operation keeps its failure: %+v", tt.op)
 			}
 		})

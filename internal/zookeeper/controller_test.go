@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -187,8 +188,8 @@ func settled(zk *zkv1.ZookeeperCluster) bool {
 	return zk.Status.ObservedGeneration == zk.Generation &&
 		condition(zk, framework.ConditionSynced).Status == metav1.ConditionTrue &&
 		zk.Status.ConfigRevision != "" &&
-		condition(zk, zkv1.ConditionAvailable).Status != "" &&
-		condition(zk, framework.ConditionReady).Reason != "Creating"
+		condition(zk, commonv1.ConditionAvailable).Status != "" &&
+		condition(zk, framework.ConditionReady).Reason != commonv1.ReasonCreating
 }
 
 // ownedBy fails the test unless obj's controller is zk.
@@ -279,7 +280,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("finalizers = %v, want %s", zk.Finalizers, framework.DefaultFinalizer)
 	}
 	// The API server applied the CRD's defaults.
-	if zk.Spec.Replicas != 3 || zk.Spec.Storage.ReclaimPolicy != zkv1.ReclaimRetain || zk.Spec.AdminPort != 8080 {
+	if zk.Spec.Replicas != 3 || zk.Spec.Storage.ReclaimPolicy != commonv1.ReclaimRetain || zk.Spec.AdminPort != 8080 {
 		t.Fatalf("spec = %+v, want the CRD's defaults", zk.Spec)
 	}
 
@@ -404,8 +405,8 @@ func TestCreate(t *testing.T) {
 			reason string
 		}{
 			{framework.ConditionReady, metav1.ConditionFalse, ""},
-			{zkv1.ConditionAvailable, metav1.ConditionFalse, "NoQuorum"},
-			{zkv1.ConditionProgressing, metav1.ConditionTrue, ""},
+			{commonv1.ConditionAvailable, metav1.ConditionFalse, commonv1.ReasonNoQuorum},
+			{commonv1.ConditionProgressing, metav1.ConditionTrue, ""},
 			{framework.ConditionSynced, metav1.ConditionTrue, framework.ReasonInSync},
 			{framework.ConditionPaused, metav1.ConditionFalse, ""},
 		} {
@@ -545,7 +546,7 @@ func TestForeignCredentialsSecret(t *testing.T) {
 // claim of the cluster's servers, a departed member's beyond replicas
 // included, and nothing else; Retain keeps them all.
 func TestDeleteReclaimsVolumes(t *testing.T) {
-	for _, policy := range []zkv1.ReclaimPolicy{zkv1.ReclaimDelete, zkv1.ReclaimRetain} {
+	for _, policy := range []commonv1.ReclaimPolicy{commonv1.ReclaimDelete, commonv1.ReclaimRetain} {
 		t.Run(string(policy), func(t *testing.T) {
 			cfg, c, ns := setup(t)
 			startManager(t, cfg, ns)
@@ -593,7 +594,7 @@ func TestDeleteReclaimsVolumes(t *testing.T) {
 				// controller here removes it: a deleted claim lingers with a
 				// deletion timestamp.
 				deleted := !exists || pvc.DeletionTimestamp != nil
-				wantDeleted := policy == zkv1.ReclaimDelete && slices.Contains(ours, name)
+				wantDeleted := policy == commonv1.ReclaimDelete && slices.Contains(ours, name)
 				if deleted != wantDeleted {
 					t.Errorf("claim %s: deleted %t, want %t (reclaim policy %s)", name, deleted, wantDeleted, policy)
 				}

@@ -1,7 +1,7 @@
 package zookeeper
 
 import (
-	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // Finalize runs when the cluster is deleted. Owner references take the
@@ -13,7 +13,7 @@ import (
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	zk := ctx.Obj
 	c.forgetCluster(zk)
-	if zk.Spec.Storage.ReclaimPolicy != zkv1.ReclaimDelete {
+	if zk.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}
 	if err := c.deleteVolumes(ctx, func(int) bool { return true }); err != nil {

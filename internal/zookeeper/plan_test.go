@@ -15,6 +15,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
@@ -452,56 +453,56 @@ func TestProgress(t *testing.T) {
 		reason  string
 		message string // a substring
 	}{
-		{name: "no StatefulSet yet", noSTS: true, reason: "Creating"},
+		{name: "no StatefulSet yet", noSTS: true, reason: commonv1.ReasonCreating},
 		{name: "in sync", servers: three},
 		{
 			name:    "membership differs from spec",
 			servers: with(three, 1, func(s *fakeServer) { s.voting = []int{1, 2} }),
-			reason:  "Scaling", message: "members [1 2], want 3",
+			reason:  commonv1.ReasonScaling, message: "members [1 2], want 3",
 		},
 		{
 			name:    "membership of the right size but other ids",
 			servers: with(three, 1, func(s *fakeServer) { s.voting = []int{1, 2, 4} }),
-			reason:  "Scaling", message: "members [1 2 4]",
+			reason:  commonv1.ReasonScaling, message: "members [1 2 4]",
 		},
 		{
 			name:    "a member's pod is missing",
 			servers: three[:2],
-			reason:  "Scaling", message: "2 server pods, want 3",
+			reason:  commonv1.ReasonScaling, message: "2 server pods, want 3",
 		},
 		{
 			name:    "no pods at all (a new cluster before the StatefulSet controller ran)",
 			members: []int{1, 2, 3},
-			reason:  "Scaling", message: "0 server pods, want 3",
+			reason:  commonv1.ReasonScaling, message: "0 server pods, want 3",
 		},
 		{
 			name:    "a server on an older revision",
 			servers: with(three, 2, stale),
-			reason:  "Restarting", message: "1 servers run an older revision",
+			reason:  commonv1.ReasonRestarting, message: "1 servers run an older revision",
 		},
 		{
 			// Not Ready at the new generation before the rollout is known.
 			name:    "a template the StatefulSet controller has not seen yet is Restarting",
 			servers: three,
 			mutate:  func(e *ensemble) { e.sts.Generation++ },
-			reason:  "Restarting",
+			reason:  commonv1.ReasonRestarting,
 		},
 		{
 			name:    "no update revision yet",
 			servers: three,
 			mutate:  func(e *ensemble) { e.sts.Status.UpdateRevision = "" },
-			reason:  "Restarting",
+			reason:  commonv1.ReasonRestarting,
 		},
 		{
 			name:    "no leader",
 			members: []int{1, 2, 3},
 			servers: with(three, 1, func(s *fakeServer) { s.role = zkclient.RoleFollower }),
-			reason:  "NoLeader",
+			reason:  commonv1.ReasonNoLeader,
 		},
 		{
 			name:    "a member does not serve",
 			servers: with(three, 3, notServing),
-			reason:  "ServersNotServing", message: "server 3 does not serve yet",
+			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve yet",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

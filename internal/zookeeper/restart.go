@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 )
 
@@ -116,7 +118,7 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 		return false, err
 	}
 	if len(e.members) == 0 {
-		return c.wait(ctx, "Restarting", "waiting for the membership to be known")
+		return c.wait(ctx, commonv1.ReasonRestarting, "waiting for the membership to be known")
 	}
 	replicas := max(e.replicas(zk), int32(slices.Max(e.members)))
 	if e.sts, err = c.applyServers(ctx, replicas, e.members, 0); err != nil {
@@ -124,12 +126,12 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 	}
 	c.setConditions(ctx, e)
 	if !e.revisionKnown() {
-		return c.wait(ctx, "Restarting", "waiting for the StatefulSet controller to see the new pod template")
+		return c.wait(ctx, commonv1.ReasonRestarting, "waiting for the StatefulSet controller to see the new pod template")
 	}
 	victim, wait := nextRestart(e, leaderToo, time.Now())
 	switch {
 	case wait != "":
-		return c.wait(ctx, "Restarting", wait)
+		return c.wait(ctx, commonv1.ReasonRestarting, wait)
 	case victim == nil:
 		return true, nil
 	}
@@ -138,13 +140,13 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 	case err != nil:
 		return false, err
 	case !evicted:
-		return c.wait(ctx, "Restarting", fmt.Sprintf(
+		return c.wait(ctx, commonv1.ReasonRestarting, fmt.Sprintf(
 			"the PodDisruptionBudget allows no disruption now (maxUnavailable %d); server %d waits", *zk.Spec.MaxUnavailable, victim.id()))
 	}
 	ctx.Log.Info("Restarting a server", "pod", pod.Name, "role", victim.role(), "revision", e.sts.Status.UpdateRevision)
-	ctx.Event(corev1.EventTypeNormal, "ServerRestarted", "Restarting server %d (%s, %s) onto revision %s",
+	ctx.Event(corev1.EventTypeNormal, zkv1.EventServerRestarted, "Restarting server %d (%s, %s) onto revision %s",
 		victim.id(), pod.Name, victim.role(), e.sts.Status.UpdateRevision)
-	return c.wait(ctx, "Restarting", fmt.Sprintf("restarting server %d (%s)", victim.id(), victim.role()))
+	return c.wait(ctx, commonv1.ReasonRestarting, fmt.Sprintf("restarting server %d (%s)", victim.id(), victim.role()))
 }
 
 // evict evicts pod through the Eviction API, so that the

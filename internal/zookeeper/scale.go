@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
@@ -102,25 +103,25 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 			return false, err
 		}
 		if s := e.member(add); s == nil || !s.serving() {
-			return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for server %d to start and follow the leader before it joins", add))
+			return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for server %d to start and follow the leader before it joins", add))
 		}
 		next, err := zkclient.AddMember(rctx, session.addrs, build.Members(zk, []int{add}, c.opts.ClusterDomain)[0], cfg.Version, session.auth)
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("add server %d: %w", add, err))
 		}
-		c.committed(ctx, cfg, next, replicas, "MemberAdded", fmt.Sprintf("Server %d joined the ensemble", add))
+		c.committed(ctx, cfg, next, replicas, zkv1.EventMemberAdded, fmt.Sprintf("Server %d joined the ensemble", add))
 		return false, nil
 	case remove != 0:
 		remaining := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id == remove })
 		if n := e.servingMembers(remaining); n < quorum(len(remaining)) {
-			return c.wait(ctx, "QuorumAtRisk", fmt.Sprintf(
+			return c.wait(ctx, commonv1.ReasonQuorumAtRisk, fmt.Sprintf(
 				"not removing server %d: %d of the remaining %d members serve, a quorum needs %d", remove, n, len(remaining), quorum(len(remaining))))
 		}
 		next, err := zkclient.RemoveMember(rctx, session.addrs, remove, cfg.Version, session.auth)
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("remove server %d: %w", remove, err))
 		}
-		c.committed(ctx, cfg, next, replicas, "MemberRemoved", fmt.Sprintf("Server %d left the ensemble", remove))
+		c.committed(ctx, cfg, next, replicas, zkv1.EventMemberRemoved, fmt.Sprintf("Server %d left the ensemble", remove))
 		return false, nil
 	}
 	_, err = c.applyServers(ctx, replicas, ids, 0)
@@ -131,7 +132,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 // wait, and anything else into a failed attempt of the step.
 func (c *Controller) reconfigFailed(ctx *Context, err error) (bool, error) {
 	if reconfigBusy(err) {
-		return c.wait(ctx, "Scaling", err.Error()+"; trying again")
+		return c.wait(ctx, commonv1.ReasonScaling, err.Error()+"; trying again")
 	}
 	return false, err
 }
@@ -162,7 +163,7 @@ func (c *Controller) members(rctx context.Context, ctx *Context, e *ensemble) (z
 	}
 	s := &session{addrs: e.clientAddresses(), auth: zkclient.WithSuperUser(password)}
 	if len(s.addrs) == 0 {
-		_, err := c.wait(ctx, "NoQuorum", "no server serves; waiting for the ensemble before changing its membership")
+		_, err := c.wait(ctx, commonv1.ReasonNoQuorum, "no server serves; waiting for the ensemble before changing its membership")
 		return zkclient.Config{}, nil, err
 	}
 	cfg, err := zkclient.Members(rctx, s.addrs, s.auth)
@@ -246,7 +247,7 @@ func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 		}
 	}
 	if n < int(zk.Spec.Replicas) {
-		ctx.Event(corev1.EventTypeNormal, "BootstrapReduced",
+		ctx.Event(corev1.EventTypeNormal, zkv1.EventBootstrapReduced,
 			"Starting with %d of %d servers: the volumes of the others belong to departed members, which join through a scale", n, zk.Spec.Replicas)
 	}
 	return build.IDs(int32(n)), nil
@@ -276,12 +277,12 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 		return false, err
 	}
 	if highest := e.highestPodOrdinal; highest >= int(want) {
-		return c.wait(ctx, "Scaling", fmt.Sprintf("waiting for pod %s to go", build.PodName(zk, highest)))
+		return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for pod %s to go", build.PodName(zk, highest)))
 	}
 	if err := c.markDeparted(ctx, cfg.IDs()); err != nil {
 		return false, err
 	}
-	if zk.Spec.Storage.ReclaimPolicy == zkv1.ReclaimDelete {
+	if zk.Spec.Storage.ReclaimPolicy == commonv1.ReclaimDelete {
 		return true, c.deleteVolumes(ctx, func(ordinal int) bool { return ordinal >= int(want) })
 	}
 	return true, nil
@@ -305,7 +306,7 @@ func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) e
 			return fmt.Errorf("delete volume claim %s: %w", pvc.Name, err)
 		}
 		ctx.Log.Info("Deleted a departed server's volume claim", "persistentVolumeClaim", pvc.Name)
-		ctx.Event(corev1.EventTypeNormal, "VolumeDeleted", "Deleted volume claim %s (reclaim policy Delete)", pvc.Name)
+		ctx.Event(corev1.EventTypeNormal, zkv1.EventVolumeDeleted, "Deleted volume claim %s (reclaim policy Delete)", pvc.Name)
 	}
 	return nil
 }
@@ -337,7 +338,7 @@ func claimOrdinal(zk *Cluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
 // wait reports a step that waits for the ensemble: not done, no error, and
 // why in Progressing and Ready.
 func (c *Controller) wait(ctx *Context, reason, message string) (bool, error) {
-	ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
 	ctx.SetReady(false, reason, message)
 	return false, nil
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
@@ -267,19 +268,19 @@ func (c *Controller) report(ctx *Context) (*ensemble, error) {
 func (c *Controller) setConditions(ctx *Context, e *ensemble) {
 	zk := ctx.Obj
 	if e.hasQuorum() {
-		ctx.SetCondition(zkv1.ConditionAvailable, metav1.ConditionTrue, "QuorumServing",
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionTrue, commonv1.ReasonQuorumServing,
 			fmt.Sprintf("%d of %d members serve, %s leads", e.servingMembers(e.members), len(e.members), e.leader.pod.Name))
 	} else {
-		ctx.SetCondition(zkv1.ConditionAvailable, metav1.ConditionFalse, "NoQuorum",
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, commonv1.ReasonNoQuorum,
 			fmt.Sprintf("%d of %d members serve, no leader answers", e.servingMembers(e.members), len(e.members)))
 	}
 	reason, message := progress(zk, e)
 	if reason == "" {
-		ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionFalse, "Stable", "")
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
 		ctx.SetReady(true, "", fmt.Sprintf("%d servers serve, %s leads", len(e.members), e.leader.pod.Name))
 		return
 	}
-	ctx.SetCondition(zkv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
 	ctx.SetReady(false, reason, message)
 }
 
@@ -290,21 +291,21 @@ func progress(zk *Cluster, e *ensemble) (reason, message string) {
 	want := int(zk.Spec.Replicas)
 	switch {
 	case e.sts == nil:
-		return "Creating", "creating the servers"
+		return commonv1.ReasonCreating, "creating the servers"
 	case len(e.members) != want || !slices.Equal(e.members, build.IDs(zk.Spec.Replicas)):
-		return "Scaling", fmt.Sprintf("members %v, want %d", e.members, want)
+		return commonv1.ReasonScaling, fmt.Sprintf("members %v, want %d", e.members, want)
 	case len(e.servers) != want:
-		return "Scaling", fmt.Sprintf("%d server pods, want %d", len(e.servers), want)
+		return commonv1.ReasonScaling, fmt.Sprintf("%d server pods, want %d", len(e.servers), want)
 	case !e.revisionKnown():
-		return "Restarting", "waiting for the StatefulSet controller to see the latest pod template"
+		return commonv1.ReasonRestarting, "waiting for the StatefulSet controller to see the latest pod template"
 	case len(e.stale()) > 0:
-		return "Restarting", fmt.Sprintf("%d servers run an older revision", len(e.stale()))
+		return commonv1.ReasonRestarting, fmt.Sprintf("%d servers run an older revision", len(e.stale()))
 	case e.leader == nil:
-		return "NoLeader", "no server answers as leader"
+		return commonv1.ReasonNoLeader, "no server answers as leader"
 	}
 	for _, id := range e.members {
 		if s := e.member(id); s == nil || !s.serving() {
-			return "ServersNotServing", fmt.Sprintf("server %d does not serve yet", id)
+			return zkv1.ReasonServersNotServing, fmt.Sprintf("server %d does not serve yet", id)
 		}
 	}
 	return "", ""

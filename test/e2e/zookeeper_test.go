@@ -18,8 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
-	"github.com/stewardhq/steward/internal/framework/flow"
 )
 
 // zkName is the ZookeeperCluster every scenario works on.
@@ -78,7 +78,7 @@ func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 			Image:           z.image,
 			ImagePullPolicy: corev1.PullNever,
 			Heap:            "96m",
-			Storage:         zkv1.StorageSpec{ReclaimPolicy: zkv1.ReclaimRetain},
+			Storage:         commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
 		},
 	}
 	if err := z.c.Create(context.Background(), cluster); err != nil {
@@ -134,7 +134,7 @@ func (z *zkScenario) rollout(patch string) *zkv1.ZookeeperCluster {
 	patched := time.Now()
 	z.patch(patch)
 	zk := z.waitReady(3, 5*time.Minute)
-	if op := zk.Status.Operation; op == nil || op.Name != "rolling-restart" || op.Phase != flow.PhaseSucceeded {
+	if op := zk.Status.Operation; op == nil || op.Name != "rolling-restart" || op.Phase != commonv1.PhaseSucceeded {
 		t.Errorf("status.operation = %+v, want a succeeded rolling-restart", op)
 	}
 	if after := leaderEpoch(t, zk); after-epoch > 1 {
@@ -171,7 +171,7 @@ func (z *zkScenario) heal(t *testing.T) {
 	}
 	start := time.Now()
 	eventually(t, time.Minute, "the cluster notices", func(context.Context) error {
-		if c := meta.FindStatusCondition(z.get().Status.Conditions, zkv1.ConditionAvailable); c == nil || c.Status != metav1.ConditionFalse {
+		if c := meta.FindStatusCondition(z.get().Status.Conditions, commonv1.ConditionAvailable); c == nil || c.Status != metav1.ConditionFalse {
 			return fmt.Errorf("available: %+v", c)
 		}
 		return nil

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // Defaults of a ZookeeperCluster's spec, also written as the CRD's
@@ -19,7 +21,7 @@ const (
 	DefaultImage                   = "localhost/zookeeper:3.8.0"
 	DefaultHeap                    = "512m"
 	DefaultStorageSize             = "1Gi"
-	DefaultReclaimPolicy           = ReclaimRetain
+	DefaultReclaimPolicy           = commonv1.ReclaimRetain
 	DefaultAdminPort         int32 = 8080
 	DefaultMaxUnavailable    int32 = 1
 	DefaultClientServiceType       = corev1.ServiceTypeClusterIP

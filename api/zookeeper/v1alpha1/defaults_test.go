@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 )
 
@@ -20,7 +21,7 @@ func TestDefault(t *testing.T) {
 		Image:          zkv1.DefaultImage,
 		Heap:           "512m",
 		Resources:      corev1.ResourceRequirements{Requests: memory("768Mi")}, // 512Mi of heap and 256Mi beyond
-		Storage:        zkv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi")), ReclaimPolicy: zkv1.ReclaimRetain},
+		Storage:        commonv1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi")), ReclaimPolicy: commonv1.ReclaimRetain},
 		ClientService:  zkv1.ClientServiceSpec{Type: corev1.ServiceTypeClusterIP},
 		AdminPort:      8080,
 		MaxUnavailable: ptr.To[int32](1),
@@ -30,16 +31,16 @@ func TestDefault(t *testing.T) {
 		Image:          "example/zk:1",
 		Heap:           "2g",
 		Resources:      corev1.ResourceRequirements{Requests: memory("2Gi")}, // the user's, even if tight
-		Storage:        zkv1.StorageSpec{Size: ptr.To(resource.MustParse("5Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: zkv1.ReclaimDelete},
+		Storage:        commonv1.StorageSpec{Size: ptr.To(resource.MustParse("5Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: commonv1.ReclaimDelete},
 		ClientService:  zkv1.ClientServiceSpec{Type: corev1.ServiceTypeNodePort, NodePort: ptr.To[int32](30181)},
 		AdminPort:      9090,
 		MaxUnavailable: ptr.To[int32](0), // zero is a value, not unset
 		Paused:         true,
 	}
-	partial := zkv1.ZookeeperClusterSpec{Replicas: 1, Storage: zkv1.StorageSpec{ReclaimPolicy: zkv1.ReclaimDelete}}
+	partial := zkv1.ZookeeperClusterSpec{Replicas: 1, Storage: commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimDelete}}
 	partialWant := full
 	partialWant.Replicas = 1
-	partialWant.Storage.ReclaimPolicy = zkv1.ReclaimDelete
+	partialWant.Storage.ReclaimPolicy = commonv1.ReclaimDelete
 	with := func(modify func(s *zkv1.ZookeeperClusterSpec)) zkv1.ZookeeperClusterSpec {
 		s := *full.DeepCopy()
 		modify(&s)

@@ -2,35 +2,37 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// ReclaimPolicy says what happens to the members' volumes when the cluster
-// is deleted.
-// +kubebuilder:validation:Enum=Retain;Delete
-type ReclaimPolicy string
-
-// Reclaim policies.
+// Reasons of the Available, Progressing and Ready conditions that only
+// ZooKeeper uses, next to the shared ones in api/common/v1alpha1
+// (Creating, Scaling, Restarting, Stable, QuorumServing, NoQuorum,
+// QuorumAtRisk, NoLeader).
 const (
-	// ReclaimRetain keeps the PersistentVolumeClaims when the cluster is
-	// deleted.
-	ReclaimRetain ReclaimPolicy = "Retain"
-	// ReclaimDelete deletes the PersistentVolumeClaims with the cluster.
-	ReclaimDelete ReclaimPolicy = "Delete"
+	// ReasonServersNotServing: a member's server does not serve yet.
+	ReasonServersNotServing = "ServersNotServing"
 )
 
-// Condition types the ZooKeeper controller sets, next to the framework's
-// Ready, Synced, Paused, DependenciesReady and OperationFailed.
+// Reasons of the Events the ZooKeeper controller records, next to the
+// framework's condition transitions.
 const (
-	// ConditionAvailable is True while a quorum serves clients: a leader
-	// answers and a majority of the committed members serve.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the cluster moves towards its spec:
-	// members joining or leaving, pods restarting onto a new revision.
-	ConditionProgressing = "Progressing"
+	// EventMemberAdded: a server joined the ensemble.
+	EventMemberAdded = "MemberAdded"
+	// EventMemberRemoved: a server left the ensemble.
+	EventMemberRemoved = "MemberRemoved"
+	// EventServerRestarted: a server's pod was evicted to restart it onto
+	// the latest revision.
+	EventServerRestarted = "ServerRestarted"
+	// EventBootstrapReduced: a re-created cluster starts with fewer servers
+	// than spec.replicas, because the volumes of the others belong to
+	// departed members.
+	EventBootstrapReduced = "BootstrapReduced"
+	// EventVolumeDeleted: a volume claim was deleted under reclaim policy
+	// Delete.
+	EventVolumeDeleted = "VolumeDeleted"
 )
 
 // Server roles, the keys of status.servers: a server's
@@ -97,7 +99,7 @@ type ZookeeperClusterSpec struct {
 	// Default: 1Gi of the cluster's default storage class, retained.
 	// +optional
 	// +kubebuilder:default={}
-	Storage StorageSpec `json:"storage,omitempty"`
+	Storage commonv1.StorageSpec `json:"storage,omitempty"`
 
 	// config holds zoo.cfg keys and values the operator does not own, for
 	// example tickTime, initLimit, syncLimit, maxClientCnxns,
@@ -148,69 +150,16 @@ type ZookeeperClusterSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
 
-	// nodeSelector constrains the servers' nodes. Default: none; can change
-	// (restarts the servers).
-	// +optional
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-
-	// affinity replaces the servers' default affinity, a preferred pod
-	// anti-affinity that spreads them over nodes. Default: that spreading;
-	// can change (restarts the servers).
-	// +optional
-	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-
-	// tolerations of the servers' pods. Default: none; can change (restarts
-	// the servers).
-	// +optional
-	// +listType=atomic
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-
-	// topologySpreadConstraints of the servers' pods; their label selectors
-	// may use the standard app.kubernetes.io labels of the pods. Default:
-	// none; can change (restarts the servers).
-	// +optional
-	// +listType=atomic
-	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
-
-	// priorityClassName of the servers' pods. Default: none; can change
-	// (restarts the servers).
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// The servers' placement: nodeSelector, affinity (replacing the
+	// default, a preferred pod anti-affinity that spreads the servers over
+	// nodes), tolerations, topologySpreadConstraints and priorityClassName.
+	// Default: none but that spreading; can change (restarts the servers).
+	commonv1.PodPlacement `json:",inline"`
 
 	// paused stops the controller from acting on the cluster (its pods keep
 	// running). Default false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
-}
-
-// StorageSpec is the persistent volume of each server.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable",fieldPath=.storageClassName
-type StorageSpec struct {
-	// size is each server's volume request. Default "1Gi"; immutable: a
-	// StatefulSet's volume claim templates cannot change (a later version may
-	// allow growth, which only relaxes this rule).
-	// +optional
-	// +kubebuilder:default="1Gi"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="size is immutable"
-	Size *resource.Quantity `json:"size,omitempty"`
-
-	// storageClassName is the volumes' StorageClass. Default: the cluster's
-	// default class; immutable (it cannot be set, changed or unset after
-	// creation).
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	StorageClassName *string `json:"storageClassName,omitempty"`
-
-	// reclaimPolicy says what happens to the volumes when the cluster is
-	// deleted: Retain keeps them, Delete deletes them. Default Retain; can
-	// change. A scale-in never deletes a volume by itself, whatever the
-	// policy: the controller removes the member from the ensemble first,
-	// and deletes the volumes of departed members (policy Delete) only then.
-	// +optional
-	// +kubebuilder:default=Retain
-	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
 
 // ClientServiceSpec is the Service clients connect to.
@@ -239,16 +188,11 @@ type ClientServiceSpec struct {
 
 // ZookeeperClusterStatus is the observed state of a ZooKeeper ensemble.
 type ZookeeperClusterStatus struct {
-	// conditions: Ready, Available, Progressing, Synced, and the framework's
-	// Paused, DependenciesReady and OperationFailed.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-
-	// observedGeneration is the generation the controller last acted on.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions (Ready, Available, Progressing, Synced, and the
+	// framework's Paused, DependenciesReady and OperationFailed),
+	// observedGeneration, and operation, the running or last task flow
+	// (scaling, rolling restart).
+	commonv1.StatusCore `json:",inline"`
 
 	// readyReplicas is the number of servers whose pods are ready (serving).
 	// +optional
@@ -285,10 +229,6 @@ type ZookeeperClusterStatus struct {
 	// (zoo.cfg and zoo.cfg.dynamic) of the latest revision.
 	// +optional
 	ConfigRevision string `json:"configRevision,omitempty"`
-
-	// operation is the running or last task flow (scaling, rolling restart).
-	// +optional
-	Operation *flow.Operation `json:"operation,omitempty"`
 }
 
 // ServerStatus is one server as its AdminServer reports it.
@@ -343,18 +283,8 @@ type ZookeeperClusterList struct {
 	Items           []ZookeeperCluster `json:"items"`
 }
 
-// Conditions returns a pointer to status.conditions (framework.Object).
-func (z *ZookeeperCluster) Conditions() *[]metav1.Condition { return &z.Status.Conditions }
-
-// ObservedGeneration returns a pointer to status.observedGeneration
-// (framework.Object).
-func (z *ZookeeperCluster) ObservedGeneration() *int64 { return &z.Status.ObservedGeneration }
+// StatusCore returns the status the framework owns (framework.Object).
+func (z *ZookeeperCluster) StatusCore() *commonv1.StatusCore { return &z.Status.StatusCore }
 
 // IsPaused reports spec.paused (framework.Pausable).
 func (z *ZookeeperCluster) IsPaused() bool { return z.Spec.Paused }
-
-// GetOperation returns status.operation (framework.OperationHolder).
-func (z *ZookeeperCluster) GetOperation() *flow.Operation { return z.Status.Operation }
-
-// SetOperation sets status.operation (framework.OperationHolder).
-func (z *ZookeeperCluster) SetOperation(op *flow.Operation) { z.Status.Operation = op }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stewardhq/steward/internal/testenv"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 )
@@ -44,7 +45,7 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 		{"custom", func(s *zkv1.ZookeeperClusterSpec) {
 			s.Replicas = 5
 			s.MaxUnavailable = ptr.To[int32](2)
-			s.Storage = zkv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: zkv1.ReclaimDelete}
+			s.Storage = commonv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: commonv1.ReclaimDelete}
 			s.ClientService = zkv1.ClientServiceSpec{Type: corev1.ServiceTypeNodePort, NodePort: ptr.To[int32](30181)}
 			s.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 			s.Tolerations = []corev1.Toleration{{Key: "zk", Operator: corev1.TolerationOpExists}}

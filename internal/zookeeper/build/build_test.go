@@ -16,17 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
-// The API type is a framework object with pause and task flows.
+// The API type is a framework object with pause.
 var (
-	_ framework.Object          = &zkv1.ZookeeperCluster{}
-	_ framework.Pausable        = &zkv1.ZookeeperCluster{}
-	_ framework.OperationHolder = &zkv1.ZookeeperCluster{}
+	_ framework.Object   = &zkv1.ZookeeperCluster{}
+	_ framework.Pausable = &zkv1.ZookeeperCluster{}
 )
 
 // newZK returns the defaulted cluster ns/zk with mutate applied to its
@@ -431,7 +431,7 @@ func TestStatefulSet(t *testing.T) {
 			}
 		}},
 		{"storage and Delete policy", func(s *zkv1.ZookeeperClusterSpec) {
-			s.Storage = zkv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: zkv1.ReclaimDelete}
+			s.Storage = commonv1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi")), StorageClassName: ptr.To("fast"), ReclaimPolicy: commonv1.ReclaimDelete}
 		}, 3, func(t *testing.T, sts *appsv1.StatefulSet) {
 			// The controller deletes the claims, not the StatefulSet: deleting
 			// the StatefulSet alone must not wipe the data.

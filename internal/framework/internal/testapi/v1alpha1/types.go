@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/stewardhq/steward/internal/framework/flow"
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // GroupVersion is the group and version of the test API.
@@ -43,17 +43,7 @@ type WidgetSpec struct {
 
 // WidgetStatus is the observed state of a Widget.
 type WidgetStatus struct {
-	// ObservedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the framework's conditions.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Operation is the running or last task flow.
-	// +optional
-	Operation *flow.Operation `json:"operation,omitempty"`
+	commonv1.StatusCore `json:",inline"`
 	// ConfigMap is the name of the config ConfigMap in use.
 	// +optional
 	ConfigMap string `json:"configMap,omitempty"`
@@ -86,20 +76,11 @@ type WidgetList struct {
 	Items           []Widget `json:"items"`
 }
 
-// Conditions returns a pointer to status.conditions.
-func (w *Widget) Conditions() *[]metav1.Condition { return &w.Status.Conditions }
-
-// ObservedGeneration returns a pointer to status.observedGeneration.
-func (w *Widget) ObservedGeneration() *int64 { return &w.Status.ObservedGeneration }
+// StatusCore returns the status the framework owns.
+func (w *Widget) StatusCore() *commonv1.StatusCore { return &w.Status.StatusCore }
 
 // IsPaused reports spec.paused.
 func (w *Widget) IsPaused() bool { return w.Spec.Paused }
-
-// GetOperation returns status.operation.
-func (w *Widget) GetOperation() *flow.Operation { return w.Status.Operation }
-
-// SetOperation sets status.operation.
-func (w *Widget) SetOperation(op *flow.Operation) { w.Status.Operation = op }
 
 // GadgetSpec is the desired state of a Gadget.
 type GadgetSpec struct {
@@ -112,15 +93,9 @@ type GadgetSpec struct {
 }
 
 // GadgetStatus is the observed state of a Gadget; tests write it directly.
+// It runs no flows, so its operation stays unset.
 type GadgetStatus struct {
-	// ObservedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the Gadget's conditions.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	commonv1.StatusCore `json:",inline"`
 }
 
 // Gadget is the test child and dependency kind.
@@ -144,8 +119,5 @@ type GadgetList struct {
 	Items           []Gadget `json:"items"`
 }
 
-// Conditions returns a pointer to status.conditions.
-func (g *Gadget) Conditions() *[]metav1.Condition { return &g.Status.Conditions }
-
-// ObservedGeneration returns a pointer to status.observedGeneration.
-func (g *Gadget) ObservedGeneration() *int64 { return &g.Status.ObservedGeneration }
+// StatusCore returns the status the framework owns.
+func (g *Gadget) StatusCore() *commonv1.StatusCore { return &g.Status.StatusCore }

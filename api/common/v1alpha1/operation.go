@@ -1,4 +1,4 @@
-package flow
+package v1alpha1
 
 import (
 	"fmt"
@@ -82,8 +82,8 @@ type Operation struct {
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
-// New returns a running operation at its first step.
-func New(name, trigger string, steps []string, now metav1.Time) *Operation {
+// NewOperation returns a running operation at its first step.
+func NewOperation(name, trigger string, steps []string, now metav1.Time) *Operation {
 	op := &Operation{
 		Name:      name,
 		Trigger:   trigger,

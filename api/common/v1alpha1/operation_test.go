@@ -1,4 +1,4 @@
-package flow
+package v1alpha1
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestParseRescue(t *testing.T) {
 }
 
 func TestOperationProgress(t *testing.T) {
-	op := New("upgrade", "g3", []string{"drain", "restart"}, metav1.Now())
+	op := NewOperation("upgrade", "g3", []string{"drain", "restart"}, metav1.Now())
 	if op.Step != "drain" || op.Progress != "1/2" || op.Phase != PhaseRunning || !op.Phase.Active() {
 		t.Fatalf("new operation = %+v", op)
 	}
