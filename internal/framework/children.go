@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // applyKey identifies a child across passes.
@@ -52,7 +54,7 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(c.Obj.GetNamespace())
 	}
-	obj.SetLabels(mergeLabels(obj.GetLabels(), c.Labels(component)))
+	obj.SetLabels(standard.Merge(obj.GetLabels(), c.Labels(component)))
 	if err := controllerutil.SetControllerReference(c.Obj, obj, c.Scheme); err != nil {
 		return fmt.Errorf("apply %s %s: %w", gvk.Kind, key(obj), err)
 	}
@@ -174,7 +176,7 @@ func hashObject(m map[string]any) (string, error) {
 // the object should have. Config ConfigMaps are left to CollectConfigMaps.
 func (c *Context[T]) DeleteOrphans(list client.ObjectList) ([]string, error) {
 	if err := c.Client.List(c, list, client.InNamespace(c.Obj.GetNamespace()),
-		client.MatchingLabels(ownedSelector(c.Obj.GetName()))); err != nil {
+		client.MatchingLabels(standard.Owned(c.Obj.GetName()))); err != nil {
 		return nil, fmt.Errorf("list children: %w", err)
 	}
 	items, err := meta.ExtractList(list)

@@ -2,12 +2,9 @@ package framework
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -18,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // ConfigLabel is the label of config ConfigMaps; its value is the component.
@@ -30,32 +29,6 @@ const ConfigLabel = "steward.dev/config"
 // timestamps would not do: they have a resolution of one second and never
 // move.
 const ConfigRevisionAnnotation = "steward.dev/config-revision"
-
-// configHashLen is the length of the content hash in config ConfigMap names.
-const configHashLen = 10
-
-// ConfigHash returns the content hash of data used in config ConfigMap
-// names: the first 10 hex digits of a SHA-256 over the sorted keys and
-// values.
-func ConfigHash(data map[string]string) string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		// Length prefixes keep {"a":"bc"} and {"ab":"c"} apart.
-		fmt.Fprintf(h, "%d:%s=%d:%s;", len(k), k, len(data[k]), data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:configHashLen]
-}
-
-// ConfigMapName returns the name of the config ConfigMap of owner's
-// component holding data: "<owner>-<component>-<hash>".
-func ConfigMapName(owner, component string, data map[string]string) string {
-	return fmt.Sprintf("%s-%s-%s", owner, component, ConfigHash(data))
-}
 
 // EnsureConfigMap makes sure the immutable, content-addressed ConfigMap of
 // component holding data exists, and returns its name for the pod template
@@ -70,7 +43,7 @@ func ConfigMapName(owner, component string, data map[string]string) string {
 // garbage collector has not removed yet, or someone else's), is not reused:
 // EnsureConfigMap returns an error, and the pass backs off until it is gone.
 func (c *Context[T]) EnsureConfigMap(component string, data map[string]string) (string, error) {
-	name := ConfigMapName(c.Obj.GetName(), component, data)
+	name := standard.ConfigMapName(c.Obj.GetName(), component, data)
 	c.configs[name] = true
 	k := client.ObjectKey{Namespace: c.Obj.GetNamespace(), Name: name}
 	cm := &corev1.ConfigMap{}
@@ -102,7 +75,7 @@ func (c *Context[T]) newConfigMap(name, component string, data map[string]string
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       c.Obj.GetNamespace(),
-			Labels:          mergeLabels(c.Labels(component), map[string]string{ConfigLabel: component}),
+			Labels:          standard.Merge(c.Labels(component), map[string]string{ConfigLabel: component}),
 			Annotations:     map[string]string{ConfigRevisionAnnotation: strconv.FormatInt(c.Obj.GetGeneration(), 10)},
 			OwnerReferences: []metav1.OwnerReference{c.Owner()},
 		},
@@ -171,7 +144,7 @@ func (c *Context[T]) markNewest(cm *corev1.ConfigMap, component string) error {
 // configMaps lists the config ConfigMaps of the object's component.
 func (c *Context[T]) configMaps(component string) ([]corev1.ConfigMap, error) {
 	var cms corev1.ConfigMapList
-	sel := mergeLabels(ownedSelector(c.Obj.GetName()), map[string]string{ConfigLabel: component})
+	sel := standard.Merge(standard.Owned(c.Obj.GetName()), map[string]string{ConfigLabel: component})
 	if err := c.Client.List(c, &cms, client.InNamespace(c.Obj.GetNamespace()), client.MatchingLabels(sel)); err != nil {
 		return nil, fmt.Errorf("list config ConfigMaps: %w", err)
 	}

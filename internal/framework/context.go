@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // Context is what an actor, its actions and its flow steps work with during
@@ -106,7 +107,7 @@ func (c *Context[T]) RequireFresh() error {
 // Labels returns the standard labels of a child of the object playing
 // component.
 func (c *Context[T]) Labels(component string) map[string]string {
-	return StandardLabels(c.r.app, c.Obj.GetName(), component, c.r.partOf)
+	return standard.Labels(c.r.app, c.Obj.GetName(), component, c.r.partOf)
 }
 
 // Selector returns the labels that select the object's children playing
@@ -114,7 +115,7 @@ func (c *Context[T]) Labels(component string) map[string]string {
 // instance, component and managed-by — the standard labels minus part-of,
 // the one label a system may rename without its pods changing.
 func (c *Context[T]) Selector(component string) map[string]string {
-	return StandardLabels(c.r.app, c.Obj.GetName(), component, "")
+	return standard.Selector(c.r.app, c.Obj.GetName(), component)
 }
 
 // Owner returns a controller owner reference to the object.

@@ -21,6 +21,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -183,7 +184,7 @@ func TestOrphans(t *testing.T) {
 
 	// A Gadget with the Widget's labels but no owner reference.
 	create(t, c, &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-9",
-		Labels: framework.StandardLabels("widget", "w", "gadget", "framework-test")}})
+		Labels: standard.Labels("widget", "w", "gadget", "framework-test")}})
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 3}))
 	waitWidget(t, c, ns, "w", "Synced=True", inSync)
 	if got, want := gadgets(t, c, ns), []string{"w-0", "w-1", "w-2", "w-9"}; !slices.Equal(got, want) {
@@ -197,7 +198,7 @@ func TestOrphans(t *testing.T) {
 	if !metav1.IsControlledBy(&g, w) {
 		t.Errorf("Gadget w-1 is not controlled by the Widget: %v", g.OwnerReferences)
 	}
-	for k, v := range framework.StandardLabels("widget", "w", "gadget", "framework-test") {
+	for k, v := range standard.Labels("widget", "w", "gadget", "framework-test") {
 		if g.Labels[k] != v {
 			t.Errorf("Gadget w-1 label %s = %q, want %q", k, g.Labels[k], v)
 		}
@@ -226,7 +227,7 @@ func TestConfigRollout(t *testing.T) {
 	config := func(v int) map[string]string { return map[string]string{"app.conf": fmt.Sprintf("version=%d\n", v)} }
 	names := make([]string, 6)
 	for v := 1; v <= 5; v++ {
-		names[v] = framework.ConfigMapName("w", "config", config(v))
+		names[v] = standard.ConfigMapName("w", "config", config(v))
 		if v == 1 {
 			create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Config: config(1)}))
 		} else {

@@ -17,6 +17,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -329,7 +330,7 @@ func TestConfigRollbackIsNewest(t *testing.T) {
 	startManager(t, cfg, ns, opts)
 
 	conf := func(v string) map[string]string { return map[string]string{"app.conf": v} }
-	name := func(v string) string { return framework.ConfigMapName("w", "config", conf(v)) }
+	name := func(v string) string { return standard.ConfigMapName("w", "config", conf(v)) }
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Config: conf("A")}))
 	for _, v := range []string{"A", "B", "A", "C"} {
 		update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Config = conf(v) })
@@ -370,7 +371,7 @@ func TestConfigMapOfPreviousIncarnation(t *testing.T) {
 	w := waitWidget(t, c, ns, "w", "Synced=False naming the foreign ConfigMap", func(w *testapi.Widget) bool {
 		return condition(w, framework.ConditionSynced).Reason == framework.ReasonReconcileError
 	})
-	cmName := framework.ConfigMapName("w", "config", spec.Config)
+	cmName := standard.ConfigMapName("w", "config", spec.Config)
 	if msg := condition(w, framework.ConditionSynced).Message; !strings.Contains(msg, cmName) || !strings.Contains(msg, "by a deleted Widget of the same name") {
 		t.Errorf("Synced message = %q, want it to name %s and its owner", msg, cmName)
 	}

@@ -103,31 +103,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestConfigMapName(t *testing.T) {
-	a := map[string]string{"a": "bc"}
-	tests := []struct {
-		name string
-		x, y map[string]string
-		same bool
-	}{
-		{"equal content", map[string]string{"k": "v", "l": "w"}, map[string]string{"l": "w", "k": "v"}, true},
-		{"different value", map[string]string{"k": "v"}, map[string]string{"k": "w"}, false},
-		{"key/value boundary", a, map[string]string{"ab": "c"}, false},
-		{"empty", nil, map[string]string{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if same := ConfigHash(tt.x) == ConfigHash(tt.y); same != tt.same {
-				t.Errorf("hash(%v) == hash(%v) is %v, want %v", tt.x, tt.y, same, tt.same)
-			}
-		})
-	}
-	name := ConfigMapName("zk", "config", a)
-	if !strings.HasPrefix(name, "zk-config-") || len(name) != len("zk-config-")+10 {
-		t.Errorf("ConfigMapName = %q, want zk-config-<10 hex digits>", name)
-	}
-}
-
 func TestReferencedConfigMaps(t *testing.T) {
 	ref := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
 	spec := &corev1.PodSpec{
@@ -379,13 +354,5 @@ func TestIsReady(t *testing.T) {
 				t.Errorf("IsReady = %v %q, want %v %q", ok, why, tt.ready, tt.wantWhy)
 			}
 		})
-	}
-}
-
-func TestStandardLabels(t *testing.T) {
-	got := StandardLabels("zookeeper", "zk", "", "steward")
-	want := map[string]string{LabelName: "zookeeper", LabelInstance: "zk", LabelPartOf: "steward", LabelManagedBy: ManagedBy}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("StandardLabels = %v, want %v", got, want)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
 	"github.com/stewardhq/steward/internal/zookeeper"
@@ -119,7 +119,7 @@ func metricsOptions(opts Options) metricsserver.Options {
 // controller needs it (a name clash with a user's Secret, say).
 func cacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{framework.LabelManagedBy: framework.ManagedBy})},
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{standard.LabelManagedBy: standard.ManagedBy})},
 	}}
 }
 

@@ -25,6 +25,7 @@ import (
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
@@ -174,12 +175,12 @@ func watchServers(b *builder.Builder) *builder.Builder {
 	return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(
 		func(_ context.Context, obj client.Object) []reconcile.Request {
 			l := obj.GetLabels()
-			if l[framework.LabelName] != build.App || l[framework.LabelManagedBy] != framework.ManagedBy ||
-				l[framework.LabelComponent] != build.ComponentServer || l[framework.LabelInstance] == "" {
+			if l[standard.LabelName] != build.App || l[standard.LabelManagedBy] != standard.ManagedBy ||
+				l[standard.LabelComponent] != build.ComponentServer || l[standard.LabelInstance] == "" {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{
-				Namespace: obj.GetNamespace(), Name: l[framework.LabelInstance],
+				Namespace: obj.GetNamespace(), Name: l[standard.LabelInstance],
 			}}}
 		}))
 }

@@ -19,6 +19,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
@@ -58,13 +59,13 @@ func TestNames(t *testing.T) {
 		t.Errorf("ServerID(0) = %d, Ordinal(3) = %d", build.ServerID(0), build.Ordinal(3))
 	}
 	want := map[string]string{
-		framework.LabelName: "zookeeper", framework.LabelInstance: "zk", framework.LabelComponent: "server",
-		framework.LabelPartOf: "zookeeper", framework.LabelManagedBy: framework.ManagedBy,
+		standard.LabelName: "zookeeper", standard.LabelInstance: "zk", standard.LabelComponent: "server",
+		standard.LabelPartOf: "zookeeper", standard.LabelManagedBy: standard.ManagedBy,
 	}
 	if got := build.Labels(zk, build.ComponentServer); !maps.Equal(got, want) {
 		t.Errorf("Labels = %v, want %v", got, want)
 	}
-	delete(want, framework.LabelPartOf)
+	delete(want, standard.LabelPartOf)
 	if got := build.Selector(zk, build.ComponentServer); !maps.Equal(got, want) {
 		t.Errorf("Selector = %v, want %v", got, want)
 	}
@@ -191,7 +192,7 @@ func TestConfigData(t *testing.T) {
 	if want := map[string]string{build.ZooCfgKey: build.ZooCfg(zk)}; !maps.Equal(data, want) {
 		t.Errorf("ConfigData() = %v, want %v", data, want)
 	}
-	if got, want := build.ConfigRevision(data), framework.ConfigHash(data); got != want {
+	if got, want := build.ConfigRevision(data), standard.ConfigHash(data); got != want {
 		t.Errorf("ConfigRevision() = %s, want %s", got, want)
 	}
 
@@ -215,8 +216,8 @@ func TestConfigData(t *testing.T) {
 			if got := build.ConfigRevision(data) == build.ConfigRevision(other); got != tc.same {
 				t.Errorf("same revision = %t, want %t", got, tc.same)
 			}
-			nameA := framework.ConfigMapName(zk.Name, build.ComponentConfig, data)
-			nameB := framework.ConfigMapName(zk.Name, build.ComponentConfig, other)
+			nameA := standard.ConfigMapName(zk.Name, build.ComponentConfig, data)
+			nameB := standard.ConfigMapName(zk.Name, build.ComponentConfig, other)
 			if got := nameA == nameB; got != tc.same {
 				t.Errorf("same ConfigMap name = %t (%s, %s), want %t", got, nameA, nameB, tc.same)
 			}
@@ -666,7 +667,7 @@ func checkSelectsServers(t *testing.T, sel map[string]string) {
 	if !maps.Equal(sel, want) {
 		t.Errorf("selector %v, want %v", sel, want)
 	}
-	if _, ok := sel[framework.LabelPartOf]; ok {
+	if _, ok := sel[standard.LabelPartOf]; ok {
 		t.Error("selector has part-of")
 	}
 }

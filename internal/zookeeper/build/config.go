@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
-	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
@@ -123,7 +123,7 @@ func ConfigData(zk *zkv1.ZookeeperCluster) map[string]string {
 // the pod template carries (ConfigRevisionAnnotation), so that the pods
 // show which zoo.cfg they run with.
 func ConfigRevision(data map[string]string) string {
-	return framework.ConfigHash(data)
+	return standard.ConfigHash(data)
 }
 
 // MembersConfigMapName is the name of the members ConfigMap.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
-	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // App and PartOf are the app.kubernetes.io/name and part-of of every
@@ -85,13 +85,13 @@ func ClientEndpoint(zk *zkv1.ZookeeperCluster, domain string) string {
 // Labels are the standard labels of zk's children playing component, as
 // the framework's Context.Labels gives them.
 func Labels(zk *zkv1.ZookeeperCluster, component string) map[string]string {
-	return framework.StandardLabels(App, zk.Name, component, PartOf)
+	return standard.Labels(App, zk.Name, component, PartOf)
 }
 
 // Selector selects zk's children playing component, as the framework's
 // Context.Selector gives it (the standard labels without part-of).
 func Selector(zk *zkv1.ZookeeperCluster, component string) map[string]string {
-	return framework.StandardLabels(App, zk.Name, component, "")
+	return standard.Selector(App, zk.Name, component)
 }
 
 func orDefault(domain string) string {

@@ -1,7 +1,6 @@
 package build
 
 import (
-	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // The image's user and group (images/zookeeper/README.md).
@@ -112,12 +112,7 @@ func StatefulSet(zk *zkv1.ZookeeperCluster, replicas int32, configMap, configRev
 }
 
 func podTemplate(zk *zkv1.ZookeeperCluster, configMap, configRevision string) corev1.PodTemplateSpec {
-	s := &zk.Spec
-	affinity := s.Affinity.DeepCopy()
-	if affinity == nil {
-		affinity = spreadOverNodes(zk)
-	}
-	return corev1.PodTemplateSpec{
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      Labels(zk, ComponentServer),
 			Annotations: map[string]string{ConfigRevisionAnnotation: configRevision},
@@ -128,13 +123,10 @@ func podTemplate(zk *zkv1.ZookeeperCluster, configMap, configRevision string) co
 			SecurityContext:              podSecurityContext(),
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
-			NodeSelector:                 maps.Clone(s.NodeSelector),
-			Affinity:                     affinity,
-			Tolerations:                  slices.Clone(s.Tolerations),
-			TopologySpreadConstraints:    slices.Clone(s.TopologySpreadConstraints),
-			PriorityClassName:            s.PriorityClassName,
 		},
 	}
+	standard.ApplyPlacement(&tmpl.Spec, zk.Spec.PodPlacement, spreadOverNodes(zk))
+	return tmpl
 }
 
 func container(zk *zkv1.ZookeeperCluster) corev1.Container {

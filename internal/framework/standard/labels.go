@@ -1,8 +1,8 @@
-package framework
+package standard
 
 import "maps"
 
-// The standard labels the framework puts on every child.
+// The standard labels Steward puts on every child.
 const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelInstance  = "app.kubernetes.io/instance"
@@ -14,11 +14,11 @@ const (
 // ManagedBy is the value of LabelManagedBy on every child.
 const ManagedBy = "steward"
 
-// StandardLabels returns the standard labels of a child of the object named
+// Labels returns the standard labels of a child of the object named
 // instance: app is the application (app.kubernetes.io/name), partOf the
 // system it belongs to, component the child's role. Empty values are left
 // out.
-func StandardLabels(app, instance, component, partOf string) map[string]string {
+func Labels(app, instance, component, partOf string) map[string]string {
 	l := map[string]string{LabelManagedBy: ManagedBy}
 	for k, v := range map[string]string{
 		LabelName:      app,
@@ -33,13 +33,22 @@ func StandardLabels(app, instance, component, partOf string) map[string]string {
 	return l
 }
 
-// ownedSelector returns the labels every child of instance carries.
-func ownedSelector(instance string) map[string]string {
+// Selector returns the labels that select the children of instance playing
+// component, for a workload's (immutable) selector: the standard labels
+// minus part-of, the one label a system may rename without its pods
+// changing.
+func Selector(app, instance, component string) map[string]string {
+	return Labels(app, instance, component, "")
+}
+
+// Owned returns the labels every child of instance carries, whatever its
+// component.
+func Owned(instance string) map[string]string {
 	return map[string]string{LabelInstance: instance, LabelManagedBy: ManagedBy}
 }
 
-// mergeLabels returns base with extra laid over it.
-func mergeLabels(base, extra map[string]string) map[string]string {
+// Merge returns base with extra laid over it, as a new map.
+func Merge(base, extra map[string]string) map[string]string {
 	out := make(map[string]string, len(base)+len(extra))
 	maps.Copy(out, base)
 	maps.Copy(out, extra)

@@ -1,0 +1,39 @@
+package standard
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+)
+
+// ApplyPlacement sets the pod spec's scheduling fields from p. The
+// affinity is p's when set, defaultAffinity otherwise (typically a
+// preferred anti-affinity that spreads a set's members over nodes). Maps
+// and slices are copied: the spec never aliases p.
+func ApplyPlacement(spec *corev1.PodSpec, p commonv1.PodPlacement, defaultAffinity *corev1.Affinity) {
+	spec.NodeSelector = maps.Clone(p.NodeSelector)
+	spec.Affinity = defaultAffinity
+	if p.Affinity != nil {
+		spec.Affinity = p.Affinity.DeepCopy()
+	}
+	spec.Tolerations = slices.Clone(p.Tolerations)
+	spec.TopologySpreadConstraints = slices.Clone(p.TopologySpreadConstraints)
+	spec.PriorityClassName = p.PriorityClassName
+}
+
+// ApplyOverrides adds o's labels and annotations to the pod template and
+// sets its service account and pull secrets. Labels the template already
+// has (the standard ones its workload selects by) win over o's.
+func ApplyOverrides(tmpl *corev1.PodTemplateSpec, o commonv1.PodOverrides) {
+	if len(o.PodLabels) > 0 {
+		tmpl.Labels = Merge(o.PodLabels, tmpl.Labels)
+	}
+	if len(o.PodAnnotations) > 0 {
+		tmpl.Annotations = Merge(o.PodAnnotations, tmpl.Annotations)
+	}
+	tmpl.Spec.ServiceAccountName = o.ServiceAccountName
+	tmpl.Spec.ImagePullSecrets = slices.Clone(o.ImagePullSecrets)
+}
