@@ -17,9 +17,9 @@ import (
 // pass with a Context holding the defaulted object.
 type Actor[T Object] interface {
 	// Observe compares desired and observed state and returns the next
-	// action, or nil when the object is in sync. It may apply declarative
-	// children (Context.Apply writes only when something changed) but leaves
-	// anything imperative to the action it returns.
+	// action, or nil when the object is in sync. It runs when no flow is
+	// active, after Declare (when the actor has one): it decides, and
+	// leaves anything imperative to the action it returns.
 	Observe(ctx *Context[T]) (Action[T], error)
 	// Finalize cleans up external state of a deleting object; it is called
 	// until it reports done, then the finalizer is removed.
@@ -40,6 +40,25 @@ func Named[T Object](name string, fn Action[T]) Action[T] {
 		ctx.actionName = name
 		return fn(ctx)
 	}
+}
+
+// Declarer is implemented by actors with declarative children. Declare
+// runs on every pass that reaches the actor (not paused, spec valid,
+// dependencies ready) before anything else the actor does: before the
+// running flow's step, while a flow is Failed and waits for a rescue, and
+// before Observe. It applies the children whose desired form follows from
+// the spec and the observed state (Services, budgets, configuration,
+// workloads: Context.Apply writes only when something changed), observes
+// the application into status, and sets the conditions that describe it.
+// It does nothing imperative (no member added or removed, no pod evicted):
+// that is for actions and flow steps, which find what Declare observed in
+// a PassValue instead of observing again.
+//
+// Because it runs during flows that can last an hour, a child Declare
+// applies is repaired within a pass of being changed or deleted, whatever
+// the object is doing.
+type Declarer[T Object] interface {
+	Declare(ctx *Context[T]) error
 }
 
 // Defaulter is implemented by actors whose kind has defaults. Default is the

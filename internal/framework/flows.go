@@ -74,15 +74,6 @@ type FlowInterrupter[T Object] interface {
 	InterruptFlow(ctx *Context[T], op *commonv1.Operation) (reason string, interrupt bool)
 }
 
-// StatusObserver is implemented by actors whose status reports on the
-// application (servers, quorum), which must not freeze while a failed flow
-// waits for a rescue: Observe does not run then, ObserveStatus does, on
-// every pass and every Resync. It only reads and sets status; it must not
-// change anything else.
-type StatusObserver[T Object] interface {
-	ObserveStatus(ctx *Context[T]) error
-}
-
 func (f Flow[T]) withDefaults() Flow[T] {
 	if f.MaxAttempts <= 0 {
 		f.MaxAttempts = DefaultMaxAttempts
@@ -150,14 +141,10 @@ func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
 		return false, reconcile.Result{}, nil
 	}
 	if op.Phase == commonv1.PhaseFailed {
+		// The flow waits for a rescue. The declarative phase ran, and runs
+		// again every Resync, so that status keeps telling the truth.
 		p.c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonOperationFailed, failedMessage(op))
-		if o, ok := p.r.opts.Actor.(StatusObserver[T]); ok {
-			if err := o.ObserveStatus(p.c); err != nil {
-				return true, reconcile.Result{}, err
-			}
-			return true, reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
-		}
-		return true, reconcile.Result{}, nil
+		return true, reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
 	}
 	if p.interrupt(op) {
 		p.setOperationCondition(op)

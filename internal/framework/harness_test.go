@@ -109,8 +109,8 @@ type widgetActor struct {
 	failObserve atomic.Int32
 	// interrupt makes InterruptFlow stop the running flow.
 	interrupt atomic.Bool
-	// statusObserves counts ObserveStatus calls (while a flow is Failed).
-	statusObserves atomic.Int32
+	// declares counts Declare calls.
+	declares atomic.Int32
 
 	probeURL       string
 	collector      *probe.Collector[int]
@@ -162,21 +162,6 @@ func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error)
 	if a.collector != nil {
 		a.probe(c)
 	}
-	for i := range w.Spec.Replicas {
-		g := &testapi.Gadget{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i)},
-			Spec:       testapi.GadgetSpec{Index: i},
-		}
-		if err := c.Apply(g, "gadget"); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
-		return nil, err
-	}
-	if err := a.rollConfig(c); err != nil {
-		return nil, err
-	}
 	if w.Spec.Flow != "" {
 		if op := c.Operation(); op == nil || op.Trigger != w.Spec.FlowToken {
 			return framework.StartFlow[*testapi.Widget](w.Spec.Flow, w.Spec.FlowToken), nil
@@ -185,12 +170,33 @@ func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error)
 	return nil, nil
 }
 
-// ObserveStatus records that status was refreshed while a flow is Failed.
-func (a *widgetActor) ObserveStatus(c *Ctx) error {
-	a.statusObserves.Add(1)
-	c.SetCondition("StatusObserved", metav1.ConditionTrue, "ObservedWhileFailed", "")
+// Declare applies the Gadgets (one per replica) and the config rollout on
+// every pass, flows included, and says so in the Declared condition.
+func (a *widgetActor) Declare(c *Ctx) error {
+	a.declares.Add(1)
+	w := c.Obj
+	for i := range max(w.Spec.Replicas, 0) {
+		g := &testapi.Gadget{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i)},
+			Spec:       testapi.GadgetSpec{Index: i},
+		}
+		if err := c.Apply(g, "gadget"); err != nil {
+			return err
+		}
+	}
+	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
+		return err
+	}
+	if err := a.rollConfig(c); err != nil {
+		return err
+	}
+	declared.Set(c, int(max(w.Spec.Replicas, 0)))
+	c.SetCondition("Declared", metav1.ConditionTrue, "ChildrenApplied", fmt.Sprintf("%d gadgets", max(w.Spec.Replicas, 0)))
 	return nil
 }
+
+// declared is what Declare leaves for the flow steps of the same pass.
+var declared = framework.NewPassValue[int]("gadget count")
 
 // rollConfig rolls spec.config out to a Deployment and collects old
 // revisions.
@@ -268,9 +274,12 @@ func (a *widgetActor) Dependencies(c *Ctx) ([]framework.Dependency, error) {
 }
 
 // step returns a flow step that records its runs and completes when done
-// says so.
+// says so. It fails when Declare did not run before it in the pass.
 func (a *widgetActor) step(name string, done func() (bool, error)) framework.Step[*testapi.Widget] {
-	return framework.Step[*testapi.Widget]{Name: name, Run: func(*Ctx) (bool, error) {
+	return framework.Step[*testapi.Widget]{Name: name, Run: func(c *Ctx) (bool, error) {
+		if _, err := declared.MustGet(c); err != nil {
+			return false, err
+		}
 		ok, err := done()
 		a.log.ran(a.name, name, ok && err == nil)
 		return ok, err

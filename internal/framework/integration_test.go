@@ -405,6 +405,37 @@ func TestFlowResumesInNewManager(t *testing.T) {
 	}
 }
 
+// TestDeclareRunsDuringFlows changes the spec while a flow waits in a
+// step: the declarative phase applies the new children at once, without
+// waiting for the flow (which may take an hour) to end.
+func TestDeclareRunsDuringFlows(t *testing.T) {
+	cfg, c, ns := setup(t)
+	a := newActor("a", newFlowLog())
+	startManager(t, cfg, ns, testOptions(a))
+
+	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1, Flow: "steps", FlowToken: "1"}))
+	waitWidget(t, c, ns, "w", "the flow to wait in step 2", func(w *testapi.Widget) bool {
+		op := w.Status.Operation
+		return op != nil && op.Step == "wait" && op.Phase == commonv1.PhaseRunning
+	})
+	update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Replicas = 3 })
+	testenv.Eventually(t, "three gadgets while the flow waits", func() (bool, string) {
+		names := gadgets(t, c, ns)
+		return len(names) == 3, fmt.Sprintf("gadgets %v", names)
+	})
+	w := widget(t, c, ns, "w")
+	if op := w.Status.Operation; op.Step != "wait" || op.Phase != commonv1.PhaseRunning {
+		t.Fatalf("operation %+v, want still waiting in step wait", op)
+	}
+	if d := condition(w, "Declared"); d.Message != "3 gadgets" {
+		t.Errorf("Declared = %+v, want 3 gadgets", d)
+	}
+	a.gate.Store(true)
+	waitWidget(t, c, ns, "w", "the flow to succeed", func(w *testapi.Widget) bool {
+		return w.Status.Operation.Phase == commonv1.PhaseSucceeded && inSync(w)
+	})
+}
+
 // TestFlowRescue fails a flow by running a step out of attempts, then
 // rescues it with each of the annotation's verbs.
 func TestFlowRescue(t *testing.T) {
@@ -413,7 +444,7 @@ func TestFlowRescue(t *testing.T) {
 	a := newActor("a", log)
 	startManager(t, cfg, ns, testOptions(a))
 
-	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{}))
+	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1}))
 	waitWidget(t, c, ns, "w", "Synced=True", inSync)
 
 	runToFailure := func(t *testing.T, token string) {
@@ -434,10 +465,15 @@ func TestFlowRescue(t *testing.T) {
 		if s := condition(w, framework.ConditionSynced); s.Reason != framework.ReasonOperationFailed {
 			t.Fatalf("Synced = %+v, want reason %s", s, framework.ReasonOperationFailed)
 		}
-		// Status keeps being observed while the flow waits for a rescue.
-		waitWidget(t, c, ns, "w", "StatusObserved=True", func(w *testapi.Widget) bool {
-			o := condition(w, "StatusObserved")
-			return o.Status == metav1.ConditionTrue && a.statusObserves.Load() > 0
+		// The declarative phase keeps running while the flow waits for a
+		// rescue: a child deleted meanwhile comes back.
+		before := a.declares.Load()
+		if err := c.Delete(t.Context(), &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Name: "w-0", Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "gadget w-0 re-applied while the flow is Failed", func() (bool, string) {
+			names := gadgets(t, c, ns)
+			return slices.Contains(names, "w-0") && a.declares.Load() > before, fmt.Sprintf("gadgets %v", names)
 		})
 	}
 	rescue := func(t *testing.T, verb commonv1.Rescue) *testapi.Widget {

@@ -111,7 +111,8 @@ func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error)
 }
 
 // reconcileNormal runs steps 3 to 6 of the pass: rescue, pause,
-// validation, dependencies, the running operation or the actor's action.
+// validation, dependencies, the declarative phase, then the running
+// operation or the actor's action.
 func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 	c := p.c
 	// A rescue acts before anything else, so that a user can abort, retry
@@ -138,6 +139,11 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 	ready, res, err := p.dependencies()
 	if err != nil || !ready {
 		return res, err
+	}
+	if d, ok := p.r.opts.Actor.(Declarer[T]); ok {
+		if err := d.Declare(c); err != nil {
+			return reconcile.Result{}, fmt.Errorf("declare: %w", err)
+		}
 	}
 	if handled, res, err := p.runOperation(); handled {
 		return res, err

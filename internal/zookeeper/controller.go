@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net"
@@ -19,13 +18,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
-	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
@@ -101,8 +99,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Controller is the ZookeeperCluster actor: Observe and Finalize, plus the
-// scale and rolling-restart flows.
+// Controller is the ZookeeperCluster actor: Declare, Observe and Finalize,
+// plus the scale and rolling-restart flows.
 type Controller struct {
 	opts  Options
 	http  *http.Client
@@ -172,17 +170,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // watchServers adds a watch on the servers' pods, which the StatefulSet
 // owns: a pod that becomes ready or goes away starts a pass of its cluster.
 func watchServers(b *builder.Builder) *builder.Builder {
-	return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(
-		func(_ context.Context, obj client.Object) []reconcile.Request {
-			l := obj.GetLabels()
-			if l[standard.LabelName] != build.App || l[standard.LabelManagedBy] != standard.ManagedBy ||
-				l[standard.LabelComponent] != build.ComponentServer || l[standard.LabelInstance] == "" {
-				return nil
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{
-				Namespace: obj.GetNamespace(), Name: l[standard.LabelInstance],
-			}}}
-		}))
+	return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentServer))
 }
 
 // Default applies the API's defaults, zkv1.Default: the defaulting webhook
@@ -240,13 +228,19 @@ func (*Controller) Validate(zk *Cluster) error {
 	return errs.ToAggregate()
 }
 
-// Observe applies the declarative children, observes the ensemble, and
-// returns the flow to start when membership or a server's revision differs
-// from the spec.
-func (c *Controller) Observe(ctx *Context) (Action, error) {
+// observed is the ensemble Declare observed, for Observe and the flow
+// steps of the same pass.
+var observed = framework.NewPassValue[*ensemble]("ensemble")
+
+// Declare runs on every pass, flows included (framework.Declarer): it
+// applies the credentials, the Services and the PodDisruptionBudget,
+// observes the ensemble into status, applies the members ConfigMap and the
+// StatefulSet for the membership it found (and the server a scale flow is
+// adding), collects superseded configuration, and sets the conditions.
+func (c *Controller) Declare(ctx *Context) error {
 	zk := ctx.Obj
 	if _, err := c.credentials(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	for _, child := range []struct {
 		obj       client.Object
@@ -257,67 +251,101 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		{build.PodDisruptionBudget(zk), build.ComponentServer},
 	} {
 		if err := ctx.Apply(child.obj, child.component); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	e, err := c.observe(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	members := e.members
-	bootstrap := false
-	switch {
-	case e.sts == nil && len(members) == 0:
+	if err := c.settleMembers(ctx, e); err != nil {
+		return err
+	}
+	e.created = e.sts == nil
+	replicas, joining := desiredServers(zk, e, ctx.Operation())
+	if e.sts, err = c.applyServers(ctx, replicas, e.members, joining); err != nil {
+		return err
+	}
+	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
+		return err
+	}
+	c.setConditions(ctx, e)
+	observed.Set(ctx, e)
+	return nil
+}
+
+// settleMembers makes sure e has a membership to write: a new cluster's
+// bootstrap members, or, when no leader answers and status lost them, the
+// members the members ConfigMap recorded.
+func (c *Controller) settleMembers(ctx *Context, e *ensemble) error {
+	if len(e.members) > 0 {
+		return nil
+	}
+	var err error
+	if e.sts == nil {
 		// A new cluster: its servers are members from the start, but for
 		// departed members' volumes left by an earlier incarnation.
 		// (Without a StatefulSet but with a leader answering, its pods
 		// were orphaned: the leader's membership is kept.)
-		if members, err = c.bootstrapMembers(ctx); err != nil {
-			return nil, err
-		}
-		bootstrap = true
-		e.members = members
-		zk.Status.Members = toInt32(members)
-	case len(members) == 0:
+		e.members, err = c.bootstrapMembers(ctx)
+		e.bootstrap = true
+	} else {
 		// No leader answers and status has no members although the
 		// StatefulSet exists: never write an empty membership.
-		if members, err = c.recoverMembers(ctx, e); err != nil {
-			return nil, err
+		e.members, err = c.recoverMembers(ctx, e)
+	}
+	if err != nil {
+		return err
+	}
+	ctx.Obj.Status.Members = toInt32(e.members)
+	return nil
+}
+
+// desiredServers returns the StatefulSet's size and the server joining (0
+// for none) for this pass. Never fewer pods than members, whatever a
+// lagging cache says; a new cluster starts with exactly its members; the
+// scale flow adds one joining server at a time while it changes members,
+// and shrinks the StatefulSet only in its resize step, once the members
+// are exactly servers 1..spec.replicas.
+func desiredServers(zk *Cluster, e *ensemble, op *commonv1.Operation) (replicas int32, joining int) {
+	if e.bootstrap {
+		return int32(len(e.members)), 0
+	}
+	replicas = max(e.replicas(zk), int32(slices.Max(e.members)))
+	if op == nil || op.Name != flowScale || op.Phase != commonv1.PhaseRunning {
+		return replicas, 0
+	}
+	switch op.Step {
+	case stepChangeMembers:
+		if add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas)); add != 0 {
+			return max(replicas, int32(build.Ordinal(add)+1)), add
 		}
-		e.members = members
-		zk.Status.Members = toInt32(members)
+	case stepResize:
+		if slices.Equal(e.members, build.IDs(zk.Spec.Replicas)) {
+			return zk.Spec.Replicas, 0
+		}
 	}
-	created := e.sts == nil
-	// Never fewer pods than members, whatever a lagging cache says.
-	replicas := max(e.replicas(zk), int32(slices.Max(members)))
-	if bootstrap {
-		replicas = int32(len(members))
-	}
-	if e.sts, err = c.applyServers(ctx, replicas, members, 0); err != nil {
+	return replicas, 0
+}
+
+// Observe returns the flow to start when membership or a server's revision
+// differs from the spec; Declare has applied and observed everything.
+func (c *Controller) Observe(ctx *Context) (Action, error) {
+	zk := ctx.Obj
+	e, err := observed.MustGet(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
-		return nil, err
-	}
-	c.setConditions(ctx, e)
 	switch {
-	case created:
+	case e.created:
 		return nil, nil
-	case needsScale(zk.Spec.Replicas, replicas, members):
+	case needsScale(zk.Spec.Replicas, *e.sts.Spec.Replicas, e.members):
 		return framework.StartFlow[*Cluster](flowScale,
-			fmt.Sprintf("replicas %d to %d", len(members), zk.Spec.Replicas)), nil
+			fmt.Sprintf("replicas %d to %d", len(e.members), zk.Spec.Replicas)), nil
 	case e.revisionKnown() && len(e.stale()) > 0:
 		return framework.StartFlow[*Cluster](flowRestart, "revision "+e.sts.Status.UpdateRevision), nil
 	}
 	return nil, nil
-}
-
-// ObserveStatus refreshes status while a failed flow waits for a rescue
-// (framework.StatusObserver): servers, leader, members and the Available,
-// Progressing and Ready conditions keep telling the truth.
-func (c *Controller) ObserveStatus(ctx *Context) error {
-	_, err := c.report(ctx)
-	return err
 }
 
 // applyServers applies the members ConfigMap with the committed members
@@ -332,12 +360,7 @@ func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, j
 		// own; never write that, whatever led here.
 		return nil, fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
 	}
-	var joiner *zkclient.Member
-	if joining != 0 {
-		joiner = &build.Members(zk, []int{joining}, c.opts.ClusterDomain)[0]
-	}
-	cm := build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain), joiner)
-	if err := ctx.Apply(cm, build.ComponentMembers); err != nil {
+	if err := c.applyMembers(ctx, members, joining); err != nil {
 		return nil, err
 	}
 	data := build.ConfigData(zk)
@@ -351,6 +374,19 @@ func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, j
 		return nil, err
 	}
 	return sts, nil
+}
+
+// applyMembers applies the members ConfigMap: the committed members, and
+// the server joining (0 for none) in its own key, which only that server
+// reads.
+func (c *Controller) applyMembers(ctx *Context, members []int, joining int) error {
+	zk := ctx.Obj
+	var joiner *zkclient.Member
+	if joining != 0 {
+		joiner = &build.Members(zk, []int{joining}, c.opts.ClusterDomain)[0]
+	}
+	cm := build.MembersConfigMap(zk, build.Members(zk, members, c.opts.ClusterDomain), joiner)
+	return ctx.Apply(cm, build.ComponentMembers)
 }
 
 // recoverMembers returns the membership to keep when no leader answers and

@@ -16,7 +16,7 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	if zk.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}
-	if err := c.deleteVolumes(ctx, func(int) bool { return true }); err != nil {
+	if err := c.deleteVolumes(ctx, "deleted cluster", func(int) bool { return true }); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	gozk "github.com/go-zookeeper/zk"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
@@ -570,7 +572,7 @@ func TestOrdinals(t *testing.T) {
 		{"zk-99999999999999999999", "zk-", 0, false}, // overflows int
 		{"data-zk-3", "data-zk-", 3, true},
 	} {
-		ordinal, ok := ordinalOf(tc.name, tc.prefix)
+		ordinal, ok := workload.Ordinal(tc.name, tc.prefix)
 		if ok != tc.ok || (ok && ordinal != tc.ordinal) {
 			t.Errorf("ordinalOf(%q, %q) = %d %t, want %d %t", tc.name, tc.prefix, ordinal, ok, tc.ordinal, tc.ok)
 		}
@@ -588,7 +590,7 @@ func TestOrdinals(t *testing.T) {
 		{"data-zk-0", 0, false},
 		{"zookeeper-0", 0, false},
 	} {
-		ordinal, ok := podOrdinal(zk, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.pod}})
+		ordinal, ok := serverSet(zk).PodOrdinal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.pod}})
 		if ok != tc.ok || (ok && ordinal != tc.ordinal) {
 			t.Errorf("podOrdinal(%q) = %d %t, want %d %t", tc.pod, ordinal, ok, tc.ordinal, tc.ok)
 		}
@@ -605,18 +607,18 @@ func TestOrdinals(t *testing.T) {
 		{"datalog-zk-0", 0, false},
 		{"data-zk-", 0, false},
 	} {
-		ordinal, ok := claimOrdinal(zk, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: tc.claim}})
+		ordinal, ok := serverSet(zk).ClaimOrdinal(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: tc.claim}})
 		if ok != tc.ok || (ok && ordinal != tc.ordinal) {
 			t.Errorf("claimOrdinal(%q) = %d %t, want %d %t", tc.claim, ordinal, ok, tc.ordinal, tc.ok)
 		}
 	}
 	// The names the builders give round-trip.
 	for ordinal := range 15 {
-		if o, ok := podOrdinal(zk, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: build.PodName(zk, ordinal)}}); !ok || o != ordinal {
+		if o, ok := serverSet(zk).PodOrdinal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: build.PodName(zk, ordinal)}}); !ok || o != ordinal {
 			t.Errorf("podOrdinal(PodName(%d)) = %d %t", ordinal, o, ok)
 		}
 		claim := fmt.Sprintf("%s-%s", build.DataVolume, build.PodName(zk, ordinal))
-		if o, ok := claimOrdinal(zk, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim}}); !ok || o != ordinal {
+		if o, ok := serverSet(zk).ClaimOrdinal(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim}}); !ok || o != ordinal {
 			t.Errorf("claimOrdinal(%s) = %d %t", claim, o, ok)
 		}
 	}
@@ -792,5 +794,52 @@ func TestReconfigBusy(t *testing.T) {
 		if got := reconfigBusy(tc.err); got != tc.busy {
 			t.Errorf("reconfigBusy(%v) = %t, want %t", tc.err, got, tc.busy)
 		}
+	}
+}
+
+func TestDesiredServers(t *testing.T) {
+	at := func(step string) *commonv1.Operation {
+		op := commonv1.NewOperation(flowScale, "t", []string{stepChangeMembers, stepResize}, metav1.Now())
+		if step == stepResize {
+			op.SetCurrent(1, metav1.Now())
+		}
+		return op
+	}
+	failed := at(stepChangeMembers)
+	failed.Finish(commonv1.PhaseFailed, metav1.Now())
+	restart := commonv1.NewOperation(flowRestart, "t", []string{stepRestartFollowers, stepRestartLeader}, metav1.Now())
+	for _, tc := range []struct {
+		name      string
+		want      int32 // spec.replicas
+		sts       int32 // the StatefulSet's replicas; 0 when it does not exist
+		members   []int
+		bootstrap bool
+		op        *commonv1.Operation
+		replicas  int32
+		joining   int
+	}{
+		{"a new cluster starts with its bootstrap members", 5, 0, []int{1, 2}, true, nil, 2, 0},
+		{"steady", 3, 3, []int{1, 2, 3}, false, nil, 3, 0},
+		{"never fewer pods than members", 3, 2, []int{1, 2, 3}, false, nil, 3, 0},
+		{"no flow yet: nothing added or removed", 5, 3, []int{1, 2, 3}, false, nil, 3, 0},
+		{"scale-out adds the next server", 5, 3, []int{1, 2, 3}, false, at(stepChangeMembers), 4, 4},
+		{"scale-out keeps the joiner's pod", 5, 4, []int{1, 2, 3}, false, at(stepChangeMembers), 4, 4},
+		{"scale-in keeps the pods while members leave", 3, 5, []int{1, 2, 3, 4}, false, at(stepChangeMembers), 5, 0},
+		{"resize shrinks once members match", 3, 5, []int{1, 2, 3}, false, at(stepResize), 3, 0},
+		{"resize waits for the members", 3, 5, []int{1, 2, 3, 4}, false, at(stepResize), 5, 0},
+		{"a failed flow adds no joiner", 5, 3, []int{1, 2, 3}, false, failed, 3, 0},
+		{"a rolling restart changes no size", 5, 3, []int{1, 2, 3}, false, restart, 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zk := testCluster(tc.want)
+			e := &ensemble{members: tc.members, bootstrap: tc.bootstrap}
+			if tc.sts > 0 {
+				e.sts = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(tc.sts)}}
+			}
+			replicas, joining := desiredServers(zk, e, tc.op)
+			if replicas != tc.replicas || joining != tc.joining {
+				t.Errorf("desiredServers = %d, %d; want %d, %d", replicas, joining, tc.replicas, tc.joining)
+			}
+		})
 	}
 }

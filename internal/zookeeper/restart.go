@@ -6,13 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
 )
 
 // The rolling-restart flow and its steps.
@@ -76,7 +74,7 @@ func nextRestart(e *ensemble, leaderToo bool, now time.Time) (victim *server, wa
 			continue
 		}
 		member := slices.Contains(e.members, s.id())
-		if !member || down == 1 && e.hasQuorum() || notReadyFor(s.pod, now) > stuckAfter {
+		if !member || down == 1 && e.hasQuorum() || workload.UnreadyFor(s.pod, now) > stuckAfter {
 			return s, ""
 		}
 	}
@@ -98,33 +96,15 @@ func nextRestart(e *ensemble, leaderToo bool, now time.Time) (victim *server, wa
 // rolling restart replaces it whatever the others do.
 const stuckAfter = 2 * time.Minute
 
-// notReadyFor is how long pod has been unready; zero when it is ready or
-// says nothing.
-func notReadyFor(pod *corev1.Pod, now time.Time) time.Duration {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			return now.Sub(c.LastTransitionTime.Time)
-		}
-	}
-	return 0
-}
-
-// restartNext restarts at most one server per run. It applies the servers
-// first, so that the rollout always heads for the latest spec.
+// restartNext restarts at most one server per run. Declare has applied the
+// servers for the latest spec in the same pass, so the rollout always heads
+// for it.
 func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 	zk := ctx.Obj
-	e, err := c.observe(ctx)
+	e, err := observed.MustGet(ctx)
 	if err != nil {
 		return false, err
 	}
-	if len(e.members) == 0 {
-		return c.wait(ctx, commonv1.ReasonRestarting, "waiting for the membership to be known")
-	}
-	replicas := max(e.replicas(zk), int32(slices.Max(e.members)))
-	if e.sts, err = c.applyServers(ctx, replicas, e.members, 0); err != nil {
-		return false, err
-	}
-	c.setConditions(ctx, e)
 	if !e.revisionKnown() {
 		return c.wait(ctx, commonv1.ReasonRestarting, "waiting for the StatefulSet controller to see the new pod template")
 	}
@@ -136,7 +116,7 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 		return true, nil
 	}
 	pod := victim.pod
-	switch evicted, err := evict(ctx, pod); {
+	switch evicted, err := workload.Evict(ctx, ctx.Client, pod); {
 	case err != nil:
 		return false, err
 	case !evicted:
@@ -147,23 +127,4 @@ func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
 	ctx.Event(corev1.EventTypeNormal, zkv1.EventServerRestarted, "Restarting server %d (%s, %s) onto revision %s",
 		victim.id(), pod.Name, victim.role(), e.sts.Status.UpdateRevision)
 	return c.wait(ctx, commonv1.ReasonRestarting, fmt.Sprintf("restarting server %d (%s)", victim.id(), victim.role()))
-}
-
-// evict evicts pod through the Eviction API, so that the
-// PodDisruptionBudget applies. It reports false, without error, when the
-// budget allows no disruption now (429); a pod already gone counts as
-// evicted.
-func evict(ctx *Context, pod *corev1.Pod) (bool, error) {
-	eviction := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-	}
-	err := ctx.Client.SubResource("eviction").Create(ctx, pod, eviction)
-	switch {
-	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return true, nil
-	case apierrors.IsTooManyRequests(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("evict pod %s: %w", pod.Name, err)
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
@@ -80,10 +79,11 @@ func nextMemberChange(members []int, want int) (add, remove int) {
 
 // changeMembers makes one membership change per run, reading the committed
 // membership from the ensemble each time, so that a run repeated after the
-// operator restarted does not change it twice.
+// operator restarted does not change it twice. Declare has started the
+// joining server's pod in the same pass, from the same membership.
 func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 	zk := ctx.Obj
-	e, err := c.report(ctx)
+	e, err := observed.MustGet(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -94,14 +94,15 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		return false, err
 	}
 	ids := cfg.IDs()
-	replicas := max(e.replicas(zk), int32(slices.Max(ids)))
+	if !slices.Equal(ids, e.members) {
+		// The leader's voting view lags the configuration just read (a
+		// reconfiguration committed since it was probed): what Declare
+		// applied may be a step behind. The next pass sees both agree.
+		return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("members %v committed, the leader's view still says %v", ids, e.members))
+	}
 	add, remove := nextMemberChange(ids, int(zk.Spec.Replicas))
 	switch {
 	case add != 0:
-		replicas = max(replicas, int32(build.Ordinal(add)+1))
-		if _, err := c.applyServers(ctx, replicas, ids, add); err != nil {
-			return false, err
-		}
 		if s := e.member(add); s == nil || !s.serving() {
 			return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for server %d to start and follow the leader before it joins", add))
 		}
@@ -109,7 +110,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("add server %d: %w", add, err))
 		}
-		c.committed(ctx, cfg, next, replicas, zkv1.EventMemberAdded, fmt.Sprintf("Server %d joined the ensemble", add))
+		c.committed(ctx, cfg, next, zkv1.EventMemberAdded, fmt.Sprintf("Server %d joined the ensemble", add))
 		return false, nil
 	case remove != 0:
 		remaining := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id == remove })
@@ -121,11 +122,10 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("remove server %d: %w", remove, err))
 		}
-		c.committed(ctx, cfg, next, replicas, zkv1.EventMemberRemoved, fmt.Sprintf("Server %d left the ensemble", remove))
+		c.committed(ctx, cfg, next, zkv1.EventMemberRemoved, fmt.Sprintf("Server %d left the ensemble", remove))
 		return false, nil
 	}
-	_, err = c.applyServers(ctx, replicas, ids, 0)
-	return err == nil, err
+	return true, nil
 }
 
 // reconfigFailed turns the answers ZooKeeper gives while it is busy into a
@@ -174,9 +174,10 @@ func (c *Controller) members(rctx context.Context, ctx *Context, e *ensemble) (z
 }
 
 // committed records a reconfiguration: the members ConfigMap and status
-// follow, and an Event says what changed, only when it did (a repeated run
-// finds its change done and says nothing).
-func (c *Controller) committed(ctx *Context, before, after zkclient.Config, replicas int32, reason, message string) {
+// follow at once (no joining server left in it), and an Event says what
+// changed, only when it did (a repeated run finds its change done and says
+// nothing).
+func (c *Controller) committed(ctx *Context, before, after zkclient.Config, reason, message string) {
 	ids := after.IDs()
 	ctx.Obj.Status.Members = toInt32(ids)
 	// The voting views cached before the change are stale now.
@@ -185,8 +186,8 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, repl
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
 		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)
 	}
-	if _, err := c.applyServers(ctx, replicas, ids, 0); err != nil {
-		// The next run applies it again; membership is committed already.
+	if err := c.applyMembers(ctx, ids, 0); err != nil {
+		// The next pass applies it again; membership is committed already.
 		ctx.Log.Error(err, "Writing the members ConfigMap after a reconfiguration")
 	}
 	if err := c.markDeparted(ctx, ids); err != nil {
@@ -207,27 +208,13 @@ const DepartedLabel = "zookeeper.steward.dev/departed"
 // reconfiguration and when a scale flow ends, so that a missed update is
 // repaired.
 func (c *Controller) markDeparted(ctx *Context, members []int) error {
-	claims, err := serverClaims(ctx)
+	claims, err := serverSet(ctx.Obj).Claims(ctx, ctx.Client)
 	if err != nil {
 		return err
 	}
-	for ordinal, pvc := range claims {
-		departed := !slices.Contains(members, build.ServerID(ordinal))
-		if _, marked := pvc.Labels[DepartedLabel]; marked == departed {
-			continue
-		}
-		patch := client.MergeFrom(pvc.DeepCopy())
-		if departed {
-			metav1.SetMetaDataLabel(&pvc.ObjectMeta, DepartedLabel, "true")
-		} else {
-			delete(pvc.Labels, DepartedLabel)
-		}
-		err = ctx.Client.Patch(ctx, pvc, patch)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("label volume claim %s: %w", pvc.Name, err)
-		}
-	}
-	return nil
+	return workload.MarkDeparted(ctx, ctx.Client, claims, DepartedLabel, func(ordinal int) bool {
+		return !slices.Contains(members, build.ServerID(ordinal))
+	})
 }
 
 // bootstrapMembers returns the members a cluster starts with when it has
@@ -236,13 +223,13 @@ func (c *Controller) markDeparted(ctx *Context, members []int) error {
 // out join afterwards through the scale flow.
 func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 	zk := ctx.Obj
-	claims, err := serverClaims(ctx)
+	claims, err := serverSet(zk).Claims(ctx, ctx.Client)
 	if err != nil {
 		return nil, err
 	}
 	n := int(zk.Spec.Replicas)
 	for ordinal, pvc := range claims {
-		if _, departed := pvc.Labels[DepartedLabel]; departed && ordinal < n {
+		if workload.IsDeparted(pvc, DepartedLabel) && ordinal < n {
 			n = max(1, ordinal)
 		}
 	}
@@ -253,12 +240,12 @@ func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 	return build.IDs(int32(n)), nil
 }
 
-// resizeStatefulSet sizes the StatefulSet to spec.replicas once the
-// membership matches, waits for the departed pods to go, and reclaims their
-// volumes under policy Delete.
+// resizeStatefulSet waits until Declare has sized the StatefulSet to
+// spec.replicas (it does once the membership matches) and the departed
+// pods are gone, then reclaims their volumes under policy Delete.
 func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 	zk := ctx.Obj
-	e, err := c.report(ctx)
+	e, err := observed.MustGet(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -273,66 +260,37 @@ func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
 		// spec.replicas moved on during the flow: Observe starts another.
 		return true, nil
 	}
-	if _, err := c.applyServers(ctx, want, cfg.IDs(), 0); err != nil {
-		return false, err
-	}
-	if highest := e.highestPodOrdinal; highest >= int(want) {
-		return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for pod %s to go", build.PodName(zk, highest)))
+	if highest := e.highestPodOrdinal; highest >= int(want) || *e.sts.Spec.Replicas != want {
+		return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for pod %s to go", build.PodName(zk, max(highest, int(want)))))
 	}
 	if err := c.markDeparted(ctx, cfg.IDs()); err != nil {
 		return false, err
 	}
 	if zk.Spec.Storage.ReclaimPolicy == commonv1.ReclaimDelete {
-		return true, c.deleteVolumes(ctx, func(ordinal int) bool { return ordinal >= int(want) })
+		return true, c.deleteVolumes(ctx, "departed server", func(ordinal int) bool { return ordinal >= int(want) })
 	}
 	return true, nil
 }
 
-// deleteVolumes deletes the servers' volume claims whose ordinal matches.
-func (c *Controller) deleteVolumes(ctx *Context, match func(ordinal int) bool) error {
-	claims, err := serverClaims(ctx)
+// deleteVolumes deletes the servers' volume claims whose ordinal matches,
+// and records each deletion; whose says whose volumes they are.
+func (c *Controller) deleteVolumes(ctx *Context, whose string, match func(ordinal int) bool) error {
+	claims, err := serverSet(ctx.Obj).Claims(ctx, ctx.Client)
 	if err != nil {
 		return err
 	}
-	for ordinal, pvc := range claims {
-		if !match(ordinal) {
-			continue
-		}
-		err := ctx.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID})
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue // gone already, or another claim of that name now
-		}
-		if err != nil {
-			return fmt.Errorf("delete volume claim %s: %w", pvc.Name, err)
-		}
-		ctx.Log.Info("Deleted a departed server's volume claim", "persistentVolumeClaim", pvc.Name)
-		ctx.Event(corev1.EventTypeNormal, zkv1.EventVolumeDeleted, "Deleted volume claim %s (reclaim policy Delete)", pvc.Name)
+	deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, match)
+	for _, name := range deleted {
+		ctx.Log.Info("Deleted a volume claim under reclaim policy Delete", "persistentVolumeClaim", name, "of", whose)
+		ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted volume claim %s of a %s (reclaim policy Delete)", name, whose)
 	}
-	return nil
+	return err
 }
 
-// serverClaims returns the servers' volume claims by ordinal, those being
-// deleted left out.
-func serverClaims(ctx *Context) (map[int]*corev1.PersistentVolumeClaim, error) {
-	zk := ctx.Obj
-	var list corev1.PersistentVolumeClaimList
-	if err := ctx.Client.List(ctx, &list, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
-		return nil, fmt.Errorf("list the servers' volume claims: %w", err)
-	}
-	claims := map[int]*corev1.PersistentVolumeClaim{}
-	for i := range list.Items {
-		pvc := &list.Items[i]
-		if ordinal, ok := claimOrdinal(zk, pvc); ok && pvc.DeletionTimestamp == nil {
-			claims[ordinal] = pvc
-		}
-	}
-	return claims, nil
-}
-
-// claimOrdinal is the ordinal of a claim data-<name>-<ordinal>.
-func claimOrdinal(zk *Cluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
-	return ordinalOf(pvc.Name, build.DataVolume+"-"+zk.Name+"-")
+// serverSet is the servers' StatefulSet as a set of pods and claims.
+func serverSet(zk *Cluster) workload.Set {
+	return workload.Set{Namespace: zk.Namespace, Name: zk.Name, Volume: build.DataVolume,
+		Selector: build.Selector(zk, build.ComponentServer)}
 }
 
 // wait reports a step that waits for the ensemble: not done, no error, and

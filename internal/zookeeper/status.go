@@ -6,7 +6,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +17,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
@@ -56,6 +56,11 @@ type ensemble struct {
 	// highestPodOrdinal is the highest ordinal of the servers' pods,
 	// terminating ones included; -1 without pods.
 	highestPodOrdinal int
+	// bootstrap: the cluster is new (no StatefulSet, no membership known)
+	// and starts with its bootstrap members in this pass.
+	bootstrap bool
+	// created: the StatefulSet did not exist before this pass applied it.
+	created bool
 }
 
 // observe reads the StatefulSet and pods, probes the servers, and fills
@@ -80,7 +85,7 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	var targets []probe.Target
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		ordinal, ok := podOrdinal(zk, pod)
+		ordinal, ok := serverSet(zk).PodOrdinal(pod)
 		if !ok {
 			continue
 		}
@@ -132,7 +137,7 @@ func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
 	images := map[string]bool{}
 	for _, ordinal := range e.ordinals() {
 		s := e.servers[ordinal]
-		if podReady(s.pod) {
+		if workload.IsReady(s.pod) {
 			st.ReadyReplicas++
 		}
 		if img := containerImage(s.pod); img != "" {
@@ -253,17 +258,6 @@ func (e *ensemble) stale() []*server {
 // quorum is the majority of n voting members.
 func quorum(n int) int { return n/2 + 1 }
 
-// report observes the ensemble into status and sets the conditions from
-// what it found.
-func (c *Controller) report(ctx *Context) (*ensemble, error) {
-	e, err := c.observe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.setConditions(ctx, e)
-	return e, nil
-}
-
 // setConditions sets Available, Progressing and Ready from e.
 func (c *Controller) setConditions(ctx *Context, e *ensemble) {
 	zk := ctx.Obj
@@ -315,30 +309,6 @@ func progress(zk *Cluster, e *ensemble) (reason, message string) {
 // from spec.replicas.
 func needsScale(want, stsReplicas int32, members []int) bool {
 	return stsReplicas != want || !slices.Equal(members, build.IDs(want))
-}
-
-// podOrdinal is the ordinal of a server pod <name>-<ordinal>.
-func podOrdinal(zk *Cluster, pod *corev1.Pod) (int, bool) {
-	return ordinalOf(pod.Name, zk.Name+"-")
-}
-
-// ordinalOf is the ordinal of name, prefix followed by a number.
-func ordinalOf(name, prefix string) (int, bool) {
-	suffix, ok := strings.CutPrefix(name, prefix)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(suffix)
-	return n, err == nil && n >= 0 && strconv.Itoa(n) == suffix
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func containerImage(pod *corev1.Pod) string {

@@ -67,3 +67,11 @@ const (
 	// ReasonNoLeader: no member answers as leader.
 	ReasonNoLeader = "NoLeader"
 )
+
+// Reasons of Events that several systems record.
+const (
+	// EventVolumeDeleted: a member's volume claim was deleted under reclaim
+	// policy Delete (a departed member's after a scale-in, or every one
+	// with the cluster).
+	EventVolumeDeleted = "VolumeDeleted"
+)

@@ -17,7 +17,8 @@ const (
 )
 
 // Reasons of the Events the ZooKeeper controller records, next to the
-// framework's condition transitions.
+// framework's condition transitions and the shared ones in api/common
+// (VolumeDeleted).
 const (
 	// EventMemberAdded: a server joined the ensemble.
 	EventMemberAdded = "MemberAdded"
@@ -30,9 +31,6 @@ const (
 	// than spec.replicas, because the volumes of the others belong to
 	// departed members.
 	EventBootstrapReduced = "BootstrapReduced"
-	// EventVolumeDeleted: a volume claim was deleted under reclaim policy
-	// Delete.
-	EventVolumeDeleted = "VolumeDeleted"
 )
 
 // Server roles, the keys of status.servers: a server's

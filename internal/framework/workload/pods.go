@@ -1,0 +1,69 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IsReady reports whether the pod's Ready condition is True.
+func IsReady(pod *corev1.Pod) bool {
+	c := readyCondition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// ReadySince returns when the pod last became ready; false when it is not
+// ready or does not say.
+func ReadySince(pod *corev1.Pod) (time.Time, bool) {
+	c := readyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+// UnreadyFor returns how long the pod has been unready at now; zero when it
+// is ready or does not say.
+func UnreadyFor(pod *corev1.Pod, now time.Time) time.Duration {
+	c := readyCondition(pod)
+	if c == nil || c.Status == corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
+		return 0
+	}
+	return now.Sub(c.LastTransitionTime.Time)
+}
+
+func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodReady {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Evict evicts the pod through the Eviction API, with its UID as
+// precondition, so that its PodDisruptionBudget applies: a concurrent node
+// drain and a rolling restart together never take more pods than the
+// budget allows. It reports false, without error, when the budget allows no
+// disruption now (429); a pod already gone, or replaced, counts as
+// evicted.
+func Evict(ctx context.Context, c client.Client, pod *corev1.Pod) (bool, error) {
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
+	}
+	err := c.SubResource("eviction").Create(ctx, pod, eviction)
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return true, nil
+	case apierrors.IsTooManyRequests(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("evict pod %s: %w", pod.Name, err)
+}
