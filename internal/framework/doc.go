@@ -1,8 +1,8 @@
 // Package framework is the reconcile framework every Steward controller
-// stands on. A controller implements an [Actor] (Observe and Finalize) for
-// its kind, an [Object] with conditions and an observedGeneration in its
-// status, and registers a [Reconciler] with [Setup]. The framework then runs
-// the pass of docs/design/framework.md:
+// stands on. A controller implements an [Actor] (Observe and Finalize, and
+// usually Declare) for its kind, an [Object] whose status embeds
+// commonv1.StatusCore, and registers a [Reconciler] with [Setup]. The
+// framework then runs the pass of docs/design/framework.md:
 //
 //  1. get the object; apply defaults in memory ([Defaulter]);
 //  2. deleting: call Finalize until done, then remove the finalizer;
@@ -13,13 +13,15 @@
 //     the spec invalid;
 //  5. declared dependencies ([DependencyDeclarer]) not ready: set
 //     DependenciesReady=False naming them and requeue with backoff;
-//  6. an active task flow ([Flow], persisted in status.operation): act on a
+//  6. the declarative phase ([Declarer]) on every pass, flows included:
+//     apply the children, observe the application into status;
+//  7. an active task flow ([Flow], persisted in status.operation): act on a
 //     rescue annotation, run the current step; otherwise call Observe and
 //     run the one [Action] it returns;
-//  7. write status once, as a merge patch of the status subresource, only
+//  8. write status once, as a merge patch of the status subresource, only
 //     if it changed, stamping observedGeneration; record an Event per
 //     condition transition;
-//  8. errors: a conflict requeues quietly; [InvalidSpec] and [Terminal] set
+//  9. errors: a conflict requeues quietly; [InvalidSpec] and [Terminal] set
 //     a terminal condition and stop retrying; other errors back off
 //     exponentially through controller-runtime's rate limiter.
 //

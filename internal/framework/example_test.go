@@ -49,19 +49,23 @@ func (gadgetSet) Dependencies(c *WidgetContext) ([]framework.Dependency, error) 
 	return deps, nil
 }
 
-// Observe applies the children (no write when nothing changed) and returns
-// the one imperative action left, if any.
-func (gadgetSet) Observe(c *WidgetContext) (framework.Action[*testapi.Widget], error) {
+// Declare applies the children on every pass, flows included (no write
+// when nothing changed).
+func (gadgetSet) Declare(c *WidgetContext) error {
 	w := c.Obj
 	for i := range w.Spec.Replicas {
 		g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i)}}
 		if err := c.Apply(g, "gadget"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
-		return nil, err
-	}
+	_, err := c.DeleteOrphans(&testapi.GadgetList{})
+	return err
+}
+
+// Observe returns the one imperative action left, if any.
+func (gadgetSet) Observe(c *WidgetContext) (framework.Action[*testapi.Widget], error) {
+	w := c.Obj
 	if token := w.Spec.FlowToken; token != "" {
 		if op := c.Operation(); op == nil || op.Trigger != token {
 			return framework.StartFlow[*testapi.Widget]("restart", token), nil

@@ -3,8 +3,9 @@
 // stands on.
 //
 // The controller's files split by concern:
-//   - controller.go: options, setup, and Observe, which applies the
-//     declarative children and starts a flow when membership or a server's
+//   - controller.go: options, setup, Declare, which applies the declarative
+//     children on every pass (flows included) and observes the ensemble
+//     once, and Observe, which starts a flow when membership or a server's
 //     revision differs from the spec;
 //   - status.go: observing the ensemble (the pods, and each server's
 //     AdminServer stat and voting view, gathered concurrently with a
