@@ -19,7 +19,6 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/probe"
-	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
@@ -550,34 +549,6 @@ func TestNeedsScale(t *testing.T) {
 }
 
 func TestOrdinals(t *testing.T) {
-	for _, tc := range []struct {
-		name, prefix string
-		ordinal      int
-		ok           bool
-	}{
-		{"zk-0", "zk-", 0, true},
-		{"zk-2", "zk-", 2, true},
-		{"zk-14", "zk-", 14, true},
-		{"zk-", "zk-", 0, false},
-		{"zk", "zk-", 0, false},
-		{"zk-01", "zk-", 0, false}, // not what a StatefulSet names a pod
-		{"zk--1", "zk-", 0, false},
-		{"zk-+1", "zk-", 0, false},
-		{"zk- 1", "zk-", 0, false},
-		{"zk-1a", "zk-", 0, false},
-		{"zk-a-0", "zk-", 0, false}, // the pod of cluster zk-a
-		{"zk-1-0", "zk-", 0, false},
-		{"other-0", "zk-", 0, false},
-		{"xzk-0", "zk-", 0, false},
-		{"zk-99999999999999999999", "zk-", 0, false}, // overflows int
-		{"data-zk-3", "data-zk-", 3, true},
-	} {
-		ordinal, ok := workload.Ordinal(tc.name, tc.prefix)
-		if ok != tc.ok || (ok && ordinal != tc.ordinal) {
-			t.Errorf("ordinalOf(%q, %q) = %d %t, want %d %t", tc.name, tc.prefix, ordinal, ok, tc.ordinal, tc.ok)
-		}
-	}
-
 	zk := testCluster(3)
 	for _, tc := range []struct {
 		pod     string

@@ -28,25 +28,34 @@ var server testenv.APIServer
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
 
 func TestOrdinal(t *testing.T) {
-	tests := []struct {
+	for _, tc := range []struct {
 		name, prefix string
-		want         int
+		ordinal      int
 		ok           bool
 	}{
 		{"zk-0", "zk-", 0, true},
-		{"zk-12", "zk-", 12, true},
-		{"zk-012", "zk-", 0, false},
+		{"zk-2", "zk-", 2, true},
+		{"zk-14", "zk-", 14, true},
+		{"zk-", "zk-", 0, false},
+		{"zk", "zk-", 0, false},
+		{"zk-01", "zk-", 0, false}, // not what a StatefulSet names a pod
 		{"zk--1", "zk-", 0, false},
-		{"zk-a", "zk-", 0, false},
-		{"zk-client-0", "zk-", 0, false},
-		{"other-1", "zk-", 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := workload.Ordinal(tt.name, tt.prefix)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("Ordinal(%q, %q) = %d, %t; want %d, %t", tt.name, tt.prefix, got, ok, tt.want, tt.ok)
+		{"zk-+1", "zk-", 0, false},
+		{"zk- 1", "zk-", 0, false},
+		{"zk-1a", "zk-", 0, false},
+		{"zk-a-0", "zk-", 0, false}, // the pod of cluster zk-a
+		{"zk-1-0", "zk-", 0, false},
+		{"other-0", "zk-", 0, false},
+		{"xzk-0", "zk-", 0, false},
+		{"zk-99999999999999999999", "zk-", 0, false}, // overflows int
+		{"data-zk-3", "data-zk-", 3, true},
+	} {
+		ordinal, ok := workload.Ordinal(tc.name, tc.prefix)
+		if ok != tc.ok || (ok && ordinal != tc.ordinal) {
+			t.Errorf("Ordinal(%q, %q) = %d %t, want %d %t", tc.name, tc.prefix, ordinal, ok, tc.ordinal, tc.ok)
 		}
 	}
+
 	s := workload.Set{Name: "zk", Volume: "data"}
 	if s.PodName(2) != "zk-2" || s.ClaimName(2) != "data-zk-2" {
 		t.Errorf("names %q %q", s.PodName(2), s.ClaimName(2))
