@@ -791,3 +791,54 @@ func TestBootstrapLeavesDepartedMembersOut(t *testing.T) {
 		return slices.Equal(zk.Status.Members, []int32{1, 2, 3})
 	})
 }
+
+// TestChildrenKeptDuringFlows scales a cluster whose servers never serve
+// (the API server runs no pods), so the scale flow waits in change-members
+// for the joining server: meanwhile the declarative phase has started that
+// server (the StatefulSet grows by one, the members ConfigMap carries its
+// joining line) and repairs the Services and the budget deleted under it,
+// without waiting for the flow to end.
+func TestChildrenKeptDuringFlows(t *testing.T) {
+	cfg, c, ns := setup(t)
+	startManager(t, cfg, ns)
+
+	create(t, c, newCluster(ns, "zk", nil))
+	waitCluster(t, c, ns, "zk", "the cluster to settle", settled)
+	update(t, c, ns, "zk", func(zk *zkv1.ZookeeperCluster) { zk.Spec.Replicas = 5 })
+	zk := waitCluster(t, c, ns, "zk", "the scale flow to wait in change-members", func(zk *zkv1.ZookeeperCluster) bool {
+		op := zk.Status.Operation
+		return op != nil && op.Name == "scale" && op.Step == "change-members" && op.Phase == commonv1.PhaseRunning
+	})
+
+	var sts appsv1.StatefulSet
+	testenv.Eventually(t, "the joining server's pod to be asked for", func() (bool, string) {
+		mustGet(t, c, ns, "zk", &sts)
+		return *sts.Spec.Replicas == 4, fmt.Sprintf("replicas %d", *sts.Spec.Replicas)
+	})
+	var members corev1.ConfigMap
+	mustGet(t, c, ns, build.MembersConfigMapName(zk), &members)
+	if joining := members.Data[build.JoiningConfigKey]; !strings.HasPrefix(joining, "server.4=") {
+		t.Errorf("joining line %q, want server 4's", joining)
+	}
+	if got := membersOf(t, &members); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("members %v, want [1 2 3] until server 4 serves", got)
+	}
+
+	for _, obj := range []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: build.ClientServiceName(zk)}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: zk.Name}},
+	} {
+		if err := c.Delete(t.Context(), obj); err != nil {
+			t.Fatalf("delete %T %s: %v", obj, obj.GetName(), err)
+		}
+		testenv.Eventually(t, fmt.Sprintf("%T %s to be re-applied during the flow", obj, obj.GetName()), func() (bool, string) {
+			err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
+			return err == nil && obj.GetDeletionTimestamp() == nil, fmt.Sprint(err)
+		})
+	}
+	zk = &zkv1.ZookeeperCluster{}
+	mustGet(t, c, ns, "zk", zk)
+	if op := zk.Status.Operation; op.Step != "change-members" || op.Phase != commonv1.PhaseRunning {
+		t.Errorf("operation %s/%s, want still waiting in change-members", op.Step, op.Phase)
+	}
+}
