@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stewardhq/steward/internal/framework/probe"
+	zkctrl "github.com/stewardhq/steward/internal/zookeeper"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 	"github.com/stewardhq/steward/internal/zookeeper/zktest"
 )
@@ -32,7 +33,7 @@ func BenchmarkEnsembleStats(b *testing.B) {
 		// A fresh collector each time: no cached answer, no call in flight.
 		c := probe.NewCollector[zkclient.Observation](probe.Options{CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
 		start := time.Now()
-		res := zkclient.ObserveEnsemble(b.Context(), c, client, targets)
+		res := zkctrl.ObserveEnsemble(b.Context(), c, client, targets)
 		took := time.Since(start)
 		ok := 0
 		for _, r := range res {

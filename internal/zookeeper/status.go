@@ -101,7 +101,7 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 				Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(zk.Spec.AdminPort)))})
 		}
 	}
-	results := zkclient.ObserveEnsemble(ctx, c.stats, c.http, targets)
+	results := ObserveEnsemble(ctx, c.stats, c.http, targets)
 	c.stats.Forget(group, targets)
 	for _, s := range e.servers {
 		r, ok := results[string(s.pod.UID)]

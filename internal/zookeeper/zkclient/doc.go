@@ -10,9 +10,10 @@
 // stats; [Stat] returns it as an error matching [ErrNotServing].
 // [Observe] adds the voting_view command ([VotingView]: the members of the
 // server's configuration) and opens no session, so it costs the ensemble
-// no transaction; [ObserveEnsemble] asks every server at once through the
-// framework's probe collector, so that a hung server costs at most the
-// collector's deadline and shows up as a per-server error.
+// no transaction; the controller (zookeeper.ObserveEnsemble) asks every
+// server at once through the framework's probe collector, so that a hung
+// server costs at most the collector's deadline and shows up as a
+// per-server error. This package imports nothing of the framework.
 //
 // Membership goes through the client port with go-zookeeper: [Members]
 // reads the committed dynamic configuration (/zookeeper/config, parsed by

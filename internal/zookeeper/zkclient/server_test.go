@@ -89,7 +89,7 @@ func TestEnsemble(t *testing.T) {
 
 	stats := func() map[string]probe.Result[zkclient.Observation] {
 		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
-		return zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
+		return observeEnsemble(t.Context(), c, client, targets(servers))
 	}
 	var leader, followers []*zktest.Server
 	byRole := func() error {
@@ -167,7 +167,7 @@ func TestEnsemble(t *testing.T) {
 		// The call times out before the deadline: a timeout error.
 		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 500 * time.Millisecond, Deadline: 2 * time.Second})
 		start := time.Now()
-		res := zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
+		res := observeEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 2*time.Second+500*time.Millisecond {
 			t.Errorf("ObserveEnsemble took %s with a hung server, want at most the 2s deadline", took)
 		}
@@ -188,7 +188,7 @@ func TestEnsemble(t *testing.T) {
 		// pending, and the others answered.
 		c = probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 5 * time.Second, Deadline: 700 * time.Millisecond})
 		start = time.Now()
-		res = zkclient.ObserveEnsemble(t.Context(), c, client, targets(servers))
+		res = observeEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 700*time.Millisecond+500*time.Millisecond {
 			t.Errorf("ObserveEnsemble took %s with a hung server, want at most the 700ms deadline", took)
 		}
@@ -371,3 +371,13 @@ func TestEnsemble(t *testing.T) {
 type discard struct{}
 
 func (discard) Printf(string, ...any) {}
+
+// observeEnsemble observes the targets through the collector as the
+// controller does (zookeeper.ObserveEnsemble), which this package cannot
+// import.
+func observeEnsemble(ctx context.Context, c *probe.Collector[zkclient.Observation], client *http.Client,
+	targets []probe.Target) map[string]probe.Result[zkclient.Observation] {
+	return c.Collect(ctx, targets, func(ctx context.Context, t probe.Target) (zkclient.Observation, error) {
+		return zkclient.Observe(ctx, client, t.Address)
+	})
+}
