@@ -134,8 +134,24 @@ LOCALKUBE := $(LOCALKUBE_DIR)/bin/localkube
 KUBECTL := $(LOCALKUBE_DIR)/bin/kubectl
 MKIMAGE := $(LOCALKUBE_DIR)/bin/mkimage
 IMAGES_DIR := $(CURDIR)/_output/images
-OPERATOR_IMAGE ?= localhost/steward:dev
 export KUBECONFIG ?= /var/lib/localkube/kubeconfig
+
+# SYSTEMS narrows images, e2e and wait-admission to some systems, e.g.
+# make e2e SYSTEMS=zookeeper (a comma-separated list); empty means every one.
+SYSTEMS ?=
+comma := ,
+SYSTEM_LIST := $(subst $(comma), ,$(SYSTEMS))
+# IMAGES are the images/<name>/build.sh to build: the operator's (steward)
+# and every system's (images/<system>, or images/<system>-<part> for a
+# system with several); with SYSTEMS, the operator's and those systems'.
+ALL_IMAGES := $(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh)))
+IMAGES ?= $(if $(SYSTEM_LIST),$(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%),$(ALL_IMAGES)),$(ALL_IMAGES))
+IMAGE_ARCHIVES = $(IMAGES:%=$(IMAGES_DIR)/%.tar)
+# SAMPLES are the objects wait-admission dry-runs: config/samples holds one
+# per kind, named <system>_<version>_<kind>.yaml; with SYSTEMS, those
+# systems' only.
+ALL_SAMPLES := $(sort $(wildcard config/samples/*.yaml))
+SAMPLES ?= $(if $(SYSTEM_LIST),$(filter $(SYSTEM_LIST:%=config/samples/%_%),$(ALL_SAMPLES)),$(ALL_SAMPLES))
 
 .PHONY: localkube
 localkube: ## Build localkube and every binary and package the local cluster needs (cached; needs root).
@@ -143,18 +159,16 @@ localkube: ## Build localkube and every binary and package the local cluster nee
 	$(LOCALKUBE) build
 
 .PHONY: images
-images: localkube build ## Build the operator and ZooKeeper images as docker-archives in _output/images; import them if a cluster is up.
-	mkdir -p $(IMAGES_DIR)
-	$(MKIMAGE) --tag $(OPERATOR_IMAGE) --file $(LOCALBIN)/steward:/steward:0755 \
-		--entrypoint /steward --user 65532:65532 --output $(IMAGES_DIR)/steward.tar
-	MKIMAGE=$(MKIMAGE) OUT=$(IMAGES_DIR)/zookeeper.tar images/zookeeper/build.sh
+images: localkube build ## Build every images/*/build.sh (SYSTEMS narrows) into _output/images, each only when its inputs changed; import them if a cluster is up.
+	IMAGES_DIR=$(IMAGES_DIR) MKIMAGE=$(MKIMAGE) STEWARD_BIN=$(LOCALBIN)/steward hack/images.sh $(IMAGES)
 	@if $(LOCALKUBE) status >/dev/null 2>&1; then \
-		$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar; \
+		$(LOCALKUBE) load-image $(IMAGE_ARCHIVES); \
 	fi
 
 .PHONY: e2e
-e2e: images helm ## Run the end-to-end suite: it brings a localkube cluster up, tests on it, and brings it down.
-	$(GO) test -tags e2e -count=1 -v -timeout 45m ./test/e2e/
+e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up and down; SYSTEMS=zookeeper runs those systems' tests only.
+	E2E_SYSTEMS=$(SYSTEMS) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
+		$(GO) test -tags e2e -count=1 -v -timeout 45m ./test/e2e/
 
 .PHONY: test
 test: images ## Run every test: unit and envtest integration (both modules), then end to end.
@@ -165,7 +179,7 @@ test: images ## Run every test: unit and envtest integration (both modules), the
 .PHONY: demo
 demo: images helm ## Bring up a local cluster, install Steward with its chart, create a 3-server ZooKeeper cluster and use it.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
-	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar
+	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
 	@# The image tag stays the same across builds, so an existing manager is
 	@# restarted to pick up the image just loaded.
 	@installed=$$($(KUBECTL) -n steward-system get deployment/steward-controller-manager -o name 2>/dev/null || true); \
@@ -197,12 +211,14 @@ install-chart: helm ## Install (or upgrade) Steward on the cluster KUBECONFIG na
 
 # A replica is Ready a second or two before the webhook Service routes to it
 # (docs/install.md); until then the API server answers "failed calling
-# webhook". Server-side dry runs of the sample wait that window out.
+# webhook". Server-side dry runs of every sample (one per kind) wait that
+# window out.
 .PHONY: wait-admission
 wait-admission:
+	@if [ -z "$(SAMPLES)" ]; then echo "no sample in config/samples for SYSTEMS=$(SYSTEMS)" >&2; exit 1; fi
 	@for i in $$(seq 60); do \
-		if out=$$($(KUBECTL) apply --dry-run=server -f config/samples/zookeeper_v1alpha1_zookeepercluster.yaml 2>&1); then \
-			echo "Steward admits objects through its webhooks"; exit 0; \
+		if out=$$($(KUBECTL) apply --dry-run=server $(SAMPLES:%=-f %) 2>&1); then \
+			echo "Steward admits objects of every kind through its webhooks ($(words $(SAMPLES)) samples)"; exit 0; \
 		fi; \
 		sleep 1; \
 	done; \
@@ -211,7 +227,7 @@ wait-admission:
 .PHONY: bench
 bench: images helm ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
-	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/zookeeper.tar
+	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
 	@# Plain-HTTP metrics: the benchmark reads them through the API
 	@# server's pod proxy, which cannot carry a scraper's token.
 	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="--set metrics.secure=false"
