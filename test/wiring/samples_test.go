@@ -98,4 +98,3 @@ func rel(path string) string {
 	}
 	return r
 }
-
