@@ -47,7 +47,7 @@ var parts = []part{
 	{
 		// The keywords list of Chart.yaml.
 		file: "Chart.yaml",
-		re:   regexp.MustCompile(`(?m)^keywords:\n(?:  - .*\n)*`),
+		re:   regexp.MustCompile(`(?m)^keywords:\n(?: {2}- .*\n)*`),
 		with: func(names []string) string {
 			return "keywords:\n  - operator\n  - " + strings.Join(names, "\n  - ") + "\n"
 		},
