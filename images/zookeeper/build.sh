@@ -8,10 +8,20 @@
 #   2. mkimage (tools/localkube/cmd/mkimage) stacks that tarball and zk-run
 #      into an image with the contract described in README.md.
 #
+#   build.sh           build the image
+#   build.sh inputs    print what the image is made from beyond this
+#                      directory (hack/images.sh, which skips unchanged builds)
+#   build.sh tag       print the image reference it builds
+#
+# VERSION holds the upstream ZooKeeper version the image must carry: the
+# build fails when the suite's zookeeper package is another one, and the
+# default tag is localhost/zookeeper:<VERSION>, the API's default image (a
+# test in test/wiring compares them).
+#
 # Environment:
 #   OUT        archive to write (default: _output/images/zookeeper.tar)
 #   TAG        image reference(s), space separated; default
-#              localhost/zookeeper:<upstream version of the zookeeper package>
+#              localhost/zookeeper:<VERSION>
 #   CACHE_DIR  where root filesystems are cached (default: .cache/images)
 #   MKIMAGE    a prebuilt mkimage binary; default: `go run` it
 #   DEBIAN_MIRROR, DEBIAN_SUITE
@@ -27,6 +37,21 @@ CACHE_DIR=${CACHE_DIR:-$repo/.cache/images}
 
 log() { printf '[zookeeper-image] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+version=$(<"$here/VERSION")
+TAG=${TAG:-localhost/zookeeper:$version}
+
+case ${1:-} in
+inputs)
+	# The apt sources decide the mirror and suite; the rest is this directory.
+	printf '%s\n' /etc/apt/sources.list /etc/apt/sources.list.d \
+		"TAG=$TAG" "DEBIAN_MIRROR=${DEBIAN_MIRROR:-}" "DEBIAN_SUITE=${DEBIAN_SUITE:-}"
+	exit 0
+	;;
+tag) echo "$TAG"; exit 0 ;;
+'') ;;
+*) die "usage: $0 [inputs|tag]" ;;
+esac
 
 [[ $(id -u) == 0 ]] || die "run as root: mmdebstrap needs chroot for maintainer scripts"
 
@@ -217,6 +242,8 @@ zk_debversion=$(awk '/^Package: /{p=($2=="zookeeper")} p && /^Version: /{print $
 [[ -n $zk_debversion ]] || die "zookeeper is not installed in $rootfs"
 zk_version=${zk_debversion#*:}
 zk_version=${zk_version%%-*}
+[[ $zk_version == "$version" ]] ||
+	die "the suite's zookeeper is $zk_version ($zk_debversion), images/zookeeper/VERSION says $version: update VERSION and the API's default image (api/zookeeper/v1alpha1)"
 # The zookeeper package's postinst allocates its system user dynamically
 # (the first free ids: 100, and 101 because base-passwd's "users" is 100).
 # The operator's pod securityContext (fsGroup) depends on these numbers, so
@@ -226,7 +253,6 @@ zk_uid=$(tar -xOf "$rootfs" ./etc/passwd | awk -F: '$1=="zookeeper"{print $3":"$
 [[ $zk_uid == "$zk_uid_expected" ]] ||
 	die "zookeeper user is '$zk_uid', expected $zk_uid_expected: update README.md and the operator's securityContext"
 
-TAG=${TAG:-localhost/zookeeper:$zk_version}
 tag_args=()
 for t in $TAG; do tag_args+=(--tag "$t"); done
 

@@ -19,6 +19,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stewardhq/steward/internal/systems"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current chart")
@@ -231,17 +233,31 @@ func TestPodIsHardened(t *testing.T) {
 }
 
 // TestWebhooksFollowSystems checks that the webhook configurations carry
-// the webhooks of the selected systems only, point at the release's
+// the webhooks of the selected systems only (those controller-gen wrote to
+// files/manifests.yaml for the systems' API groups), point at the release's
 // Service, and are absent when webhooks are off.
 func TestWebhooksFollowSystems(t *testing.T) {
-	for _, tc := range []struct {
-		systems   string
-		wantHooks int
-	}{
-		{"all", 1}, {"zookeeper", 1}, {"gpss", 0}, {"gpss, zookeeper", 1},
-	} {
+	generated := generatedHooks(t)
+	if len(generated["MutatingWebhookConfiguration"]) == 0 || len(generated["ValidatingWebhookConfiguration"]) == 0 {
+		t.Fatalf("files/manifests.yaml has no mutating or no validating webhook: %v", generated)
+	}
+	selections := []string{"all", "gpss, zookeeper"}
+	for _, hooks := range generated {
+		for system := range hooks {
+			selections = append(selections, system)
+		}
+	}
+	// A known system without webhooks (none, once every system has some)
+	// selects none.
+	for _, system := range systems.Known() {
+		if generated["MutatingWebhookConfiguration"][system]+generated["ValidatingWebhookConfiguration"][system] == 0 {
+			selections = append(selections, system)
+		}
+	}
+	slices.Sort(selections)
+	for _, sel := range slices.Compact(selections) {
 		configs := 0
-		for _, o := range objects(t, render(t, "default", "--set-json", fmt.Sprintf("systems=%q", tc.systems))) {
+		for _, o := range objects(t, render(t, "default", "--set-json", fmt.Sprintf("systems=%q", sel))) {
 			var hooks []admissionregistrationv1.WebhookClientConfig
 			switch o.Kind {
 			case "MutatingWebhookConfiguration":
@@ -256,17 +272,23 @@ func TestWebhooksFollowSystems(t *testing.T) {
 				continue
 			}
 			configs++
-			if len(hooks) != tc.wantHooks {
-				t.Errorf("systems=%q: %s has %d webhooks, want %d", tc.systems, o.Kind, len(hooks), tc.wantHooks)
+			want := 0
+			for system, n := range generated[o.Kind] {
+				if sel == "all" || slices.Contains(strings.Split(strings.ReplaceAll(sel, " ", ""), ","), system) {
+					want += n
+				}
+			}
+			if len(hooks) != want {
+				t.Errorf("systems=%q: %s has %d webhooks, want %d", sel, o.Kind, len(hooks), want)
 			}
 			for _, h := range hooks {
 				if s := h.Service; s == nil || s.Name != "steward-webhook" || s.Namespace != namespace || s.Port == nil || *s.Port != 443 {
-					t.Errorf("systems=%q: %s points at %+v, want steward-webhook.%s:443", tc.systems, o.Kind, s, namespace)
+					t.Errorf("systems=%q: %s points at %+v, want steward-webhook.%s:443", sel, o.Kind, s, namespace)
 				}
 			}
 		}
 		if configs != 2 {
-			t.Errorf("systems=%q: %d webhook configurations, want 2", tc.systems, configs)
+			t.Errorf("systems=%q: %d webhook configurations, want 2", sel, configs)
 		}
 	}
 	for _, o := range objects(t, render(t, "minimal")) {
@@ -274,6 +296,41 @@ func TestWebhooksFollowSystems(t *testing.T) {
 			t.Errorf("webhook.enabled=false still renders %s %s", o.Kind, o.Metadata.Name)
 		}
 	}
+}
+
+// generatedHooks counts the webhooks of files/manifests.yaml by kind of
+// configuration and by system (the first label of the API group).
+func generatedHooks(t *testing.T) map[string]map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir, "files", "manifests.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]map[string]int{}
+	for _, o := range objects(t, string(data)) {
+		var config struct {
+			Webhooks []struct {
+				Rules []admissionregistrationv1.RuleWithOperations `json:"rules"`
+			} `json:"webhooks"`
+		}
+		if err := yaml.Unmarshal(o.raw, &config); err != nil {
+			t.Fatal(err)
+		}
+		if counts[o.Kind] == nil {
+			counts[o.Kind] = map[string]int{}
+		}
+		for _, h := range config.Webhooks {
+			if len(h.Rules) == 0 || len(h.Rules[0].APIGroups) == 0 {
+				t.Fatalf("a %s webhook without an API group", o.Kind)
+			}
+			system, _, _ := strings.Cut(h.Rules[0].APIGroups[0], ".")
+			if !systems.IsKnown(system) {
+				t.Errorf("a %s webhook for %s, which is no known system's group", o.Kind, h.Rules[0].APIGroups[0])
+			}
+			counts[o.Kind][system]++
+		}
+	}
+	return counts
 }
 
 // TestRejectedValues checks that bad values fail the install with a
@@ -297,6 +354,42 @@ func TestRejectedValues(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s failed with %q, want it to mention %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// TestNotesPointAtSamples renders the install notes (helm template leaves
+// NOTES.txt out, so a copy of the chart renders it as a template) and checks
+// that they name the sample of every kind the chart installs, and only
+// the selected systems' samples.
+func TestNotesPointAtSamples(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "steward")
+	if err := os.CopyFS(dir, os.DirFS(chartDir)); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := os.ReadFile(filepath.Join(dir, "templates", "NOTES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "templates", "notes-as-template.yaml"), notes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	samples, err := filepath.Glob("../../config/samples/*.yaml")
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no sample in config/samples: %v", err)
+	}
+	for _, sel := range []string{"all", "gpss"} {
+		out, err := run(t, "template", release, dir, "--namespace", namespace, "--kube-version", kubeVersion,
+			"--show-only", "templates/notes-as-template.yaml", "--set", "systems="+sel)
+		if err != nil {
+			t.Fatalf("rendering NOTES.txt: %v", err)
+		}
+		for _, s := range samples {
+			system, _, _ := strings.Cut(filepath.Base(s), "_")
+			line := "kubectl apply -f config/samples/" + filepath.Base(s)
+			if want := sel == "all" || sel == system; strings.Contains(out, line) != want {
+				t.Errorf("systems=%s: the notes name %s: %v, want %v:\n%s", sel, filepath.Base(s), !want, want, out)
+			}
 		}
 	}
 }

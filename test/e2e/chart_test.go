@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +25,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
 )
 
 // Leader election timings: controller-runtime's defaults, which the
@@ -43,8 +47,9 @@ const (
 // leaving nothing but the CRDs (and the leader-election Lease, a namespaced
 // record); and an install again on the kept CRDs, for the tests after it.
 func TestChartLifecycle(t *testing.T) {
+	in := skipUnselected(t, systems.ZooKeeper, "the chart's lifecycle, which drives a ZooKeeper cluster,")
 	installOperator(t)
-	z := &zkScenario{t: t, ns: newNamespace(t, "chart"), c: crClient(t), image: zookeeperImage(t)}
+	z := &zkScenario{t: t, ns: newNamespace(t, "chart"), c: crClient(t), image: in.image(t, systems.ZooKeeper)}
 	for _, step := range []struct {
 		name string
 		run  func(t *testing.T, z *zkScenario)
@@ -266,14 +271,42 @@ func testUninstall(t *testing.T, z *zkScenario) {
 	if _, err := env.client.CoordinationV1().Leases(operatorNamespace).Get(ctx, leaseName, metav1.GetOptions{}); err == nil {
 		t.Logf("Left by design: the Lease %s/%s (the namespace's to delete)", operatorNamespace, leaseName)
 	}
-	crd, err := kubectl("get", "crd", "zookeeperclusters.zookeeper.steward.dev", "-o", "name")
-	if err != nil {
-		t.Errorf("the CRD did not survive the uninstall: %v %s", err, crd)
+	// Every CRD the chart ships, ZooKeeper's among them.
+	crds := chartCRDs(t)
+	if !slices.Contains(crds, "zookeeperclusters.zookeeper.steward.dev") {
+		t.Errorf("the chart's CRDs %v lack zookeeperclusters.zookeeper.steward.dev", crds)
+	}
+	for _, name := range crds {
+		if crd, err := kubectl("get", "crd", name, "-o", "name"); err != nil {
+			t.Errorf("the CRD %s did not survive the uninstall: %v %s", name, err, crd)
+		}
 	}
 
 	operatorOnce = sync.Once{}
 	installOperator(t)
 	testWebhooks(t, z)
+}
+
+// chartCRDs are the names of the CRDs in the chart's crds/ directory.
+func chartCRDs(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(env.root, "charts", "steward", "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(data, &crd); err != nil || crd.Name == "" {
+			t.Fatalf("%s: no CRD name (%v)", p, err)
+		}
+		names = append(names, crd.Name)
+	}
+	return names
 }
 
 // operatorPods lists the manager's pods.

@@ -8,4 +8,11 @@
 // process, mount, network namespace or cgroup behind. Set
 // E2E_REUSE_CLUSTER=1 to run against a cluster that is already up and leave
 // it running.
+//
+// Each system's scenarios live in its own file (zookeeper_test.go), which
+// registers them from init; TestSystems runs them. E2E_SYSTEMS (make e2e
+// SYSTEMS=zookeeper) narrows the suite to some systems: the others' tests
+// are skipped with the reason, and only their image archives are loaded.
+// Empty, it is every system built into the operator, as CI runs it. The
+// image archives are the *.tar files of E2E_IMAGES_DIR (_output/images).
 package e2e

@@ -25,8 +25,9 @@ var env struct {
 	client    kubernetes.Interface
 	config    *rest.Config
 	smokeTag  string
-	operator  string // the operator's image archive
-	zookeeper string // the ZooKeeper image archive
+	imagesDir string            // where make images writes the image archives
+	archives  map[string]string // the archives found there, by name without .tar
+	systems   []string          // the systems under test (E2E_SYSTEMS), sorted
 }
 
 const smokeImage = "localhost/steward-smoke:e2e"
@@ -42,8 +43,14 @@ func run(m *testing.M) int {
 	}
 	env.root = root
 	env.binDir = getenv("LOCALKUBE_BIN_DIR", filepath.Join(root, ".cache", "localkube", "bin"))
-	env.operator = getenv("STEWARD_IMAGE_ARCHIVE", filepath.Join(root, "_output", "images", "steward.tar"))
-	env.zookeeper = getenv("ZOOKEEPER_IMAGE_ARCHIVE", filepath.Join(root, "_output", "images", "zookeeper.tar"))
+	env.imagesDir = getenv("E2E_IMAGES_DIR", filepath.Join(root, "_output", "images"))
+	if env.archives, err = findArchives(env.imagesDir); err != nil {
+		return fatal(err)
+	}
+	// A bad E2E_SYSTEMS fails before the cluster comes up.
+	if err := selectSystems(); err != nil {
+		return fatal(err)
+	}
 	reuse := os.Getenv("E2E_REUSE_CLUSTER") == "1"
 
 	if !reuse {

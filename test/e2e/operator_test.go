@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 )
 
 // TestOperatorInCluster installs Steward with its chart and its image
@@ -73,7 +71,12 @@ func TestOperatorInCluster(t *testing.T) {
 func installOperator(t *testing.T) {
 	t.Helper()
 	operatorOnce.Do(func() {
-		for _, archive := range []string{env.operator, env.zookeeper} {
+		archives, err := archivesToLoad()
+		if err != nil {
+			operatorErr = err
+			return
+		}
+		for _, archive := range archives {
 			if out, err := localkube("load-image", archive); err != nil {
 				operatorErr = fmt.Errorf("load %s (run `make images`): %w: %s", archive, err, out)
 				return
@@ -122,20 +125,30 @@ func helmInstall(args ...string) error {
 // ready pod is not yet a reachable Service, until the EndpointSlice
 // controller and kube-proxy have caught up (a second or two). A user's
 // first apply right after the install would meet the same window; Helm's
-// --wait does not cover it.
+// --wait does not cover it. It dry-runs, on the server, the sample of
+// every kind of the systems under test (config/samples), each in turn.
 func waitForAdmission(timeout time.Duration) error {
-	probe := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: admission-probe, namespace: %s}\nspec: {}\n", operatorNamespace)
-	deadline := time.Now().Add(timeout)
-	for {
-		out, err := kubectlStdin(probe, "create", "--dry-run=server", "-f", "-")
-		switch {
-		case err == nil:
-			return nil
-		case !strings.Contains(out, "failed calling webhook") || time.Now().After(deadline):
-			return fmt.Errorf("a server dry run through the webhooks: %w: %s", err, out)
-		}
-		time.Sleep(time.Second)
+	paths, err := samples()
+	if err != nil {
+		return err
 	}
+	if len(paths) == 0 {
+		return fmt.Errorf("no sample in config/samples for systems %v", env.systems)
+	}
+	deadline := time.Now().Add(timeout)
+	for _, sample := range paths {
+		for {
+			out, err := kubectl("create", "--dry-run=server", "--namespace", operatorNamespace, "-f", sample)
+			if err == nil {
+				break
+			}
+			if !strings.Contains(out, "failed calling webhook") || time.Now().After(deadline) {
+				return fmt.Errorf("a server dry run of %s through the webhooks: %w: %s", filepath.Base(sample), err, out)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return nil
 }
 
 // helm runs the pinned helm binary ($HELM, else bin/helm).
@@ -157,8 +170,10 @@ func crClient(t *testing.T) client.Client {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	if err := zkv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for name, s := range systemSpecs {
+		if err := s.addToScheme(scheme); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	// Admission warnings (replicas: 1 has one) are kubectl's to show; the
 	// suite sets up no logger for controller-runtime's warning logger.

@@ -12,13 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/stewardhq/steward/internal/systems"
 )
 
-// TestZooKeeperImage runs the ZooKeeper image as a real pod by its contract
+// zookeeperImageSpec runs the ZooKeeper image as a real pod by its contract
 // (zoo.cfg from a ConfigMap in /conf, data in /data) and asks its
 // AdminServer for stat from another pod, as the operator will.
-func TestZooKeeperImage(t *testing.T) {
-	if out, err := localkube("load-image", env.zookeeper); err != nil {
+func zookeeperImageSpec(t *testing.T, in specInput) {
+	if out, err := localkube("load-image", in.archive(t, systems.ZooKeeper)); err != nil {
 		t.Fatalf("load ZooKeeper image (run `make images`): %v: %s", err, out)
 	}
 	ns := newNamespace(t, "zk")
@@ -38,7 +40,7 @@ func TestZooKeeperImage(t *testing.T) {
 			TerminationGracePeriodSeconds: ptr.To[int64](5),
 			Containers: []corev1.Container{{
 				Name:            "zookeeper",
-				Image:           zookeeperImage(t),
+				Image:           in.image(t, systems.ZooKeeper),
 				ImagePullPolicy: corev1.PullNever,
 				Env:             []corev1.EnvVar{{Name: "ZK_HEAP", Value: "256m"}},
 				VolumeMounts: []corev1.VolumeMount{
@@ -103,18 +105,4 @@ func TestZooKeeperImage(t *testing.T) {
 	if state != "standalone" {
 		t.Fatalf("server_state %q, want standalone", state)
 	}
-}
-
-// zookeeperImage reads the image's tag from its archive's manifest.
-func zookeeperImage(t *testing.T) string {
-	t.Helper()
-	out, err := command("tar", "-xOf", env.zookeeper, "manifest.json")
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	var manifest []struct{ RepoTags []string }
-	if err := json.Unmarshal([]byte(out), &manifest); err != nil || len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
-		t.Fatalf("manifest.json of %s: %v", env.zookeeper, err)
-	}
-	return manifest[0].RepoTags[0]
 }

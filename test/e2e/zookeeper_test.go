@@ -20,21 +20,35 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
 )
 
 // zkName is the ZookeeperCluster every scenario works on.
 const zkName = "zk"
 
-// TestZooKeeper runs a ZookeeperCluster through its life on real pods, with
+// ZooKeeper's specs: its image by its contract, a cluster's whole life, and
+// admission of invalid specs.
+func init() {
+	registerSystem(systems.ZooKeeper, systemSpec{
+		addToScheme: zkv1.AddToScheme,
+		specs: []spec{
+			{"image", zookeeperImageSpec},
+			{"lifecycle", zookeeperLifecycleSpec},
+			{"invalid specs", zookeeperInvalidSpecsSpec},
+		},
+	})
+}
+
+// zookeeperLifecycleSpec runs a ZookeeperCluster through its life on real pods, with
 // a client writing znodes throughout: creation, scaling 3→5→3→1→3, a config
 // change and an image change rolled leader-last, losing 2 of 3 pods, the
 // operator killed during a scale-in, pausing, and deletion under both
 // reclaim policies. At the end every write ZooKeeper acknowledged must be
 // there. The scenarios build on each other and run in order; the first
 // failure stops the rest.
-func TestZooKeeper(t *testing.T) {
+func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
-	z := &zkScenario{t: t, ns: newNamespace(t, "zk"), c: crClient(t), image: zookeeperImage(t)}
+	z := &zkScenario{t: t, ns: newNamespace(t, "zk"), c: crClient(t), image: in.image(t, systems.ZooKeeper)}
 	for _, s := range []struct {
 		name string
 		run  func(t *testing.T)
@@ -567,12 +581,12 @@ func leaderEpoch(t *testing.T, zk *zkv1.ZookeeperCluster) int64 {
 	return zxid >> 32
 }
 
-// TestZooKeeperInvalidSpecs applies a corpus of invalid ZookeeperClusters
+// zookeeperInvalidSpecsSpec applies a corpus of invalid ZookeeperClusters
 // with kubectl, as a user would, and checks that each is rejected at
 // admission with its field path and reason, and that nothing is created.
 // The full corpus runs against the API server in api/zookeeper/v1alpha1;
 // this one proves the installed CRD enforces it.
-func TestZooKeeperInvalidSpecs(t *testing.T) {
+func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
 	installOperator(t)
 	ns := newNamespace(t, "zk-invalid")
 	for _, tc := range []struct{ name, spec, want string }{

@@ -1,0 +1,6 @@
+// Package wiring checks the places of the repository that are derived from
+// one another, so that a system added by the steps of
+// docs/design/adding-a-system.md cannot leave one behind: every default
+// image the API and the samples name is the image its images/<name>/build.sh
+// builds, and every kind has its sample in config/samples.
+package wiring
