@@ -63,7 +63,7 @@ func TestApplyPlacement(t *testing.T) {
 			p.PriorityClassName = "high"
 			var spec corev1.PodSpec
 			ApplyPlacement(&spec, p, spread)
-			if fmt.Sprint(spec.Affinity) != fmt.Sprint(tt.wantAffinity) {
+			if spec.Affinity.String() != tt.wantAffinity.String() {
 				t.Errorf("affinity %v, want %v", spec.Affinity, tt.wantAffinity)
 			}
 			if spec.NodeSelector["disk"] != "ssd" || len(spec.Tolerations) != 1 || len(spec.TopologySpreadConstraints) != 1 || spec.PriorityClassName != "high" {

@@ -32,7 +32,8 @@ func MarkDeparted(ctx context.Context, c client.Client, claims map[int]*corev1.P
 		} else {
 			delete(pvc.Labels, label)
 		}
-		if err := c.Patch(ctx, pvc, patch); client.IgnoreNotFound(err) != nil {
+		err := c.Patch(ctx, pvc, patch)
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("label volume claim %s: %w", pvc.Name, err)
 		}
 	}
