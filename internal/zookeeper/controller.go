@@ -302,23 +302,35 @@ func (c *Controller) settleMembers(ctx *Context, e *ensemble) error {
 }
 
 // desiredServers returns the StatefulSet's size and the server joining (0
-// for none) for this pass. Never fewer pods than members, whatever a
-// lagging cache says; a new cluster starts with exactly its members; the
-// scale flow adds one joining server at a time while it changes members,
+// for none) for this pass. Never fewer pods
+// than members, whatever a lagging cache says; a new cluster starts with
+// exactly its members; the scale flow adds one joining server at a time
+// while it changes members (a failed one keeps the joiner it started),
 // and shrinks the StatefulSet only in its resize step, once the members
 // are exactly servers 1..spec.replicas.
 func desiredServers(zk *Cluster, e *ensemble, op *commonv1.Operation) (replicas int32, joining int) {
 	if e.bootstrap {
 		return int32(len(e.members)), 0
 	}
-	replicas = max(e.replicas(zk), int32(slices.Max(e.members)))
-	if op == nil || op.Name != flowScale || op.Phase != commonv1.PhaseRunning {
+	replicas = e.replicas(zk)
+	if len(e.members) > 0 {
+		replicas = max(replicas, int32(slices.Max(e.members)))
+	}
+	if op == nil || op.Name != flowScale || !op.Phase.Active() {
 		return replicas, 0
 	}
 	switch op.Step {
 	case stepChangeMembers:
-		if add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas)); add != 0 {
+		add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas))
+		switch {
+		case add == 0:
+		case op.Phase == commonv1.PhaseRunning:
 			return max(replicas, int32(build.Ordinal(add)+1)), add
+		case replicas > int32(build.Ordinal(add)):
+			// A failed flow starts no server, but the joining server it
+			// started keeps its line: without it, a restart of its pod
+			// would not find its own id among the peers.
+			return replicas, add
 		}
 	case stepResize:
 		if slices.Equal(e.members, build.IDs(zk.Spec.Replicas)) {
@@ -355,11 +367,6 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 // has not observed yet.
 func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, joining int) (*appsv1.StatefulSet, error) {
 	zk := ctx.Obj
-	if len(members) == 0 {
-		// A server started with no members would form an ensemble of its
-		// own; never write that, whatever led here.
-		return nil, fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
-	}
 	if err := c.applyMembers(ctx, members, joining); err != nil {
 		return nil, err
 	}
@@ -381,6 +388,11 @@ func (c *Controller) applyServers(ctx *Context, replicas int32, members []int, j
 // reads.
 func (c *Controller) applyMembers(ctx *Context, members []int, joining int) error {
 	zk := ctx.Obj
+	if len(members) == 0 {
+		// A server started with no members would form an ensemble of its
+		// own; never write that, whatever led here.
+		return fmt.Errorf("refusing to write an empty membership into %s", build.MembersConfigMapName(zk))
+	}
 	var joiner *zkclient.Member
 	if joining != 0 {
 		joiner = &build.Members(zk, []int{joining}, c.opts.ClusterDomain)[0]

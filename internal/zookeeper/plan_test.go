@@ -798,8 +798,10 @@ func TestDesiredServers(t *testing.T) {
 		{"scale-in keeps the pods while members leave", 3, 5, []int{1, 2, 3, 4}, false, at(stepChangeMembers), 5, 0},
 		{"resize shrinks once members match", 3, 5, []int{1, 2, 3}, false, at(stepResize), 3, 0},
 		{"resize waits for the members", 3, 5, []int{1, 2, 3, 4}, false, at(stepResize), 5, 0},
-		{"a failed flow adds no joiner", 5, 3, []int{1, 2, 3}, false, failed, 3, 0},
+		{"a failed flow starts no joiner", 5, 3, []int{1, 2, 3}, false, failed, 3, 0},
+		{"a failed flow keeps the joiner it started", 5, 4, []int{1, 2, 3}, false, failed, 4, 4},
 		{"a rolling restart changes no size", 5, 3, []int{1, 2, 3}, false, restart, 3, 0},
+		{"no members known: no panic (applying refuses them)", 3, 3, nil, false, nil, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zk := testCluster(tc.want)

@@ -95,9 +95,11 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 	}
 	ids := cfg.IDs()
 	if !slices.Equal(ids, e.members) {
-		// The leader's voting view lags the configuration just read (a
-		// reconfiguration committed since it was probed): what Declare
-		// applied may be a step behind. The next pass sees both agree.
+		// The leader's voting view (or, without a leader, status) lags
+		// the configuration just read: what Declare applied may be a step
+		// behind. Status takes the committed membership, so that the next
+		// pass's Declare agrees even if no leader answers then.
+		ctx.Obj.Status.Members = toInt32(ids)
 		return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("members %v committed, the leader's view still says %v", ids, e.members))
 	}
 	add, remove := nextMemberChange(ids, int(zk.Spec.Replicas))

@@ -253,6 +253,14 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 	z.waitReady(1, 5*time.Minute)
 	z.waitPods(1)
 	z.progress()
+	// The replacement reconciles as soon as it leads, before its webhook
+	// server has its certificate and its pod is Ready: with the default
+	// single replica, admission is down until then. This scenario is about
+	// reconciliation across the kill; it waits for admission to be back
+	// before the next change.
+	if err := waitForAdmission(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	z.patch(`{"spec":{"replicas":3}}`)
 	z.waitReady(3, 4*time.Minute)
 	z.progress()

@@ -8,29 +8,33 @@ import (
 // every field can change and, since it is part of the pod template,
 // restarts the pods (each system's rolling restart applies).
 type PodPlacement struct {
-	// nodeSelector constrains the pods' nodes. Default: none; can change.
+	// nodeSelector constrains the pods' nodes. Default: none; can change
+	// (restarts the pods).
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// affinity replaces the pods' default affinity (each system spreads
 	// the members of a set over nodes by default with a preferred pod
-	// anti-affinity). Default: that spreading; can change.
+	// anti-affinity). Default: that spreading; can change
+	// (restarts the pods).
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
-	// tolerations of the pods. Default: none; can change.
+	// tolerations of the pods. Default: none; can change (restarts the
+	// pods).
 	// +optional
 	// +listType=atomic
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// topologySpreadConstraints of the pods; their label selectors may use
 	// the standard app.kubernetes.io labels of the pods. Default: none; can
-	// change.
+	// change (restarts the pods).
 	// +optional
 	// +listType=atomic
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
-	// priorityClassName of the pods. Default: none; can change.
+	// priorityClassName of the pods. Default: none; can change (restarts
+	// the pods).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
