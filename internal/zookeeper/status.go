@@ -76,19 +76,13 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get StatefulSet %s: %w", zk.Name, err)
 	}
-	var pods corev1.PodList
-	if err := ctx.Client.List(ctx, &pods, client.InNamespace(zk.Namespace),
-		client.MatchingLabels(build.Selector(zk, build.ComponentServer))); err != nil {
-		return nil, fmt.Errorf("list the servers' pods: %w", err)
+	pods, err := serverSet(zk).Pods(ctx, ctx.Client)
+	if err != nil {
+		return nil, err
 	}
 	group := string(zk.UID)
 	var targets []probe.Target
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		ordinal, ok := serverSet(zk).PodOrdinal(pod)
-		if !ok {
-			continue
-		}
+	for ordinal, pod := range pods {
 		e.highestPodOrdinal = max(e.highestPodOrdinal, ordinal)
 		if pod.DeletionTimestamp != nil {
 			continue
