@@ -213,7 +213,7 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 	@echo; echo "Steward is running with a Ready ZooKeeper cluster. Use it with: export KUBECONFIG=$(KUBECONFIG); tear it all down with: make down"
 
 # HELM_INSTALL_FLAGS are extra flags for helm upgrade --install, e.g.
-# HELM_INSTALL_FLAGS="--set replicas=2".
+# HELM_INSTALL_FLAGS="--set logLevel=debug".
 HELM_INSTALL_FLAGS ?=
 
 .PHONY: install-chart

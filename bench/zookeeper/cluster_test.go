@@ -31,7 +31,6 @@ import (
 // Steward installed in steward-system (make bench).
 const (
 	operatorNamespace = "steward-system"
-	operatorLabel     = "app.kubernetes.io/component=controller-manager"
 	leaseName         = "steward.steward.dev"
 	idleClusters      = 20
 	idleWindow        = time.Minute
@@ -213,16 +212,18 @@ func (m metrics) scale(d time.Duration) metrics {
 }
 
 // operatorMetrics reads rest_client_requests_total and the resident memory
-// from the operator's metrics endpoint through the API server's pod proxy.
-// The proxy cannot present a scraper's token, so make bench installs the
-// chart with metrics.secure=false (plain HTTP on the same port).
+// from the leading replica's metrics endpoint (the one that reconciles)
+// through the API server's pod proxy. The proxy cannot present a scraper's
+// token, so make bench installs the chart with metrics.secure=false (plain
+// HTTP on the same port).
 func (k *kube) operatorMetrics(b *testing.B) metrics {
 	b.Helper()
-	pods, err := k.cs.CoreV1().Pods(operatorNamespace).List(b.Context(), metav1.ListOptions{LabelSelector: operatorLabel})
-	if err != nil || len(pods.Items) != 1 {
-		b.Fatalf("operator pod: %d found, %v", len(pods.Items), err)
+	lease, err := k.cs.CoordinationV1().Leases(operatorNamespace).Get(b.Context(), leaseName, metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil {
+		b.Fatalf("the operator's Lease: %v (no holder, or %v)", lease, err)
 	}
-	raw, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", pods.Items[0].Name, "8443", "/metrics", nil).DoRaw(b.Context())
+	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	raw, err := k.cs.CoreV1().Pods(operatorNamespace).ProxyGet("http", leader, "8443", "/metrics", nil).DoRaw(b.Context())
 	if err != nil {
 		b.Fatalf("operator metrics: %v", err)
 	}

@@ -19,6 +19,10 @@ import (
 // the webhook server within it.
 const certFilesRenewalCheck = 30 * time.Second
 
+// caCertKey is the CA's key in the rotator's Secret, and in cert-manager's,
+// and the CA file's name in the certificate directory.
+const caCertKey = "ca.crt"
+
 // certFileWriter copies the serving certificate and key the rotator keeps
 // in its Secret into the webhook server's certificate directory, an
 // in-memory emptyDir in the chart.
@@ -59,24 +63,26 @@ func (w *certFileWriter) run(ctx context.Context) error {
 	}
 }
 
-// sync writes the Secret's key and certificate into dir where they differ
-// from the files, the key first (the rotator waits for the certificate
-// file), and reports whether the files now hold them. A Secret without
+// sync writes the Secret's CA, key and certificate into dir where they
+// differ from the files, the certificate last (the rotator waits for that
+// file; the readiness check verifies it with the CA), and reports whether the files now hold them. A Secret without
 // them yet (the rotator has not filled it) is not an error.
 func (w *certFileWriter) sync(ctx context.Context) (bool, error) {
 	var s corev1.Secret
 	if err := w.reader.Get(ctx, w.secret, &s); err != nil {
 		return false, fmt.Errorf("get the webhook certificate Secret: %w", err)
 	}
-	key, cert := s.Data[corev1.TLSPrivateKeyKey], s.Data[corev1.TLSCertKey]
-	if len(key) == 0 || len(cert) == 0 {
+	ca, key, cert := s.Data[caCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data[corev1.TLSCertKey]
+	if len(ca) == 0 || len(key) == 0 || len(cert) == 0 {
 		return false, nil
 	}
-	if err := writeIfChanged(filepath.Join(w.dir, corev1.TLSPrivateKeyKey), key); err != nil {
-		return false, err
-	}
-	if err := writeIfChanged(filepath.Join(w.dir, corev1.TLSCertKey), cert); err != nil {
-		return false, err
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{caCertKey, ca}, {corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, cert}} {
+		if err := writeIfChanged(filepath.Join(w.dir, f.name), f.data); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
 }

@@ -15,7 +15,8 @@ import (
 // TestCertFileWriter follows the rotator's Secret through its life: empty
 // as the chart creates it (no files), filled (files written, private),
 // unchanged (files left alone), renewed (files replaced), and gone (an
-// error, the files kept).
+// error, the files kept). The CA is written with them: the readiness
+// check verifies the served certificate with it.
 func TestCertFileWriter(t *testing.T) {
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: "steward-system", Name: "steward-webhook-cert"}
@@ -76,8 +77,11 @@ func TestCertFileWriter(t *testing.T) {
 	if cert, k := files(); cert != "cert-2" || k != "key-2" {
 		t.Fatalf("files after renewal = %q, %q; want cert-2, key-2", cert, k)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("the directory holds %d entries, want tls.crt and tls.key only", len(entries))
+	if ca, _ := os.ReadFile(filepath.Join(dir, "ca.crt")); string(ca) != "ca" {
+		t.Errorf("ca.crt = %q, want the Secret's", ca)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("the directory holds %d entries, want ca.crt, tls.crt and tls.key only", len(entries))
 	}
 
 	if err := c.Delete(ctx, secret); err != nil {

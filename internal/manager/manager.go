@@ -55,12 +55,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 
 	gracefulShutdownTimeout := opts.GracefulShutdownTimeout
-	webhookServer := newWebhookServer(opts.Webhooks)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
 		Metrics:                 metricsOptions(opts),
-		WebhookServer:           webhookServer,
+		WebhookServer:           newWebhookServer(opts.Webhooks),
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
@@ -93,7 +92,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("set up system %q: %w", s.Name, err)
 		}
 	}
-	if err := setupWebhooks(mgr, webhookServer, opts.Webhooks, selected); err != nil {
+	if err := setupWebhooks(mgr, opts.Webhooks, selected); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -143,8 +142,12 @@ func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, err
 // server, which speak HTTP/1.1 here, gain nothing from risking.
 var tlsOptions = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 
-// Run builds the manager with [New] and runs it until ctx is canceled, then
-// gives the controllers up to opts.GracefulShutdownTimeout to stop.
+// Run builds the manager with [New] and runs it until ctx is canceled.
+// Then it drains before it stops: /readyz fails at once, so the Services
+// in front of this replica (the webhook Service above all) stop routing
+// to it, while the manager keeps serving for opts.ShutdownDelay; only
+// then does it stop, giving the controllers up to
+// opts.GracefulShutdownTimeout and releasing the Lease.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log := opts.logger()
 	log.Info("Starting Steward", "version", version.Version, "goVersion", runtime.Version(),
@@ -154,7 +157,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Start(ctx); err != nil {
+	drain := newDrain(opts.ShutdownDelay)
+	if err := mgr.AddReadyzCheck("shutdown", drain.check); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+	managerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go drain.run(ctx, managerCtx, stop, log)
+	if err := mgr.Start(managerCtx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	log.Info("Manager stopped")

@@ -34,14 +34,16 @@ const (
 
 // TestRunAgainstAPIServer runs the manager as the steward binary does, against
 // a real kube-apiserver: it serves its probes and metrics, acquires the leader
-// election Lease, and on cancellation stops within the graceful shutdown
-// timeout and releases the Lease.
+// election Lease, and on cancellation drains (not ready, still serving, for
+// the shutdown delay), then stops within the graceful shutdown timeout and
+// releases the Lease.
 func TestRunAgainstAPIServer(t *testing.T) {
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
 	ns := testenv.Namespace(t, c, "steward-test-")
 
 	opts := integrationOptions(t, ns)
+	opts.ShutdownDelay = 2 * time.Second
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -59,15 +61,29 @@ func TestRunAgainstAPIServer(t *testing.T) {
 
 	cancel()
 	start := time.Now()
+	waitFor(t, "/readyz to fail once draining", func(ctx context.Context) (bool, error) {
+		return httpStatus(ctx, probes+"/readyz", "") == http.StatusInternalServerError, nil
+	})
+	if status := httpStatus(t.Context(), probes+"/healthz", ""); status != http.StatusOK {
+		t.Errorf("draining, /healthz answers %d, want 200: the manager must keep serving", status)
+	}
+	if holder := *waitForLeader(t, c, ns, func(string) bool { return true }).Spec.HolderIdentity; holder == "" {
+		t.Error("draining, the manager already released the Lease")
+	}
+	limit := opts.ShutdownDelay + shutdownTimeout + 5*time.Second
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Run returned %v after cancellation, want nil", err)
 		}
-		t.Logf("Manager stopped %s after cancellation", time.Since(start).Round(time.Millisecond))
-	case <-time.After(shutdownTimeout + 5*time.Second):
-		t.Fatalf("Run did not return within %s of cancellation (graceful shutdown timeout %s)",
-			shutdownTimeout+5*time.Second, shutdownTimeout)
+		stopped := time.Since(start)
+		t.Logf("Manager stopped %s after cancellation (shutdown delay %s)", stopped.Round(time.Millisecond), opts.ShutdownDelay)
+		if stopped < opts.ShutdownDelay {
+			t.Errorf("the manager stopped %s after cancellation, before its shutdown delay %s", stopped, opts.ShutdownDelay)
+		}
+	case <-time.After(limit):
+		t.Fatalf("Run did not return within %s of cancellation (shutdown delay %s, graceful shutdown timeout %s)",
+			limit, opts.ShutdownDelay, shutdownTimeout)
 	}
 
 	// The manager steps down on a clean stop, so a successor need not wait
@@ -206,6 +222,8 @@ func integrationOptions(t *testing.T, leaseNamespace string) manager.Options {
 	opts.HealthProbeBindAddress = freeAddress(t)
 	opts.MetricsBindAddress = freeAddress(t)
 	opts.GracefulShutdownTimeout = shutdownTimeout
+	// Nothing routes to these managers: stopping need not wait.
+	opts.ShutdownDelay = 0
 	opts.Logger = testLogger(t)
 	// No system registers webhooks here; the webhook server is covered
 	// end to end, where a kubelet mounts its certificate.

@@ -18,6 +18,7 @@ const (
 	DefaultMetricsBindAddress      = ":8443"
 	DefaultHealthProbeBindAddress  = ":8081"
 	DefaultGracefulShutdownTimeout = 20 * time.Second
+	DefaultShutdownDelay           = 5 * time.Second
 )
 
 // Options configures the Steward manager. [NewOptions] returns the defaults and
@@ -51,6 +52,13 @@ type Options struct {
 	// stop once the manager is asked to stop. It must stay below the pod's
 	// terminationGracePeriodSeconds.
 	GracefulShutdownTimeout time.Duration
+	// ShutdownDelay is how long the manager keeps serving, reporting not
+	// ready, between being asked to stop and stopping: long enough for the
+	// EndpointSlice controller and kube-proxy to stop routing admission
+	// requests to this replica, which would otherwise be refused (the API
+	// server does not retry a refused webhook call). The pod's
+	// terminationGracePeriodSeconds must cover it and the graceful shutdown.
+	ShutdownDelay time.Duration
 
 	// Webhooks configures the admission webhook server.
 	Webhooks WebhookOptions
@@ -78,6 +86,7 @@ func NewOptions() Options {
 		MetricsSecure:           true,
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
+		ShutdownDelay:           DefaultShutdownDelay,
 		Webhooks:                NewWebhookOptions(),
 	}
 }
@@ -100,6 +109,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		`Address the /healthz and /readyz probes bind to; "0" disables them.`)
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
 		"How long controllers get to finish on shutdown; keep it below the pod's termination grace period.")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
+		"How long to keep serving, not ready, after SIGTERM before stopping, so Services stop routing admission requests here first.")
 	o.Webhooks.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }
@@ -113,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GracefulShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--graceful-shutdown-timeout must not be negative, got %s", o.GracefulShutdownTimeout))
+	}
+	if o.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))
 	}
 	errs = append(errs, o.Webhooks.validate()...)
 	return errors.Join(errs...)

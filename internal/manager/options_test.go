@@ -21,8 +21,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 	got := manager.NewOptions()
 	if got.Systems != "all" || !got.LeaderElect || got.LeaderElectionNamespace != "" ||
 		got.MetricsBindAddress != ":8443" || !got.MetricsSecure || got.HealthProbeBindAddress != ":8081" ||
-		got.GracefulShutdownTimeout != 20*time.Second {
-		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, secure metrics :8443, probes :8081, 20s shutdown", got)
+		got.GracefulShutdownTimeout != 20*time.Second || got.ShutdownDelay != 5*time.Second {
+		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, secure metrics :8443, probes :8081, 20s shutdown after a 5s delay", got)
 	}
 	if w := got.Webhooks; !w.Enabled || !w.CertRotation || w.Namespace != "steward-system" || w.Port != 9443 {
 		t.Errorf("NewOptions().Webhooks = %+v, want enabled, rotating its certificate, in $POD_NAMESPACE, port 9443", w)
@@ -45,6 +45,7 @@ func TestBindFlags(t *testing.T) {
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=127.0.0.1:9440",
 		"--graceful-shutdown-timeout=1m",
+		"--shutdown-delay=3s",
 		"--zap-log-level=debug",
 	})
 	if err != nil {
@@ -56,10 +57,11 @@ func TestBindFlags(t *testing.T) {
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "127.0.0.1:9440",
 		GracefulShutdownTimeout: time.Minute,
+		ShutdownDelay:           3 * time.Second,
 	}
 	if opts.Systems != want.Systems || opts.LeaderElect || opts.LeaderElectionNamespace != want.LeaderElectionNamespace ||
 		opts.MetricsBindAddress != want.MetricsBindAddress || opts.HealthProbeBindAddress != want.HealthProbeBindAddress ||
-		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout {
+		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout || opts.ShutdownDelay != want.ShutdownDelay {
 		t.Errorf("parsed options = %+v, want %+v with leader election off", opts, want)
 	}
 	if opts.Zap.Level == nil {
@@ -96,6 +98,11 @@ func TestValidate(t *testing.T) {
 			name:     "negative shutdown timeout",
 			modify:   func(o *manager.Options) { o.GracefulShutdownTimeout = -time.Second },
 			wantErrs: []string{"--graceful-shutdown-timeout must not be negative"},
+		},
+		{
+			name:     "negative shutdown delay",
+			modify:   func(o *manager.Options) { o.ShutdownDelay = -time.Second },
+			wantErrs: []string{"--shutdown-delay must not be negative"},
 		},
 		{
 			name:     "certificate rotation needs the namespace",

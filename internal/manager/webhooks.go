@@ -2,15 +2,22 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/stewardhq/steward/internal/systems"
@@ -123,10 +130,7 @@ func newWebhookServer(o WebhookOptions) webhook.Server {
 // Every replica serves webhooks and runs the rotator: neither needs the
 // leader, and concurrent renewals are settled by the Secret's
 // resourceVersion.
-//
-// server is the manager's webhook server, passed in because asking the
-// manager for it (GetWebhookServer) would start it at once.
-func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, selected []systems.System) error {
+func setupWebhooks(mgr ctrl.Manager, o WebhookOptions, selected []systems.System) error {
 	var hooks []systems.System
 	for _, s := range selected {
 		if s.Webhooks != nil {
@@ -148,7 +152,7 @@ func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, se
 		if err := register(); err != nil {
 			return err
 		}
-		return mgr.AddReadyzCheck("webhooks", server.StartedChecker())
+		return mgr.AddReadyzCheck("webhooks", servingCheck(o))
 	}
 
 	certReady := make(chan struct{})
@@ -186,15 +190,49 @@ func setupWebhooks(mgr ctrl.Manager, server webhook.Server, o WebhookOptions, se
 	})); err != nil {
 		return err
 	}
-	started := server.StartedChecker()
+	serving := servingCheck(o)
 	return mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
 		select {
 		case <-certReady:
-			return started(req)
+			return serving(req)
 		default:
 			return errors.New("the webhook certificate is not ready yet")
 		}
 	})
+}
+
+// servingCheck is the webhooks' readiness check: the webhook server
+// completes a TLS handshake on its port with a certificate that the CA in
+// the certificate directory (ca.crt, which the API server is given too)
+// verifies for the webhook Service's DNS name, as the API server will
+// check it. Without ca.crt (an issuer that does not provide it), the
+// system's roots verify it. A replica is Ready only when an admission
+// request sent to it would be answered.
+func servingCheck(o WebhookOptions) healthz.Checker {
+	return func(req *http.Request) error {
+		config := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+		if o.ServiceName != "" && o.Namespace != "" {
+			config.ServerName = o.ServiceName + "." + o.Namespace + ".svc"
+		}
+		ca, err := os.ReadFile(filepath.Join(o.CertDir, caCertKey))
+		switch {
+		case err == nil:
+			config.RootCAs = x509.NewCertPool()
+			if !config.RootCAs.AppendCertsFromPEM(ca) {
+				return fmt.Errorf("%s/ca.crt holds no PEM certificate", o.CertDir)
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("read the webhook CA: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		dialer := &tls.Dialer{Config: config}
+		conn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort("localhost", strconv.Itoa(o.Port)))
+		if err != nil {
+			return fmt.Errorf("the webhook server does not serve a valid certificate: %w", err)
+		}
+		return conn.Close()
+	}
 }
 
 // everyReplica is a runnable that runs on every replica, not only on the

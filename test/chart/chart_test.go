@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -159,6 +161,55 @@ func TestGolden(t *testing.T) {
 					name, golden, lineDiff(string(want), got))
 			}
 		})
+	}
+}
+
+// TestAdmissionSurvivesOneReplica checks what keeps admission up in the
+// default install while one operator pod goes: two replicas spread over
+// nodes, a rolling update that starts a new replica before stopping an old
+// one, a PodDisruptionBudget letting one go at a time, and a termination
+// grace period covering the shutdown delay and the graceful shutdown. A
+// single replica gets no budget, which would block every node drain.
+func TestAdmissionSurvivesOneReplica(t *testing.T) {
+	var deployment *appsv1.Deployment
+	var budget *policyv1.PodDisruptionBudget
+	for _, o := range objects(t, render(t, "default")) {
+		switch o.Kind {
+		case "Deployment":
+			deployment = decode[appsv1.Deployment](t, o)
+		case "PodDisruptionBudget":
+			budget = decode[policyv1.PodDisruptionBudget](t, o)
+		}
+	}
+	if deployment == nil || budget == nil {
+		t.Fatalf("the default rendering lacks the Deployment (%v) or the PodDisruptionBudget (%v)", deployment != nil, budget != nil)
+	}
+	if r := deployment.Spec.Replicas; r == nil || *r != 2 {
+		t.Errorf("replicas = %v, want 2", r)
+	}
+	if u := deployment.Spec.Strategy.RollingUpdate; u == nil || u.MaxUnavailable.IntValue() != 0 || u.MaxSurge.IntValue() != 1 {
+		t.Errorf("rolling update %+v, want maxSurge 1 and maxUnavailable 0", u)
+	}
+	pod := deployment.Spec.Template.Spec
+	if s := pod.TopologySpreadConstraints; len(s) != 1 || s[0].TopologyKey != corev1.LabelHostname ||
+		s[0].LabelSelector == nil || !maps.Equal(s[0].LabelSelector.MatchLabels, deployment.Spec.Selector.MatchLabels) {
+		t.Errorf("topology spread %+v, want the replicas spread over nodes", s)
+	}
+	if b := budget.Spec; b.MaxUnavailable == nil || b.MaxUnavailable.IntValue() != 1 ||
+		!maps.Equal(b.Selector.MatchLabels, deployment.Spec.Selector.MatchLabels) {
+		t.Errorf("budget %+v, want maxUnavailable 1 over the Deployment's pods", b)
+	}
+	args := strings.Join(pod.Containers[0].Args, " ")
+	if !strings.Contains(args, "--shutdown-delay=5s") || !strings.Contains(args, "--graceful-shutdown-timeout=20s") {
+		t.Errorf("args %q, want the 5s shutdown delay and 20s graceful shutdown", args)
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g != 5+20+10 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want 35 (delay, graceful shutdown and 10s)", g)
+	}
+	for _, o := range objects(t, render(t, "default", "--set", "replicas=1")) {
+		if o.Kind == "PodDisruptionBudget" {
+			t.Error("a single replica got a PodDisruptionBudget: it would block every node drain")
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,39 +21,60 @@ import (
 )
 
 // TestOperatorInCluster installs Steward with its chart and its image
-// built on this machine, and checks that the manager becomes Ready (its
-// readiness probe answers), takes the leader-election Lease under its own
-// ServiceAccount's RBAC, and keeps running.
+// built on this machine, and checks the default install: two replicas,
+// both Ready (their webhook servers answer with a valid certificate), one
+// of them holding the leader-election Lease under its own ServiceAccount's
+// RBAC, a PodDisruptionBudget letting one go at a time, and no restarts.
 func TestOperatorInCluster(t *testing.T) {
 	installOperator(t)
 	const ns = operatorNamespace
-	pods, err := env.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller-manager"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("manager pods: %v, %v", pods, err)
+	pods, err := operatorPods(t.Context())
+	if err != nil || len(pods) != 2 {
+		t.Fatalf("manager pods: %d, %v; want the default 2", len(pods), err)
 	}
-	pod := pods.Items[0]
 	// The Lease may still name a replica of an earlier install: helm
 	// uninstall deletes the leader-election Role with the pods, so that
-	// leader could not release it, and this one takes it when it expires.
-	eventually(t, time.Minute, "the manager holds the leader-election Lease", func(ctx context.Context) error {
+	// leader could not release it, and one of these takes it when it
+	// expires.
+	var leader corev1.Pod
+	eventually(t, time.Minute, "a manager pod holds the leader-election Lease", func(ctx context.Context) error {
 		lease, err := env.client.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if holder := lease.Spec.HolderIdentity; holder == nil || !strings.HasPrefix(*holder, pod.Name+"_") {
-			return fmt.Errorf("the Lease is held by %v, not by %s", ptr.Deref(holder, "nobody"), pod.Name)
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name+"_") {
+				leader = p
+				return nil
+			}
+		}
+		return fmt.Errorf("the Lease is held by %q, not by a current pod", holder)
+	})
+	for _, pod := range pods {
+		if !podReady(&pod) {
+			t.Errorf("the manager pod %s is not Ready", pod.Name)
+		}
+		if restarts := pod.Status.ContainerStatuses[0].RestartCount; restarts != 0 && !operatorKilled {
+			t.Errorf("the manager pod %s restarted %d times", pod.Name, restarts)
+		}
+		if uid := pod.Spec.SecurityContext.RunAsUser; uid == nil || *uid == 0 {
+			t.Errorf("the manager pod %s runs as root", pod.Name)
+		}
+	}
+	eventually(t, 30*time.Second, "the budget allows one disruption", func(ctx context.Context) error {
+		pdb, err := env.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, operatorDeployment, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pdb.Status.CurrentHealthy != 2 || pdb.Status.DisruptionsAllowed != 1 {
+			return fmt.Errorf("healthy %d, disruptions allowed %d", pdb.Status.CurrentHealthy, pdb.Status.DisruptionsAllowed)
 		}
 		return nil
 	})
-	if restarts := pod.Status.ContainerStatuses[0].RestartCount; restarts != 0 && !operatorKilled {
-		t.Errorf("the manager restarted %d times", restarts)
-	}
-	if uid := pod.Spec.SecurityContext.RunAsUser; uid == nil || *uid == 0 {
-		t.Errorf("the manager runs as root")
-	}
 	// The log line follows the Lease update.
-	eventually(t, 10*time.Second, "the manager logs that it acquired the Lease", func(context.Context) error {
-		logs, err := kubectl("logs", "-n", ns, pod.Name)
+	eventually(t, 10*time.Second, "the leader logs that it acquired the Lease", func(context.Context) error {
+		logs, err := kubectl("logs", "-n", ns, leader.Name)
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, logs)
 		}

@@ -78,6 +78,8 @@ type zkScenario struct {
 	c     client.Client
 	image string
 	acked int // writes acknowledged so far, as of the last progress check
+	// admission is the admission load started when the operator was killed.
+	admission *admissionLoad
 }
 
 func (z *zkScenario) create(t *testing.T) { z.createWith(t, 3) }
@@ -253,23 +255,24 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 	z.waitReady(1, 5*time.Minute)
 	z.waitPods(1)
 	z.progress()
-	// The replacement reconciles as soon as it leads, before its webhook
-	// server has its certificate and its pod is Ready: with the default
-	// single replica, admission is down until then. This scenario is about
-	// reconciliation across the kill; it waits for admission to be back
-	// before the next change.
-	if err := waitForAdmission(2 * time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	z.admission.expectAllAdmitted(t, "the scale-in with its operator replica killed")
 	z.patch(`{"spec":{"replicas":3}}`)
 	z.waitReady(3, 4*time.Minute)
 	z.progress()
 }
 
-// killOperator kills the manager's pod at once (no graceful shutdown).
+// killOperator deletes the leading operator replica at once
+// (--grace-period=0 --force), as a crash-looping or lost node's pod is
+// cleared: the standby must take over the reconciliation, and admission,
+// served by the standby meanwhile, must answer every request. A client
+// sends them from the kill on (z.admission).
 func (z *zkScenario) killOperator() {
-	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager",
-		"--grace-period=0", "--force", "--wait=false"); err != nil {
+	identity, pod := leaseHolder(z.t)
+	if pod == "" {
+		z.t.Fatalf("no operator replica leads (Lease holder %q)", identity)
+	}
+	z.admission = startAdmissionLoad(z.c, client.ObjectKey{Namespace: z.ns, Name: zkName})
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
 		z.t.Fatalf("%v: %s", err, out)
 	}
 	operatorKilled = true
