@@ -112,6 +112,7 @@ func (r *Reconciler[T]) remember(k applyKey, rec applyRecord) {
 
 // forgetOwner drops the apply records of an owner's children.
 func (r *Reconciler[T]) forgetOwner(owner types.UID) {
+	r.checks.forget(string(owner))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, rec := range r.applies {

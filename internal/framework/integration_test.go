@@ -423,12 +423,12 @@ func TestDeclareRunsDuringFlows(t *testing.T) {
 		names := gadgets(t, c, ns)
 		return len(names) == 3, fmt.Sprintf("gadgets %v", names)
 	})
-	w := widget(t, c, ns, "w")
+	// The gadgets exist before the pass that applied them writes status.
+	w := waitWidget(t, c, ns, "w", "Declared says 3 gadgets", func(w *testapi.Widget) bool {
+		return condition(w, "Declared").Message == "3 gadgets"
+	})
 	if op := w.Status.Operation; op.Step != "wait" || op.Phase != commonv1.PhaseRunning {
 		t.Fatalf("operation %+v, want still waiting in step wait", op)
-	}
-	if d := condition(w, "Declared"); d.Message != "3 gadgets" {
-		t.Errorf("Declared = %+v, want 3 gadgets", d)
 	}
 	a.gate.Store(true)
 	waitWidget(t, c, ns, "w", "the flow to succeed", func(w *testapi.Widget) bool {

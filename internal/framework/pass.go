@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -135,6 +136,9 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 			return reconcile.Result{}, InvalidSpec(err)
 		}
 	}
+	if err := p.checkChildren(); err != nil {
+		return reconcile.Result{}, err
+	}
 
 	ready, res, err := p.dependencies()
 	if err != nil || !ready {
@@ -149,6 +153,38 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 		return res, err
 	}
 	return p.observe()
+}
+
+// checkChildren has the API server validate the children a ChildRenderer
+// renders for the spec (see ChildRenderer), when they differ from the
+// last it checked for this object, and marks the spec invalid when it
+// would reject them. A check that cannot be made (the API server did not
+// answer in time) lets the pass go on: applying the children reports the
+// same errors, less clearly.
+func (p *pass[T]) checkChildren() error {
+	renderer, ok := p.r.opts.Actor.(ChildRenderer[T])
+	if !ok {
+		return nil
+	}
+	children := renderer.RenderChildren(p.obj)
+	hash, err := childrenHash(p.r.scheme, children)
+	if err != nil {
+		return err
+	}
+	uid := string(p.obj.GetUID())
+	if checked, err := p.r.checks.get(uid, hash); checked {
+		return err
+	}
+	err = p.r.checker.check(p.c, p.r.gvk.GroupKind(), p.obj.GetName(), children)
+	if errors.Is(err, errChildrenUnchecked) {
+		p.log.Info("Could not dry-run the children; applying them unchecked", "error", err.Error())
+		return nil
+	}
+	if err != nil {
+		err = InvalidSpec(err)
+	}
+	p.r.checks.put(uid, hash, err)
+	return err
 }
 
 // invalidSpecObserved reports whether Synced says the current generation's

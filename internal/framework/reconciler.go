@@ -95,6 +95,9 @@ type Reconciler[T Object] struct {
 	partOf string
 	flows  map[string]*Flow[T]
 
+	checker childrenChecker
+	checks  childrenChecks
+
 	mu       sync.Mutex
 	applies  map[applyKey]applyRecord
 	inFlight map[types.NamespacedName]string
@@ -114,6 +117,7 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 		flows:    map[string]*Flow[T]{},
 		applies:  map[applyKey]applyRecord{},
 		inFlight: map[types.NamespacedName]string{},
+		checker:  childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
 	}
 	gvk, err := kindOf[T](r.scheme)
 	if err != nil {

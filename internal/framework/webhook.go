@@ -53,14 +53,18 @@ type Warner[T Object] interface {
 //     object is defaulted as the controller defaults it every pass, and the
 //     difference is returned as a patch;
 //   - /validate-<group with dashes>-<version>-<lowercase kind>, when actor
-//     is a [Validator] or a [Warner]: on create and update, the defaulted
+//     is a [Validator], a [Warner] or a [ChildRenderer]: on create and update, the defaulted
 //     object is validated as the controller validates it every pass, so
 //     that what the webhook admits the controller acts on. Deletes are
 //     allowed. An update that changes nothing outside metadata and status
 //     (labels, annotations, finalizers) is allowed without validation or
 //     warnings: rules tightened after an object was stored must not block
 //     its finalizer's removal, and the controller reports the stored spec
-//     invalid (InvalidSpec) all the same.
+//     invalid (InvalidSpec) all the same. When actor is a [ChildRenderer],
+//     a valid object's children are then dry-run on the API server (on an
+//     update, only when they differ from the stored object's), and an
+//     object whose children the API server would reject is rejected,
+//     naming the spec fields they come from.
 //
 // A validation error reaches the user as a 422 Invalid status
 // (apierrors.IsInvalid): an error carrying an API status (apierrors.NewInvalid)
@@ -79,6 +83,9 @@ func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
 		return err
 	}
 	m, v := newWebhookHooks(mgr.GetScheme(), gvk.GroupKind(), actor)
+	if v != nil {
+		v.checker = childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()}
+	}
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
 	}
@@ -102,13 +109,14 @@ func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, acto
 	u, _ := actor.(UpdateDefaulter[T])
 	v, _ := actor.(Validator[T])
 	w, _ := actor.(Warner[T])
+	r, _ := actor.(ChildRenderer[T])
 	var m *webhookDefaulter[T]
 	if d != nil || u != nil {
 		m = &webhookDefaulter[T]{defaulter: d, update: u, decoder: admission.NewDecoder(scheme)}
 	}
 	var val *webhookValidator[T]
-	if v != nil || w != nil {
-		val = &webhookValidator[T]{gk: gk, defaulter: d, validator: v, warner: w}
+	if v != nil || w != nil || r != nil {
+		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r}
 	}
 	return m, val
 }
@@ -148,20 +156,27 @@ func (h *webhookDefaulter[T]) Default(ctx context.Context, obj T) error {
 // webhookValidator is the admission.Validator of an actor.
 type webhookValidator[T Object] struct {
 	gk        schema.GroupKind
+	scheme    *runtime.Scheme
 	defaulter Defaulter[T]
 	validator Validator[T]
 	warner    Warner[T]
+	renderer  ChildRenderer[T]
+	checker   childrenChecker
 }
 
-// ValidateCreate validates the defaulted obj.
-func (h *webhookValidator[T]) ValidateCreate(_ context.Context, obj T) (admission.Warnings, error) {
+// ValidateCreate validates the defaulted obj, then its children.
+func (h *webhookValidator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
 	obj = h.defaulted(obj)
-	return h.warnings(obj), h.validate(obj)
+	warnings := h.warnings(obj)
+	if err := h.validate(obj); err != nil {
+		return warnings, err
+	}
+	return h.checkChildren(ctx, warnings, nil, obj)
 }
 
 // ValidateUpdate validates the defaulted obj when anything outside
 // metadata and status changed, and warns of what old did not already.
-func (h *webhookValidator[T]) ValidateUpdate(_ context.Context, old, obj T) (admission.Warnings, error) {
+func (h *webhookValidator[T]) ValidateUpdate(ctx context.Context, old, obj T) (admission.Warnings, error) {
 	old, obj = h.defaulted(old), h.defaulted(obj)
 	same, err := sameBeyondMetadataAndStatus(old, obj)
 	if err != nil {
@@ -177,7 +192,34 @@ func (h *webhookValidator[T]) ValidateUpdate(_ context.Context, old, obj T) (adm
 			warnings = append(warnings, w)
 		}
 	}
-	return warnings, h.validate(obj)
+	if err := h.validate(obj); err != nil {
+		return warnings, err
+	}
+	return h.checkChildren(ctx, warnings, &old, obj)
+}
+
+// checkChildren has the API server validate the children the actor renders
+// for obj (see ChildRenderer), unless they are those of old, the stored
+// object (nil on a create), which were checked when it was admitted. A
+// check that could not be made admits obj with a warning saying so.
+func (h *webhookValidator[T]) checkChildren(ctx context.Context, warnings admission.Warnings, old *T, obj T) (admission.Warnings, error) {
+	if h.renderer == nil || h.checker.client == nil {
+		return warnings, nil
+	}
+	children := h.renderer.RenderChildren(obj)
+	if old != nil {
+		before, errBefore := childrenHash(h.scheme, h.renderer.RenderChildren(*old))
+		after, errAfter := childrenHash(h.scheme, children)
+		if errBefore == nil && errAfter == nil && before == after {
+			return warnings, nil
+		}
+	}
+	err := h.checker.check(ctx, h.gk, obj.GetName(), children)
+	if errors.Is(err, errChildrenUnchecked) {
+		ctrl.LoggerFrom(ctx).Info("Admitted without checking the children", "kind", h.gk.Kind, "name", obj.GetName(), "error", err.Error())
+		return append(warnings, fmt.Sprintf("the objects this %s makes were not checked: %v", h.gk.Kind, err)), nil
+	}
+	return warnings, err
 }
 
 // ValidateDelete allows every delete: finalizers do the cleanup, and

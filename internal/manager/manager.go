@@ -50,6 +50,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("select systems: %w", err)
 	}
 	log := opts.logger()
+	// Validate parsed it already. The systems' validation reads it.
+	standard.NodePortRange, _ = standard.ParsePortRange(opts.ServiceNodePortRange)
 
 	scheme := k8sruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/systems"
 )
 
@@ -60,6 +61,11 @@ type Options struct {
 	// terminationGracePeriodSeconds must cover it and the graceful shutdown.
 	ShutdownDelay time.Duration
 
+	// ServiceNodePortRange is the cluster's node port range (the API
+	// server's --service-node-port-range), "first-last": a node port a
+	// spec asks for outside it is rejected at admission.
+	ServiceNodePortRange string
+
 	// Webhooks configures the admission webhook server.
 	Webhooks WebhookOptions
 
@@ -87,6 +93,7 @@ func NewOptions() Options {
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
 		ShutdownDelay:           DefaultShutdownDelay,
+		ServiceNodePortRange:    standard.NodePortRange.String(),
 		Webhooks:                NewWebhookOptions(),
 	}
 }
@@ -111,6 +118,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long controllers get to finish on shutdown; keep it below the pod's termination grace period.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
 		"How long to keep serving, not ready, after SIGTERM before stopping, so Services stop routing admission requests here first.")
+	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange,
+		"The cluster's node port range (the API server's flag of that name): a node port outside it is rejected at admission.")
 	o.Webhooks.BindFlags(fs)
 	o.Zap.BindFlags(fs)
 }
@@ -127,6 +136,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))
+	}
+	if _, err := standard.ParsePortRange(o.ServiceNodePortRange); err != nil {
+		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
 	}
 	errs = append(errs, o.Webhooks.validate()...)
 	return errors.Join(errs...)

@@ -23,6 +23,7 @@ import (
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
@@ -193,7 +194,17 @@ func (*Controller) Default(zk *Cluster) { zkv1.Default(zk) }
 //   - spec.resources.requests.memory, when set, not below the heap: the
 //     scheduler would place the server on a node that cannot hold its heap;
 //   - each request no greater than its limit: Kubernetes rejects such pods,
-//     and the StatefulSet would never be applied.
+//     and the StatefulSet would never be applied;
+//   - spec.image: a container image reference (the API server takes any
+//     text; the kubelet would not start the pod);
+//   - spec.clientService.nodePort in the cluster's node port range (a dry
+//     run of the Service does not check it);
+//   - spec.config: the values of the settings ZooKeeper reads as numbers or
+//     booleans (configTypes) parse as such.
+//
+// What the API server checks on the children (node selectors,
+// tolerations, quantities, annotations, ...) it checks itself, on the
+// children RenderChildren renders.
 func (*Controller) Validate(zk *Cluster) error {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
@@ -201,6 +212,11 @@ func (*Controller) Validate(zk *Cluster) error {
 		if zkv1.IsOperatorOwnedConfigKey(k) {
 			errs = append(errs, field.Forbidden(spec.Child("config").Key(k), "the operator owns this key"))
 		}
+	}
+	errs = append(errs, standard.ValidateSettings(spec.Child("config"), zk.Spec.Config, configTypes)...)
+	errs = append(errs, standard.ValidateImage(spec.Child("image"), zk.Spec.Image)...)
+	if p := zk.Spec.ClientService.NodePort; p != nil {
+		errs = append(errs, standard.ValidateNodePort(spec.Child("clientService", "nodePort"), *p)...)
 	}
 	res := zk.Spec.Resources
 	requests, limits := spec.Child("resources", "requests"), spec.Child("resources", "limits")
@@ -226,6 +242,32 @@ func (*Controller) Validate(zk *Cluster) error {
 			zk.Spec.Heap, resource.NewQuantity(zkv1.JVMMemoryOverhead, resource.BinarySI))))
 	}
 	return errs.ToAggregate()
+}
+
+// configTypes are the settings of spec.config that ZooKeeper parses as
+// numbers or booleans (its administrator's guide); a value that does not
+// parse would stop every server at start. Other keys are passed through.
+var configTypes = map[string]standard.SettingType{
+	"tickTime":                      standard.SettingInteger,
+	"initLimit":                     standard.SettingInteger,
+	"syncLimit":                     standard.SettingInteger,
+	"maxClientCnxns":                standard.SettingInteger,
+	"maxCnxns":                      standard.SettingInteger,
+	"minSessionTimeout":             standard.SettingInteger,
+	"maxSessionTimeout":             standard.SettingInteger,
+	"snapCount":                     standard.SettingInteger,
+	"preAllocSize":                  standard.SettingInteger,
+	"globalOutstandingLimit":        standard.SettingInteger,
+	"connectToLearnerMasterLimit":   standard.SettingInteger,
+	"fsync.warningthresholdms":      standard.SettingInteger,
+	"autopurge.snapRetainCount":     standard.SettingInteger,
+	"autopurge.purgeInterval":       standard.SettingInteger,
+	"syncEnabled":                   standard.SettingBoolean,
+	"localSessionsEnabled":          standard.SettingBoolean,
+	"localSessionsUpgradingEnabled": standard.SettingBoolean,
+	"quorum.auth.enableSasl":        standard.SettingBoolean,
+	"forceSync":                     standard.SettingYesNo,
+	"skipACL":                       standard.SettingYesNo,
 }
 
 // observed is the ensemble Declare observed, for Observe and the flow

@@ -9,13 +9,16 @@ import (
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
 )
 
 // The admission webhooks of ZookeeperClusters. The CRD's schema defaults
 // every scalar and rejects what a schema can check; the webhooks add what
 // it cannot: the memory request derived from the heap (zkv1.Default), the
-// comparisons of the heap with the memory request and limit (Validate),
-// and warnings about replica counts (Warnings). The controller applies the
+// comparisons of the heap with the memory request and limit, the image
+// reference, the node port's range and the types of known settings
+// (Validate), the API server's validation of the children the spec makes
+// (RenderChildren), and warnings about replica counts (Warnings). The controller applies the
 // same Default and Validate on every pass, so it is safe without them.
 //
 // +kubebuilder:webhook:path=/mutate-zookeeper-steward-dev-v1alpha1-zookeepercluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=zookeeper.steward.dev,resources=zookeeperclusters,verbs=create;update,versions=v1alpha1,name=mzookeepercluster.steward.dev,admissionReviewVersions=v1
@@ -33,6 +36,21 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 		return fmt.Errorf("zookeeper: %w", err)
 	}
 	return nil
+}
+
+// RenderChildren returns the children a new cluster of zk's spec gets,
+// for the API server to validate at admission and before the controller
+// applies them (framework.ChildRenderer): the Services, the budget and the
+// StatefulSet, each with the spec fields its fields come from.
+func (*Controller) RenderChildren(zk *Cluster) []framework.RenderedChild {
+	data := build.ConfigData(zk)
+	sts := build.StatefulSet(zk, zk.Spec.Replicas, build.ConfigMapName(zk, data), build.ConfigRevision(data))
+	return []framework.RenderedChild{
+		{Object: build.HeadlessService(zk)},
+		{Object: build.ClientService(zk), Sources: build.ClientServiceSources},
+		{Object: build.PodDisruptionBudget(zk), Sources: build.PodDisruptionBudgetSources},
+		{Object: sts, Sources: build.StatefulSetSources},
+	}
 }
 
 // DefaultUpdate lets a memory request the defaulting webhook derived from

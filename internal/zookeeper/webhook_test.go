@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -91,6 +92,22 @@ func TestValidate(t *testing.T) {
 			}
 		}, []string{"spec.resources.requests.cpu", "spec.resources.requests.memory"}},
 		{"a heap too large to count", func(s *zkv1.ZookeeperClusterSpec) { s.Heap = "99999999999g" }, []string{"spec.heap"}},
+		{"numbers and booleans given as text, sorted", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Config = map[string]string{"tickTime": "2s", "syncEnabled": "yes", "forceSync": "true", "initLimit": "-1", "custom.key": "anything"}
+		}, []string{"spec.config[forceSync]", "spec.config[initLimit]", "spec.config[syncEnabled]", "spec.config[tickTime]"}},
+		{"typed settings that parse", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Config = map[string]string{"tickTime": "2000", "syncEnabled": "false", "forceSync": "no"}
+		}, nil},
+		{"an image that is no reference", func(s *zkv1.ZookeeperClusterSpec) { s.Image = "Zookeeper Latest!" }, []string{"spec.image"}},
+		{"an image with a registry, a path and a digest", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Image = "registry.example:5000/team/zookeeper:3.8.0@sha256:" + strings.Repeat("a", 64)
+		}, nil},
+		{"a node port outside the range", func(s *zkv1.ZookeeperClusterSpec) {
+			s.ClientService = zkv1.ClientServiceSpec{Type: corev1.ServiceTypeNodePort, NodePort: ptr.To[int32](8080)}
+		}, []string{"spec.clientService.nodePort"}},
+		{"a node port in the range", func(s *zkv1.ZookeeperClusterSpec) {
+			s.ClientService = zkv1.ClientServiceSpec{Type: corev1.ServiceTypeNodePort, NodePort: ptr.To[int32](32000)}
+		}, nil},
 		{"everything at once", func(s *zkv1.ZookeeperClusterSpec) {
 			s.Config = map[string]string{"clientPort": "1"}
 			s.Heap, s.Resources.Limits = "4g", memory("1Gi")

@@ -613,6 +613,20 @@ func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
 		// The schema cannot compare the heap with the memory limit: the
 		// validating webhook does.
 		{"a memory limit below the heap", `{heap: 1g, resources: {limits: {memory: 512Mi}}}`, "spec.resources.limits.memory"},
+		// What Kubernetes validates on the children: the webhook has the
+		// API server dry-run them and names the spec field.
+		{"a node selector with an invalid label key", `nodeSelector: {"bad key!": x}`, "spec.nodeSelector"},
+		{"a toleration with an unknown operator", `tolerations: [{key: k, operator: Sometimes}]`, "spec.tolerations[0].operator"},
+		{"a topology spread with an impossible skew", `topologySpreadConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]`,
+			"spec.topologySpreadConstraints[0].maxSkew"},
+		{"a Service annotation with an invalid key", `clientService: {annotations: {"bad key!": x}}`, "spec.clientService.annotations"},
+		{"a zero volume size", `storage: {size: "0"}`, "spec.storage.size"},
+		{"a negative volume size", `storage: {size: "-1Gi"}`, "spec.storage.size"},
+		// What neither the schema nor a dry run catches: Validate does.
+		{"a node port outside the node port range", `clientService: {type: NodePort, nodePort: 8080}`, "spec.clientService.nodePort"},
+		{"an image that is no reference", `image: "ZooKeeper Latest!"`, "spec.image"},
+		{"a number given as text", `config: {tickTime: fast}`, "spec.config[tickTime]"},
+		{"a boolean given as text", `config: {syncEnabled: "yes"}`, "spec.config[syncEnabled]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			manifest := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: bad, namespace: %s}\nspec: %s\n",

@@ -3,9 +3,11 @@ package build_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -69,6 +71,80 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 					t.Errorf("%T %s: %v", obj, obj.GetName(), err)
 				}
 			}
+		})
+	}
+}
+
+// TestSourcesNameTheAPIServersFields gives each source of the children's
+// fields an invalid value through the spec and dry-runs the children: the
+// API server's error must be on a field under that source's child path,
+// so that admission names the spec field it maps to.
+func TestSourcesNameTheAPIServersFields(t *testing.T) {
+	c, err := client.New(server.Config(t), client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sources"}}); err != nil {
+		t.Fatal(err)
+	}
+	const bad = "bad key!"
+	for _, tc := range []struct {
+		spec   string // the spec field the error must map to
+		mutate func(*zkv1.ZookeeperClusterSpec)
+	}{
+		{"spec.nodeSelector", func(s *zkv1.ZookeeperClusterSpec) { s.NodeSelector = map[string]string{bad: "x"} }},
+		{"spec.tolerations", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: "Sometimes"}}
+		}},
+		{"spec.topologySpreadConstraints", func(s *zkv1.ZookeeperClusterSpec) {
+			s.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}},
+		{"spec.affinity", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+		}},
+		{"spec.priorityClassName", func(s *zkv1.ZookeeperClusterSpec) { s.PriorityClassName = "Not A Name" }},
+		{"spec.resources", func(s *zkv1.ZookeeperClusterSpec) {
+			s.Resources.Limits = corev1.ResourceList{"example.com/bad key": resource.MustParse("1")}
+		}},
+		{"spec.storage.size", func(s *zkv1.ZookeeperClusterSpec) { s.Storage.Size = ptr.To(resource.MustParse("0")) }},
+		{"spec.clientService.annotations", func(s *zkv1.ZookeeperClusterSpec) { s.ClientService.Annotations = map[string]string{bad: "x"} }},
+		{"spec.imagePullPolicy", func(s *zkv1.ZookeeperClusterSpec) { s.ImagePullPolicy = "Sometimes" }},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			zk := newZK(tc.mutate)
+			zk.Namespace = "sources"
+			data := build.ConfigData(zk)
+			for _, child := range []struct {
+				obj     client.Object
+				sources map[string]string
+			}{
+				{build.ClientService(zk), build.ClientServiceSources},
+				{build.PodDisruptionBudget(zk), build.PodDisruptionBudgetSources},
+				{build.StatefulSet(zk, zk.Spec.Replicas, build.ConfigMapName(zk, data), build.ConfigRevision(data)), build.StatefulSetSources},
+			} {
+				err := c.Create(ctx, child.obj, client.DryRunAll)
+				if err == nil {
+					continue
+				}
+				status, ok := err.(apierrors.APIStatus)
+				if !ok || status.Status().Details == nil {
+					t.Fatalf("%T: %v, want a status with causes", child.obj, err)
+				}
+				for _, cause := range status.Status().Details.Causes {
+					mapped := ""
+					for prefix, spec := range child.sources {
+						if strings.HasPrefix(cause.Field, prefix) && len(prefix) > len(mapped) {
+							mapped = spec
+						}
+					}
+					if mapped != tc.spec {
+						t.Errorf("%T: the error on %s maps to %q, want %s: %s", child.obj, cause.Field, mapped, tc.spec, cause.Message)
+					}
+				}
+				return
+			}
+			t.Errorf("no child was rejected")
 		})
 	}
 }
