@@ -2,11 +2,14 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -89,17 +93,24 @@ func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
 	}
-	b := builder.WebhookManagedBy(mgr, newObject[T]())
 	if m != nil {
-		b = b.WithDefaulter(m)
+		// Registered as a handler of its own (see webhookDefaulter.Handle),
+		// at the path the builder would use.
+		mgr.GetWebhookServer().Register(mutatePath(gvk), &admission.Webhook{Handler: m})
 	}
-	if v != nil {
-		b = b.WithValidator(v)
+	if v == nil {
+		return nil
 	}
-	if err := b.Complete(); err != nil {
+	if err := builder.WebhookManagedBy(mgr, newObject[T]()).WithValidator(v).Complete(); err != nil {
 		return fmt.Errorf("framework: set up the webhooks of %s: %w", gvk.Kind, err)
 	}
 	return nil
+}
+
+// mutatePath is the defaulting webhook's path, as kubebuilder's markers
+// and controller-runtime's builder name it.
+func mutatePath(gvk schema.GroupVersionKind) string {
+	return "/mutate-" + strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
 }
 
 // newWebhookHooks returns the admission defaulter and validator of actor,
@@ -128,8 +139,69 @@ type webhookDefaulter[T Object] struct {
 	decoder   admission.Decoder
 }
 
-// Default defaults obj in place; controller-runtime turns the change into
-// the patch.
+// Handle answers a defaulting request with a JSON patch from the object as
+// sent to the object defaulted. It is controller-runtime's defaulting
+// handler but for two things, both about what a user wrote:
+//
+//   - A value the user wrote is never replaced by a default. Decoded into
+//     Go, an explicit zero (replicas: 0, "", false) is indistinguishable
+//     from an unset field, and the default would silently take its place
+//     (replicas: 0 became 3). A patch operation that replaces a value the
+//     decoding lost is dropped, so the schema's validation, which follows,
+//     judges the value the user wrote.
+//   - An object that does not decode (an unparsable quantity, say) is
+//     admitted undefaulted: the schema's validation that follows rejects
+//     it naming the field, where a decoder error names none.
+//
+// Like controller-runtime's, it never removes a field the Go type does not
+// know or omits, and it leaves out what Go's marshaling alone would change.
+func (h *webhookDefaulter[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	obj := newObject[T]()
+	if err := h.decoder.DecodeRaw(req.Object, obj); err != nil {
+		return admission.Allowed("not defaulted: it does not decode, and validation will say where: " + err.Error())
+	}
+	roundTrip, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if err := h.Default(admission.NewContextWithRequest(ctx, req), obj); err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptr.To(status.Status())}}
+		}
+		return admission.Denied(err.Error())
+	}
+	defaulted, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, defaulted)
+	// What the decoding alone changed: Go's own marshaling (an empty
+	// status, a null timestamp) and the values it lost.
+	roundTripOps, err := jsonpatch.CreatePatch(req.Object.Raw, roundTrip)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	marshaling, lost := map[string]bool{}, map[string]bool{}
+	for _, op := range roundTripOps {
+		marshaling[op.Json()] = true
+		if op.Operation == "remove" {
+			lost[op.Path] = true
+		}
+	}
+	resp.Patches = slices.DeleteFunc(resp.Patches, func(op jsonpatch.JsonPatchOperation) bool {
+		return marshaling[op.Json()] || lost[op.Path] && (op.Operation == "remove" || op.Operation == "replace")
+	})
+	if len(resp.Patches) == 0 {
+		resp.PatchType = nil
+	}
+	return resp
+}
+
+// Default defaults obj in place.
 func (h *webhookDefaulter[T]) Default(ctx context.Context, obj T) error {
 	if h.update != nil {
 		req, err := admission.RequestFromContext(ctx)

@@ -146,7 +146,7 @@ func hooks[T Object](t *testing.T, actor Actor[T]) (mutating, validating *admiss
 	t.Helper()
 	m, v := newWebhookHooks(webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), actor)
 	if m != nil {
-		mutating = admission.WithDefaulter[T](webhookScheme, m)
+		mutating = &admission.Webhook{Handler: m}
 	}
 	if v != nil {
 		validating = admission.WithValidator[T](webhookScheme, v)
@@ -193,6 +193,41 @@ func TestWebhookDefaulting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := review(t, mutating, tc.op, tc.old, tc.obj)
+			if !resp.Allowed {
+				t.Fatalf("denied: %+v", resp.Result)
+			}
+			if got := patchPaths(resp); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("patch %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWebhookDefaultingKeepsWhatTheUserWrote sends objects as a user
+// writes them, not as Go marshals them: an explicit zero is not replaced
+// by the default (the schema's validation then judges it), and an object
+// that does not decode is let through undefaulted, for the schema's
+// validation to name the field.
+func TestWebhookDefaultingKeepsWhatTheUserWrote(t *testing.T) {
+	mutating, _ := hooks[*testapi.Widget](t, hookedWidgets{})
+	for _, tc := range []struct {
+		name, spec string
+		want       map[string]any
+	}{
+		{"an explicit zero stays", `{"replicas": 0}`, map[string]any{"add /spec/config": map[string]any{"size": "1"}}},
+		{"an explicit empty value stays", `{"replicas": 2, "flow": ""}`, map[string]any{"add /spec/config": map[string]any{"size": "2"}}},
+		{"unset fields are defaulted", `{}`, map[string]any{"add /spec/replicas": float64(1), "add /spec/config": map[string]any{"size": "1"}}},
+		{"an object that does not decode is left to validation", `{"replicas": "three"}`, map[string]any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := fmt.Sprintf(`{"apiVersion": %q, "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": %s}`,
+				testapi.GroupVersion.String(), tc.spec)
+			resp := mutating.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				UID:       "uid",
+				Kind:      metav1.GroupVersionKind{Group: testapi.GroupVersion.Group, Version: testapi.GroupVersion.Version, Kind: "Widget"},
+				Operation: admissionv1.Create,
+				Object:    k8sruntime.RawExtension{Raw: []byte(obj)},
+			}})
 			if !resp.Allowed {
 				t.Fatalf("denied: %+v", resp.Result)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // drain is the manager's way out: asked to stop, it first reports not
@@ -44,12 +45,44 @@ func (d *drain) run(stopRequested, running context.Context, stop func(), log log
 	stop()
 }
 
-// check is the readiness check "shutdown": failing once draining started.
-func (d *drain) check(*http.Request) error {
+// closingServer is the webhook server of a replica with a drain: once the
+// drain starts, every admission response asks the API server to close its
+// connection (Connection: close). The API server keeps HTTP connections to
+// a webhook pod open between requests, and kube-proxy routes only new
+// connections, so without this it would go on sending requests to a
+// stopping replica over a connection that breaks when the process ends (a
+// pod deleted with --force gets two seconds): a request lost that way is
+// refused, never retried. Closed after each answer, the next request opens
+// a connection that the Service routes to a replica that stays.
+type closingServer struct {
+	webhook.Server
+	drain *drain
+}
+
+// Register registers hook behind the drain's Connection: close.
+func (s closingServer) Register(path string, hook http.Handler) {
+	s.Server.Register(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.drain.started() {
+			w.Header().Set("Connection", "close")
+		}
+		hook.ServeHTTP(w, r)
+	}))
+}
+
+// started reports whether the drain started.
+func (d *drain) started() bool {
 	select {
 	case <-d.draining:
-		return errors.New("shutting down")
+		return true
 	default:
-		return nil
+		return false
 	}
+}
+
+// check is the readiness check "shutdown": failing once draining started.
+func (d *drain) check(*http.Request) error {
+	if d.started() {
+		return errors.New("shutting down")
+	}
+	return nil
 }

@@ -42,17 +42,25 @@ func Builtin() *systems.Registry {
 // New builds a manager from opts and sets up the selected systems on it.
 // It does not start the manager or contact the API server.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	mgr, _, err := newManager(cfg, opts)
+	return mgr, err
+}
+
+// newManager is New, also returning the drain Run starts on shutdown: its
+// readiness check and the webhook server's Connection: close are wired in.
+func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 	if err := opts.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	selected, err := opts.registry().Select(opts.Systems)
 	if err != nil {
-		return nil, fmt.Errorf("select systems: %w", err)
+		return nil, nil, fmt.Errorf("select systems: %w", err)
 	}
 	log := opts.logger()
 	// Validate parsed it already. The systems' validation reads it.
 	standard.NodePortRange, _ = standard.ParsePortRange(opts.ServiceNodePortRange)
 
+	d := newDrain(opts.ShutdownDelay)
 	scheme := k8sruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 
@@ -61,7 +69,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Scheme:                  scheme,
 		Logger:                  log,
 		Metrics:                 metricsOptions(opts),
-		WebhookServer:           newWebhookServer(opts.Webhooks),
+		WebhookServer:           closingServer{Server: newWebhookServer(opts.Webhooks), drain: d},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
@@ -75,14 +83,17 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		MapperProvider:                restMapper,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create manager: %w", err)
+		return nil, nil, fmt.Errorf("create manager: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("add health check: %w", err)
+		return nil, nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("shutdown", d.check); err != nil {
+		return nil, nil, fmt.Errorf("add readiness check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("add readiness check: %w", err)
+		return nil, nil, fmt.Errorf("add readiness check: %w", err)
 	}
 
 	if len(selected) == 0 {
@@ -91,13 +102,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	for _, s := range selected {
 		log.Info("Setting up system", "system", s.Name)
 		if err := s.Setup(mgr); err != nil {
-			return nil, fmt.Errorf("set up system %q: %w", s.Name, err)
+			return nil, nil, fmt.Errorf("set up system %q: %w", s.Name, err)
 		}
 	}
 	if err := setupWebhooks(mgr, opts.Webhooks, selected); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return mgr, nil
+	return mgr, d, nil
 }
 
 // metricsOptions serve the metrics endpoint, behind the API server's
@@ -155,13 +166,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	log.Info("Starting Steward", "version", version.Version, "goVersion", runtime.Version(),
 		"systems", opts.Systems, "leaderElection", opts.LeaderElect)
 
-	mgr, err := New(cfg, opts)
+	mgr, drain, err := newManager(cfg, opts)
 	if err != nil {
 		return err
-	}
-	drain := newDrain(opts.ShutdownDelay)
-	if err := mgr.AddReadyzCheck("shutdown", drain.check); err != nil {
-		return fmt.Errorf("add readiness check: %w", err)
 	}
 	managerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()

@@ -183,13 +183,13 @@ func condition(zk *zkv1.ZookeeperCluster, t string) metav1.Condition {
 
 // settled reports whether the controller acted on zk's current generation
 // and found nothing to do: the state of a new cluster whose StatefulSet
-// never makes pods.
+// never makes pods (Creating, waiting for them).
 func settled(zk *zkv1.ZookeeperCluster) bool {
 	return zk.Status.ObservedGeneration == zk.Generation &&
 		condition(zk, framework.ConditionSynced).Status == metav1.ConditionTrue &&
 		zk.Status.ConfigRevision != "" &&
 		condition(zk, commonv1.ConditionAvailable).Status != "" &&
-		condition(zk, framework.ConditionReady).Reason != commonv1.ReasonCreating
+		strings.Contains(condition(zk, framework.ConditionReady).Message, "server pods exist")
 }
 
 // ownedBy fails the test unless obj's controller is zk.

@@ -18,6 +18,7 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
@@ -443,11 +444,16 @@ func TestRestartOrderFollowsTheDesign(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	// A cluster that has been Ready: reasons say what is happening now.
 	zk := testCluster(3)
+	framework.SetCondition(&zk.Status.Conditions, framework.ConditionReady, metav1.ConditionTrue, framework.ReasonReconciled, "", 1)
+	// One never Ready yet: Creating, whatever it waits for.
+	fresh := testCluster(3)
 	three := healthy(3, 1, newRev)
 	for _, tc := range []struct {
 		name    string
 		noSTS   bool
+		new     bool // a cluster never Ready yet
 		members []int
 		servers []fakeServer
 		mutate  func(*ensemble)
@@ -455,6 +461,10 @@ func TestProgress(t *testing.T) {
 		message string // a substring
 	}{
 		{name: "no StatefulSet yet", noSTS: true, reason: commonv1.ReasonCreating},
+		{name: "new: no pods yet", new: true, members: []int{1, 2, 3}, reason: commonv1.ReasonCreating, message: "0 of 3 server pods exist"},
+		{name: "new: no leader yet", new: true, members: []int{1, 2, 3},
+			servers: with(three, 1, func(s *fakeServer) { s.role = zkclient.RoleFollower }), reason: commonv1.ReasonCreating, message: "no server answers as leader"},
+		{name: "new: ready", new: true, servers: three},
 		{name: "in sync", servers: three},
 		{
 			name:    "membership differs from spec",
@@ -467,19 +477,25 @@ func TestProgress(t *testing.T) {
 			reason:  commonv1.ReasonScaling, message: "members [1 2 4]",
 		},
 		{
-			name:    "a member's pod is missing",
+			name:    "a member's pod is missing, no scaling",
 			servers: three[:2],
-			reason:  commonv1.ReasonScaling, message: "2 server pods, want 3",
+			reason:  zkv1.ReasonServersNotServing, message: "2 of 3 server pods exist",
 		},
 		{
-			name:    "no pods at all (a new cluster before the StatefulSet controller ran)",
+			name:    "every pod went, no scaling",
 			members: []int{1, 2, 3},
-			reason:  commonv1.ReasonScaling, message: "0 server pods, want 3",
+			reason:  zkv1.ReasonServersNotServing, message: "0 of 3 server pods exist",
+		},
+		{
+			name:    "pods follow a StatefulSet being resized",
+			servers: three[:2],
+			mutate:  func(e *ensemble) { e.sts.Spec.Replicas = ptr.To[int32](2) },
+			reason:  commonv1.ReasonScaling, message: "2 server pods, want 3",
 		},
 		{
 			name:    "a server on an older revision",
 			servers: with(three, 2, stale),
-			reason:  commonv1.ReasonRestarting, message: "1 servers run an older revision",
+			reason:  commonv1.ReasonRestarting, message: "1 server runs an older revision",
 		},
 		{
 			// Not Ready at the new generation before the rollout is known.
@@ -507,14 +523,18 @@ func TestProgress(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := fakeEnsemble(zk, tc.members, tc.servers...)
+			cluster := zk
+			if tc.new {
+				cluster = fresh
+			}
+			e := fakeEnsemble(cluster, tc.members, tc.servers...)
 			if tc.noSTS {
 				e.sts = nil
 			}
 			if tc.mutate != nil {
 				tc.mutate(e)
 			}
-			reason, message := progress(zk, e)
+			reason, message := progress(cluster, e)
 			if reason != tc.reason || !strings.Contains(message, tc.message) {
 				t.Errorf("progress = %q %q, want %q with %q", reason, message, tc.reason, tc.message)
 			}

@@ -11,11 +11,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
@@ -265,7 +268,7 @@ func (c *Controller) setConditions(ctx *Context, e *ensemble) {
 	reason, message := progress(zk, e)
 	if reason == "" {
 		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
-		ctx.SetReady(true, "", fmt.Sprintf("%d servers serve, %s leads", len(e.members), e.leader.pod.Name))
+		ctx.SetReady(true, "", fmt.Sprintf("%s, %s leads", count(len(e.members), "server serves", "servers serve"), e.leader.pod.Name))
 		return
 	}
 	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
@@ -274,20 +277,35 @@ func (c *Controller) setConditions(ctx *Context, e *ensemble) {
 
 // progress says why the cluster is not Ready yet; an empty reason when it
 // is: as many members as spec.replicas, each serving, on the latest
-// revision, with a leader.
+// revision, with a leader. Until the cluster is Ready for the first time
+// the reason is Creating, whatever step it waits for (the message says
+// which).
 func progress(zk *Cluster, e *ensemble) (reason, message string) {
+	reason, message = notReady(zk, e)
+	if reason != "" && creating(zk) {
+		return commonv1.ReasonCreating, message
+	}
+	return reason, message
+}
+
+// notReady is progress without the Creating phase.
+func notReady(zk *Cluster, e *ensemble) (reason, message string) {
 	want := int(zk.Spec.Replicas)
 	switch {
 	case e.sts == nil:
 		return commonv1.ReasonCreating, "creating the servers"
 	case len(e.members) != want || !slices.Equal(e.members, build.IDs(zk.Spec.Replicas)):
 		return commonv1.ReasonScaling, fmt.Sprintf("members %v, want %d", e.members, want)
+	case len(e.servers) != want && ptr.Deref(e.sts.Spec.Replicas, 0) == zk.Spec.Replicas:
+		// No scaling: pods went (deleted, evicted, a node lost) and the
+		// StatefulSet re-creates them.
+		return zkv1.ReasonServersNotServing, fmt.Sprintf("%d of %d server pods exist", len(e.servers), want)
 	case len(e.servers) != want:
 		return commonv1.ReasonScaling, fmt.Sprintf("%d server pods, want %d", len(e.servers), want)
 	case !e.revisionKnown():
 		return commonv1.ReasonRestarting, "waiting for the StatefulSet controller to see the latest pod template"
 	case len(e.stale()) > 0:
-		return commonv1.ReasonRestarting, fmt.Sprintf("%d servers run an older revision", len(e.stale()))
+		return commonv1.ReasonRestarting, count(len(e.stale()), "server runs", "servers run") + " an older revision"
 	case e.leader == nil:
 		return commonv1.ReasonNoLeader, "no server answers as leader"
 	}
@@ -297,6 +315,22 @@ func progress(zk *Cluster, e *ensemble) (reason, message string) {
 		}
 	}
 	return "", ""
+}
+
+// creating reports whether the cluster has never been Ready: its Ready
+// condition is absent, or False with reason Creating (progress keeps that
+// reason until the first Ready).
+func creating(zk *Cluster) bool {
+	c := meta.FindStatusCondition(zk.Status.Conditions, framework.ConditionReady)
+	return c == nil || c.Status != metav1.ConditionTrue && c.Reason == commonv1.ReasonCreating
+}
+
+// count says n with the singular or plural noun: "1 server", "3 servers".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // needsScale reports whether membership or the StatefulSet's size differs

@@ -74,9 +74,9 @@ func (*Controller) Warnings(zk *Cluster) []string {
 		warnings = append(warnings, "spec.replicas: a single server has no fault tolerance: "+
 			"the cluster is unavailable whenever that server restarts or its node fails")
 	case r > 0 && r%2 == 0:
-		warnings = append(warnings, fmt.Sprintf("spec.replicas: %d servers tolerate no more failures than replicas-1 (%d): "+
-			"a quorum is a majority (%d of %d), so both survive %d failed server(s); prefer an odd count",
-			r, r-1, r/2+1, r, (r-1)/2))
+		warnings = append(warnings, fmt.Sprintf("spec.replicas: %d servers survive no more failures than %d do (%s): "+
+			"a quorum is a majority, %d of %d; prefer an odd count",
+			r, r-1, count(int((r-1)/2), "failed server", "failed servers"), r/2+1, r))
 	}
 	if limit, ok := zk.Spec.Resources.Limits[corev1.ResourceMemory]; ok {
 		heap, err := zkv1.ParseHeap(zk.Spec.Heap)

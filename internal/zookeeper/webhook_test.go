@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -159,9 +160,9 @@ func TestWarnings(t *testing.T) {
 		{"defaults", nil, nil},
 		{"one server", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 1 }, []string{"spec.replicas: a single server has no fault tolerance"}},
 		{"two servers", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 2 }, []string{
-			"spec.replicas: 2 servers tolerate no more failures than replicas-1 (1): a quorum is a majority (2 of 2), so both survive 0 failed server(s)"}},
+			"spec.replicas: 2 servers survive no more failures than 1 do (0 failed servers): a quorum is a majority, 2 of 2"}},
 		{"four servers", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 4 }, []string{
-			"spec.replicas: 4 servers tolerate no more failures than replicas-1 (3): a quorum is a majority (3 of 4), so both survive 1 failed server(s)"}},
+			"spec.replicas: 4 servers survive no more failures than 3 do (1 failed server): a quorum is a majority, 3 of 4"}},
 		{"five servers", func(s *zkv1.ZookeeperClusterSpec) { s.Replicas = 5 }, nil},
 		{"a tight memory limit", func(s *zkv1.ZookeeperClusterSpec) { s.Heap, s.Resources.Limits = "1g", memory("1100Mi") }, []string{
 			"spec.resources.limits.memory: 1100Mi leaves the JVM 76Mi beyond spec.heap (1g); it uses about 256Mi there"}},
@@ -300,6 +301,28 @@ func TestWebhooksOnAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("what the user wrote is judged, not replaced or left unnamed", func(t *testing.T) {
+		for _, tc := range []struct {
+			spec map[string]any
+			path string
+		}{
+			// Decoded into Go, 0 is "unset": the default must not take its place.
+			{map[string]any{"replicas": int64(0)}, "spec.replicas"},
+			// A decoder error names no field; the schema does.
+			{map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "lots"}}}, "spec.resources.limits.memory"},
+		} {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": zkv1.GroupVersion.String(), "kind": "ZookeeperCluster",
+				"metadata": map[string]any{"name": "written", "namespace": ns},
+				"spec":     tc.spec,
+			}}
+			err := c.Create(t.Context(), u)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("spec %v: got %v, want a 422 naming %s", tc.spec, err, tc.path)
+			}
+		}
+	})
+
 	t.Run("the memory request is defaulted from the heap", func(t *testing.T) {
 		warnings.take()
 		if err := c.Create(t.Context(), cluster("plain", nil)); err != nil {
@@ -340,7 +363,7 @@ func TestWebhooksOnAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := warnings.take()
-		if len(w) != 1 || !strings.Contains(w[0], "spec.replicas: 4 servers tolerate no more failures than replicas-1 (3)") {
+		if len(w) != 1 || !strings.Contains(w[0], "spec.replicas: 4 servers survive no more failures than 3 do") {
 			t.Errorf("warnings %q, want one about 4 replicas", w)
 		}
 		if r := get(t, "even").Spec.Replicas; r != 4 {

@@ -58,6 +58,7 @@ func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 		{"config change rolls leader-last", z.configChange},
 		{"image change rolls leader-last", z.imageChange},
 		{"losing 2 of 3 pods heals", z.heal},
+		{"a frozen server leaves the client Service", z.frozen},
 		{"operator killed during scale-in", z.operatorKilled},
 		{"paused", z.paused},
 		{"no acknowledged write is lost", z.noLostWrites},
@@ -195,6 +196,74 @@ func (z *zkScenario) heal(t *testing.T) {
 	z.waitReady(3, 4*time.Minute)
 	t.Logf("Healed in %s", time.Since(start).Round(time.Second))
 	z.progress()
+}
+
+// frozen stops a follower's processes with SIGSTOP, as a stalled disk or a
+// long JVM pause would: the server keeps its sockets and answers nothing.
+// Its pod must turn NotReady and leave the client Service's endpoints
+// within seconds (its readiness probe times out on its own), and come
+// back when the processes continue.
+func (z *zkScenario) frozen(t *testing.T) {
+	zk := z.waitReady(3, time.Minute)
+	name := zk.Status.Servers[zkv1.RoleFollower][0].Name
+	pod, err := env.client.CoreV1().Pods(z.ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signalContainer(t, *pod, "SIGSTOP")
+	frozen := time.Now()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			signalContainer(t, *pod, "SIGCONT")
+			thawed = true
+		}
+	}
+	defer thaw()
+	eventually(t, 45*time.Second, "the frozen server leaves the client Service", func(ctx context.Context) error {
+		if addrs := z.clientEndpoints(ctx); slices.Contains(addrs, pod.Status.PodIP) {
+			return fmt.Errorf("the client Service still sends clients to %s (%s): %v", name, pod.Status.PodIP, addrs)
+		}
+		return nil
+	})
+	t.Logf("%s left the client Service %s after it froze", name, time.Since(frozen).Round(time.Second))
+	thaw()
+	eventually(t, time.Minute, "the thawed server is back in the client Service", func(ctx context.Context) error {
+		if addrs := z.clientEndpoints(ctx); !slices.Contains(addrs, pod.Status.PodIP) {
+			return fmt.Errorf("endpoints %v", addrs)
+		}
+		return nil
+	})
+	z.waitReady(3, 2*time.Minute)
+	z.progress()
+}
+
+// clientEndpoints returns the ready addresses of the client Service.
+func (z *zkScenario) clientEndpoints(ctx context.Context) []string {
+	list, err := env.client.DiscoveryV1().EndpointSlices(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + zkName + "-client"})
+	if err != nil {
+		z.t.Fatal(err)
+	}
+	var addrs []string
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				addrs = append(addrs, e.Addresses...)
+			}
+		}
+	}
+	return addrs
+}
+
+// signalContainer sends signal to every process of the pod's first
+// container through containerd.
+func signalContainer(t *testing.T, pod corev1.Pod, signal string) {
+	t.Helper()
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
+		"tasks", "kill", "--all", "--signal", signal, id); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 }
 
 func (z *zkScenario) operatorKilled(t *testing.T) {
@@ -602,6 +671,11 @@ func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
 	ns := newNamespace(t, "zk-invalid")
 	for _, tc := range []struct{ name, spec, want string }{
 		{"no replicas", `replicas: -1`, "spec.replicas"},
+		// 0 is "unset" once decoded: the defaulting webhook must not
+		// replace it with the default.
+		{"zero replicas", `replicas: 0`, "spec.replicas"},
+		// A decoder error names no field: the schema's validation does.
+		{"an unparsable quantity", `resources: {limits: {memory: lots}}`, "spec.resources.limits.memory"},
 		{"too many replicas", `replicas: 16`, "spec.replicas"},
 		{"an operator-owned config key", `config: {dataDir: /elsewhere}`, "spec.config"},
 		{"a membership key", `config: {server.1: "x:2888:3888"}`, "spec.config"},

@@ -36,18 +36,29 @@ const ConfigRevisionAnnotation = "zookeeper.steward.dev/config-revision"
 // to the client port through bash's /dev/tcp. The AdminServer cannot serve
 // for readiness: in 3.8 a server that does not serve answers HTTP 200 (with
 // an error in the JSON), so an httpGet probe cannot tell.
+//
+// Each runs under coreutils' timeout, ProbeCommandTimeout: a frozen server
+// (SIGSTOP, a stalled disk, a JVM in a long pause) accepts the connection
+// in the kernel and never answers, and the container runtime was seen to
+// let such an exec run for two minutes, whatever the probe's
+// timeoutSeconds, keeping the server Ready and in the client Service.
+// Timed out by itself, readiness fails within PeriodSeconds x
+// FailureThreshold (10 s).
 var (
 	// ReadinessCommand: the server serves, i.e. srvr reports its Mode
 	// (leader, follower, observer or standalone); a server without a quorum
 	// answers "not currently serving requests" instead.
-	ReadinessCommand = []string{"/bin/bash", "-c",
+	ReadinessCommand = []string{"timeout", ProbeCommandTimeout, "/bin/bash", "-c",
 		`exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && grep -q '^Mode: ' <&3`}
 	// LivenessCommand: the server process answers at all (ruok -> imok,
 	// also while it has no quorum, so a partitioned server is not
 	// restarted in a loop).
-	LivenessCommand = []string{"/bin/bash", "-c",
+	LivenessCommand = []string{"timeout", ProbeCommandTimeout, "/bin/bash", "-c",
 		`exec 3<>/dev/tcp/127.0.0.1/2181 && printf ruok >&3 && grep -q imok <&3`}
 )
+
+// ProbeCommandTimeout bounds each probe command, in timeout(1)'s syntax.
+const ProbeCommandTimeout = "2s"
 
 // JVMOptions are the servers' ZK_JVM_OPTS: the super user's digest (from
 // the ZK_SUPER_DIGEST variable), and short DNS caches. The JVM otherwise
