@@ -3,6 +3,8 @@ package framework
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // Condition types the framework maintains on every object.
@@ -88,13 +90,33 @@ func Transitions(before, after []metav1.Condition) []Transition {
 	return out
 }
 
-// warningReasons are the reasons reported as Warning events.
+// warningReasons are the reasons reported as Warning events. A condition
+// that takes one of them records an Event even when its status stays the
+// same (Progressing True from Scaling to QuorumAtRisk): each asks the user
+// to look.
 var warningReasons = map[string]bool{
-	ReasonInvalidSpec:     true,
-	ReasonTerminalError:   true,
-	ReasonReconcileError:  true,
-	ReasonDependencyError: true,
-	ReasonOperationFailed: true,
+	ReasonInvalidSpec:           true,
+	ReasonTerminalError:         true,
+	ReasonReconcileError:        true,
+	ReasonDependencyError:       true,
+	ReasonOperationFailed:       true,
+	commonv1.ReasonQuorumAtRisk: true,
+	commonv1.ReasonNoQuorum:     true,
+	commonv1.ReasonNoLeader:     true,
+}
+
+// WarningChanges returns the conditions of after whose status stayed the
+// same as in before but whose reason changed to a warning reason: a
+// transition a user must act on that Transitions does not report.
+func WarningChanges(before, after []metav1.Condition) []Transition {
+	var out []Transition
+	for _, c := range after {
+		old := meta.FindStatusCondition(before, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason != c.Reason && warningReasons[c.Reason] {
+			out = append(out, Transition{Old: old, New: c})
+		}
+	}
+	return out
 }
 
 // eventWorthy reports whether a transition deserves an Event: every status

@@ -319,7 +319,8 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 	if (p.processed && class == classNone) || class == classInvalidSpec {
 		p.obj.StatusCore().ObservedGeneration = p.obj.GetGeneration()
 	}
-	transitions := Transitions(p.orig.StatusCore().Conditions, p.obj.StatusCore().Conditions)
+	before, after := p.orig.StatusCore().Conditions, p.obj.StatusCore().Conditions
+	transitions := append(Transitions(before, after), WarningChanges(before, after)...)
 	if perr := p.patchStatus(); perr != nil {
 		if apierrors.IsConflict(perr) {
 			p.conflict = true

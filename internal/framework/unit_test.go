@@ -356,3 +356,26 @@ func TestIsReady(t *testing.T) {
 		})
 	}
 }
+
+// TestWarningChanges: a condition whose reason turns to a warning reason,
+// its status unchanged, is reported for an Event; other reason changes are
+// not (they would make every routine step an Event).
+func TestWarningChanges(t *testing.T) {
+	before := []metav1.Condition{
+		{Type: "Progressing", Status: metav1.ConditionTrue, Reason: commonv1.ReasonScaling},
+		{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: commonv1.ReasonScaling},
+		{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: ReasonReconcileError},
+	}
+	after := []metav1.Condition{
+		{Type: "Progressing", Status: metav1.ConditionTrue, Reason: commonv1.ReasonQuorumAtRisk},
+		{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: commonv1.ReasonRestarting},
+		{Type: ConditionSynced, Status: metav1.ConditionFalse, Reason: ReasonReconcileError},
+	}
+	var got []string
+	for _, tr := range WarningChanges(before, after) {
+		got = append(got, tr.New.Type+"="+tr.New.Reason)
+	}
+	if want := []string{"Progressing=QuorumAtRisk"}; !slices.Equal(got, want) {
+		t.Errorf("warning changes = %v, want %v", got, want)
+	}
+}
