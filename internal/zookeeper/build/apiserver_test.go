@@ -132,10 +132,13 @@ func TestSourcesNameTheAPIServersFields(t *testing.T) {
 					t.Fatalf("%T: %v, want a status with causes", child.obj, err)
 				}
 				for _, cause := range status.Status().Details.Causes {
-					mapped := ""
+					// The longest source that ends at a field or index
+					// boundary, as the framework maps them.
+					best, mapped := "", ""
 					for prefix, spec := range child.sources {
-						if strings.HasPrefix(cause.Field, prefix) && len(prefix) > len(mapped) {
-							mapped = spec
+						rest, ok := strings.CutPrefix(cause.Field, prefix)
+						if ok && len(prefix) > len(best) && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+							best, mapped = prefix, spec
 						}
 					}
 					if mapped != tc.spec {
