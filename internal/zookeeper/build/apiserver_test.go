@@ -85,9 +85,7 @@ func TestSourcesNameTheAPIServersFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "sources"}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.Namespace(t, c, "sources-")
 	const bad = "bad key!"
 	for _, tc := range []struct {
 		spec   string // the spec field the error must map to
@@ -113,7 +111,7 @@ func TestSourcesNameTheAPIServersFields(t *testing.T) {
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			zk := newZK(tc.mutate)
-			zk.Namespace = "sources"
+			zk.Namespace = ns
 			data := build.ConfigData(zk)
 			for _, child := range []struct {
 				obj     client.Object
