@@ -115,6 +115,11 @@ type widgetActor struct {
 	probeURL       string
 	collector      *probe.Collector[int]
 	slowestObserve atomic.Int64
+	// watchProbes reads the collector's background answers (Watch)
+	// instead of calling the server in the pass (Collect); lastProbe is
+	// the answer the last pass read.
+	watchProbes bool
+	lastProbe   atomic.Int64
 }
 
 // Error classes of widgetActor.failObserve.
@@ -239,8 +244,17 @@ func deployment(name string, selector map[string]string, configMap string) *apps
 
 // probe asks the test's probe server once per pass.
 func (a *widgetActor) probe(c *Ctx) {
-	targets := []probe.Target{{Group: c.Obj.Namespace + "/" + c.Obj.Name, Key: "server", Address: a.probeURL}}
-	a.collector.Collect(c, targets, func(ctx context.Context, t probe.Target) (int, error) {
+	targets := []probe.Target{{Group: framework.Group(c.Obj), Key: "server", Address: a.probeURL}}
+	if a.watchProbes {
+		a.lastProbe.Store(int64(a.collector.Watch(targets, statusCode)["server"].Value))
+		return
+	}
+	a.collector.Collect(c, targets, statusCode)
+}
+
+// statusCode is the test probe: GET the target and return the HTTP status.
+func statusCode(ctx context.Context, t probe.Target) (int, error) {
+	{
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Address, http.NoBody)
 		if err != nil {
 			return 0, err
@@ -251,7 +265,7 @@ func (a *widgetActor) probe(c *Ctx) {
 		}
 		defer resp.Body.Close()
 		return resp.StatusCode, nil
-	})
+	}
 }
 
 // InterruptFlow stops the running flow when the test says so, as a

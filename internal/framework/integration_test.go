@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -547,7 +548,7 @@ func TestHungProbeDoesNotDelayThePass(t *testing.T) {
 	const deadline = 200 * time.Millisecond
 	a := newActor("a", newFlowLog())
 	a.probeURL = srv.URL
-	a.collector = probe.NewCollector[int](probe.Options{Kind: "Widget", CallTimeout: time.Minute, Deadline: deadline})
+	a.collector = probe.NewCollector[int](probe.Options[int]{Kind: "Widget", CallTimeout: time.Minute, Deadline: deadline})
 	opts := testOptions(a)
 	opts.Resync = 50 * time.Millisecond
 	startManager(t, cfg, ns, opts)
@@ -562,5 +563,46 @@ func TestHungProbeDoesNotDelayThePass(t *testing.T) {
 	t.Logf("Scale-out reconciled in %s with a hung probe target", time.Since(start).Round(time.Millisecond))
 	if slowest := time.Duration(a.slowestObserve.Load()); slowest > deadline+500*time.Millisecond {
 		t.Errorf("the slowest Observe took %s, want at most the probe deadline %s plus slack", slowest, deadline)
+	}
+}
+
+// TestChangedProbeAnswerStartsAPass runs a Widget whose actor reads the
+// answers of background probes, without any resync: when the server's
+// answer changes, the collector's Notify enqueues the Widget through the
+// controller's Trigger, and the pass that follows reads the new answer.
+func TestChangedProbeAnswerStartsAPass(t *testing.T) {
+	cfg, c, ns := setup(t)
+
+	var answer atomic.Int32
+	answer.Store(http.StatusOK)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(int(answer.Load()))
+	}))
+	defer srv.Close()
+
+	a := newActor("a", newFlowLog())
+	a.probeURL = srv.URL
+	a.watchProbes = true
+	trigger := framework.NewTrigger()
+	a.collector = probe.NewCollector(probe.Options[int]{Kind: "Widget", Interval: 50 * time.Millisecond,
+		Notify: trigger.Enqueue})
+	defer a.collector.Close()
+	opts := testOptions(a)
+	opts.Trigger = trigger
+	startManager(t, cfg, ns, opts)
+
+	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1}))
+	testenv.Eventually(t, "the first answer to reach a pass", func() (bool, string) {
+		return a.lastProbe.Load() == http.StatusOK, fmt.Sprint(a.lastProbe.Load())
+	})
+	answer.Store(http.StatusServiceUnavailable)
+	observes := a.observes.Load()
+	testenv.Eventually(t, "the changed answer to reach a pass", func() (bool, string) {
+		return a.lastProbe.Load() == http.StatusServiceUnavailable, fmt.Sprint(a.lastProbe.Load())
+	})
+	// Polled every 50ms, the same answer again starts no pass.
+	time.Sleep(500 * time.Millisecond)
+	if n := a.observes.Load() - observes; n > 3 {
+		t.Errorf("%d passes after one change of answer, want about 1", n)
 	}
 }

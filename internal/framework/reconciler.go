@@ -74,6 +74,9 @@ type Options[T Object] struct {
 	// Controller are controller-runtime's controller options (concurrency,
 	// rate limiter).
 	Controller controller.Options
+	// Trigger, when set, enqueues objects from outside the watches, for
+	// example when a background probe's answer changed.
+	Trigger *Trigger
 	// Customize adds watches to the controller's builder, for example on the
 	// kinds of the declared dependencies.
 	Customize func(b *builder.Builder) *builder.Builder
@@ -101,6 +104,9 @@ type Reconciler[T Object] struct {
 	mu       sync.Mutex
 	applies  map[applyKey]applyRecord
 	inFlight map[types.NamespacedName]string
+	// createdConfigs are the config ConfigMaps this process created that
+	// the cache may not show yet (EnsureConfigMap).
+	createdConfigs map[types.NamespacedName]time.Time
 }
 
 // New returns a Reconciler for T on mgr. T must be registered in the
@@ -110,14 +116,15 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 		return nil, errors.New("framework: Options.Actor is required")
 	}
 	r := &Reconciler[T]{
-		opts:     opts,
-		client:   mgr.GetClient(),
-		reader:   mgr.GetAPIReader(),
-		scheme:   mgr.GetScheme(),
-		flows:    map[string]*Flow[T]{},
-		applies:  map[applyKey]applyRecord{},
-		inFlight: map[types.NamespacedName]string{},
-		checker:  childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
+		opts:           opts,
+		client:         mgr.GetClient(),
+		reader:         mgr.GetAPIReader(),
+		scheme:         mgr.GetScheme(),
+		flows:          map[string]*Flow[T]{},
+		applies:        map[applyKey]applyRecord{},
+		inFlight:       map[types.NamespacedName]string{},
+		createdConfigs: map[types.NamespacedName]time.Time{},
+		checker:        childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
 	}
 	gvk, err := kindOf[T](r.scheme)
 	if err != nil {
@@ -177,6 +184,9 @@ func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(r.opts.Controller)
 	for _, o := range r.opts.Owns {
 		b = b.Owns(o)
+	}
+	if r.opts.Trigger != nil {
+		b = b.WatchesRawSource(r.opts.Trigger)
 	}
 	if r.opts.Customize != nil {
 		b = r.opts.Customize(b)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -80,6 +81,7 @@ func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulShutdownTimeout,
 		Cache:                         cacheOptions(),
+		Controller:                    config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
 		MapperProvider:                restMapper,
 	})
 	if err != nil {

@@ -20,6 +20,10 @@ const (
 	DefaultHealthProbeBindAddress  = ":8081"
 	DefaultGracefulShutdownTimeout = 20 * time.Second
 	DefaultShutdownDelay           = 5 * time.Second
+	// DefaultMaxConcurrentReconciles is how many objects of one kind are
+	// reconciled at once: a pass that waits on the API server or on a
+	// flow's probes does not hold up the others.
+	DefaultMaxConcurrentReconciles = 4
 )
 
 // Options configures the Steward manager. [NewOptions] returns the defaults and
@@ -61,6 +65,10 @@ type Options struct {
 	// terminationGracePeriodSeconds must cover it and the graceful shutdown.
 	ShutdownDelay time.Duration
 
+	// MaxConcurrentReconciles is how many objects each controller
+	// reconciles at once; one object is never reconciled by two workers.
+	MaxConcurrentReconciles int
+
 	// ServiceNodePortRange is the cluster's node port range (the API
 	// server's --service-node-port-range), "first-last": a node port a
 	// spec asks for outside it is rejected at admission.
@@ -93,6 +101,7 @@ func NewOptions() Options {
 		HealthProbeBindAddress:  DefaultHealthProbeBindAddress,
 		GracefulShutdownTimeout: DefaultGracefulShutdownTimeout,
 		ShutdownDelay:           DefaultShutdownDelay,
+		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		ServiceNodePortRange:    standard.NodePortRange.String(),
 		Webhooks:                NewWebhookOptions(),
 	}
@@ -118,6 +127,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long controllers get to finish on shutdown; keep it below the pod's termination grace period.")
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", o.ShutdownDelay,
 		"How long to keep serving, not ready, after SIGTERM before stopping, so Services stop routing admission requests here first.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
+		"How many objects each controller reconciles at once; one object is never reconciled twice at once.")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", o.ServiceNodePortRange,
 		"The cluster's node port range (the API server's flag of that name): a node port outside it is rejected at admission.")
 	o.Webhooks.BindFlags(fs)
@@ -136,6 +147,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %s", o.ShutdownDelay))
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
 	}
 	if _, err := standard.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))

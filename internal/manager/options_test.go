@@ -21,8 +21,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 	got := manager.NewOptions()
 	if got.Systems != "all" || !got.LeaderElect || got.LeaderElectionNamespace != "" ||
 		got.MetricsBindAddress != ":8443" || !got.MetricsSecure || got.HealthProbeBindAddress != ":8081" ||
-		got.GracefulShutdownTimeout != 20*time.Second || got.ShutdownDelay != 5*time.Second {
-		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, secure metrics :8443, probes :8081, 20s shutdown after a 5s delay", got)
+		got.GracefulShutdownTimeout != 20*time.Second || got.ShutdownDelay != 5*time.Second || got.MaxConcurrentReconciles != 4 {
+		t.Errorf("NewOptions() = %+v, want systems=all, leader election on, secure metrics :8443, probes :8081, 20s shutdown after a 5s delay, 4 workers", got)
 	}
 	if w := got.Webhooks; !w.Enabled || !w.CertRotation || w.Namespace != "steward-system" || w.Port != 9443 {
 		t.Errorf("NewOptions().Webhooks = %+v, want enabled, rotating its certificate, in $POD_NAMESPACE, port 9443", w)
@@ -46,6 +46,7 @@ func TestBindFlags(t *testing.T) {
 		"--health-probe-bind-address=127.0.0.1:9440",
 		"--graceful-shutdown-timeout=1m",
 		"--shutdown-delay=3s",
+		"--max-concurrent-reconciles=16",
 		"--zap-log-level=debug",
 	})
 	if err != nil {
@@ -58,10 +59,12 @@ func TestBindFlags(t *testing.T) {
 		HealthProbeBindAddress:  "127.0.0.1:9440",
 		GracefulShutdownTimeout: time.Minute,
 		ShutdownDelay:           3 * time.Second,
+		MaxConcurrentReconciles: 16,
 	}
 	if opts.Systems != want.Systems || opts.LeaderElect || opts.LeaderElectionNamespace != want.LeaderElectionNamespace ||
 		opts.MetricsBindAddress != want.MetricsBindAddress || opts.HealthProbeBindAddress != want.HealthProbeBindAddress ||
-		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout || opts.ShutdownDelay != want.ShutdownDelay {
+		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout || opts.ShutdownDelay != want.ShutdownDelay ||
+		opts.MaxConcurrentReconciles != want.MaxConcurrentReconciles {
 		t.Errorf("parsed options = %+v, want %+v with leader election off", opts, want)
 	}
 	if opts.Zap.Level == nil {
@@ -103,6 +106,11 @@ func TestValidate(t *testing.T) {
 			name:     "negative shutdown delay",
 			modify:   func(o *manager.Options) { o.ShutdownDelay = -time.Second },
 			wantErrs: []string{"--shutdown-delay must not be negative"},
+		},
+		{
+			name:     "no workers",
+			modify:   func(o *manager.Options) { o.MaxConcurrentReconciles = 0 },
+			wantErrs: []string{"--max-concurrent-reconciles must be at least 1, got 0"},
 		},
 		{
 			name:     "certificate rotation needs the namespace",

@@ -58,6 +58,9 @@ const (
 	DefaultResync        = 15 * time.Second
 	DefaultProbeTimeout  = 2 * time.Second
 	DefaultProbeDeadline = 3 * time.Second
+	// DefaultProbeInterval is how often each server is asked in the
+	// background while it answers.
+	DefaultProbeInterval = 10 * time.Second
 	// DefaultReconfigTimeout bounds one membership read or change.
 	DefaultReconfigTimeout = 15 * time.Second
 )
@@ -73,9 +76,15 @@ type Options struct {
 	// serving (default DefaultResync).
 	Resync time.Duration
 	// ProbeTimeout bounds one AdminServer call; ProbeDeadline bounds how
-	// long a pass waits for all of them, so that a hung server never holds
-	// a pass up longer (defaults DefaultProbeTimeout, DefaultProbeDeadline).
+	// long a pass that runs an operation waits for fresh answers, so that a
+	// hung server never holds such a pass up longer (defaults
+	// DefaultProbeTimeout, DefaultProbeDeadline). Other passes never wait.
 	ProbeTimeout, ProbeDeadline time.Duration
+	// ProbeInterval is how often each server is asked in the background
+	// while it answers; one that does not is asked less and less often, down
+	// to once every three intervals, and at once when its pod changes
+	// (default DefaultProbeInterval).
+	ProbeInterval time.Duration
 	// ReconfigTimeout bounds a membership read or change through the
 	// client port (default DefaultReconfigTimeout).
 	ReconfigTimeout time.Duration
@@ -94,6 +103,9 @@ func (o Options) withDefaults() Options {
 	if o.ProbeDeadline <= 0 {
 		o.ProbeDeadline = DefaultProbeDeadline
 	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = DefaultProbeInterval
+	}
 	if o.ReconfigTimeout <= 0 {
 		o.ReconfigTimeout = DefaultReconfigTimeout
 	}
@@ -106,6 +118,8 @@ type Controller struct {
 	opts  Options
 	http  *http.Client
 	stats *probe.Collector[zkclient.Observation]
+	// trigger enqueues a cluster when a server's answer changed.
+	trigger *framework.Trigger
 
 	mu sync.Mutex
 	// zxidsAt is when each cluster's zxids in status were last refreshed.
@@ -121,14 +135,20 @@ func New(opts Options) *Controller {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
+	trigger := framework.NewTrigger()
 	return &Controller{
-		opts: opts,
-		http: &http.Client{Transport: transport, Timeout: opts.ProbeTimeout},
-		stats: probe.NewCollector[zkclient.Observation](probe.Options{
+		opts:    opts,
+		http:    &http.Client{Transport: transport, Timeout: opts.ProbeTimeout},
+		trigger: trigger,
+		stats: probe.NewCollector(probe.Options[zkclient.Observation]{
 			Kind:        "ZookeeperCluster",
 			CallTimeout: opts.ProbeTimeout,
 			Deadline:    opts.ProbeDeadline,
 			MinInterval: time.Second,
+			Interval:    opts.ProbeInterval,
+			MaxInterval: 3 * opts.ProbeInterval,
+			Changed:     observationChanged,
+			Notify:      trigger.Enqueue,
 		}),
 		zxidsAt: map[types.UID]time.Time{},
 	}
@@ -160,6 +180,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		},
 		Flows:     []framework.Flow[*Cluster]{c.scaleFlow(), c.restartFlow()},
 		Resync:    c.opts.Resync,
+		Trigger:   c.trigger,
 		Customize: watchServers,
 	})
 	if err != nil {

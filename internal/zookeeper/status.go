@@ -83,7 +83,7 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	group := string(zk.UID)
+	group := framework.Group(zk)
 	var targets []probe.Target
 	for ordinal, pod := range pods {
 		e.highestPodOrdinal = max(e.highestPodOrdinal, ordinal)
@@ -94,11 +94,19 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 		if pod.Status.PodIP != "" {
 			// Keyed by UID: a re-created pod must not inherit the answer
 			// its predecessor gave under the same name.
-			targets = append(targets, probe.Target{Group: group, Key: string(pod.UID),
+			targets = append(targets, probe.Target{Group: group, Key: string(pod.UID), Revision: pod.ResourceVersion,
 				Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(zk.Spec.AdminPort)))})
 		}
 	}
-	results := ObserveEnsemble(ctx, c.stats, c.http, targets)
+	// An operation's steps decide on answers at most a second old and wait
+	// for them (up to the probe deadline); every other pass reads what the
+	// background probes last heard and never waits.
+	var results map[string]probe.Result[zkclient.Observation]
+	if ctx.Operation() != nil {
+		results = ObserveEnsemble(ctx, c.stats, c.http, targets)
+	} else {
+		results = WatchEnsemble(c.stats, c.http, targets)
+	}
 	c.stats.Forget(group, targets)
 	for _, s := range e.servers {
 		r, ok := results[string(s.pod.UID)]
@@ -150,7 +158,9 @@ func (c *Controller) fillStatus(zk *Cluster, e *ensemble) {
 				ss.LastZxid = p.LastZxid
 			}
 		} else if s.result.Err != nil {
-			ss.Error = s.result.Err.Error()
+			// The class and a text that stays while the failure does: a
+			// server that keeps timing out writes status once.
+			ss.Error = s.result.Describe()
 		}
 		if st.Servers == nil {
 			st.Servers = map[string][]zkv1.ServerStatus{}
@@ -181,7 +191,7 @@ func (c *Controller) zxidsDue(zk *Cluster, now time.Time) bool {
 
 // forgetCluster drops what the controller keeps in memory about zk.
 func (c *Controller) forgetCluster(zk *Cluster) {
-	c.stats.Forget(string(zk.UID), nil)
+	c.stats.Forget(framework.Group(zk), nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.zxidsAt, zk.UID)

@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -13,19 +15,28 @@ import (
 const (
 	DefaultCallTimeout = 2 * time.Second
 	DefaultDeadline    = 3 * time.Second
+	DefaultInterval    = 10 * time.Second
+	DefaultMaxInterval = 30 * time.Second
+	DefaultIdleTimeout = 10 * time.Minute
 )
 
 // Target is one endpoint to probe, typically a pod.
 type Target struct {
-	// Group is the object the target belongs to, for example the owner's
-	// namespace/name or UID; Forget only drops targets of one group, so one
-	// object's pass never drops another's results.
+	// Group is the object the target belongs to, as "namespace/name":
+	// Forget only drops targets of one group, so one object's pass never
+	// drops another's results, and Options.Notify names the object whose
+	// target's answer changed.
 	Group string
 	// Key identifies the target within its group, in the cache and in
-	// results (for example the pod's name).
+	// results (for example the pod's UID).
 	Key string
 	// Address is where to reach the target, for example "10.0.0.7:8080".
 	Address string
+	// Revision is the target's state as the cluster sees it, opaque to the
+	// collector (for example the pod's resourceVersion). A target whose
+	// Revision or Address changed is called again at once: a pod that just
+	// turned Ready need not wait for its next turn.
+	Revision string
 }
 
 // Result is the latest answer of one target.
@@ -56,6 +67,14 @@ func (r Result[R]) OK() bool {
 	return r.Err == nil && !r.At.IsZero()
 }
 
+// Class returns the class of the last call's error; ClassNone when it
+// succeeded.
+func (r Result[R]) Class() Class { return Classify(r.Err) }
+
+// Describe returns the stable text of the last call's error (see the
+// package function Describe); empty when it succeeded.
+func (r Result[R]) Describe() string { return Describe(r.Err) }
+
 // ErrPending is the error of a target that has not answered yet.
 var ErrPending = pendingError{}
 
@@ -67,7 +86,7 @@ func (pendingError) Error() string { return "no answer yet" }
 type CallFunc[R any] func(ctx context.Context, t Target) (R, error)
 
 // Options configure a [Collector].
-type Options struct {
+type Options[R any] struct {
 	// Kind labels the collector's metrics, for example "ZookeeperCluster".
 	Kind string
 	// CallTimeout bounds each call (default DefaultCallTimeout).
@@ -75,22 +94,60 @@ type Options struct {
 	// Deadline bounds how long Collect waits for answers (default
 	// DefaultDeadline). A deadline on Collect's ctx that comes earlier wins.
 	Deadline time.Duration
-	// MinInterval is the minimum time between two calls to one target; a
-	// younger cached answer is returned without calling again. Zero calls
-	// on every Collect.
+	// MinInterval is the minimum time between two calls that Collect
+	// makes to one target; a younger answer is returned without calling
+	// again. Zero calls on every Collect.
 	MinInterval time.Duration
-	// Now returns the current time; tests set it. Default time.Now.
+	// Interval is how often a target that answers is called in the
+	// background (default DefaultInterval).
+	Interval time.Duration
+	// MaxInterval bounds the background calls to a target that keeps
+	// failing: its interval doubles from Interval with every failure up to
+	// MaxInterval (default DefaultMaxInterval, at least Interval). A
+	// partitioned cluster costs few calls; a Revision change calls it at
+	// once all the same.
+	MaxInterval time.Duration
+	// IdleTimeout drops a target that no Collect or Watch asked for in this
+	// long (default DefaultIdleTimeout), for an object whose controller
+	// stopped looking at it without a Forget.
+	IdleTimeout time.Duration
+	// Changed reports whether two successful answers differ in a way the
+	// controller acts on (default: they are not deeply equal). Leave out
+	// what moves all the time, such as counters.
+	Changed func(old, new R) bool
+	// Notify is called, outside any lock, with a target's Group when a
+	// background or Collect call's answer changed: the first answer, success
+	// turning to failure or back, a failure of another class or text
+	// ([Describe]), or an answer that Changed says differs. A controller
+	// enqueues the object there. Nil notifies nobody.
+	Notify func(group string)
+	// Now returns the current time for the results' timestamps and
+	// MinInterval; tests set it. Default time.Now. Background scheduling
+	// runs on the real clock.
 	Now func() time.Time
 }
 
-// Collector probes targets concurrently and caches their answers. It is safe
-// for concurrent use; create one per controller and keep it for the life of
-// the process.
+// Collector probes targets concurrently, in the background at their own
+// cadence and on demand, and caches their answers. It is safe for
+// concurrent use; create one per controller and keep it for the life of the
+// process (or Close it).
+//
+// A target is known to the collector from the first Collect or Watch that
+// names it until Forget drops it or no one asked for it for IdleTimeout.
+// While it is known, one scheduler goroutine calls it every Interval (with
+// backoff while it fails), and never twice at once: a hung target costs
+// one goroutine, not one per pass.
 type Collector[R any] struct {
-	opts Options
+	opts Options[R]
 
 	mu    sync.Mutex
 	state map[cacheKey]*entry[R]
+	queue schedule[R]
+
+	start  sync.Once
+	wake   chan struct{}
+	closed chan struct{}
+	close  sync.Once
 }
 
 // cacheKey identifies a target across groups.
@@ -99,31 +156,80 @@ type cacheKey struct{ group, key string }
 func keyOf(t Target) cacheKey { return cacheKey{group: t.Group, key: t.Key} }
 
 type entry[R any] struct {
+	target Target
+	call   CallFunc[R]
 	result Result[R]
 	// done is closed when the running call ends; nil when none runs.
 	done chan struct{}
+	// again: the target changed while a call ran; call it again at once.
+	again bool
+	// failures counts the calls that failed in a row, for the backoff.
+	failures int
+	// asked is the last time a Collect or Watch named the target.
+	asked time.Time
+	// next is when the scheduler calls the target; index is its place in
+	// the queue, -1 while a call runs or once dropped.
+	next  time.Time
+	index int
+	// dropped: Forget or the idle timeout removed the target.
+	dropped bool
 }
 
 // NewCollector returns a collector with opts, defaults filled in.
-func NewCollector[R any](opts Options) *Collector[R] {
+func NewCollector[R any](opts Options[R]) *Collector[R] {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
 	}
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
 	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.MaxInterval <= 0 {
+		opts.MaxInterval = DefaultMaxInterval
+	}
+	opts.MaxInterval = max(opts.MaxInterval, opts.Interval)
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Changed == nil {
+		opts.Changed = func(old, new R) bool { return !reflect.DeepEqual(old, new) }
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Collector[R]{opts: opts, state: map[cacheKey]*entry[R]{}}
+	return &Collector[R]{
+		opts:   opts,
+		state:  map[cacheKey]*entry[R]{},
+		wake:   make(chan struct{}, 1),
+		closed: make(chan struct{}),
+	}
+}
+
+// Watch makes sure every target is probed in the background and returns
+// the latest result of each, keyed by Target.Key, without waiting for any
+// call: a pass that reads it never blocks on a target, whatever the target
+// does. A target named for the first time is called at once and reads as
+// ErrPending until it answers; Options.Notify says when it has.
+func (c *Collector[R]) Watch(targets []Target, call CallFunc[R]) map[string]Result[R] {
+	c.mu.Lock()
+	for _, t := range targets {
+		c.track(t, call)
+	}
+	c.mu.Unlock()
+	return c.Results(targets)
 }
 
 // Collect calls every target that has no call in flight and no answer
 // younger than MinInterval, waits until those calls answered or the
 // deadline passed, and returns the latest result of each target, keyed by
 // Target.Key. It never waits longer than the deadline, whatever the targets
-// do. The calls run with their own timeout, detached from ctx, so a call cut
-// short by the deadline still fills the cache for the next Collect.
+// do, and only for the calls it started: a call left over from an earlier
+// Collect has had its deadline already. Calls run with their own timeout,
+// detached from ctx, so a call cut short by the deadline still fills the
+// cache. Use it where a decision needs answers younger than MinInterval
+// (an operation's step), and Watch everywhere else.
 func (c *Collector[R]) Collect(ctx context.Context, targets []Target, call CallFunc[R]) map[string]Result[R] {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Deadline)
 	defer cancel()
@@ -131,18 +237,10 @@ func (c *Collector[R]) Collect(ctx context.Context, targets []Target, call CallF
 	var waits []chan struct{}
 	c.mu.Lock()
 	for _, t := range targets {
-		e := c.state[keyOf(t)]
-		if e == nil {
-			e = &entry[R]{result: Result[R]{Err: ErrPending}}
-			c.state[keyOf(t)] = e
-		}
-		// Wait only for the calls started here: a call left over from an
-		// earlier Collect has already had its deadline, and a hung target
-		// must not cost every pass a full deadline.
+		e := c.track(t, call)
 		if e.done == nil && c.due(e) {
-			e.done = make(chan struct{})
-			waits = append(waits, e.done)
-			go c.run(e, t, call)
+			c.queue.remove(e)
+			waits = append(waits, c.run(e))
 		}
 	}
 	c.mu.Unlock()
@@ -172,10 +270,10 @@ func (c *Collector[R]) Results(targets []Target) map[string]Result[R] {
 	return out
 }
 
-// Forget drops the cached results of the targets of group that are not in
-// keep, for example the pods of an object that no longer exist; Forget(group,
-// nil) drops the whole group, for an object that is gone. Other groups are
-// untouched. Calls in flight for dropped targets finish unseen.
+// Forget drops the targets of group that are not in keep, for example the
+// pods of an object that no longer exist; Forget(group, nil) drops the
+// whole group, for an object that is gone. Other groups are untouched.
+// Calls in flight for dropped targets finish unseen.
 func (c *Collector[R]) Forget(group string, keep []Target) {
 	keys := make(map[string]bool, len(keep))
 	for _, t := range keep {
@@ -183,14 +281,70 @@ func (c *Collector[R]) Forget(group string, keep []Target) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.state {
+	for k, e := range c.state {
 		if k.group == group && !keys[k.key] {
-			delete(c.state, k)
+			c.drop(k, e)
 		}
 	}
 }
 
-// due reports whether e's answer is old enough to call again. c.mu is held.
+// Len returns the number of targets the collector knows.
+func (c *Collector[R]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.state)
+}
+
+// Close stops the background calls; calls in flight finish unseen. Collect
+// and Watch still work after Close, without background calls.
+func (c *Collector[R]) Close() {
+	c.close.Do(func() { close(c.closed) })
+}
+
+// track returns t's entry, creating and scheduling it when it is new, and
+// notes that it was asked for. A target whose address or revision changed
+// is due at once. c.mu is held.
+func (c *Collector[R]) track(t Target, call CallFunc[R]) *entry[R] {
+	c.start.Do(func() { go c.schedule() })
+	now := time.Now()
+	e := c.state[keyOf(t)]
+	if e == nil {
+		e = &entry[R]{target: t, result: Result[R]{Err: ErrPending}, index: -1}
+		c.state[keyOf(t)] = e
+		c.reschedule(e, now)
+	}
+	e.asked, e.call = now, call
+	if e.target.Address != t.Address || e.target.Revision != t.Revision {
+		e.target, e.failures = t, 0
+		if e.done != nil {
+			e.again = true
+		} else {
+			c.reschedule(e, now)
+		}
+	}
+	return e
+}
+
+// reschedule puts e in the queue at when and wakes the scheduler. c.mu is
+// held.
+func (c *Collector[R]) reschedule(e *entry[R], when time.Time) {
+	e.next = when
+	c.queue.put(e)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop forgets e. c.mu is held.
+func (c *Collector[R]) drop(k cacheKey, e *entry[R]) {
+	c.queue.remove(e)
+	e.dropped = true
+	delete(c.state, k)
+}
+
+// due reports whether e's answer is old enough for Collect to call again.
+// c.mu is held.
 func (c *Collector[R]) due(e *entry[R]) bool {
 	if c.opts.MinInterval <= 0 || e.result.At.IsZero() {
 		return true
@@ -198,8 +352,58 @@ func (c *Collector[R]) due(e *entry[R]) bool {
 	return c.opts.Now().Sub(e.result.At) >= c.opts.MinInterval
 }
 
-// run makes one call and stores its result.
-func (c *Collector[R]) run(e *entry[R], t Target, call CallFunc[R]) {
+// interval is how long after its last call e is called again: Interval,
+// doubled for every failure in a row, up to MaxInterval.
+func (c *Collector[R]) interval(e *entry[R]) time.Duration {
+	d := c.opts.Interval
+	for i := 1; i < e.failures && d < c.opts.MaxInterval; i++ {
+		d *= 2
+	}
+	return min(d, c.opts.MaxInterval)
+}
+
+// schedule is the scheduler goroutine: it starts the calls that are due
+// and drops the targets nobody asked for in IdleTimeout.
+func (c *Collector[R]) schedule() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		for len(c.queue) > 0 && !c.queue[0].next.After(now) {
+			e := heap.Pop(&c.queue).(*entry[R])
+			if now.Sub(e.asked) > c.opts.IdleTimeout {
+				c.drop(keyOf(e.target), e)
+				continue
+			}
+			c.run(e)
+		}
+		wait := time.Hour
+		if len(c.queue) > 0 {
+			wait = c.queue[0].next.Sub(now)
+		}
+		c.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-c.wake:
+		case <-timer.C:
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// run starts one call of e, which is out of the queue, and returns the
+// channel closed when it ends. c.mu is held.
+func (c *Collector[R]) run(e *entry[R]) chan struct{} {
+	e.done = make(chan struct{})
+	go c.call(e, e.target, e.call)
+	return e.done
+}
+
+// call makes one call and stores its result, schedules the next, and
+// notifies when the answer changed.
+func (c *Collector[R]) call(e *entry[R], t Target, call CallFunc[R]) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.CallTimeout)
 	defer cancel()
 	start := c.opts.Now()
@@ -212,15 +416,45 @@ func (c *Collector[R]) run(e *entry[R], t Target, call CallFunc[R]) {
 	}
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	old := e.result
 	e.result.At = end
 	e.result.Err = err
 	if err == nil {
 		e.result.Value = v
 		e.result.ValueAt = end
+		e.failures = 0
+	} else {
+		e.failures++
 	}
 	close(e.done)
 	e.done = nil
+	changed := !e.dropped && c.changed(old, e.result)
+	if !e.dropped {
+		next := time.Now().Add(c.interval(e))
+		if e.again {
+			next, e.again = time.Now(), false
+		}
+		c.reschedule(e, next)
+	}
+	c.mu.Unlock()
+
+	if changed && c.opts.Notify != nil {
+		c.opts.Notify(t.Group)
+	}
+}
+
+// changed reports whether the answer moved in a way worth a pass.
+func (c *Collector[R]) changed(old, cur Result[R]) bool {
+	switch {
+	case old.At.IsZero():
+		return true
+	case (old.Err == nil) != (cur.Err == nil):
+		return true
+	case cur.Err != nil:
+		return Describe(old.Err) != Describe(cur.Err)
+	default:
+		return c.opts.Changed(old.Value, cur.Value)
+	}
 }
 
 // safeCall makes the call, turning a panic into the target's error: a bug in
@@ -232,4 +466,45 @@ func safeCall[R any](ctx context.Context, t Target, call CallFunc[R]) (v R, err 
 		}
 	}()
 	return call(ctx, t)
+}
+
+// schedule is the scheduler's queue: a min-heap of entries by next.
+type schedule[R any] []*entry[R]
+
+func (s schedule[R]) Len() int           { return len(s) }
+func (s schedule[R]) Less(i, j int) bool { return s[i].next.Before(s[j].next) }
+func (s schedule[R]) Swap(i, j int) {
+	s[i], s[j] = s[j], s[i]
+	s[i].index, s[j].index = i, j
+}
+
+func (s *schedule[R]) Push(x any) {
+	e := x.(*entry[R])
+	e.index = len(*s)
+	*s = append(*s, e)
+}
+
+func (s *schedule[R]) Pop() any {
+	old := *s
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*s = old[:len(old)-1]
+	e.index = -1
+	return e
+}
+
+// put adds e, or moves it to its new place when it is queued already.
+func (s *schedule[R]) put(e *entry[R]) {
+	if e.index >= 0 {
+		heap.Fix(s, e.index)
+		return
+	}
+	heap.Push(s, e)
+}
+
+// remove takes e out of the queue when it is in it.
+func (s *schedule[R]) remove(e *entry[R]) {
+	if e.index >= 0 {
+		heap.Remove(s, e.index)
+	}
 }

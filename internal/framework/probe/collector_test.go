@@ -86,7 +86,7 @@ func targets(s *server, paths ...string) []Target {
 func TestHungTargetDoesNotDelayCollect(t *testing.T) {
 	s := newServer(t)
 	const deadline = 300 * time.Millisecond
-	c := NewCollector[int](Options{Kind: "Test", CallTimeout: time.Minute, Deadline: deadline})
+	c := NewCollector[int](Options[int]{Kind: "Test", CallTimeout: time.Minute, Deadline: deadline})
 	ts := targets(s, "1", "2", "hang", "fail")
 
 	start := time.Now()
@@ -132,7 +132,7 @@ func TestHungTargetDoesNotDelayCollect(t *testing.T) {
 // as failed, and that the target is then called again.
 func TestCallTimeout(t *testing.T) {
 	s := newServer(t)
-	c := NewCollector[int](Options{CallTimeout: 100 * time.Millisecond, Deadline: time.Second})
+	c := NewCollector[int](Options[int]{CallTimeout: 100 * time.Millisecond, Deadline: time.Second})
 	ts := targets(s, "hang")
 	start := time.Now()
 	res := c.Collect(t.Context(), ts, get)
@@ -156,7 +156,7 @@ func TestCachedResultsAndAge(t *testing.T) {
 	var clockNanos atomic.Int64
 	clockNanos.Store(now.UnixNano())
 	clock := func() time.Time { return time.Unix(0, clockNanos.Load()) }
-	c := NewCollector[int](Options{MinInterval: 10 * time.Second, Now: clock})
+	c := NewCollector[int](Options[int]{MinInterval: 10 * time.Second, Now: clock})
 	ts := []Target{{Key: "pod-0", Address: s.URL + "/7"}}
 
 	if r := c.Collect(t.Context(), ts, get)["pod-0"]; !r.OK() || r.Value != 7 {
@@ -188,7 +188,7 @@ func TestCachedResultsAndAge(t *testing.T) {
 // the wait at once.
 func TestCollectHonorsCallerContext(t *testing.T) {
 	s := newServer(t)
-	c := NewCollector[int](Options{CallTimeout: time.Minute, Deadline: time.Minute})
+	c := NewCollector[int](Options[int]{CallTimeout: time.Minute, Deadline: time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -203,7 +203,7 @@ func TestCollectHonorsCallerContext(t *testing.T) {
 // keys.
 func TestForgetIsScopedToItsGroup(t *testing.T) {
 	s := newServer(t)
-	c := NewCollector[int](Options{MinInterval: time.Hour})
+	c := NewCollector[int](Options[int]{MinInterval: time.Hour})
 	a := []Target{{Group: "ns/a", Key: "pod-0", Address: s.URL + "/1"}, {Group: "ns/a", Key: "pod-1", Address: s.URL + "/2"}}
 	b := []Target{{Group: "ns/b", Key: "pod-0", Address: s.URL + "/3"}}
 	c.Collect(t.Context(), a, get)
@@ -232,7 +232,7 @@ func TestForgetIsScopedToItsGroup(t *testing.T) {
 // the process: its panic becomes the target's error and the target can be
 // called again.
 func TestPanickingCallIsAnError(t *testing.T) {
-	c := NewCollector[int](Options{Deadline: time.Second})
+	c := NewCollector[int](Options[int]{Deadline: time.Second})
 	ts := []Target{{Key: "pod-0"}, {Key: "pod-1"}}
 	var calls atomic.Int32
 	call := func(_ context.Context, tg Target) (int, error) {
@@ -256,5 +256,136 @@ func TestPanickingCallIsAnError(t *testing.T) {
 	c.Collect(t.Context(), ts, call)
 	if n := calls.Load(); n != 4 {
 		t.Errorf("%d calls over two Collects, want 4", n)
+	}
+}
+
+// TestWatchNeverWaits checks that Watch returns at once, hung and new
+// targets included, and that the background calls fill the results and
+// notify the target's group once per change.
+func TestWatchNeverWaits(t *testing.T) {
+	s := newServer(t)
+	notified := make(chan string, 10)
+	c := NewCollector[int](Options[int]{CallTimeout: time.Minute, Interval: time.Hour,
+		Notify: func(group string) { notified <- group }})
+	t.Cleanup(c.Close)
+	ts := []Target{{Group: "ns/a", Key: "1", Address: s.URL + "/1"}, {Group: "ns/a", Key: "hang", Address: s.URL + "/hang"}}
+
+	start := time.Now()
+	res := c.Watch(ts, get)
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("Watch took %s", took)
+	}
+	for key, r := range res {
+		if !errors.Is(r.Err, ErrPending) {
+			t.Errorf("first result of %s = %+v, want pending", key, r)
+		}
+	}
+	select {
+	case g := <-notified:
+		if g != "ns/a" {
+			t.Errorf("notified %q, want ns/a", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification after the first answer")
+	}
+	if r := c.Watch(ts, get)["1"]; !r.OK() || r.Value != 1 {
+		t.Errorf("after the answer = %+v, want 1", r)
+	}
+	if r := c.Watch(ts, get)["hang"]; !r.InFlight || !errors.Is(r.Err, ErrPending) {
+		t.Errorf("hung target = %+v, want pending and in flight", r)
+	}
+	select {
+	case g := <-notified:
+		t.Errorf("notified %q again without a change", g)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if n := s.hangs.Load(); n != 1 {
+		t.Errorf("the hung target was called %d times, want once", n)
+	}
+}
+
+// TestBackgroundCadence checks that answering targets are called every
+// Interval, failing ones back off, a changed Revision calls at once, and a
+// change of answer notifies while the same answer does not.
+func TestBackgroundCadence(t *testing.T) {
+	s := newServer(t)
+	var notifications atomic.Int32
+	c := NewCollector[int](Options[int]{CallTimeout: time.Second, Interval: 50 * time.Millisecond,
+		MaxInterval: 400 * time.Millisecond, Notify: func(string) { notifications.Add(1) }})
+	t.Cleanup(c.Close)
+	good := []Target{{Group: "g", Key: "good", Address: s.URL + "/5"}}
+	c.Watch(good, get)
+	time.Sleep(600 * time.Millisecond)
+	calls := s.calls.Load()
+	if calls < 6 || calls > 14 {
+		t.Errorf("%d calls in 600ms at a 50ms interval, want about 12", calls)
+	}
+	if n := notifications.Load(); n != 1 {
+		t.Errorf("%d notifications for the same answer, want 1 (the first)", n)
+	}
+
+	c.Forget("g", nil)
+	bad := []Target{{Group: "g", Key: "bad", Address: s.URL + "/fail"}}
+	before := s.calls.Load()
+	c.Watch(bad, get)
+	time.Sleep(1200 * time.Millisecond)
+	// 0, 50, 150, 350, 750, 1150 ms: about 6 calls, not 24.
+	if n := s.calls.Load() - before; n < 4 || n > 8 {
+		t.Errorf("%d calls in 1.2s to a failing target, want about 6 with backoff", n)
+	}
+	if n := notifications.Load(); n != 2 {
+		t.Errorf("%d notifications, want 2: the same failure notifies once", n)
+	}
+
+	before = s.calls.Load()
+	bad[0].Revision = "2"
+	c.Watch(bad, get)
+	time.Sleep(30 * time.Millisecond)
+	if n := s.calls.Load() - before; n != 1 {
+		t.Errorf("%d calls within 30ms of a new revision, want 1", n)
+	}
+
+	bad[0].Address = s.URL + "/7"
+	c.Watch(bad, get)
+	time.Sleep(50 * time.Millisecond)
+	if r := c.Results(bad)["bad"]; !r.OK() || r.Value != 7 {
+		t.Errorf("after the address changed = %+v, want 7", r)
+	}
+	if n := notifications.Load(); n != 3 {
+		t.Errorf("%d notifications, want 3: failure to success notifies", n)
+	}
+}
+
+// TestChangedDecidesNotifications checks that a change Options.Changed
+// ignores notifies nobody.
+func TestChangedDecidesNotifications(t *testing.T) {
+	var n atomic.Int32
+	var notifications atomic.Int32
+	c := NewCollector[int](Options[int]{Interval: 20 * time.Millisecond,
+		Changed: func(old, cur int) bool { return old/100 != cur/100 },
+		Notify:  func(string) { notifications.Add(1) }})
+	t.Cleanup(c.Close)
+	c.Watch([]Target{{Key: "counter"}}, func(context.Context, Target) (int, error) { return int(n.Add(7)), nil })
+	time.Sleep(400 * time.Millisecond)
+	// About 20 answers from 7 to 140: the first, and crossing 100.
+	if got := notifications.Load(); got != 2 {
+		t.Errorf("%d notifications for %d answers, want 2", got, n.Load()/7)
+	}
+}
+
+// TestIdleTargetsAreDropped checks that a target nobody asks for goes.
+func TestIdleTargetsAreDropped(t *testing.T) {
+	s := newServer(t)
+	c := NewCollector[int](Options[int]{Interval: 20 * time.Millisecond, IdleTimeout: 100 * time.Millisecond})
+	t.Cleanup(c.Close)
+	c.Watch(targets(s, "1"), get)
+	time.Sleep(300 * time.Millisecond)
+	if n := c.Len(); n != 0 {
+		t.Errorf("%d targets known after their idle timeout, want 0", n)
+	}
+	calls := s.calls.Load()
+	time.Sleep(100 * time.Millisecond)
+	if s.calls.Load() != calls {
+		t.Error("a dropped target is still called")
 	}
 }

@@ -88,7 +88,7 @@ func TestEnsemble(t *testing.T) {
 	client := httpClient(t)
 
 	stats := func() map[string]probe.Result[zkclient.Observation] {
-		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
+		c := probe.NewCollector(probe.Options[zkclient.Observation]{Kind: "ZookeeperClusterTest", CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
 		return observeEnsemble(t.Context(), c, client, targets(servers))
 	}
 	var leader, followers []*zktest.Server
@@ -165,7 +165,7 @@ func TestEnsemble(t *testing.T) {
 		}()
 
 		// The call times out before the deadline: a timeout error.
-		c := probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 500 * time.Millisecond, Deadline: 2 * time.Second})
+		c := probe.NewCollector(probe.Options[zkclient.Observation]{Kind: "ZookeeperClusterTest", CallTimeout: 500 * time.Millisecond, Deadline: 2 * time.Second})
 		start := time.Now()
 		res := observeEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 2*time.Second+500*time.Millisecond {
@@ -186,7 +186,7 @@ func TestEnsemble(t *testing.T) {
 
 		// The deadline passes before the call times out: the call is still
 		// pending, and the others answered.
-		c = probe.NewCollector[zkclient.Observation](probe.Options{Kind: "ZookeeperClusterTest", CallTimeout: 5 * time.Second, Deadline: 700 * time.Millisecond})
+		c = probe.NewCollector(probe.Options[zkclient.Observation]{Kind: "ZookeeperClusterTest", CallTimeout: 5 * time.Second, Deadline: 700 * time.Millisecond})
 		start = time.Now()
 		res = observeEnsemble(t.Context(), c, client, targets(servers))
 		if took := time.Since(start); took > 700*time.Millisecond+500*time.Millisecond {
