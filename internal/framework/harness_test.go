@@ -434,7 +434,7 @@ func testOptions(a *widgetActor) framework.Options[*testapi.Widget] {
 		Owns:          []client.Object{&testapi.Gadget{}, &appsv1.Deployment{}},
 		ActionRequeue: 20 * time.Millisecond,
 		WaitBackoff:   framework.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond},
-		Controller:    controller.Options{SkipNameValidation: ptr.To(true)},
+		Controller:    controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
 	}
 }
 

@@ -76,19 +76,26 @@ func setup(t *testing.T) (*rest.Config, client.WithWatch, string) {
 // namespace ns, until the test ends.
 func startManager(t *testing.T, cfg *rest.Config, ns string) {
 	t.Helper()
+	startManagerWith(t, cfg, ns, zookeeper.Options{Resync: time.Second})
+}
+
+// startManagerWith runs the controller with opts, four workers (as the
+// manager runs it), limited to namespace ns.
+func startManagerWith(t *testing.T, cfg *rest.Config, ns string, opts zookeeper.Options) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 newScheme(),
 		Logger:                 testenv.Logger(t, testVerbosity),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Every test runs its own manager with the same controller name.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 	})
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
-	if err := zookeeper.Setup(mgr, zookeeper.Options{Resync: time.Second}); err != nil {
+	if err := zookeeper.Setup(mgr, opts); err != nil {
 		t.Fatalf("set up the controller: %v", err)
 	}
 	testenv.StartManager(t, mgr)

@@ -243,7 +243,9 @@ type ServerStatus struct {
 	// (0x...).
 	// +optional
 	LastZxid string `json:"lastZxid,omitempty"`
-	// error says why the server did not answer or does not serve.
+	// error says why the server did not answer or does not serve: a
+	// timeout, a refused connection, an unreachable address, or what the
+	// server answered. It keeps its text while the failure lasts.
 	// +optional
 	Error string `json:"error,omitempty"`
 }
