@@ -183,7 +183,7 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, reas
 	ids := after.IDs()
 	ctx.Obj.Status.Members = toInt32(ids)
 	// The voting views cached before the change are stale now.
-	c.stats.Forget(string(ctx.Obj.UID), nil)
+	c.stats.Forget(framework.Group(ctx.Obj), nil)
 	if after.Version != before.Version {
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
 		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)
