@@ -102,7 +102,7 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	// for them (up to the probe deadline); every other pass reads what the
 	// background probes last heard and never waits.
 	var results map[string]probe.Result[zkclient.Observation]
-	if ctx.Operation() != nil {
+	if op := ctx.Operation(); op != nil && op.Phase == commonv1.PhaseRunning {
 		results = ObserveEnsemble(ctx, c.stats, c.http, targets)
 	} else {
 		results = WatchEnsemble(c.stats, c.http, targets)
