@@ -124,6 +124,9 @@ type Controller struct {
 	mu sync.Mutex
 	// zxidsAt is when each cluster's zxids in status were last refreshed.
 	zxidsAt map[types.UID]time.Time
+	// sent is the membership change each cluster's scale step sent last,
+	// until a later run reads its outcome (reportLostReply).
+	sent map[types.UID]memberChange
 }
 
 // New returns a controller with opts.
@@ -151,6 +154,7 @@ func New(opts Options) *Controller {
 			Notify:      trigger.Enqueue,
 		}),
 		zxidsAt: map[types.UID]time.Time{},
+		sent:    map[types.UID]memberChange{},
 	}
 }
 

@@ -94,6 +94,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		return false, err
 	}
 	ids := cfg.IDs()
+	c.reportLostReply(ctx, cfg)
 	if !slices.Equal(ids, e.members) {
 		// The leader's voting view (or, without a leader, status) lags
 		// the configuration just read: what Declare applied may be a step
@@ -108,11 +109,14 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 		if s := e.member(add); s == nil || !s.serving() {
 			return c.wait(ctx, commonv1.ReasonScaling, fmt.Sprintf("waiting for server %d to start and follow the leader before it joins", add))
 		}
+		change := memberChange{add: add, from: cfg.Version}
+		c.sending(zk, change)
 		next, err := zkclient.AddMember(rctx, session.addrs, build.Members(zk, []int{add}, c.opts.ClusterDomain)[0], cfg.Version, session.auth)
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("add server %d: %w", add, err))
 		}
-		c.committed(ctx, cfg, next, zkv1.EventMemberAdded, fmt.Sprintf("Server %d joined the ensemble", add))
+		reason, message := change.event()
+		c.committed(ctx, cfg, next, reason, message)
 		return false, nil
 	case remove != 0:
 		remaining := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id == remove })
@@ -120,14 +124,71 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 			return c.wait(ctx, commonv1.ReasonQuorumAtRisk, fmt.Sprintf(
 				"not removing server %d: %d of the remaining %d members serve, a quorum needs %d", remove, n, len(remaining), quorum(len(remaining))))
 		}
+		change := memberChange{remove: remove, from: cfg.Version}
+		c.sending(zk, change)
 		next, err := zkclient.RemoveMember(rctx, session.addrs, remove, cfg.Version, session.auth)
 		if err != nil {
 			return c.reconfigFailed(ctx, fmt.Errorf("remove server %d: %w", remove, err))
 		}
-		c.committed(ctx, cfg, next, zkv1.EventMemberRemoved, fmt.Sprintf("Server %d left the ensemble", remove))
+		reason, message := change.event()
+		c.committed(ctx, cfg, next, reason, message)
 		return false, nil
 	}
 	return true, nil
+}
+
+// memberChange is a reconfiguration sent to the ensemble: the server added
+// or removed, and the configuration version it was made from.
+type memberChange struct {
+	add, remove int
+	from        int64
+}
+
+// event returns the Event reason and message of the change.
+func (m memberChange) event() (reason, message string) {
+	if m.add != 0 {
+		return zkv1.EventMemberAdded, fmt.Sprintf("Server %d joined the ensemble", m.add)
+	}
+	return zkv1.EventMemberRemoved, fmt.Sprintf("Server %d left the ensemble", m.remove)
+}
+
+// madeBy reports whether cfg is what sent led to: a newer configuration
+// than the one it was made from, with the added server in it or the
+// removed one out of it.
+func (m memberChange) madeBy(cfg zkclient.Config) bool {
+	if cfg.Version == m.from {
+		return false
+	}
+	_, has := cfg.Members[m.add+m.remove]
+	return has == (m.add != 0)
+}
+
+// sending records the change about to be sent for zk until a later run
+// reads the outcome: when the answer is lost (the removed leader closes
+// the connection before it answers), the change may have been made all
+// the same, and it is still reported once.
+func (c *Controller) sending(zk *Cluster, m memberChange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent[zk.UID] = m
+}
+
+// reportLostReply records the Event of a change whose answer was lost and
+// that cfg, the configuration read since, shows made. The record of the
+// change goes either way. A change that was answered was reported by
+// committed already.
+func (c *Controller) reportLostReply(ctx *Context, cfg zkclient.Config) {
+	c.mu.Lock()
+	m, ok := c.sent[ctx.Obj.UID]
+	delete(c.sent, ctx.Obj.UID)
+	c.mu.Unlock()
+	if !ok || !m.madeBy(cfg) {
+		return
+	}
+	reason, message := m.event()
+	ctx.Log.Info("Ensemble reconfigured; the answer was lost", "members", cfg.IDs(), "version", fmt.Sprintf("%#x", cfg.Version))
+	ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x; the answer to the change was lost)",
+		message, cfg.IDs(), cfg.Version)
 }
 
 // reconfigFailed turns the answers ZooKeeper gives while it is busy into a
@@ -180,6 +241,9 @@ func (c *Controller) members(rctx context.Context, ctx *Context, e *ensemble) (z
 // changed, only when it did (a repeated run finds its change done and says
 // nothing).
 func (c *Controller) committed(ctx *Context, before, after zkclient.Config, reason, message string) {
+	c.mu.Lock()
+	delete(c.sent, ctx.Obj.UID)
+	c.mu.Unlock()
 	ids := after.IDs()
 	ctx.Obj.Status.Members = toInt32(ids)
 	// The voting views cached before the change are stale now.

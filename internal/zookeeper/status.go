@@ -195,6 +195,7 @@ func (c *Controller) forgetCluster(zk *Cluster) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.zxidsAt, zk.UID)
+	delete(c.sent, zk.UID)
 }
 
 // previousServer is a server as status last recorded it.
