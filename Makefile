@@ -130,6 +130,21 @@ verify: generate manifests fmt ## Check generated files, formatting and go.mod a
 
 # BENCH selects what `make bench` runs (a go test -bench pattern), e.g. BENCH=Idle.
 BENCH ?= .
+# BENCH_PACKAGES are the packages `make bench` runs: every one under bench/
+# but bench/scale, which runs for long and has its own target.
+BENCH_PACKAGES ?= $(filter-out %/bench/scale,$(shell $(GO) list -tags bench ./bench/...))
+# SIMULATED_POD_CAPACITY is the pods each of the two simulated nodes takes
+# when a benchmark target brings a cluster up: room for a thousand
+# 3-replica clusters.
+SIMULATED_POD_CAPACITY ?= 2000
+# make bench-scale runs SCALE_BENCH (a -bench pattern; Scale/ZooKeeper for
+# one kind) with SCALE_CLUSTERS clusters of each kind held idle for
+# SCALE_IDLE, with Steward installed with SCALE_HELM_FLAGS (the chart's
+# memory limit is not sized for a thousand clusters).
+SCALE_BENCH ?= Scale
+SCALE_CLUSTERS ?= 1000
+SCALE_IDLE ?= 2m
+SCALE_HELM_FLAGS ?= --set resources.limits.memory=2Gi
 
 ##@ Build and test
 
@@ -238,17 +253,29 @@ wait-admission:
 	done; \
 	echo "$$out" >&2; exit 1
 
-.PHONY: bench
-bench: images helm ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.
-	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
+# BENCH_HELM_FLAGS are extra flags for the benchmarks' install of Steward.
+BENCH_HELM_FLAGS ?=
+
+.PHONY: bench-setup
+bench-setup: images helm ## Bring up a local cluster with simulated capacity unless one is up, load the images, install Steward for the benchmarks.
+	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 --simulated-pod-capacity $(SIMULATED_POD_CAPACITY)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
 	@# Plain-HTTP metrics: the benchmark reads them through the API
 	@# server's pod proxy, which cannot carry a scraper's token.
-	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="--set metrics.secure=false"
+	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="--set metrics.secure=false $(BENCH_HELM_FLAGS)"
 	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
 	@$(MAKE) --no-print-directory wait-admission
-	$(GO) test -tags bench -run '^$$' -bench $(BENCH) -benchtime 1x -timeout 30m -v ./bench/...
+
+.PHONY: bench
+bench: bench-setup ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.
+	$(GO) test -tags bench -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m -v $(BENCH_PACKAGES)
+
+.PHONY: bench-scale
+bench-scale: BENCH_HELM_FLAGS += $(SCALE_HELM_FLAGS)
+bench-scale: bench-setup ## Run the scale benchmark (bench/scale): SCALE_CLUSTERS clusters (default 1000) on simulated nodes created, idle for SCALE_IDLE, deleted.
+	SCALE_CLUSTERS=$(SCALE_CLUSTERS) SCALE_IDLE=$(SCALE_IDLE) \
+		$(GO) test -tags bench -run '^$$' -bench '$(SCALE_BENCH)' -benchtime 1x -timeout 4h -v ./bench/scale/
 
 .PHONY: down
 down: ## Tear the local cluster down, leaving nothing behind.

@@ -44,7 +44,7 @@ func BenchmarkAdmission(b *testing.B) {
 		}
 	}
 	stored := zk("stored")
-	if err := k.c.Create(b.Context(), stored); err != nil {
+	if err := k.C.Create(b.Context(), stored); err != nil {
 		b.Fatal(err)
 	}
 	timed := func(what string, do func(i int) error) []time.Duration {
@@ -62,14 +62,14 @@ func BenchmarkAdmission(b *testing.B) {
 	for b.Loop() {
 		plain := timed("ConfigMap create", func(i int) error {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}}
-			return k.c.Create(b.Context(), cm, client.DryRunAll)
+			return k.C.Create(b.Context(), cm, client.DryRunAll)
 		})
 		create := timed("ZookeeperCluster create", func(i int) error {
-			return k.c.Create(b.Context(), zk(fmt.Sprintf("zk-%d", i)), client.DryRunAll)
+			return k.C.Create(b.Context(), zk(fmt.Sprintf("zk-%d", i)), client.DryRunAll)
 		})
 		update := timed("ZookeeperCluster update", func(i int) error {
 			patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, i%2 == 0)
-			return k.c.Patch(b.Context(), stored, client.RawPatch("application/merge-patch+json", []byte(patch)))
+			return k.C.Patch(b.Context(), stored, client.RawPatch("application/merge-patch+json", []byte(patch)))
 		})
 		p := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
 		for _, row := range []struct {

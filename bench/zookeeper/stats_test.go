@@ -31,7 +31,7 @@ func BenchmarkEnsembleStats(b *testing.B) {
 	client := &http.Client{}
 	gather := func() (time.Duration, int) {
 		// A fresh collector each time: no cached answer, no call in flight.
-		c := probe.NewCollector[zkclient.Observation](probe.Options{CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
+		c := probe.NewCollector(probe.Options[zkclient.Observation]{CallTimeout: 2 * time.Second, Deadline: 3 * time.Second})
 		start := time.Now()
 		res := zkctrl.ObserveEnsemble(b.Context(), c, client, targets)
 		took := time.Since(start)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -50,13 +49,13 @@ func (c *Context[T]) EnsureConfigMap(component string, data map[string]string) (
 	cm := &corev1.ConfigMap{}
 	err := c.Client.Get(c, k, cm)
 	if err == nil {
-		c.r.configCreated(k, false)
+		c.r.createdRecently(c.createdKey(cm), false)
 		return name, c.reuseConfigMap(cm, component)
 	}
 	if !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("get ConfigMap %s: %w", name, err)
 	}
-	if c.r.configCreated(k, true) {
+	if c.CreatedRecently(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: name}}) {
 		// Created by an earlier pass; the cache has not caught up yet. A
 		// Create would only be answered 409.
 		return name, nil
@@ -64,7 +63,7 @@ func (c *Context[T]) EnsureConfigMap(component string, data map[string]string) (
 	switch err := c.Client.Create(c, c.newConfigMap(name, component, data), client.FieldOwner(FieldOwner)); {
 	case err == nil:
 		c.Log.Info("Created config ConfigMap", "name", name, "component", component)
-		c.r.rememberConfig(k)
+		c.Created(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: name}})
 		return name, nil
 	case apierrors.IsAlreadyExists(err):
 		// The cache lags behind the API server: look at the live one.
@@ -334,38 +333,4 @@ func ReferencedConfigMaps(spec *corev1.PodSpec) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-// createdConfigTTL is how long a ConfigMap this process created is taken to
-// exist while the cache does not show it yet. Longer than the cache ever
-// lags; a ConfigMap deleted meanwhile is created again after it.
-const createdConfigTTL = time.Minute
-
-// rememberConfig records that this process created the config ConfigMap at
-// k, and drops the records past createdConfigTTL (those of objects deleted
-// before their cache caught up).
-func (r *Reconciler[T]) rememberConfig(k client.ObjectKey) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	for old, at := range r.createdConfigs {
-		if now.Sub(at) > createdConfigTTL {
-			delete(r.createdConfigs, old)
-		}
-	}
-	r.createdConfigs[k] = now
-}
-
-// configCreated reports whether this process created the config ConfigMap
-// at k within createdConfigTTL, while the cache does not show it (missing).
-// Once the cache shows it, or the record is older, the record goes.
-func (r *Reconciler[T]) configCreated(k client.ObjectKey, missing bool) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at, ok := r.createdConfigs[k]
-	if ok && (!missing || time.Since(at) > createdConfigTTL) {
-		delete(r.createdConfigs, k)
-		return false
-	}
-	return ok
 }

@@ -108,6 +108,14 @@ func (c *Context[T]) Event(eventType, reason, format string, args ...any) {
 	c.Recorder.Eventf(c.Obj, nil, eventType, reason, "Reconcile", format, args...)
 }
 
+// EventAbout records an Event on the object about related, one of its
+// children: Events of the same reason about different children are
+// separate series, where several about the object alone in quick
+// succession would count as one and race each other.
+func (c *Context[T]) EventAbout(related client.Object, eventType, reason, format string, args ...any) {
+	c.Recorder.Eventf(c.Obj, related, eventType, reason, "Reconcile", format, args...)
+}
+
 // SetCondition sets a condition on the object at its current generation.
 // Setting ConditionReady this way stops the framework from setting Ready on
 // its own in this pass.

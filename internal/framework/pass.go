@@ -45,9 +45,17 @@ func (p *pass[T]) run(ctx context.Context, req reconcile.Request) (reconcile.Res
 	if err := p.r.client.Get(ctx, req.NamespacedName, p.obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			p.r.setInFlight(req.NamespacedName, "")
+			p.r.staleRead(req.NamespacedName, "")
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("get %s %s: %w", p.r.kind, req.NamespacedName, err)
+	}
+	if p.r.staleRead(req.NamespacedName, p.obj.GetResourceVersion()) {
+		// The cache has not seen this controller's own last write: a pass
+		// on it would only be refused (409) writing status. The write's
+		// watch event brings the object again; the requeue is a safety net.
+		p.log.V(1).Info("Cache behind this controller's last write, waiting for it")
+		return reconcile.Result{RequeueAfter: staleReadRequeue}, nil
 	}
 	if !p.obj.GetDeletionTimestamp().IsZero() {
 		return p.reconcileDelete(ctx)
@@ -362,20 +370,33 @@ func (p *pass[T]) finishWithoutStatus(err error) (reconcile.Result, error) {
 }
 
 // emit records an Event for every condition transition worth one.
+//
+// Transitions to the same reason in one pass (Ready and Progressing both
+// turning to Creating, say) make one Event: the Events API keeps a series
+// per object and reason, and two of them recorded within milliseconds race
+// each other (a patch answered 404, a create answered 409).
 func (p *pass[T]) emit(transitions []Transition) {
+	var reasons []string
+	notes := map[string][]string{}
 	for _, t := range transitions {
 		if !eventWorthy(t) {
 			continue
-		}
-		kind := corev1.EventTypeNormal
-		if warningReasons[t.New.Reason] {
-			kind = corev1.EventTypeWarning
 		}
 		note := fmt.Sprintf("%s is %s", t.New.Type, t.New.Status)
 		if t.New.Message != "" {
 			note += ": " + t.New.Message
 		}
-		p.c.Event(kind, t.New.Reason, "%s", note)
+		if _, seen := notes[t.New.Reason]; !seen {
+			reasons = append(reasons, t.New.Reason)
+		}
+		notes[t.New.Reason] = append(notes[t.New.Reason], note)
+	}
+	for _, reason := range reasons {
+		kind := corev1.EventTypeNormal
+		if warningReasons[reason] {
+			kind = corev1.EventTypeWarning
+		}
+		p.c.Event(kind, reason, "%s", strings.Join(notes[reason], "; "))
 	}
 }
 
@@ -415,6 +436,7 @@ func (p *pass[T]) patchMeta(ctx context.Context, mutate func(client.Object)) err
 		client.FieldOwner(FieldOwner)); err != nil {
 		return err
 	}
+	p.r.wrote(client.ObjectKeyFromObject(work), base.GetResourceVersion())
 	for _, o := range []client.Object{p.obj, p.orig} {
 		if reflectNil(o) {
 			continue
@@ -433,8 +455,12 @@ func (p *pass[T]) patchStatus() error {
 		return err
 	}
 	p.log.V(1).Info("Writing status", "patch", string(data))
-	return p.r.client.Status().Patch(p.c, p.obj, client.RawPatch(types.MergePatchType, data),
-		client.FieldOwner(FieldOwner))
+	if err := p.r.client.Status().Patch(p.c, p.obj, client.RawPatch(types.MergePatchType, data),
+		client.FieldOwner(FieldOwner)); err != nil {
+		return err
+	}
+	p.r.wrote(client.ObjectKeyFromObject(p.obj), p.orig.GetResourceVersion())
+	return nil
 }
 
 // statusPatch returns a JSON merge patch that turns before's status into

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,12 @@ const (
 	DefaultConfigRevisions = 3
 	// conflictRequeue is how soon a pass that hit a conflict runs again.
 	conflictRequeue = 100 * time.Millisecond
+	// staleReadRequeue is how soon a pass skipped on a cache behind the
+	// controller's own write runs again, should the write's watch event
+	// not come first.
+	staleReadRequeue = time.Second
+	// maxOverwritten bounds the resourceVersions kept per object.
+	maxOverwritten = 4
 )
 
 // DefaultWaitBackoff is the default backoff of dependency waits and of
@@ -104,9 +111,12 @@ type Reconciler[T Object] struct {
 	mu       sync.Mutex
 	applies  map[applyKey]applyRecord
 	inFlight map[types.NamespacedName]string
-	// createdConfigs are the config ConfigMaps this process created that
-	// the cache may not show yet (EnsureConfigMap).
-	createdConfigs map[types.NamespacedName]time.Time
+	// created are the objects this process created that the cache may
+	// not show yet (EnsureConfigMap, Context.Created).
+	created map[createdKey]time.Time
+	// overwritten are, per object, the resourceVersions this controller's
+	// own writes replaced: a cached copy at one of them is stale.
+	overwritten map[types.NamespacedName][]string
 }
 
 // New returns a Reconciler for T on mgr. T must be registered in the
@@ -116,15 +126,16 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 		return nil, errors.New("framework: Options.Actor is required")
 	}
 	r := &Reconciler[T]{
-		opts:           opts,
-		client:         mgr.GetClient(),
-		reader:         mgr.GetAPIReader(),
-		scheme:         mgr.GetScheme(),
-		flows:          map[string]*Flow[T]{},
-		applies:        map[applyKey]applyRecord{},
-		inFlight:       map[types.NamespacedName]string{},
-		createdConfigs: map[types.NamespacedName]time.Time{},
-		checker:        childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
+		opts:        opts,
+		client:      mgr.GetClient(),
+		reader:      mgr.GetAPIReader(),
+		scheme:      mgr.GetScheme(),
+		flows:       map[string]*Flow[T]{},
+		applies:     map[applyKey]applyRecord{},
+		inFlight:    map[types.NamespacedName]string{},
+		created:     map[createdKey]time.Time{},
+		overwritten: map[types.NamespacedName][]string{},
+		checker:     childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
 	}
 	gvk, err := kindOf[T](r.scheme)
 	if err != nil {
@@ -250,4 +261,35 @@ func withDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// wrote records that this controller changed the object at k from
+// resourceVersion from.
+func (r *Reconciler[T]) wrote(k types.NamespacedName, from string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vs := append(r.overwritten[k], from)
+	if len(vs) > maxOverwritten {
+		vs = vs[len(vs)-maxOverwritten:]
+	}
+	r.overwritten[k] = vs
+}
+
+// staleRead reports whether a cached copy of the object at k with
+// resourceVersion version predates one of this controller's own writes.
+// A copy that does not forgets the record: the cache has caught up (or
+// another writer moved the object on, which a write would find out).
+// resourceVersions are compared for equality only, as the API allows.
+func (r *Reconciler[T]) staleRead(k types.NamespacedName, version string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	vs, ok := r.overwritten[k]
+	if !ok {
+		return false
+	}
+	if slices.Contains(vs, version) {
+		return true
+	}
+	delete(r.overwritten, k)
+	return false
 }

@@ -131,10 +131,22 @@ func metricsOptions(opts Options) metricsserver.Options {
 // and other workloads' credentials never sit in the operator's heap. A
 // Secret outside the cache is still read from the API server when a
 // controller needs it (a name clash with a user's Secret, say).
+//
+// Volume claims are only ever listed by the standard labels, so only
+// Steward's are cached too. Pods are not filtered: a config ConfigMap is
+// collected only when no pod of the namespace, anyone's, uses it. No
+// cached object keeps its managedFields, which Steward never reads (its
+// applies go to the API server) and which make up much of a pod's size:
+// the operator's memory grows with the clusters it runs.
 func cacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{standard.LabelManagedBy: standard.ManagedBy})},
-	}}
+	ours := labels.SelectorFromSet(labels.Set{standard.LabelManagedBy: standard.ManagedBy})
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:                {Label: ours},
+			&corev1.PersistentVolumeClaim{}: {Label: ours},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // restMapper is the manager's REST mapper: controller-runtime's lazy
@@ -148,6 +160,7 @@ func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, err
 	}
 	static := meta.NewDefaultRESTMapper(nil)
 	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	static.Add(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace)
 	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
 

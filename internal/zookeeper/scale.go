@@ -348,7 +348,8 @@ func (c *Controller) deleteVolumes(ctx *Context, whose string, match func(ordina
 	deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, match)
 	for _, name := range deleted {
 		ctx.Log.Info("Deleted a volume claim under reclaim policy Delete", "persistentVolumeClaim", name, "of", whose)
-		ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted volume claim %s of a %s (reclaim policy Delete)", name, whose)
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ctx.Obj.Namespace, Name: name}}
+		ctx.EventAbout(claim, corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted volume claim %s of a %s (reclaim policy Delete)", name, whose)
 	}
 	return err
 }

@@ -6,7 +6,8 @@
 // route off the machine.
 //
 //	localkube build                   build and cache every binary (idempotent)
-//	localkube up [--simulated-nodes N] start a cluster, wait until it is usable
+//	localkube up [--simulated-nodes N] [--simulated-pod-capacity P]
+//	                                  start a cluster, wait until it is usable
 //	localkube status                  show components and nodes
 //	localkube load-image ARCHIVE      import a docker-archive into the node
 //	localkube logs COMPONENT          print a component's log

@@ -126,6 +126,7 @@ func upCmd(cfg *cluster.Config) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "number of kwok nodes (tainted kwok.x-k8s.io/node=fake:NoSchedule; their pods become Ready without running)")
+	cmd.Flags().IntVar(&cfg.SimulatedPodCapacity, "simulated-pod-capacity", cfg.SimulatedPodCapacity, "pods each kwok node takes (its pods capacity and allocatable)")
 	cmd.Flags().IntVar(&cfg.APIPort, "api-port", cfg.APIPort, "host loopback port the API server is forwarded to")
 	return cmd
 }
@@ -281,6 +282,7 @@ func provisionerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rc.QPS, rc.Burst = cluster.ControlPlaneQPS, cluster.ControlPlaneBurst
 			cs, err := kubernetes.NewForConfig(rc)
 			if err != nil {
 				return err

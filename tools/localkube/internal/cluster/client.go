@@ -111,35 +111,43 @@ func isReady(node *corev1.Node) bool {
 // simulatedNodeName names the i-th kwok node.
 func simulatedNodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
-// createSimulatedNodes creates n Node objects for kwok to keep alive. They are
-// tainted so that only pods that ask for simulated nodes land there; their
-// containers never run.
-func (k *client) createSimulatedNodes(ctx context.Context, n int) error {
+// createSimulatedNodes creates n Node objects for kwok to keep alive, each
+// taking podCapacity pods.
+func (k *client) createSimulatedNodes(ctx context.Context, n, podCapacity int) error {
 	for i := range n {
-		name := simulatedNodeName(i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels: map[string]string{
-					"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-					"type": "kwok",
-				},
-			},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
-			Status: corev1.NodeStatus{
-				Capacity: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-					corev1.ResourcePods: resource.MustParse("110"),
-				},
-			},
-		}
-		node.Status.Allocatable = node.Status.Capacity
+		node := simulatedNode(i, podCapacity)
 		if err := ignoreExists(k.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})); err != nil {
-			return fmt.Errorf("create node %s: %w", name, err)
+			return fmt.Errorf("create node %s: %w", node.Name, err)
 		}
 	}
 	return nil
+}
+
+// simulatedNode is the i-th kwok node. It is tainted so that only pods that
+// ask for simulated nodes land there; their containers never run. The API
+// server keeps a Node's status from its creation and kwok keeps a capacity
+// it finds, so the capacity set here is the one the scheduler sees.
+func simulatedNode(i, podCapacity int) *corev1.Node {
+	name := simulatedNodeName(i)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"type": "kwok",
+			},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+				corev1.ResourcePods: *resource.NewQuantity(int64(podCapacity), resource.DecimalSI),
+			},
+		},
+	}
+	node.Status.Allocatable = node.Status.Capacity
+	return node
 }
 
 func (k *client) simulatedNodesReady(ctx context.Context, n int) error {

@@ -26,6 +26,9 @@ type Config struct {
 	APIPort int
 	// SimulatedNodes is how many kwok nodes to create.
 	SimulatedNodes int
+	// SimulatedPodCapacity is the pods capacity of each kwok node. The
+	// kubelet's default, 110, suits tests; scale benchmarks need thousands.
+	SimulatedPodCapacity int
 }
 
 // The cluster's fixed addressing. 10.201.0.0/16 and the pod and service
@@ -52,6 +55,9 @@ const (
 	// ProvisionerName is the provisioner name the StorageClass names.
 	ProvisionerName = "localkube.steward.dev/hostpath"
 	apiServerPort   = 6443
+	// DefaultSimulatedPodCapacity is a kwok node's pods capacity unless
+	// told otherwise: the kubelet's default maxPods.
+	DefaultSimulatedPodCapacity = 110
 )
 
 // DefaultConfig returns the configuration `localkube up` uses unless told
@@ -64,6 +70,8 @@ func DefaultConfig(binDir string) Config {
 		NetNS:    "localkube",
 		NodeName: "localkube-node",
 		APIPort:  6443,
+
+		SimulatedPodCapacity: DefaultSimulatedPodCapacity,
 	}
 }
 
@@ -80,6 +88,10 @@ func (c Config) Bin(name string) string { return filepath.Join(c.BinDir, name) }
 
 // Kubeconfig is the admin kubeconfig for use from the host.
 func (c Config) Kubeconfig() string { return c.Path("kubeconfig") }
+
+// AuditLog is the API server's audit log: every request of a workload's
+// service account (see renderAuditPolicy). `localkube logs audit` prints it.
+func (c Config) AuditLog() string { return c.Daemon("audit").LogFile }
 
 // ContainerdSocket is the CRI endpoint of the node's containerd.
 func (c Config) ContainerdSocket() string {

@@ -38,6 +38,7 @@ func (c Config) writeFiles() error {
 		c.Path("resolv.conf"):                  renderResolvConf(),
 		c.Path("kube-proxy.yaml"):              c.renderKubeProxyConfig(),
 		c.Path("Corefile"):                     c.renderCorefile(),
+		c.Path("audit-policy.yaml"):            renderAuditPolicy(),
 	}
 	for _, id := range c.identities() {
 		files[c.Path("kubeconfigs", id.Name+".kubeconfig")] = renderKubeconfig(InternalAPIAddress(), ca, tokens[id.Name])

@@ -202,3 +202,38 @@ func (c Config) renderCorefile() string {
 }
 `, NodeIP, ClusterDomain, c.Path("kubeconfigs", "coredns.kubeconfig"))
 }
+
+// renderAuditPolicy renders the API server's audit policy: one line per
+// request of a workload's service account (an operator under test), with
+// who asked, what, and the answer's code and reason, so that a test or a
+// benchmark can tell which of the operator's requests failed (a 409 on an
+// update, a 404 on a delete). Events are logged with their body, which
+// names the reason that identifies the code that recorded them. The
+// cluster's own controllers (kube-system's service accounts), its
+// components and the admin are not logged: they would drown the rest.
+func renderAuditPolicy() string {
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+- RequestReceived
+- ResponseStarted
+rules:
+- level: None
+  userGroups:
+  - system:serviceaccounts:kube-system
+- level: Request
+  userGroups:
+  - system:serviceaccounts
+  resources:
+  - group: ""
+    resources:
+    - events
+  - group: events.k8s.io
+    resources:
+    - events
+- level: Metadata
+  userGroups:
+  - system:serviceaccounts
+- level: None
+`
+}

@@ -2,8 +2,15 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit/policy"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 func TestUnescapeMount(t *testing.T) {
@@ -82,5 +89,78 @@ func TestComponentsStartInDependencyOrder(t *testing.T) {
 	c.SimulatedNodes = 2
 	if names := c.allComponentNames(); names[len(names)-1] != "kwok" {
 		t.Errorf("kwok missing from %v", names)
+	}
+}
+
+// TestSimulatedNodeTakesItsPodCapacity: the capacity `up
+// --simulated-pod-capacity` asks for is what the scheduler sees, in both
+// capacity and allocatable, on a node only pods that tolerate kwok land on.
+func TestSimulatedNodeTakesItsPodCapacity(t *testing.T) {
+	node := simulatedNode(1, 2000)
+	if node.Name != "kwok-node-1" || node.Labels["type"] != "kwok" {
+		t.Errorf("node %s labels %v, want kwok-node-1 labeled type=kwok", node.Name, node.Labels)
+	}
+	for what, list := range map[string]corev1.ResourceList{"capacity": node.Status.Capacity, "allocatable": node.Status.Allocatable} {
+		if pods := list[corev1.ResourcePods]; pods.Value() != 2000 {
+			t.Errorf("%s pods = %s, want 2000", what, pods.String())
+		}
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "kwok.x-k8s.io/node" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("taints %v, want kwok.x-k8s.io/node=fake:NoSchedule", node.Spec.Taints)
+	}
+	if pods := simulatedNode(0, DefaultConfig("/bin/lk").SimulatedPodCapacity).Status.Capacity[corev1.ResourcePods]; pods.Value() != 110 {
+		t.Errorf("default pods capacity %s, want the kubelet's 110", pods.String())
+	}
+}
+
+// TestControlPlaneClientsAreNotThrottled: the controller manager and the
+// scheduler run with the raised client limits, so that a burst of
+// StatefulSets is paced by the API server, not by the clients.
+func TestControlPlaneClientsAreNotThrottled(t *testing.T) {
+	c := DefaultConfig("/bin/lk")
+	for _, comp := range c.components() {
+		if comp.name != "kube-controller-manager" && comp.name != "kube-scheduler" {
+			continue
+		}
+		argv := strings.Join(comp.argv(c), " ")
+		for _, want := range []string{fmt.Sprintf("--kube-api-qps=%d ", ControlPlaneQPS), fmt.Sprintf("--kube-api-burst=%d ", ControlPlaneBurst)} {
+			if !strings.Contains(argv, want) {
+				t.Errorf("%s runs without %s: %s", comp.name, want, argv)
+			}
+		}
+	}
+}
+
+// TestAuditPolicyLogsWorkloadsOnly: the API server accepts the policy; an
+// operator's service account is logged with the answer (Metadata), its
+// Events with their body (Request), the cluster's own controllers,
+// components and the admin not at all.
+func TestAuditPolicyLogsWorkloadsOnly(t *testing.T) {
+	p, err := policy.LoadPolicyFromBytes([]byte(renderAuditPolicy()))
+	if err != nil {
+		t.Fatalf("the API server would refuse the audit policy: %v", err)
+	}
+	eval := policy.NewPolicyRuleEvaluator(p)
+	operator := []string{"system:serviceaccounts", "system:serviceaccounts:steward-system", "system:authenticated"}
+	for _, tc := range []struct {
+		user          string
+		groups        []string
+		group, object string
+		want          audit.Level
+	}{
+		{"system:serviceaccount:steward-system:steward", operator, "apps", "statefulsets", audit.LevelMetadata},
+		{"system:serviceaccount:steward-system:steward", operator, "events.k8s.io", "events", audit.LevelRequest},
+		{"system:serviceaccount:steward-system:steward", operator, "", "events", audit.LevelRequest},
+		{"system:serviceaccount:kube-system:statefulset-controller", []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}, "apps", "statefulsets", audit.LevelNone},
+		{"system:serviceaccount:kube-system:statefulset-controller", []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}, "events.k8s.io", "events", audit.LevelNone},
+		{"system:kube-scheduler", []string{"system:masters", "system:authenticated"}, "", "pods", audit.LevelNone},
+		{"localkube-admin", []string{"system:masters", "system:authenticated"}, "apps", "statefulsets", audit.LevelNone},
+		{"system:node:localkube-node", []string{"system:nodes", "system:authenticated"}, "", "pods", audit.LevelNone},
+	} {
+		attrs := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user, Groups: tc.groups},
+			Verb: "create", APIGroup: tc.group, Resource: tc.object, Namespace: "ns", Name: "zk", ResourceRequest: true}
+		if got := eval.EvaluatePolicyRule(attrs).Level; got != tc.want {
+			t.Errorf("%s's %s.%s are audited at level %q, want %q", tc.user, tc.object, tc.group, got, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -47,6 +48,10 @@ func (c Config) Status(ctx context.Context, out io.Writer) error {
 		state := "NotReady"
 		if isReady(&nodes.Items[i]) {
 			state = "Ready"
+		}
+		if node := &nodes.Items[i]; node.Labels["type"] == "kwok" {
+			pods := node.Status.Allocatable[corev1.ResourcePods]
+			state += fmt.Sprintf(" (simulated, %d pods)", pods.Value())
 		}
 		fmt.Fprintf(out, "  node %-19s %s\n", nodes.Items[i].Name, state)
 	}

@@ -19,6 +19,9 @@ import (
 // answers. On failure it names the component and prints its log's tail;
 // what was started stays up for inspection until `down`.
 func (c Config) Up(ctx context.Context, out io.Writer) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
 	if err := netns.CheckRoot(); err != nil {
 		return err
 	}
@@ -57,6 +60,17 @@ func (c Config) Up(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Cluster up in %s\n\n", time.Since(start).Round(time.Second))
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n  %s get nodes\n\nStop it with `localkube down`.\n", c.Kubeconfig(), c.Bin("kubectl"))
+	return nil
+}
+
+// validate rejects settings no cluster could run with.
+func (c Config) validate() error {
+	if c.SimulatedNodes < 0 {
+		return fmt.Errorf("--simulated-nodes %d: want 0 or more", c.SimulatedNodes)
+	}
+	if c.SimulatedPodCapacity < 1 {
+		return fmt.Errorf("--simulated-pod-capacity %d: want 1 or more", c.SimulatedPodCapacity)
+	}
 	return nil
 }
 
@@ -133,7 +147,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 			return err
 		})
 	case "kwok":
-		if err = u.client.createSimulatedNodes(ctx, u.SimulatedNodes); err == nil {
+		if err = u.client.createSimulatedNodes(ctx, u.SimulatedNodes, u.SimulatedPodCapacity); err == nil {
 			err = u.poll(ctx, 60*time.Second, func() error { return u.client.simulatedNodesReady(ctx, u.SimulatedNodes) })
 		}
 	}
@@ -238,13 +252,15 @@ func (c Config) LoadImage(archive string) error {
 
 // savedState is what `up` records for `status` and `down`.
 type savedState struct {
-	SimulatedNodes int       `json:"simulatedNodes"`
-	APIPort        int       `json:"apiPort"`
-	StartedAt      time.Time `json:"startedAt"`
+	SimulatedNodes       int       `json:"simulatedNodes"`
+	SimulatedPodCapacity int       `json:"simulatedPodCapacity,omitempty"`
+	APIPort              int       `json:"apiPort"`
+	StartedAt            time.Time `json:"startedAt"`
 }
 
 func (c Config) saveState() error {
-	data, err := json.Marshal(savedState{SimulatedNodes: c.SimulatedNodes, APIPort: c.APIPort, StartedAt: time.Now()})
+	data, err := json.Marshal(savedState{SimulatedNodes: c.SimulatedNodes, SimulatedPodCapacity: c.SimulatedPodCapacity,
+		APIPort: c.APIPort, StartedAt: time.Now()})
 	if err != nil {
 		return err
 	}
@@ -262,5 +278,9 @@ func (c Config) LoadSaved() (Config, time.Time, error) {
 		return c, time.Time{}, err
 	}
 	c.SimulatedNodes, c.APIPort = s.SimulatedNodes, s.APIPort
+	// A state written before the capacity was recorded keeps the default.
+	if s.SimulatedPodCapacity > 0 {
+		c.SimulatedPodCapacity = s.SimulatedPodCapacity
+	}
 	return c, s.StartedAt, nil
 }

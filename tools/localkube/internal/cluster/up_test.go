@@ -78,3 +78,38 @@ func TestDyingComponentShowsItsLog(t *testing.T) {
 		t.Errorf("error lacks the log tail or the log's path:\n%v", err)
 	}
 }
+
+// TestSavedStateKeepsPodCapacity: `status` and `down` see the simulated
+// nodes' capacity `up` ran with; a state saved before it was recorded
+// reads as the default.
+func TestSavedStateKeepsPodCapacity(t *testing.T) {
+	c := testConfig(t)
+	c.SimulatedNodes, c.SimulatedPodCapacity = 2, 2000
+	if err := c.saveState(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := DefaultConfig(c.BinDir)
+	fresh.StateDir = c.StateDir
+	got, _, err := fresh.LoadSaved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SimulatedNodes != 2 || got.SimulatedPodCapacity != 2000 {
+		t.Errorf("loaded %d nodes of %d pods, want 2 of 2000", got.SimulatedNodes, got.SimulatedPodCapacity)
+	}
+	if err := os.WriteFile(c.Path("cluster.json"), []byte(`{"simulatedNodes":2,"apiPort":6443}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err = fresh.LoadSaved(); err != nil || got.SimulatedPodCapacity != DefaultSimulatedPodCapacity {
+		t.Errorf("an older state loads a capacity of %d (%v), want %d", got.SimulatedPodCapacity, err, DefaultSimulatedPodCapacity)
+	}
+}
+
+func TestUpRejectsNoPodCapacity(t *testing.T) {
+	c := testConfig(t)
+	c.SimulatedNodes, c.SimulatedPodCapacity = 2, 0
+	err := c.Up(context.Background(), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--simulated-pod-capacity") {
+		t.Fatalf("got %v, want an error naming --simulated-pod-capacity", err)
+	}
+}
