@@ -141,8 +141,13 @@ func simulatedNode(i, podCapacity int) *corev1.Node {
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
 			Capacity: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-				corev1.ResourcePods: *resource.NewQuantity(int64(podCapacity), resource.DecimalSI),
+				// CPU and memory grow with the pods, so that the pod count
+				// is what limits: a core and 2 GiB a pod, at least 32 and
+				// 256 GiB (a node of 2,000 pods ran out of 256 GiB at 819
+				// ZooKeeper pods).
+				corev1.ResourceCPU:    *resource.NewQuantity(int64(max(32, podCapacity)), resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(int64(max(256, 2*podCapacity))<<30, resource.BinarySI),
+				corev1.ResourcePods:   *resource.NewQuantity(int64(podCapacity), resource.DecimalSI),
 			},
 		},
 	}

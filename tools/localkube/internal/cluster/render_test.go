@@ -104,6 +104,10 @@ func TestSimulatedNodeTakesItsPodCapacity(t *testing.T) {
 		if pods := list[corev1.ResourcePods]; pods.Value() != 2000 {
 			t.Errorf("%s pods = %s, want 2000", what, pods.String())
 		}
+		// Pods that request a GiB and a core each still all fit.
+		if mem, cpu := list[corev1.ResourceMemory], list[corev1.ResourceCPU]; mem.Value() < 2000<<30 || cpu.Value() < 2000 {
+			t.Errorf("%s memory %s cpu %s, want room for 2000 pods of 1Gi and 1 core", what, mem.String(), cpu.String())
+		}
 	}
 	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "kwok.x-k8s.io/node" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
 		t.Errorf("taints %v, want kwok.x-k8s.io/node=fake:NoSchedule", node.Spec.Taints)
