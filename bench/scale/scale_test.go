@@ -116,10 +116,20 @@ func (r *run) run() {
 	idleTo := r.scrape()
 
 	// Delete: one delete-collection, until every cluster is gone, then
-	// until their pods and claims are.
+	// until their pods and claims are. The API server ends a request after
+	// a minute while it goes on deleting (a thousand clusters, each through
+	// its finalizer, took longer); a second delete-collection takes what is
+	// left.
 	deleteAt := time.Now()
-	if err := r.k.C.DeleteAllOf(b.Context(), r.kd.newObject("", ""), client.InNamespace(r.ns)); err != nil {
-		b.Fatalf("delete the clusters: %v", err)
+	for attempt := 1; ; attempt++ {
+		err := r.k.C.DeleteAllOf(b.Context(), r.kd.newObject("", ""), client.InNamespace(r.ns))
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			b.Fatalf("delete the clusters: %v", err)
+		}
+		b.Logf("delete the clusters (attempt %d): %v; again", attempt, err)
 	}
 	goneAt := r.t.waitFor(b, "every cluster gone", r.timeout, func(c counts) bool { return c.clusters == 0 })
 	emptyAt := r.t.waitFor(b, "every pod and claim gone", r.timeout, func(c counts) bool { return c.pods == 0 && c.claims == 0 })
