@@ -268,11 +268,10 @@ func withDefault(s, d string) string {
 func (r *Reconciler[T]) wrote(k types.NamespacedName, from string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	vs := append(r.overwritten[k], from)
-	if len(vs) > maxOverwritten {
-		vs = vs[len(vs)-maxOverwritten:]
+	r.overwritten[k] = append(r.overwritten[k], from)
+	if vs := r.overwritten[k]; len(vs) > maxOverwritten {
+		r.overwritten[k] = vs[len(vs)-maxOverwritten:]
 	}
-	r.overwritten[k] = vs
 }
 
 // staleRead reports whether a cached copy of the object at k with

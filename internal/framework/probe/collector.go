@@ -114,7 +114,7 @@ type Options[R any] struct {
 	// Changed reports whether two successful answers differ in a way the
 	// controller acts on (default: they are not deeply equal). Leave out
 	// what moves all the time, such as counters.
-	Changed func(old, new R) bool
+	Changed func(old, cur R) bool
 	// Notify is called, outside any lock, with a target's Group when a
 	// background or Collect call's answer changed: the first answer, success
 	// turning to failure or back, a failure of another class or text
@@ -194,7 +194,7 @@ func NewCollector[R any](opts Options[R]) *Collector[R] {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.Changed == nil {
-		opts.Changed = func(old, new R) bool { return !reflect.DeepEqual(old, new) }
+		opts.Changed = func(old, cur R) bool { return !reflect.DeepEqual(old, cur) }
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
