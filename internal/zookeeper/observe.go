@@ -9,9 +9,9 @@ import (
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
-// ObserveEnsemble asks every target whose answer is older than the
-// collector's MinInterval again and observes every target concurrently through the collector
-// c, which bounds each call by its call timeout and the whole by its
+// ObserveEnsemble asks again every target whose answer is older than the
+// collector's MinInterval, concurrently, through the collector c, which
+// bounds each call by its call timeout and the whole by its
 // deadline: a hung server never delays the answer beyond the deadline. A
 // target's Address is its AdminServer's host:port; each call is
 // zkclient.Observe. It returns each target's latest result keyed by
