@@ -269,6 +269,7 @@ start=$SECONDS
 	"${tag_args[@]}" \
 	--layer "$rootfs" \
 	--file "$here/zk-run:/usr/local/bin/zk-run:0755" \
+	--file "$here/java.security:/usr/local/etc/zookeeper/java.security:0644" \
 	--entrypoint /usr/local/bin/zk-run \
 	--user "$zk_uid" \
 	--workdir /data \

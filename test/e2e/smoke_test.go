@@ -15,6 +15,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,6 +150,29 @@ func TestSmoke(t *testing.T) {
 		// host's resolver and CoreDNS forwards nowhere.
 		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "lookup", "--timeout", "3s", "example.com"); err == nil {
 			t.Fatalf("an outside name resolved: %s", out)
+		}
+	})
+
+	// localkube's one grant beyond the Node authorizer (docs/localkube.md):
+	// the kubelet reads a claim even before the authorizer's graph links a
+	// pod on the node to it; a Secret of no pod on the node stays denied.
+	t.Run("the kubelet may read any claim, not any Secret", func(t *testing.T) {
+		for _, tc := range []struct {
+			resource string
+			allowed  bool
+		}{{"persistentvolumeclaims", true}, {"secrets", false}} {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:node:localkube-node", Groups: []string{"system:nodes", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: "get", Resource: tc.resource, Name: "no-pod-uses-this"},
+			}}
+			got, err := env.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Allowed != tc.allowed {
+				t.Errorf("node get %s: allowed=%t (%s), want %t", tc.resource, got.Status.Allowed, got.Status.Reason, tc.allowed)
+			}
 		}
 	})
 

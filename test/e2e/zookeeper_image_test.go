@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +106,38 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	if state != "standalone" {
 		t.Fatalf("server_state %q, want standalone", state)
 	}
+
+	// A server whose name does not resolve to its address waits
+	// ZK_DNS_WAIT seconds for the DNS, then starts anyway and says so.
+	cm = &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "zk-dns"},
+		Data: map[string]string{"zoo.cfg": "dataDir=/data\ntickTime=2000\n" +
+			"server.1=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n"},
+	}
+	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := pod.DeepCopy()
+	waiting.Name = "zk-dns"
+	waiting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_DNS_WAIT", Value: "2"}}
+	waiting.Spec.Volumes[0].ConfigMap.Name = "zk-dns"
+	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "zk-dns waited for its name, then started", func(ctx context.Context) error {
+		out, err := kubectl("logs", "-n", ns, "zk-dns")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		for _, want := range []string{
+			"waiting for never-resolves.invalid.svc.cluster.local to resolve to this pod's address",
+			"still resolves to nothing after 2s",
+			"starting ZooKeeper",
+		} {
+			if !strings.Contains(out, want) {
+				return fmt.Errorf("no %q in the log:\n%s", want, out)
+			}
+		}
+		return nil
+	})
 }

@@ -102,7 +102,8 @@ type ZookeeperClusterSpec struct {
 	// config holds zoo.cfg keys and values the operator does not own, for
 	// example tickTime, initLimit, syncLimit, maxClientCnxns,
 	// autopurge.snapRetainCount or metricsProvider.className. The operator
-	// writes tickTime=2000, initLimit=10 and syncLimit=5 unless set here.
+	// writes tickTime=2000, initLimit=10, syncLimit=5 and
+	// connectToLearnerMasterLimit=2 unless set here.
 	// Keys it owns are rejected: dataDir, dataLogDir, clientPort,
 	// clientPortAddress, secureClientPort, secureClientPortAddress,
 	// sslQuorum, dynamicConfigFile, reconfigEnabled, standaloneEnabled,

@@ -81,6 +81,7 @@ func TestZooCfg(t *testing.T) {
 4lw.commands.whitelist=srvr,stat,mntr,ruok,conf
 admin.enableServer=true
 admin.serverPort=8080
+connectToLearnerMasterLimit=2
 dataDir=/data
 initLimit=10
 quorumListenOnAllIPs=true
@@ -97,6 +98,7 @@ tickTime=2000
 admin.enableServer=true
 admin.serverPort=9090
 autopurge.purgeInterval=24
+connectToLearnerMasterLimit=2
 dataDir=/data
 initLimit=10
 maxClientCnxns=100
@@ -115,6 +117,7 @@ tickTime=3000
 4lw.commands.whitelist=srvr,stat,mntr,ruok,conf
 admin.enableServer=true
 admin.serverPort=8080
+connectToLearnerMasterLimit=2
 dataDir=/data
 initLimit=10
 quorumListenOnAllIPs=true
@@ -547,7 +550,7 @@ func TestStatefulSetVolumeAndEnv(t *testing.T) {
 				t.Errorf("ZK_SUPER_DIGEST secretKeyRef = %s/%s (optional %v), want %s/%s, required",
 					ref.Name, ref.Key, ref.Optional, tc.wantSecret, build.SuperDigestKey)
 			}
-			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dsun.net.inetaddr.ttl=5 -Dsun.net.inetaddr.negative.ttl=1"
+			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dzookeeper.cnxTimeout=2000"
 			if got := env[index["ZK_JVM_OPTS"]].Value; got != wantOpts {
 				t.Errorf("ZK_JVM_OPTS = %q, want %q", got, wantOpts)
 			}

@@ -61,13 +61,15 @@ var (
 const ProbeCommandTimeout = "2s"
 
 // JVMOptions are the servers' ZK_JVM_OPTS: the super user's digest (from
-// the ZK_SUPER_DIGEST variable), and short DNS caches. The JVM otherwise
-// keeps a peer's address for 30 s and a failed lookup for 10 s, while a
-// re-created pod comes back under its old name with a new IP: a survivor
-// would keep calling the old address, and an ensemble that lost pods would
-// take half a minute longer to elect a leader again.
+// the ZK_SUPER_DIGEST variable), and a connect timeout for election
+// connections (zookeeper.cnxTimeout) of 2 s rather than 5 s. A server that
+// survived lost pods may still call a peer's old address (the image keeps
+// DNS answers for a second, the cluster DNS for up to its TTL); while that
+// attempt hangs ZooKeeper starts no other to the same peer, so each stale
+// attempt held the election back by 5 s. A connect inside a cluster takes
+// milliseconds; 2 s leaves room for one lost SYN.
 const JVMOptions = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)" +
-	" -Dsun.net.inetaddr.ttl=5 -Dsun.net.inetaddr.negative.ttl=1"
+	" -Dzookeeper.cnxTimeout=2000"
 
 // StatefulSet returns the servers' StatefulSet with replicas pods, the
 // config ConfigMap configMap and the members ConfigMap mounted together at
@@ -169,12 +171,17 @@ func container(zk *zkv1.ZookeeperCluster) corev1.Container {
 		},
 		// The JVM starts in seconds but may take longer on a busy node,
 		// and loading a large snapshot takes longer still: up to 5 minutes
-		// before liveness counts.
-		StartupProbe: execProbe(LivenessCommand, 5, 60),
+		// before liveness counts. Every second: readiness is not probed
+		// before the startup probe passes, and a server that had to wait
+		// for the next 5 s tick became Ready up to 5 s after it served
+		// (half of healing two lost pods). It stops once it passes.
+		StartupProbe: execProbe(LivenessCommand, 1, 300),
 		// Generous: restart only a server that has not answered ruok for a
 		// minute.
-		LivenessProbe:  execProbe(LivenessCommand, 15, 4),
-		ReadinessProbe: execProbe(ReadinessCommand, 5, 2),
+		LivenessProbe: execProbe(LivenessCommand, 15, 4),
+		// Every 2 s, so that a server joins the client Service soon after
+		// it serves; out of it after 5 failures, 10 s.
+		ReadinessProbe: execProbe(ReadinessCommand, 2, 5),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

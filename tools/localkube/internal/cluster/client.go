@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,6 +85,42 @@ func (k *client) bootstrap(ctx context.Context) error {
 	}
 	if err := ignoreExists(k.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})); err != nil {
 		return fmt.Errorf("create StorageClass: %w", err)
+	}
+	return k.letNodesReadVolumes(ctx)
+}
+
+// NodeVolumeReaderRole names the ClusterRole (and its binding to the
+// system:nodes group) that lets kubelets read volume claims and volumes
+// whatever the Node authorizer's graph says.
+const NodeVolumeReaderRole = "localkube:node-volume-reader"
+
+// letNodesReadVolumes grants the kubelet, through RBAC, the reads of claims
+// and volumes the Node authorizer grants it once its graph links a pod on
+// the node to them. The graph is fed by the API server's own watch, which
+// can lag the kubelet's: a pod re-created under a StatefulSet was seen
+// failing its mount with "no relationship found between node and this
+// object" (kubernetes/kubernetes#113429) and starting 9-10 s late, when the
+// kubelet tried again. Real clusters have the same race, more rarely; here
+// every test of healing would measure it. Nothing else is widened: Secrets
+// and ConfigMaps stay behind the graph.
+func (k *client) letNodesReadVolumes(ctx context.Context) error {
+	labels := map[string]string{"app.kubernetes.io/managed-by": "localkube"}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeVolumeReaderRole, Labels: labels},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"get"},
+		}},
+	}
+	if err := ignoreExists(k.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})); err != nil {
+		return fmt.Errorf("create ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeVolumeReaderRole, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:nodes"}},
+	}
+	if err := ignoreExists(k.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})); err != nil {
+		return fmt.Errorf("create ClusterRoleBinding %s: %w", binding.Name, err)
 	}
 	return nil
 }

@@ -1,0 +1,272 @@
+//go:build bench
+
+package zookeeper
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/zookeeper/build"
+)
+
+// baselineRounds is how many times BenchmarkCreateVsStatefulSet and
+// BenchmarkHealVsStatefulSet create (or heal) each of the two.
+const baselineRounds = 5
+
+// BenchmarkCreateVsStatefulSet creates, baselineRounds times each and
+// alternating which goes first, a 3-server Steward cluster and the same
+// servers as a plain StatefulSet: the same image and heap, a static zoo.cfg,
+// Parallel pods, a headless Service that publishes addresses before
+// readiness, a volume each, and the same readiness probe (the server
+// serves). It prints both creation times, apply → Ready for Steward and
+// apply → three pods ready for the StatefulSet, and the ratios of their
+// medians and worsts (issue 11's targets: 1.2 and 1.5).
+func BenchmarkCreateVsStatefulSet(b *testing.B) {
+	k := connect(b)
+	ns := k.namespace(b, "bench-vs")
+	for b.Loop() {
+		var steward, plain []time.Duration
+		for i := range baselineRounds {
+			runSteward := func() { steward = append(steward, k.timeStewardCreate(b, ns, fmt.Sprintf("zk-%d", i))) }
+			runPlain := func() { plain = append(plain, k.timePlainCreate(b, ns, fmt.Sprintf("plain-%d", i))) }
+			if i%2 == 0 {
+				runSteward()
+				runPlain()
+			} else {
+				runPlain()
+				runSteward()
+			}
+		}
+		reportRatio(b, "create", steward, plain)
+	}
+}
+
+// BenchmarkHealVsStatefulSet deletes 2 of the 3 pods of a running Steward
+// cluster and of the plain StatefulSet (as above), baselineRounds times each,
+// and prints the time until the replacements serve (Steward: also until
+// Ready says so) and the ratios of medians and worsts.
+func BenchmarkHealVsStatefulSet(b *testing.B) {
+	k := connect(b)
+	ns := k.namespace(b, "bench-heal")
+	for b.Loop() {
+		k.timeStewardCreate(b, ns, "zk")
+		k.timePlainCreate(b, ns, "plain")
+		var steward, plain []time.Duration
+		for i := range baselineRounds {
+			healSteward := func() {
+				d := k.timeHeal(b, ns, "zk", func() bool { return k.ready(b, ns, "zk") })
+				steward = append(steward, d)
+			}
+			healPlain := func() { plain = append(plain, k.timeHeal(b, ns, "plain", nil)) }
+			if i%2 == 0 {
+				healSteward()
+				healPlain()
+			} else {
+				healPlain()
+				healSteward()
+			}
+		}
+		reportRatio(b, "heal", steward, plain)
+		k.delete(b, ns, "zk")
+		k.deletePlain(b, ns, "plain")
+	}
+}
+
+func reportRatio(b *testing.B, what string, steward, plain []time.Duration) {
+	sm, sw := medianAndWorst(steward)
+	pm, pw := medianAndWorst(plain)
+	b.Logf("%s, Steward:          %s", what, roundAll(steward))
+	b.Logf("%s, plain StatefulSet: %s", what, roundAll(plain))
+	b.Logf("%s: median %.1f s vs %.1f s (%.2f×), worst %.1f s vs %.1f s (%.2f×)", what,
+		sm.Seconds(), pm.Seconds(), sm.Seconds()/pm.Seconds(), sw.Seconds(), pw.Seconds(), sw.Seconds()/pw.Seconds())
+	b.ReportMetric(sm.Seconds(), "s-"+what+"-median")
+	b.ReportMetric(pm.Seconds(), "s-"+what+"-median-plain")
+	b.ReportMetric(sm.Seconds()/pm.Seconds(), what+"-median-ratio")
+	b.ReportMetric(sw.Seconds()/pw.Seconds(), what+"-worst-ratio")
+}
+
+func medianAndWorst(ds []time.Duration) (median, worst time.Duration) {
+	s := slices.Sorted(slices.Values(ds))
+	return s[len(s)/2], s[len(s)-1]
+}
+
+func roundAll(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(100 * time.Millisecond).String()
+	}
+	return strings.Join(out, " ")
+}
+
+// timeStewardCreate creates a 3-server cluster and returns apply → Ready; the
+// cluster is deleted afterwards unless its name is "zk" (the healing
+// benchmark's).
+func (k *kube) timeStewardCreate(b *testing.B, ns, name string) time.Duration {
+	start := time.Now()
+	k.create(b, ns, name, 3)
+	d := k.waitFor(b, start, name, func() bool { return k.ready(b, ns, name) })
+	b.Logf("%s: Ready after %s", name, d.Round(10*time.Millisecond))
+	if name != "zk" {
+		k.delete(b, ns, name)
+	}
+	return d
+}
+
+// timePlainCreate creates the plain StatefulSet and returns apply → three
+// pods ready; it is deleted afterwards unless its name is "plain".
+func (k *kube) timePlainCreate(b *testing.B, ns, name string) time.Duration {
+	start := time.Now()
+	for _, obj := range plainObjects(ns, name) {
+		if err := k.C.Create(b.Context(), obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := k.waitFor(b, start, name, func() bool { return k.podsReady(b, ns, name) == 3 })
+	b.Logf("%s: 3 pods ready after %s", name, d.Round(10*time.Millisecond))
+	if name != "plain" {
+		k.deletePlain(b, ns, name)
+	}
+	return d
+}
+
+// timeHeal deletes pods 0 and 1 of name and returns the time until three
+// pods, both replacements among them, are ready, and then until done (if
+// any) holds.
+func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Duration {
+	old := map[types.UID]bool{}
+	start := time.Now()
+	for _, ordinal := range []int{0, 1} {
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = ns, fmt.Sprintf("%s-%d", name, ordinal)
+		if err := k.C.Get(b.Context(), types.NamespacedName{Namespace: ns, Name: pod.Name}, pod); err != nil {
+			b.Fatal(err)
+		}
+		old[pod.UID] = true
+		if err := k.C.Delete(b.Context(), pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := k.waitFor(b, start, name, func() bool {
+		pods := k.serverPods(b, ns, name)
+		ready := 0
+		for _, p := range pods {
+			if old[p.UID] {
+				return false
+			}
+			if isReady(&p) {
+				ready++
+			}
+		}
+		return ready == 3 && (done == nil || done())
+	})
+	b.Logf("%s: healed after %s", name, d.Round(10*time.Millisecond))
+	return d
+}
+
+func (k *kube) waitFor(b *testing.B, start time.Time, name string, cond func() bool) time.Duration {
+	for !cond() {
+		if time.Since(start) > 5*time.Minute {
+			b.Fatalf("%s: not done after 5 minutes", name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func (k *kube) serverPods(b *testing.B, ns, name string) []corev1.Pod {
+	pods, err := k.CS.CoreV1().Pods(ns).List(b.Context(), metav1.ListOptions{
+		LabelSelector: "app.kubernetes.io/instance=" + name + ",app.kubernetes.io/component=server"})
+	if err != nil {
+		return nil
+	}
+	return pods.Items
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// deletePlain deletes the plain StatefulSet's objects and its volume claims
+// and waits until its pods are gone.
+func (k *kube) deletePlain(b *testing.B, ns, name string) {
+	for _, obj := range plainObjects(ns, name) {
+		if err := k.C.Delete(b.Context(), obj, &client.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for len(k.serverPods(b, ns, name)) > 0 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	for i := range 3 {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-%s-%d", name, i)}}
+		if err := k.C.Delete(b.Context(), claim); client.IgnoreNotFound(err) != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// plainObjects are a 3-server ensemble as one would write it by hand, with
+// Steward's image (its zk-run copies /conf and derives myid from the pod's
+// ordinal) and the heap of (*kube).create.
+func plainObjects(ns, name string) []client.Object {
+	labels := map[string]string{"app.kubernetes.io/instance": name, "app.kubernetes.io/component": "server"}
+	headless := name + "-hs"
+	var cfg strings.Builder
+	cfg.WriteString("tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=/data\nclientPort=2181\n" +
+		"quorumListenOnAllIPs=true\nadmin.enableServer=false\n4lw.commands.whitelist=" + build.FourLetterWords + "\n")
+	for i := range 3 {
+		fmt.Fprintf(&cfg, "server.%d=%s-%d.%s.%s.svc.cluster.local:2888:3888\n", i+1, name, i, headless, ns)
+	}
+	meta := func(n string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: labels} }
+	probe := func(command []string, period, failures int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: command}},
+			PeriodSeconds: period, TimeoutSeconds: 5, FailureThreshold: failures}
+	}
+	return []client.Object{
+		&corev1.ConfigMap{ObjectMeta: meta(name), Data: map[string]string{"zoo.cfg": cfg.String()}},
+		&corev1.Service{ObjectMeta: meta(headless), Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true, Selector: labels,
+			Ports: []corev1.ServicePort{{Name: "quorum", Port: 2888}, {Name: "election", Port: 3888}},
+		}},
+		&appsv1.StatefulSet{ObjectMeta: meta(name), Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](3), ServiceName: headless, PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To(build.UID), FSGroup: ptr.To(build.GID)},
+				Containers: []corev1.Container{{
+					Name: "zookeeper", Image: zkv1.DefaultImage, ImagePullPolicy: corev1.PullNever,
+					Env:            []corev1.EnvVar{{Name: "ZK_HEAP", Value: "64m"}},
+					VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: "/conf"}, {Name: "data", MountPath: "/data"}},
+					StartupProbe:   probe(build.LivenessCommand, 5, 60),
+					ReadinessProbe: probe(build.ReadinessCommand, 5, 2),
+				}},
+				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}},
+			}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		}},
+	}
+}
