@@ -3,9 +3,11 @@ package zookeeper
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -94,9 +96,17 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 		if pod.Status.PodIP != "" {
 			// Keyed by UID: a re-created pod must not inherit the answer
 			// its predecessor gave under the same name.
-			targets = append(targets, probe.Target{Group: group, Key: string(pod.UID), Revision: pod.ResourceVersion,
+			targets = append(targets, probe.Target{Group: group, Key: string(pod.UID),
 				Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(zk.Spec.AdminPort)))})
 		}
+	}
+	// Every server is asked again at once when any server pod changes: a
+	// member's answer depends on its peers (a survivor that was not
+	// serving serves again once replacements join, without its own pod
+	// changing), and Ready waited up to a probe interval for it.
+	revision := ensembleRevision(pods)
+	for i := range targets {
+		targets[i].Revision = revision
 	}
 	// An operation's steps decide on answers at most a second old and wait
 	// for them (up to the probe deadline); every other pass reads what the
@@ -405,4 +415,16 @@ func (e *ensemble) replicas(zk *Cluster) int32 {
 		return *e.sts.Spec.Replicas
 	}
 	return zk.Spec.Replicas
+}
+
+// ensembleRevision is the probe targets' Revision: the server pods'
+// resourceVersions in ordinal order, so that a change to any pod asks every
+// server again.
+func ensembleRevision(pods map[int]*corev1.Pod) string {
+	var b strings.Builder
+	for _, ordinal := range slices.Sorted(maps.Keys(pods)) {
+		b.WriteString(pods[ordinal].ResourceVersion)
+		b.WriteByte(',')
+	}
+	return b.String()
 }
