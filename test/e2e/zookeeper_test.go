@@ -645,6 +645,25 @@ func (z *zkScenario) dumpState() {
 		out, _ := kubectl(args...)
 		z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
 	}
+	// The servers' own words: the end of each log, and of the previous
+	// container's where one restarted (a server that exits at start).
+	pods, err := env.client.CoreV1().Pods(z.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		z.t.Logf("list pods: %v", err)
+		return
+	}
+	for _, pod := range pods.Items {
+		logs := [][]string{{"logs", "-n", z.ns, pod.Name, "--tail=40"}}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.RestartCount > 0 {
+				logs = append(logs, []string{"logs", "-n", z.ns, pod.Name, "--previous", "--tail=60"})
+			}
+		}
+		for _, args := range logs {
+			out, _ := kubectl(args...)
+			z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
 }
 
 // leaderEpoch is the epoch of the leader's last zxid in status.
