@@ -221,7 +221,7 @@ func (k *kube) deletePlain(b *testing.B, ns, name string) {
 	}
 	for i := range 3 {
 		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-%s-%d", name, i)}}
-		if err := k.C.Delete(b.Context(), claim); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(k.C.Delete(b.Context(), claim)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -124,7 +124,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "zk-dns waited for its name, then started", func(ctx context.Context) error {
+	eventually(t, 2*time.Minute, "zk-dns waited for its name, then started", func(context.Context) error {
 		out, err := kubectl("logs", "-n", ns, "zk-dns")
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, out)
