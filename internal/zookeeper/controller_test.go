@@ -778,16 +778,25 @@ func TestBootstrapLeavesDepartedMembersOut(t *testing.T) {
 		}
 		create(t, c, claim(ns, fmt.Sprintf("data-zk-%d", ordinal), labels))
 	}
+	// The StatefulSet as created: the scale flow that follows may add the
+	// departed servers back (as joiners) before a Get would see it.
+	w, err := c.Watch(t.Context(), &appsv1.StatefulSetList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatalf("watch StatefulSets: %v", err)
+	}
+	defer w.Stop()
 	create(t, c, zk)
-	var sts appsv1.StatefulSet
-	testenv.Eventually(t, "the StatefulSet", func() (bool, string) {
-		if !get(t, c, ns, "zk", &sts) {
-			return false, "no StatefulSet yet"
+	select {
+	case ev := <-w.ResultChan():
+		sts, ok := ev.Object.(*appsv1.StatefulSet)
+		if !ok || ev.Type != watch.Added {
+			t.Fatalf("first StatefulSet event: %s %T", ev.Type, ev.Object)
 		}
-		return true, ""
-	})
-	if got := *sts.Spec.Replicas; got != 3 {
-		t.Errorf("StatefulSet replicas = %d, want 3: servers 4 and 5 left before", got)
+		if got := *sts.Spec.Replicas; got != 3 {
+			t.Errorf("StatefulSet created with replicas = %d, want 3: servers 4 and 5 left before", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no StatefulSet after 30 s")
 	}
 	var cm corev1.ConfigMap
 	mustGet(t, c, ns, build.MembersConfigMapName(zk), &cm)
