@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	benchkube "github.com/stewardhq/steward/bench/internal/kube"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 )
 
@@ -39,15 +40,15 @@ func BenchmarkCreateVsStatefulSet(b *testing.B) {
 	for b.Loop() {
 		var steward, plain []time.Duration
 		for i := range baselineRounds {
-			runSteward := func() { steward = append(steward, k.timeStewardCreate(b, ns, fmt.Sprintf("zk-%d", i))) }
-			runPlain := func() { plain = append(plain, k.timePlainCreate(b, ns, fmt.Sprintf("plain-%d", i))) }
-			if i%2 == 0 {
-				runSteward()
-				runPlain()
-			} else {
-				runPlain()
-				runSteward()
-			}
+			alternately(i, func() {
+				name := fmt.Sprintf("zk-%d", i)
+				steward = append(steward, k.timeStewardCreate(b, ns, name))
+				k.delete(b, ns, name)
+			}, func() {
+				name := fmt.Sprintf("plain-%d", i)
+				plain = append(plain, k.timePlainCreate(b, ns, name))
+				k.deletePlain(b, ns, name)
+			})
 		}
 		reportRatio(b, "create", steward, plain)
 	}
@@ -65,22 +66,28 @@ func BenchmarkHealVsStatefulSet(b *testing.B) {
 		k.timePlainCreate(b, ns, "plain")
 		var steward, plain []time.Duration
 		for i := range baselineRounds {
-			healSteward := func() {
-				d := k.timeHeal(b, ns, "zk", func() bool { return k.ready(b, ns, "zk") })
-				steward = append(steward, d)
-			}
-			healPlain := func() { plain = append(plain, k.timeHeal(b, ns, "plain", nil)) }
-			if i%2 == 0 {
-				healSteward()
-				healPlain()
-			} else {
-				healPlain()
-				healSteward()
-			}
+			alternately(i, func() {
+				steward = append(steward, k.timeHeal(b, ns, "zk", func() bool { return k.ready(b, ns, "zk") }))
+			}, func() {
+				plain = append(plain, k.timeHeal(b, ns, "plain", nil))
+			})
 		}
 		reportRatio(b, "heal", steward, plain)
 		k.delete(b, ns, "zk")
 		k.deletePlain(b, ns, "plain")
+	}
+}
+
+// alternately runs steward then plain in even rounds and the other way
+// round in odd ones, so that neither always runs on a node the other just
+// left busy.
+func alternately(round int, steward, plain func()) {
+	if round%2 == 0 {
+		steward()
+		plain()
+	} else {
+		plain()
+		steward()
 	}
 }
 
@@ -110,22 +117,17 @@ func roundAll(ds []time.Duration) string {
 	return strings.Join(out, " ")
 }
 
-// timeStewardCreate creates a 3-server cluster and returns apply → Ready; the
-// cluster is deleted afterwards unless its name is "zk" (the healing
-// benchmark's).
+// timeStewardCreate creates a 3-server cluster and returns apply → Ready.
 func (k *kube) timeStewardCreate(b *testing.B, ns, name string) time.Duration {
 	start := time.Now()
 	k.create(b, ns, name, 3)
 	d := k.waitFor(b, start, name, func() bool { return k.ready(b, ns, name) })
 	b.Logf("%s: Ready after %s", name, d.Round(10*time.Millisecond))
-	if name != "zk" {
-		k.delete(b, ns, name)
-	}
 	return d
 }
 
 // timePlainCreate creates the plain StatefulSet and returns apply → three
-// pods ready; it is deleted afterwards unless its name is "plain".
+// pods ready.
 func (k *kube) timePlainCreate(b *testing.B, ns, name string) time.Duration {
 	start := time.Now()
 	for _, obj := range plainObjects(ns, name) {
@@ -135,9 +137,6 @@ func (k *kube) timePlainCreate(b *testing.B, ns, name string) time.Duration {
 	}
 	d := k.waitFor(b, start, name, func() bool { return k.podsReady(b, ns, name) == 3 })
 	b.Logf("%s: 3 pods ready after %s", name, d.Round(10*time.Millisecond))
-	if name != "plain" {
-		k.deletePlain(b, ns, name)
-	}
 	return d
 }
 
@@ -165,7 +164,7 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 			if old[p.UID] {
 				return false
 			}
-			if isReady(&p) {
+			if benchkube.PodReady(&p) {
 				ready++
 			}
 		}
@@ -197,15 +196,6 @@ func (k *kube) serverPods(b *testing.B, ns, name string) []corev1.Pod {
 		return nil
 	}
 	return pods.Items
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // deletePlain deletes the plain StatefulSet's objects and its volume claims

@@ -205,17 +205,10 @@ func (k *kube) ready(b *testing.B, ns, name string) bool {
 }
 
 func (k *kube) podsReady(b *testing.B, ns, name string) int {
-	pods, err := k.CS.CoreV1().Pods(ns).List(b.Context(), metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/instance=" + name + ",app.kubernetes.io/component=server"})
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, p := range pods.Items {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+	for _, p := range k.serverPods(b, ns, name) {
+		if benchkube.PodReady(&p) {
+			n++
 		}
 	}
 	return n

@@ -169,7 +169,7 @@ func (k *Kube) WaitForLeader(tb testing.TB, timeout time.Duration) string {
 				why = fmt.Sprintf("the Lease names %s: %v", leader, err)
 			case pod.DeletionTimestamp != nil:
 				why = fmt.Sprintf("the Lease names %s, which is stopping", leader)
-			case !podReady(pod):
+			case !PodReady(pod):
 				why = fmt.Sprintf("the Lease names %s, which is not Ready", leader)
 			default:
 				return leader
@@ -182,7 +182,8 @@ func (k *Kube) WaitForLeader(tb testing.TB, timeout time.Duration) string {
 	}
 }
 
-func podReady(pod *corev1.Pod) bool {
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
