@@ -4,6 +4,7 @@ package zookeeper
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ import (
 
 // baselineRounds is how many times BenchmarkCreateVsStatefulSet and
 // BenchmarkHealVsStatefulSet create (or heal) each of the two.
-const baselineRounds = 5
+const baselineRounds = 9
 
 // BenchmarkCreateVsStatefulSet creates, baselineRounds times each and
 // alternating which goes first, a 3-server Steward cluster and the same
@@ -122,7 +123,7 @@ func (k *kube) timeStewardCreate(b *testing.B, ns, name string) time.Duration {
 	start := time.Now()
 	k.create(b, ns, name, 3)
 	d := k.waitFor(b, start, name, func() bool { return k.ready(b, ns, name) })
-	b.Logf("%s: Ready after %s", name, d.Round(10*time.Millisecond))
+	b.Logf("%s: Ready after %s; %s", name, d.Round(10*time.Millisecond), k.podTimeline(b, ns, name, start))
 	return d
 }
 
@@ -136,7 +137,7 @@ func (k *kube) timePlainCreate(b *testing.B, ns, name string) time.Duration {
 		}
 	}
 	d := k.waitFor(b, start, name, func() bool { return k.podsReady(b, ns, name) == 3 })
-	b.Logf("%s: 3 pods ready after %s", name, d.Round(10*time.Millisecond))
+	b.Logf("%s: 3 pods ready after %s; %s", name, d.Round(10*time.Millisecond), k.podTimeline(b, ns, name, start))
 	return d
 }
 
@@ -178,6 +179,54 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 	b.Logf("%s: pods ready after %s, done after %s", name, podsReady.Round(10*time.Millisecond), d.Round(10*time.Millisecond))
 	return d
 }
+
+// podTimeline says, for each server pod, when (after start, to the second:
+// the API's timestamps have no finer grain) it was created, its container
+// started and it became ready, how long zk-run waited for the DNS to answer
+// its name and its first election took, so that a slow round shows where
+// its time went.
+func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) string {
+	since := func(t metav1.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprintf("%.0fs", t.Sub(start.Truncate(time.Second)).Seconds())
+	}
+	var out []string
+	for _, p := range k.serverPods(b, ns, name) {
+		var started, ready metav1.Time
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Running != nil {
+				started = c.State.Running.StartedAt
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = c.LastTransitionTime
+			}
+		}
+		dns, election := "no DNS wait", "no election"
+		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(b.Context()); err == nil {
+			if m := dnsWaited.FindSubmatch(log); m != nil {
+				dns = "DNS waited " + string(m[1])
+			}
+			if m := electionTook.FindSubmatch(log); m != nil {
+				election = strings.ToLower(string(m[1])) + " after an election of " + string(m[2]) + " ms"
+			}
+		}
+		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s, %s)",
+			p.Name, since(p.CreationTimestamp), since(started), since(ready), dns, election))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// dnsWaited matches zk-run's line for a wait on the cluster DNS.
+var dnsWaited = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+
+// electionTook matches ZooKeeper's line for the end of an election: the
+// role the server took and how long the election ran.
+var electionTook = regexp.MustCompile(`(LEADING|FOLLOWING|OBSERVING) - LEADER ELECTION TOOK - ([0-9]+) (?i:ms)`)
 
 func (k *kube) waitFor(b *testing.B, start time.Time, name string, cond func() bool) time.Duration {
 	for !cond() {

@@ -107,8 +107,10 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		t.Fatalf("server_state %q, want standalone", state)
 	}
 
-	// A server whose name does not resolve to its address waits
-	// ZK_DNS_WAIT seconds for the DNS, then starts anyway and says so.
+	// A server whose volume has served before (it has a myid) and whose
+	// name does not resolve to its address waits ZK_DNS_WAIT seconds for
+	// the DNS, then starts anyway and says so; a new server (no myid yet)
+	// does not ask the DNS at all.
 	cm = &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "zk-dns"},
 		Data: map[string]string{"zoo.cfg": "dataDir=/data\ntickTime=2000\n" +
@@ -117,27 +119,48 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waiting := pod.DeepCopy()
-	waiting.Name = "zk-dns"
-	waiting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_DNS_WAIT", Value: "2"}}
-	waiting.Spec.Volumes[0].ConfigMap.Name = "zk-dns"
-	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	fresh := pod.DeepCopy()
+	fresh.Name = "zk-dns-new"
+	fresh.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_DNS_WAIT", Value: "2"}}
+	fresh.Spec.Volumes[0].ConfigMap.Name = "zk-dns"
+	served := fresh.DeepCopy()
+	served.Name = "zk-dns"
+	served.Spec.InitContainers = []corev1.Container{{
+		Name: "served-before", Image: fresh.Spec.Containers[0].Image, ImagePullPolicy: corev1.PullNever,
+		Command:      []string{"/bin/bash", "-c", "echo 1 >/data/myid"},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+	}}
+	for _, p := range []*corev1.Pod{fresh, served} {
+		if _, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	eventually(t, 2*time.Minute, "zk-dns waited for its name, then started", func(context.Context) error {
-		out, err := kubectl("logs", "-n", ns, "zk-dns")
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		for _, want := range []string{
-			"waiting for never-resolves.invalid.svc.cluster.local to resolve to this pod's address",
-			"still resolves to nothing after 2s",
-			"starting ZooKeeper",
-		} {
-			if !strings.Contains(out, want) {
-				return fmt.Errorf("no %q in the log:\n%s", want, out)
+	logSays := func(pod string, want, wantNot []string) func(context.Context) error {
+		return func(context.Context) error {
+			out, err := kubectl("logs", "-n", ns, pod)
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
 			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					return fmt.Errorf("no %q in the log:\n%s", w, out)
+				}
+			}
+			for _, w := range wantNot {
+				if strings.Contains(out, w) {
+					t.Fatalf("%s: %q in the log:\n%s", pod, w, out)
+				}
+			}
+			return nil
 		}
-		return nil
-	})
+	}
+	eventually(t, 2*time.Minute, "zk-dns waited for its name, then started", logSays("zk-dns", []string{
+		"waiting for never-resolves.invalid.svc.cluster.local to resolve to this pod's address",
+		"still resolves to nothing after 2s",
+		"starting ZooKeeper",
+	}, nil))
+	eventually(t, time.Minute, "zk-dns-new started without asking the DNS", logSays("zk-dns-new", []string{
+		"a new server: starting without asking the DNS for never-resolves.invalid.svc.cluster.local",
+		"starting ZooKeeper",
+	}, []string{"waiting for"}))
 }
