@@ -17,6 +17,8 @@ export KUBEBUILDER_ASSETS ?= $(LOCALKUBE_DIR)/bin
 # k8s.io v0.37.
 CONTROLLER_GEN_VERSION ?= v0.21.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+PROTOC_GEN_GO_VERSION ?= v1.36.11
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 # Helm, built from its Go module: the chart's lint, golden tests, the e2e
 # install and the demo use this binary, not one on the PATH.
 HELM_VERSION ?= v3.22.0
@@ -30,6 +32,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go
+PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc
 export HELM ?= $(LOCALBIN)/helm
 
 GO ?= go
@@ -48,7 +52,8 @@ LOCALKUBE_PACKAGES := ./cmd/... ./internal/...
 # regenerating them changes anything.
 GENERATED_PATHS := 'api/*zz_generated*.go' config/crd charts/steward/files charts/steward/crds config/default \
 	charts/steward/values.schema.json charts/steward/Chart.yaml \
-	'internal/framework/*zz_generated*.go' internal/framework/internal/testapi/crd
+	'internal/framework/*zz_generated*.go' internal/framework/internal/testapi/crd \
+	'internal/gpss/gpssapi/*.pb.go'
 
 ##@ General
 
@@ -61,9 +66,21 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods for the API types in api/ and internal/framework/.
+generate: controller-gen protos ## Generate DeepCopy methods for the API types in api/ and internal/framework/, and the GPSS API's Go code.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) object paths=./internal/framework/...
+
+# GPSS's gRPC APIs (internal/gpss/gpssapi), compiled by Debian's protoc with
+# the pinned Go plugins.
+PROTOS := $(wildcard internal/gpss/gpssapi/*/*.proto)
+
+.PHONY: protos
+protos: protoc $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Generate the Go code of the GPSS gRPC APIs from their .proto files.
+	protoc -I internal/gpss/gpssapi -I /usr/include \
+		--plugin=protoc-gen-go=$(PROTOC_GEN_GO) --plugin=protoc-gen-go-grpc=$(PROTOC_GEN_GO_GRPC) \
+		--go_out=internal/gpss/gpssapi --go_opt=paths=source_relative \
+		--go-grpc_out=internal/gpss/gpssapi --go-grpc_opt=paths=source_relative \
+		$(patsubst internal/gpss/gpssapi/%,%,$(PROTOS))
 
 .PHONY: manifests
 manifests: controller-gen helm ## Generate CRDs and their kustomization, the manager's ClusterRole, the webhook configurations, the chart's systems, config/default from the chart, and the framework's test CRDs.
@@ -282,6 +299,23 @@ down: ## Tear the local cluster down, leaving nothing behind.
 	$(LOCALKUBE) down
 
 ##@ Tools
+
+.PHONY: protoc
+protoc: ## Install protoc (Debian's protobuf-compiler, with the well-known .proto files) when missing.
+	@if ! command -v protoc >/dev/null || [ ! -f /usr/include/google/protobuf/empty.proto ]; then \
+		echo "Installing Debian's protobuf-compiler"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null; \
+	fi
+
+$(PROTOC_GEN_GO): $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+	ln -sf $(notdir $<) $@
+$(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
+	$(call go-install-tool,$@,google.golang.org/protobuf/cmd/protoc-gen-go,$(PROTOC_GEN_GO_VERSION))
+
+$(PROTOC_GEN_GO_GRPC): $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+	ln -sf $(notdir $<) $@
+$(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION):
+	$(call go-install-tool,$@,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GO_GRPC_VERSION))
 
 .PHONY: controller-gen
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
