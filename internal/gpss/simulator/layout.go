@@ -7,8 +7,8 @@ import (
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
 
-// The simulator's etcd layout, its own invention (GPSS documents none),
-// under Root/<cluster id>/:
+// Root is where the simulator keeps its state in etcd. The layout is its own
+// invention (GPSS documents none), under Root/<cluster id>/:
 //
 //	instances/<name>  an Instance, under the instance's lease: present while it runs
 //	jobs/<id>         a Job: what was submitted and whether it should run

@@ -159,7 +159,7 @@ func (s *Server) register(ctx context.Context) (clientv3.LeaseID, error) {
 		return 0, fmt.Errorf("etcd lease keep-alive: %w", err)
 	}
 	go func() {
-		for range alive { //nolint:revive // drain the keep-alive answers
+		for range alive { // drain the keep-alive answers
 		}
 	}()
 	return grant.ID, nil

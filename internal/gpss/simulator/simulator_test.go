@@ -136,7 +136,7 @@ func eventually(t *testing.T, what string, cond func() error) {
 
 func gpfdist(t *testing.T, addr, path, proto string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/"+path, nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/"+path, http.NoBody)
 	if proto != "" {
 		req.Header.Set("X-GP-PROTO", proto)
 	}
