@@ -1,0 +1,6 @@
+// Package build holds the pure builders of GPSS's children: functions from
+// a GpssCluster to the objects the controller applies (the instances'
+// StatefulSet, the gRPC Service, one gpfdist Service per instance, the
+// gpss.json ConfigMap, the ServiceAccount, and the managed etcd's
+// StatefulSet and Service), with no client. Each is tested by tables.
+package build
