@@ -37,3 +37,17 @@ func ApplyOverrides(tmpl *corev1.PodTemplateSpec, o commonv1.PodOverrides) {
 	tmpl.Spec.ServiceAccountName = o.ServiceAccountName
 	tmpl.Spec.ImagePullSecrets = slices.Clone(o.ImagePullSecrets)
 }
+
+// PlacementSources maps the fields ApplyPlacement sets in the pod spec at
+// podSpec (a child's field path, "spec.template.spec" for a workload) to
+// the spec fields of PodPlacement they come from, for a ChildRenderer's
+// Sources. Add the child's other fields to the returned map.
+func PlacementSources(podSpec string) map[string]string {
+	return map[string]string{
+		podSpec + ".nodeSelector":              "spec.nodeSelector",
+		podSpec + ".affinity":                  "spec.affinity",
+		podSpec + ".tolerations":               "spec.tolerations",
+		podSpec + ".topologySpreadConstraints": "spec.topologySpreadConstraints",
+		podSpec + ".priorityClassName":         "spec.priorityClassName",
+	}
+}

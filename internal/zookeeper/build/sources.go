@@ -1,6 +1,8 @@
 package build
 
 import (
+	"maps"
+
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/standard"
 )
@@ -12,19 +14,14 @@ import (
 // renders an invalid value for each and checks the error names its source.
 var (
 	// StatefulSetSources are the StatefulSet's.
-	StatefulSetSources = map[string]string{
-		"spec.template.spec.nodeSelector":                      "spec.nodeSelector",
-		"spec.template.spec.affinity":                          "spec.affinity",
-		"spec.template.spec.tolerations":                       "spec.tolerations",
-		"spec.template.spec.topologySpreadConstraints":         "spec.topologySpreadConstraints",
-		"spec.template.spec.priorityClassName":                 "spec.priorityClassName",
+	StatefulSetSources = withPlacement(map[string]string{
 		containerPath + ".image":                               "spec.image",
 		containerPath + ".imagePullPolicy":                     "spec.imagePullPolicy",
 		containerPath + ".resources":                           "spec.resources",
 		containerPath + ".ports[3]":                            "spec.adminPort",
 		"spec.volumeClaimTemplates[0].spec.resources[storage]": "spec.storage.size",
 		"spec.volumeClaimTemplates[0].spec.storageClassName":   "spec.storage.storageClassName",
-	}
+	})
 	// ClientServiceSources are the client Service's.
 	ClientServiceSources = map[string]string{
 		"metadata.annotations":   "spec.clientService.annotations",
@@ -36,6 +33,12 @@ var (
 		"spec.maxUnavailable": "spec.maxUnavailable",
 	}
 )
+
+// withPlacement adds the pod placement's sources to a StatefulSet's.
+func withPlacement(sources map[string]string) map[string]string {
+	maps.Copy(sources, standard.PlacementSources("spec.template.spec"))
+	return sources
+}
 
 // containerPath is the server container's path in the StatefulSet.
 const containerPath = "spec.template.spec.containers[0]"

@@ -1,0 +1,238 @@
+package gpss
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/gpss/build"
+	"github.com/stewardhq/steward/internal/gpss/gpssconfig"
+	"github.com/stewardhq/steward/internal/systems"
+)
+
+// The controller's RBAC, on top of the framework's (docs/design/framework.md).
+//
+// +kubebuilder:rbac:groups=gpss.steward.dev,resources=gpssclusters,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=gpss.steward.dev,resources=gpssclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=gpss.steward.dev,resources=gpssclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps;serviceaccounts,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+
+// Cluster is the kind this controller reconciles.
+type Cluster = gpssv1.GpssCluster
+
+// Context is the framework's pass context of a GpssCluster.
+type Context = framework.Context[*Cluster]
+
+// Action is an imperative step Observe returns.
+type Action = framework.Action[*Cluster]
+
+// DefaultResync is how often an in-sync cluster is observed again.
+const DefaultResync = time.Minute
+
+// Options configure the GPSS controller. The zero value is ready to use.
+type Options struct {
+	// ClusterDomain is the cluster's DNS domain, in the managed etcd's
+	// addresses (default build.DefaultClusterDomain).
+	ClusterDomain string
+	// Resync is how often an in-sync cluster is observed again (default
+	// DefaultResync).
+	Resync time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = build.DefaultClusterDomain
+	}
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	return o
+}
+
+// Controller is the GpssCluster actor.
+type Controller struct {
+	opts Options
+}
+
+// New returns a controller with opts.
+func New(opts Options) *Controller { return &Controller{opts: opts.withDefaults()} }
+
+// System returns the GPSS system for the manager's registry, with its
+// admission webhooks (SetupWebhooks).
+func System(opts Options) systems.System {
+	return systems.System{
+		Name:     systems.GPSS,
+		Setup:    func(mgr ctrl.Manager) error { return Setup(mgr, opts) },
+		Webhooks: SetupWebhooks,
+	}
+}
+
+// Setup registers the API types and the controller with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := gpssv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("gpss: registering the API: %w", err)
+	}
+	c := New(opts)
+	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+		Actor:  c,
+		App:    build.App,
+		PartOf: build.PartOf,
+		Owns: []client.Object{
+			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
+		},
+		Resync:    c.opts.Resync,
+		Customize: watchPods,
+	})
+	if err != nil {
+		return fmt.Errorf("gpss: %w", err)
+	}
+	return nil
+}
+
+// watchPods adds a watch on the instances' and etcd's pods, which their
+// StatefulSets own: a pod that becomes ready or goes away starts a pass.
+func watchPods(b *builder.Builder) *builder.Builder {
+	return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentInstance, build.ComponentEtcd))
+}
+
+// Default applies the API's defaults (gpssv1.Default); the defaulting
+// webhook calls it too.
+func (*Controller) Default(g *Cluster) { gpssv1.Default(g) }
+
+// Validate checks what the CRD's schema cannot: the image reference, and
+// spec.config (gpssconfig.Validate: a JSON object, none of the keys the
+// operator owns, its ports valid and distinct from spec.ports). The
+// validating webhook rejects what it rejects; the controller calls it every
+// pass and reports InvalidSpec.
+func (*Controller) Validate(g *Cluster) error {
+	spec := field.NewPath("spec")
+	errs := standard.ValidateImage(spec.Child("image"), g.Spec.Image)
+	if m := g.Spec.Etcd.Managed; m != nil && build.ManagesEtcd(g) {
+		errs = append(errs, standard.ValidateImage(spec.Child("etcd", "managed", "image"), m.Image)...)
+	}
+	if g.Spec.Config != nil {
+		p := g.Spec.Ports
+		errs = append(errs, gpssconfig.Validate(g.Spec.Config.Raw, spec.Child("config"), map[string]int{
+			"spec.ports.grpc": int(p.GRPC), "spec.ports.gpfdist": int(p.Gpfdist), "spec.ports.cluster": int(p.Cluster),
+		})...)
+	}
+	return errs.ToAggregate()
+}
+
+// observed is what Declare found, for Observe in the same pass.
+var observed = framework.NewPassValue[*cluster]("cluster")
+
+// Declare runs on every pass: it applies the ServiceAccount, the Services
+// and, for a managed etcd, the etcd; once the etcd is ready (for a new
+// cluster), the configuration and the instances' StatefulSet; then it
+// observes the instances into status and sets the conditions.
+func (c *Controller) Declare(ctx *Context) error {
+	g := ctx.Obj
+	if sa := build.ServiceAccount(g); sa != nil {
+		if err := ctx.Apply(sa, build.ComponentInstance); err != nil {
+			return err
+		}
+	}
+	if build.ManagesEtcd(g) {
+		if err := ctx.Apply(build.EtcdService(g), build.ComponentEtcd); err != nil {
+			return err
+		}
+		if err := ctx.Apply(build.EtcdStatefulSet(g, c.opts.ClusterDomain), build.ComponentEtcd); err != nil {
+			return err
+		}
+	}
+	for _, svc := range []*corev1.Service{build.HeadlessService(g), build.GRPCService(g)} {
+		if err := ctx.Apply(svc, componentOf(svc)); err != nil {
+			return err
+		}
+	}
+	cl, err := c.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if cl.sts != nil || cl.etcdReady {
+		if err := c.applyInstances(ctx, cl); err != nil {
+			return err
+		}
+	}
+	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
+		return err
+	}
+	c.setConditions(ctx, cl)
+	observed.Set(ctx, cl)
+	return nil
+}
+
+// applyInstances applies the configuration, one gpfdist Service per
+// instance, and the instances' StatefulSet, then deletes the gpfdist
+// Services of instances beyond it.
+func (c *Controller) applyInstances(ctx *Context, cl *cluster) error {
+	g := ctx.Obj
+	data, err := build.ConfigData(g, c.opts.ClusterDomain)
+	if err != nil {
+		return framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
+	}
+	name, err := ctx.EnsureConfigMap(build.ComponentConfig, data)
+	if err != nil {
+		return err
+	}
+	g.Status.ConfigRevision = name
+	replicas := g.Spec.Replicas
+	for i := range int(replicas) {
+		if err := ctx.Apply(build.GpfdistService(g, i), build.ComponentGpfdist); err != nil {
+			return err
+		}
+	}
+	sts := build.StatefulSet(g, replicas, g.Spec.Image, name)
+	if err := ctx.Apply(sts, build.ComponentInstance); err != nil {
+		return err
+	}
+	cl.created = cl.sts == nil
+	cl.sts = sts
+	return c.deleteDepartedServices(ctx, int(replicas))
+}
+
+// deleteDepartedServices deletes the gpfdist Services of ordinals at or
+// beyond replicas.
+func (c *Controller) deleteDepartedServices(ctx *Context, replicas int) error {
+	g := ctx.Obj
+	var list corev1.ServiceList
+	if err := ctx.Client.List(ctx, &list, client.InNamespace(g.Namespace),
+		client.MatchingLabels(build.Selector(g, build.ComponentGpfdist))); err != nil {
+		return fmt.Errorf("list gpfdist Services: %w", err)
+	}
+	for i := range list.Items {
+		svc := &list.Items[i]
+		if ordinal, ok := workload.Ordinal(svc.Name, g.Name+"-"); !ok || ordinal < replicas || !svc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, svc)); err != nil {
+			return fmt.Errorf("delete Service %s: %w", svc.Name, err)
+		}
+		ctx.Log.Info("Deleted the gpfdist Service of a departed instance", "service", svc.Name)
+	}
+	return nil
+}
+
+// Observe has nothing imperative to do yet: Declare applies everything.
+func (c *Controller) Observe(ctx *Context) (Action, error) {
+	if _, err := observed.MustGet(ctx); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+func componentOf(obj client.Object) string { return obj.GetLabels()[standard.LabelComponent] }

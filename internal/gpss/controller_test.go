@@ -1,0 +1,273 @@
+package gpss_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/gpss"
+	"github.com/stewardhq/steward/internal/gpss/build"
+	"github.com/stewardhq/steward/internal/gpss/gpssconfig"
+	"github.com/stewardhq/steward/internal/testenv"
+)
+
+// These tests run the GpssCluster controller in a manager against a real
+// kube-apiserver (envtest), with no kubelet and no StatefulSet controller:
+// the tests play those parts where the controller waits for them.
+
+func newScheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(gpssv1.AddToScheme(s))
+	return s
+}
+
+func setup(t *testing.T) (client.Client, string) {
+	t.Helper()
+	cfg := server.Config(t)
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c, "gpss-test-")
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 newScheme(),
+		Logger:                 testenv.Logger(t, 0),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartManager(t, mgr)
+	return c, ns
+}
+
+func newCluster(ns, name string, mutate ...func(*gpssv1.GpssClusterSpec)) *gpssv1.GpssCluster {
+	g := &gpssv1.GpssCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: gpssv1.GpssClusterSpec{Image: "gpss:2.0", ClusterID: "c-" + name, Replicas: 3}}
+	for _, m := range mutate {
+		m(&g.Spec)
+	}
+	return g
+}
+
+func exists(t *testing.T, c client.Client, ns, name string, obj client.Object) bool {
+	t.Helper()
+	err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func cluster(t *testing.T, c client.Client, ns, name string) *gpssv1.GpssCluster {
+	t.Helper()
+	g := &gpssv1.GpssCluster{}
+	if !exists(t, c, ns, name, g) {
+		t.Fatalf("%s is gone", name)
+	}
+	return g
+}
+
+func ready(g *gpssv1.GpssCluster) (bool, string) {
+	cond := meta.FindStatusCondition(g.Status.Conditions, framework.ConditionReady)
+	if cond == nil {
+		return false, "no Ready condition"
+	}
+	return cond.Status == metav1.ConditionTrue, fmt.Sprintf("Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
+
+// markReady plays the StatefulSet controller and the kubelet: the
+// StatefulSet's status says its pods are ready, and for the instances,
+// ready pods exist on the StatefulSet's image.
+func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool) {
+	t.Helper()
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
+		ReadyReplicas: *sts.Spec.Replicas, AvailableReplicas: *sts.Spec.Replicas}
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	if !pods {
+		return
+	}
+	for i := range int(*sts.Spec.Replicas) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: fmt.Sprintf("%s-%d", sts.Name, i),
+			Labels: sts.Spec.Template.Labels}, Spec: *sts.Spec.Template.Spec.DeepCopy()}
+		if err := c.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := c.Status().Update(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCreateWaitsForTheEtcdThenMakesTheInstances(t *testing.T) {
+	c, ns := setup(t)
+	g := newCluster(ns, "orders", func(s *gpssv1.GpssClusterSpec) {
+		s.Config = &apiextensionsv1.JSON{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
+		s.GpfdistService.Annotations = map[string]string{"lb.example/internal": "true"}
+	})
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	etcd := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the etcd's StatefulSet and Service", func() (bool, string) {
+		return exists(t, c, ns, "orders-etcd", etcd) && exists(t, c, ns, "orders-etcd", &corev1.Service{}), "not yet"
+	})
+	testenv.Eventually(t, "Ready=False, waiting for the etcd", func() (bool, string) {
+		cond := meta.FindStatusCondition(cluster(t, c, ns, "orders").Status.Conditions, framework.ConditionReady)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == commonv1.ReasonCreating &&
+			strings.Contains(cond.Message, "waiting for the etcd: 0 of 1 etcd members ready"), fmt.Sprintf("%+v", cond)
+	})
+	// The instances wait for the etcd: no StatefulSet, no config, no
+	// gpfdist Service yet.
+	time.Sleep(time.Second)
+	if exists(t, c, ns, "orders", &appsv1.StatefulSet{}) || exists(t, c, ns, "orders-0-gpfdist", &corev1.Service{}) {
+		t.Fatal("the instances were created before the etcd was ready")
+	}
+	if !exists(t, c, ns, "orders-grpc", &corev1.Service{}) || !exists(t, c, ns, "orders-gpss", &corev1.ServiceAccount{}) {
+		t.Fatal("the gRPC Service and the ServiceAccount do not wait for the etcd, but are missing")
+	}
+
+	markReady(t, c, etcd, false)
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) {
+		return exists(t, c, ns, "orders", sts), "not yet"
+	})
+	for i := range 3 {
+		svc := &corev1.Service{}
+		if !exists(t, c, ns, fmt.Sprintf("orders-%d-gpfdist", i), svc) {
+			t.Fatalf("no gpfdist Service for instance %d", i)
+		}
+		if svc.Spec.Selector[appsv1.StatefulSetPodNameLabel] != fmt.Sprintf("orders-%d", i) || svc.Annotations["lb.example/internal"] != "true" {
+			t.Errorf("gpfdist Service %d: %+v", i, svc)
+		}
+	}
+	cm := &corev1.ConfigMap{}
+	name := sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name
+	if !exists(t, c, ns, name, cm) {
+		t.Fatalf("no config ConfigMap %s", name)
+	}
+	cfg, err := gpssconfig.Parse([]byte(cm.Data[build.ConfigKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.ID != "c-orders" || cfg.Cluster.Etcd.Endpoints[0] != "http://orders-etcd-0.orders-etcd."+ns+".svc.cluster.local:2379" {
+		t.Errorf("gpss.json: %s", cm.Data[build.ConfigKey])
+	}
+	var raw map[string]map[string]any
+	_ = json.Unmarshal([]byte(cm.Data[build.ConfigKey]), &raw)
+	if raw["Logging"]["BackendLevel"] != "debug" {
+		t.Errorf("the user's settings are missing: %s", cm.Data[build.ConfigKey])
+	}
+
+	markReady(t, c, sts, true)
+	testenv.Eventually(t, "Ready", func() (bool, string) { return ready(cluster(t, c, ns, "orders")) })
+	st := cluster(t, c, ns, "orders").Status
+	if st.ReadyReplicas != 3 || len(st.Instances) != 3 || !st.Instances[2].Ready || st.Instances[2].Image != "gpss:2.0" ||
+		st.CurrentImage != "gpss:2.0" || st.GRPCEndpoint != "orders-grpc."+ns+".svc.cluster.local:5000" ||
+		st.Instances[0].GpfdistAddress != "orders-0-gpfdist."+ns+".svc.cluster.local:8080" {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestAnExistingEtcdIsNotWaitedFor(t *testing.T) {
+	c, ns := setup(t)
+	g := newCluster(ns, "ext", func(s *gpssv1.GpssClusterSpec) { s.Etcd.Endpoints = []string{"http://etcd.example:2379"} })
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) {
+		return exists(t, c, ns, "ext", &appsv1.StatefulSet{}), "not yet"
+	})
+	if exists(t, c, ns, "ext-etcd", &appsv1.StatefulSet{}) {
+		t.Error("an etcd was made for a cluster that has one")
+	}
+	if got := cluster(t, c, ns, "ext").Status.EtcdEndpoints; len(got) != 1 || got[0] != "http://etcd.example:2379" {
+		t.Errorf("status.etcdEndpoints = %v", got)
+	}
+}
+
+func TestInvalidConfigIsReported(t *testing.T) {
+	c, ns := setup(t)
+	g := newCluster(ns, "bad", func(s *gpssv1.GpssClusterSpec) {
+		s.Config = &apiextensionsv1.JSON{Raw: []byte(`{"Cluster":{"Id":"other"}}`)}
+	})
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "InvalidSpec naming the key", func() (bool, string) {
+		cond := meta.FindStatusCondition(cluster(t, c, ns, "bad").Status.Conditions, framework.ConditionSynced)
+		return cond != nil && cond.Reason == framework.ReasonInvalidSpec &&
+			strings.Contains(cond.Message, "spec.config[Cluster][Id]: Forbidden: set by the operator from spec.clusterID"), fmt.Sprintf("%+v", cond)
+	})
+	if exists(t, c, ns, "bad-etcd", &appsv1.StatefulSet{}) {
+		t.Error("children were made for an invalid spec")
+	}
+}
+
+func TestDeleteReclaimsTheEtcdsVolumes(t *testing.T) {
+	c, ns := setup(t)
+	for _, policy := range []commonv1.ReclaimPolicy{commonv1.ReclaimRetain, commonv1.ReclaimDelete} {
+		name := strings.ToLower(string(policy))
+		g := newCluster(ns, name, func(s *gpssv1.GpssClusterSpec) {
+			s.Etcd.Managed = &gpssv1.ManagedEtcd{Storage: commonv1.StorageSpec{ReclaimPolicy: policy}}
+		})
+		if err := c.Create(t.Context(), g); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "the etcd", func() (bool, string) {
+			return exists(t, c, ns, name+"-etcd", &appsv1.StatefulSet{}), "not yet"
+		})
+		// The StatefulSet controller would make the claim.
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-" + name + "-etcd-0",
+			Labels: build.Selector(g, build.ComponentEtcd)},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resourceOf("1Gi")}}}}
+		if err := c.Create(t.Context(), pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(t.Context(), cluster(t, c, ns, name)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, name+" deleted", func() (bool, string) {
+			return !exists(t, c, ns, name, &gpssv1.GpssCluster{}), "still there"
+		})
+		kept := &corev1.PersistentVolumeClaim{}
+		gone := !exists(t, c, ns, pvc.Name, kept) || !kept.DeletionTimestamp.IsZero()
+		if gone != (policy == commonv1.ReclaimDelete) {
+			t.Errorf("reclaimPolicy %s: claim deleted = %v", policy, gone)
+		}
+	}
+}
+
+func resourceOf(s string) resource.Quantity { return resource.MustParse(s) }

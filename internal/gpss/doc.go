@@ -1,0 +1,21 @@
+// Package gpss is Steward's GPSS system: the GpssCluster controller, an
+// actor of the framework (internal/framework), and what it stands on.
+//
+// The controller's files split by concern:
+//   - controller.go: options, setup, Default, Validate, Declare (the
+//     children, the managed etcd first, then the instances) and Observe;
+//   - status.go: the instances' pods into status and the Available,
+//     Progressing and Ready conditions;
+//   - webhook.go: the admission webhooks and the children they dry-run;
+//   - delete.go: Finalize, honoring the managed etcd's reclaim policy.
+//
+// docs/gpss.md gives the design and its decisions.
+//
+// Subpackages:
+//   - build holds the pure builders of the children, with no client;
+//   - gpssconfig is GPSS's gpss.json: validation, rendering, parsing;
+//   - gpssapi is GPSS's gRPC APIs (job and batch data);
+//   - simulator is the GPSS simulator the tests run in GPSS's place
+//     (cmd/gpss-simulator), which the controller does not depend on;
+//   - gpsstest starts a real etcd for tests.
+package gpss

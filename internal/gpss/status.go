@@ -1,0 +1,229 @@
+package gpss
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/gpss/build"
+)
+
+// Reasons of Progressing and Ready that only GPSS uses, next to the shared
+// ones (Creating, Scaling, Restarting, Stable).
+const (
+	// ReasonWaitingForEtcd: the managed etcd is not ready yet.
+	ReasonWaitingForEtcd = "WaitingForEtcd"
+	// ReasonInstancesNotReady: an instance's pod is not ready.
+	ReasonInstancesNotReady = "InstancesNotReady"
+)
+
+// cluster is what a pass observed.
+type cluster struct {
+	// sts is the instances' StatefulSet; nil before it exists.
+	sts *appsv1.StatefulSet
+	// pods are the instances' pods by ordinal (not terminating).
+	pods map[int]*corev1.Pod
+	// etcdReady: the managed etcd's members are all ready, or the etcd is
+	// the user's.
+	etcdReady bool
+	// etcdMessage says what the managed etcd waits for.
+	etcdMessage string
+	// created: the instances' StatefulSet was first applied in this pass.
+	created bool
+}
+
+// readyPods counts the instances whose pods are ready.
+func (cl *cluster) readyPods() int {
+	n := 0
+	for _, p := range cl.pods {
+		if workload.IsReady(p) {
+			n++
+		}
+	}
+	return n
+}
+
+// observe reads the managed etcd's and the instances' StatefulSets and the
+// instances' pods and Services into status.
+func (c *Controller) observe(ctx *Context) (*cluster, error) {
+	g := ctx.Obj
+	cl := &cluster{pods: map[int]*corev1.Pod{}, etcdReady: true}
+	if build.ManagesEtcd(g) {
+		etcd := &appsv1.StatefulSet{}
+		if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: build.EtcdName(g)}, etcd); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("get the etcd StatefulSet: %w", err)
+		}
+		want := ptr.Deref(g.Spec.Etcd.Managed, gpssv1.ManagedEtcd{}).Replicas
+		if want == 0 {
+			want = 1
+		}
+		cl.etcdReady = etcd.Status.ReadyReplicas >= want && etcd.Status.ObservedGeneration == etcd.Generation
+		cl.etcdMessage = fmt.Sprintf("%d of %d etcd members ready", etcd.Status.ReadyReplicas, want)
+	}
+	g.Status.EtcdEndpoints = build.EtcdEndpoints(g, c.opts.ClusterDomain)
+	g.Status.GRPCEndpoint = net.JoinHostPort(
+		fmt.Sprintf("%s.%s.svc.%s", build.GRPCServiceName(g), g.Namespace, c.opts.ClusterDomain),
+		strconv.Itoa(int(g.Spec.Ports.GRPC)))
+
+	sts := &appsv1.StatefulSet{}
+	switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Name}, sts); {
+	case err == nil:
+		cl.sts = sts
+	case client.IgnoreNotFound(err) != nil:
+		return nil, fmt.Errorf("get the instances' StatefulSet: %w", err)
+	}
+	set := workload.Set{Namespace: g.Namespace, Name: g.Name, Selector: build.Selector(g, build.ComponentInstance)}
+	pods, err := set.Pods(ctx, ctx.Client)
+	if err != nil {
+		return nil, err
+	}
+	for ordinal, p := range pods {
+		if p.DeletionTimestamp.IsZero() {
+			cl.pods[ordinal] = p
+		}
+	}
+	c.instancesStatus(ctx, cl)
+	return cl, nil
+}
+
+// instancesStatus fills status.instances, readyReplicas and the images.
+func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
+	g := ctx.Obj
+	n := int(g.Spec.Replicas)
+	for ordinal := range cl.pods {
+		n = max(n, ordinal+1)
+	}
+	var instances []gpssv1.InstanceStatus
+	images := map[string]bool{}
+	for ordinal := range n {
+		in := gpssv1.InstanceStatus{Name: build.PodName(g, ordinal)}
+		if ordinal < int(g.Spec.Replicas) {
+			in.GpfdistAddress = c.gpfdistAddress(ctx, ordinal)
+		}
+		if p, ok := cl.pods[ordinal]; ok {
+			in.Ready = workload.IsReady(p)
+			in.Image = podImage(p)
+			images[in.Image] = true
+		}
+		instances = append(instances, in)
+	}
+	g.Status.Instances = instances
+	g.Status.ReadyReplicas = int32(cl.readyPods())
+	// currentImage moves only when every instance runs the spec's image.
+	if len(images) == 1 && images[g.Spec.Image] && len(cl.pods) == int(g.Spec.Replicas) &&
+		g.Status.CurrentImage != g.Spec.Image {
+		if g.Status.CurrentImage != "" {
+			g.Status.PreviousImage = g.Status.CurrentImage
+		}
+		g.Status.CurrentImage = g.Spec.Image
+	}
+}
+
+// gpfdistAddress is where the instance's gpfdist is reached from outside
+// when its Service type allows (a load balancer's ingress, or a node port:
+// on any node's address), else its cluster DNS name.
+func (c *Controller) gpfdistAddress(ctx *Context, ordinal int) string {
+	g := ctx.Obj
+	name := build.GpfdistServiceName(g, ordinal)
+	inCluster := net.JoinHostPort(fmt.Sprintf("%s.%s.svc.%s", name, g.Namespace, c.opts.ClusterDomain),
+		strconv.Itoa(int(g.Spec.Ports.Gpfdist)))
+	svc := &corev1.Service{}
+	if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: name}, svc); err != nil {
+		return inCluster
+	}
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			host := in.IP
+			if host == "" {
+				host = in.Hostname
+			}
+			if host != "" {
+				return net.JoinHostPort(host, strconv.Itoa(int(g.Spec.Ports.Gpfdist)))
+			}
+		}
+	case corev1.ServiceTypeNodePort:
+		if len(svc.Spec.Ports) > 0 && svc.Spec.Ports[0].NodePort != 0 {
+			return "<node>:" + strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
+		}
+	}
+	return inCluster
+}
+
+func podImage(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == build.ContainerName {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// setConditions sets Available (an instance serves gpsscli), Progressing
+// and Ready from what the pass observed.
+func (c *Controller) setConditions(ctx *Context, cl *cluster) {
+	g := ctx.Obj
+	ready := cl.readyPods()
+	if ready > 0 {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionTrue, "InstancesReady",
+			fmt.Sprintf("%d of %d instances ready", ready, g.Spec.Replicas))
+	} else {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, ReasonInstancesNotReady, "no instance is ready")
+	}
+	reason, message := notReady(g, cl)
+	if reason != "" && creating(g) {
+		reason = commonv1.ReasonCreating
+	}
+	if reason == "" {
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
+		ctx.SetReady(true, "", fmt.Sprintf("%d instances ready", ready))
+		return
+	}
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetReady(false, reason, message)
+}
+
+// notReady says why the cluster is not Ready; an empty reason when it is:
+// the etcd ready, spec.replicas instances, each ready on the spec's image.
+func notReady(g *Cluster, cl *cluster) (reason, message string) {
+	want := int(g.Spec.Replicas)
+	switch {
+	case !cl.etcdReady && cl.sts == nil:
+		return ReasonWaitingForEtcd, "waiting for the etcd: " + cl.etcdMessage
+	case cl.sts == nil:
+		return commonv1.ReasonCreating, "creating the instances"
+	case int(ptr.Deref(cl.sts.Spec.Replicas, 0)) != want:
+		return commonv1.ReasonScaling, fmt.Sprintf("%d instances, want %d", ptr.Deref(cl.sts.Spec.Replicas, 0), want)
+	case len(cl.pods) != want:
+		return ReasonInstancesNotReady, fmt.Sprintf("%d of %d instance pods exist", len(cl.pods), want)
+	}
+	for _, ordinal := range slices.Sorted(maps.Keys(cl.pods)) {
+		p := cl.pods[ordinal]
+		if img := podImage(p); img != g.Spec.Image {
+			return commonv1.ReasonRestarting, fmt.Sprintf("%s runs %s, want %s", p.Name, img, g.Spec.Image)
+		}
+		if !workload.IsReady(p) {
+			return ReasonInstancesNotReady, p.Name + " is not ready"
+		}
+	}
+	return "", ""
+}
+
+// creating reports whether the cluster has never been Ready.
+func creating(g *Cluster) bool {
+	c := meta.FindStatusCondition(g.Status.Conditions, framework.ConditionReady)
+	return c == nil || c.Status != metav1.ConditionTrue && c.Reason == commonv1.ReasonCreating
+}
