@@ -20,7 +20,7 @@ const chartDir = "../../charts/steward"
 // lag behind internal/systems: make manifests (go run ./hack/chartgen
 // charts/steward) brings them up to date.
 func TestChartIsCurrent(t *testing.T) {
-	_, stale, err := render(chartDir, systems.Known())
+	_, stale, err := render(chartDir, current())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestChartIsCurrent(t *testing.T) {
 // schema reads it, against the operator's own parsing of --systems.
 func TestPattern(t *testing.T) {
 	names := systems.Known()
-	files, _, err := render(chartDir, names)
+	files, _, err := render(chartDir, current())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +70,20 @@ func TestPattern(t *testing.T) {
 // list of systems: the pattern and keywords change, nothing else does.
 func TestWriteUpdatesOnlyItsParts(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"values.schema.json", "Chart.yaml"} {
+	for _, name := range []string{"values.schema.json", "Chart.yaml", "templates/_helpers.tpl"} {
 		data, err := os.ReadFile(filepath.Join(chartDir, name))
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := write(dir, []string{"alpha", "beta"}); err != nil {
+	other := names{known: []string{"alpha", "beta"}, preview: []string{"beta"}}
+	if err := write(dir, other); err != nil {
 		t.Fatal(err)
 	}
 	schema, _ := os.ReadFile(filepath.Join(dir, "values.schema.json"))
@@ -93,7 +97,11 @@ func TestWriteUpdatesOnlyItsParts(t *testing.T) {
 	if !strings.Contains(string(chart), "keywords:\n  - operator\n  - alpha\n  - beta\nhome:") {
 		t.Errorf("the keywords were not rewritten:\n%s", chart)
 	}
-	if _, stale, err := render(dir, []string{"alpha", "beta"}); err != nil || len(stale) > 0 {
+	helpers, _ := os.ReadFile(filepath.Join(dir, "templates/_helpers.tpl"))
+	if !strings.Contains(string(helpers), `{{- $preview := list "beta" -}}`) {
+		t.Errorf("the preview systems were not rewritten:\n%s", helpers)
+	}
+	if _, stale, err := render(dir, other); err != nil || len(stale) > 0 {
 		t.Errorf("a second run changes %v (%v)", stale, err)
 	}
 }

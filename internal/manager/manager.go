@@ -27,6 +27,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
+	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/zookeeper"
 )
 
@@ -34,10 +35,11 @@ import (
 const LeaderElectionID = "steward.steward.dev"
 
 // Builtin returns a registry of the systems compiled into this build:
-// ZooKeeper. Naming another system in --systems fails with "not available
-// in this build"; systems are added here as they land.
+// ZooKeeper, and GPSS as a preview (selected only by name: see
+// systems.Preview). Naming another system in --systems fails with "not
+// available in this build"; systems are added here as they land.
 func Builtin() *systems.Registry {
-	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}))
+	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}), gpss.System(gpss.Options{}))
 }
 
 // New builds a manager from opts and sets up the selected systems on it.

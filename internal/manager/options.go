@@ -111,8 +111,8 @@ func NewOptions() Options {
 // The current field values are the flags' defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Systems, "systems", o.Systems,
-		fmt.Sprintf("Comma-separated systems to run, or %q for every system in this build. Known systems: %s.",
-			systems.All, strings.Join(systems.Known(), ", ")))
+		fmt.Sprintf("Comma-separated systems to run, or %q for every system in this build but the previews (%s). Known systems: %s.",
+			systems.All, strings.Join(systems.Preview(), ", "), strings.Join(systems.Known(), ", ")))
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Enable leader election so that only one replica of the manager reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,

@@ -24,6 +24,22 @@ const All = "all"
 // known lists the planned systems, sorted by name.
 var known = []string{GPSS, MatrixOne, OceanBase, ZooKeeper}
 
+// preview lists the systems whose implementation is not complete yet, sorted:
+// a build may register them, but "all" (and an empty --systems) leaves them
+// out, so that a default install never runs a half-built system; naming
+// one selects it. The chart's "all" agrees (hack/chartgen writes this list
+// into its helpers).
+var preview = []string{GPSS}
+
+// Preview returns the names of the systems "all" leaves out, sorted.
+func Preview() []string { return slices.Clone(preview) }
+
+// IsPreview reports whether name is a system "all" leaves out.
+func IsPreview(name string) bool {
+	_, found := slices.BinarySearch(preview, name)
+	return found
+}
+
 // Known returns the names of every system Steward is designed to run, sorted,
 // whether or not this build implements it.
 func Known() []string {
@@ -104,7 +120,8 @@ func (r *Registry) Available() []string {
 //
 // The value is a comma-separated list of system names; surrounding spaces
 // and empty items are ignored. An empty value, or "all", selects every
-// registered system, which is no system at all when none is registered.
+// registered system but the preview ones (Preview), which is no system at
+// all when none is registered; a preview system is selected by its name.
 // A name that is not known, or known but not registered in this build, is an
 // error; so is "all" mixed with other names, since the intent is unclear.
 // The error reports every bad name at once.
@@ -113,7 +130,9 @@ func (r *Registry) Select(spec string) ([]System, error) {
 	if spec == "" || spec == All {
 		selected := make([]System, 0, len(r.systems))
 		for _, name := range r.Available() {
-			selected = append(selected, r.systems[name])
+			if !IsPreview(name) {
+				selected = append(selected, r.systems[name])
+			}
 		}
 		return selected, nil
 	}

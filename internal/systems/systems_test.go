@@ -23,6 +23,20 @@ func TestKnownIsSortedAndCopied(t *testing.T) {
 	}
 }
 
+func TestPreview(t *testing.T) {
+	if got := Preview(); !slices.Equal(got, []string{"gpss"}) || !IsPreview("gpss") || IsPreview("zookeeper") {
+		t.Fatalf("Preview() = %v", got)
+	}
+	for _, name := range Preview() {
+		if !IsKnown(name) {
+			t.Errorf("preview system %q is not known", name)
+		}
+	}
+	if !slices.IsSorted(preview) {
+		t.Error("preview is not sorted: IsPreview searches it")
+	}
+}
+
 func TestSelect(t *testing.T) {
 	empty := NewRegistry()
 	two := NewRegistry(
@@ -39,8 +53,9 @@ func TestSelect(t *testing.T) {
 	}{
 		{name: "all on an empty registry selects none", registry: empty, spec: "all", want: []string{}},
 		{name: "empty spec on an empty registry selects none", registry: empty, spec: "", want: []string{}},
-		{name: "all selects every registered system sorted", registry: two, spec: "all", want: []string{"gpss", "zookeeper"}},
-		{name: "empty spec means all", registry: two, spec: "  ", want: []string{"gpss", "zookeeper"}},
+		{name: "all selects every registered system but the previews", registry: two, spec: "all", want: []string{"zookeeper"}},
+		{name: "empty spec means all", registry: two, spec: "  ", want: []string{"zookeeper"}},
+		{name: "a preview system is selected by name", registry: two, spec: "gpss", want: []string{"gpss"}},
 		{name: "single name", registry: two, spec: "zookeeper", want: []string{"zookeeper"}},
 		{name: "list is sorted, trimmed and deduplicated", registry: two, spec: " zookeeper, gpss ,zookeeper,", want: []string{"gpss", "zookeeper"}},
 		{

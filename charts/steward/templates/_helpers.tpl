@@ -43,13 +43,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 
 {{/*
 systemEnabled: "true" when the system serving API group .group (its first
-DNS label: zookeeper.steward.dev is zookeeper) is among .Values.systems.
+DNS label: zookeeper.steward.dev is zookeeper) is among .Values.systems:
+named, or "all" and not a preview system (one whose implementation is not
+complete; hack/chartgen writes the list from internal/systems), as the
+operator's --systems reads it.
 Called with (dict "group" ... "root" $).
 */}}
 {{- define "steward.systemEnabled" -}}
 {{- $systems := .root.Values.systems | replace " " "" | splitList "," -}}
 {{- $system := index (splitList "." .group) 0 -}}
-{{- if or (has "all" $systems) (has $system $systems) -}}true{{- end -}}
+{{- $preview := list "gpss" -}}
+{{- if or (and (has "all" $systems) (not (has $system $preview))) (has $system $systems) -}}true{{- end -}}
 {{- end -}}
 
 {{/* rotateCerts: "true" when the operator provisions its own webhook certificate. */}}
