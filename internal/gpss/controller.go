@@ -2,11 +2,13 @@ package gpss
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +52,8 @@ type Options struct {
 	// Resync is how often an in-sync cluster is observed again (default
 	// DefaultResync).
 	Resync time.Duration
+	// Dial connects to a cluster's job API (default: its gRPC Service).
+	Dial Dialer
 }
 
 func (o Options) withDefaults() Options {
@@ -58,6 +62,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Resync <= 0 {
 		o.Resync = DefaultResync
+	}
+	if o.Dial == nil {
+		o.Dial = dialService
 	}
 	return o
 }
@@ -93,6 +100,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns: []client.Object{
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
 		},
+		Flows:     []framework.Flow[*Cluster]{c.scaleInFlow()},
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})
@@ -190,7 +198,7 @@ func (c *Controller) applyInstances(ctx *Context, cl *cluster) error {
 		return err
 	}
 	g.Status.ConfigRevision = name
-	replicas := g.Spec.Replicas
+	replicas := desiredReplicas(g, cl, ctx.Operation())
 	for i := range int(replicas) {
 		if err := ctx.Apply(build.GpfdistService(g, i), build.ComponentGpfdist); err != nil {
 			return err
@@ -216,7 +224,8 @@ func (c *Controller) deleteDepartedServices(ctx *Context, replicas int) error {
 	}
 	for i := range list.Items {
 		svc := &list.Items[i]
-		if ordinal, ok := workload.Ordinal(svc.Name, g.Name+"-"); !ok || ordinal < replicas || !svc.DeletionTimestamp.IsZero() {
+		ordinal, err := strconv.Atoi(svc.Labels[build.LabelOrdinal])
+		if err != nil || ordinal < replicas || !svc.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, svc)); err != nil {
@@ -227,10 +236,24 @@ func (c *Controller) deleteDepartedServices(ctx *Context, replicas int) error {
 	return nil
 }
 
-// Observe has nothing imperative to do yet: Declare applies everything.
+// Observe starts a scale-in when the StatefulSet has more instances than
+// spec.replicas, and starts jobs a scale-in stopped if it ended (aborted,
+// say) before it started them again. Scaling out and everything else
+// Declare applies.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
-	if _, err := observed.MustGet(ctx); err != nil {
+	g := ctx.Obj
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) > g.Spec.Replicas:
+		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(*cl.sts.Spec.Replicas, g.Spec.Replicas)), nil
+	case len(g.Status.StoppedJobs) > 0:
+		return framework.Named("StartStoppedJobs", func(ctx *Context) error {
+			_, err := c.startStoppedJobs(ctx)
+			return err
+		}), nil
 	}
 	return nil, nil
 }

@@ -212,9 +212,10 @@ func TestAnExistingEtcdIsNotWaitedFor(t *testing.T) {
 	if exists(t, c, ns, "ext-etcd", &appsv1.StatefulSet{}) {
 		t.Error("an etcd was made for a cluster that has one")
 	}
-	if got := cluster(t, c, ns, "ext").Status.EtcdEndpoints; len(got) != 1 || got[0] != "http://etcd.example:2379" {
-		t.Errorf("status.etcdEndpoints = %v", got)
-	}
+	testenv.Eventually(t, "status.etcdEndpoints", func() (bool, string) {
+		got := cluster(t, c, ns, "ext").Status.EtcdEndpoints
+		return len(got) == 1 && got[0] == "http://etcd.example:2379", fmt.Sprint(got)
+	})
 }
 
 func TestInvalidConfigIsReported(t *testing.T) {

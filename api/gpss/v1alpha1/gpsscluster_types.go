@@ -235,6 +235,15 @@ type GpssClusterStatus struct {
 	// +optional
 	PreviousImage string `json:"previousImage,omitempty"`
 
+	// stoppedJobs are the ids of the jobs the operator stopped to take
+	// instances away (a scale-in): they were running, and it starts them
+	// again on the instances that stay, then clears this list. GPSS does
+	// not say which instance runs a job, so a scale-in stops every running
+	// job (docs/gpss.md).
+	// +optional
+	// +listType=set
+	StoppedJobs []string `json:"stoppedJobs,omitempty"`
+
 	// configRevision is the name of the content-addressed ConfigMap of the
 	// latest gpss.json.
 	// +optional

@@ -1,0 +1,163 @@
+package gpss
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
+)
+
+// The scale-in flow. GPSS runs each job on one instance and says nowhere
+// which, so the operator cannot move only the departing instances' jobs:
+// it stops every running job (recording them in status first, so that an
+// operator restarted midway still knows them), removes the instances and
+// their gpfdist Services, last first, and starts the same jobs again,
+// which the instances that stay take. Jobs pause for the length of a
+// scale-in; none is left without an instance, and none runs twice.
+// Scaling out needs no flow: new instances simply join.
+const (
+	flowScaleIn     = "scale-in"
+	stepRecordJobs  = "record-jobs"
+	stepStopJobs    = "stop-jobs"
+	stepShrink      = "shrink"
+	stepStartJobs   = "start-jobs"
+	scaleInStepTime = 5 * time.Minute
+)
+
+func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowScaleIn,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepRecordJobs, Run: c.recordJobs, Timeout: scaleInStepTime},
+			{Name: stepStopJobs, Run: c.stopJobs, Timeout: scaleInStepTime},
+			{Name: stepShrink, Run: c.shrink, Timeout: scaleInStepTime},
+			{Name: stepStartJobs, Run: c.startStoppedJobs, Timeout: scaleInStepTime},
+		},
+		Poll: time.Second,
+	}
+}
+
+// desiredReplicas is the instances' StatefulSet's size for this pass:
+// spec.replicas, but never below the size it has until a scale-in flow
+// has stopped the jobs (its shrink step or later).
+func desiredReplicas(g *Cluster, cl *cluster, op *commonv1.Operation) int32 {
+	want := g.Spec.Replicas
+	if cl.sts == nil {
+		return want
+	}
+	current := ptr.Deref(cl.sts.Spec.Replicas, want)
+	if current <= want {
+		return want
+	}
+	if op != nil && op.Name == flowScaleIn && op.Phase.Active() && slices.Index(op.Steps, op.Step) >= slices.Index(op.Steps, stepShrink) {
+		return want
+	}
+	return current
+}
+
+// recordJobs records the running jobs in status.stoppedJobs (before any is
+// stopped: a step that runs again finds the same ones running).
+func (c *Controller) recordJobs(ctx *Context) (bool, error) {
+	g := ctx.Obj
+	if len(g.Status.StoppedJobs) > 0 {
+		return true, nil
+	}
+	j, err := c.jobs(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer j.close()
+	codes, err := j.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	g.Status.StoppedJobs = running(codes)
+	ctx.Log.Info("Recorded the running jobs before a scale-in", "jobs", len(g.Status.StoppedJobs))
+	return true, nil
+}
+
+// stopJobs stops each recorded job that is not stopped yet; done once none
+// of them runs.
+func (c *Controller) stopJobs(ctx *Context) (bool, error) {
+	g := ctx.Obj
+	if len(g.Status.StoppedJobs) == 0 {
+		return true, nil
+	}
+	j, err := c.jobs(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer j.close()
+	codes, err := j.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range g.Status.StoppedJobs {
+		if code, ok := codes[id]; ok && code != job.JobStatusCode_JOB_STOPPED {
+			if err := j.stop(ctx, id); err != nil {
+				return false, err
+			}
+		}
+	}
+	ctx.Event("Normal", "JobsStopped", "Stopped %d jobs to scale in to %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	return true, nil
+}
+
+// shrink is done once the departing instances' pods are gone (Declare sizes
+// the StatefulSet from this step on, and deletes their gpfdist Services).
+func (c *Controller) shrink(ctx *Context) (bool, error) {
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return false, err
+	}
+	for ordinal := range cl.pods {
+		if ordinal >= int(ctx.Obj.Spec.Replicas) {
+			return false, nil
+		}
+	}
+	return cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) == ctx.Obj.Spec.Replicas, nil
+}
+
+// startStoppedJobs starts the recorded jobs again once the instances that
+// stay are ready, then clears the record.
+func (c *Controller) startStoppedJobs(ctx *Context) (bool, error) {
+	g := ctx.Obj
+	if len(g.Status.StoppedJobs) == 0 {
+		return true, nil
+	}
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return false, err
+	}
+	if cl.readyPods() == 0 {
+		return false, nil
+	}
+	j, err := c.jobs(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer j.close()
+	codes, err := j.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range g.Status.StoppedJobs {
+		// A job removed meanwhile is not started again.
+		if code, ok := codes[id]; ok && code != job.JobStatusCode_JOB_RUNNING {
+			if err := j.start(ctx, id); err != nil {
+				return false, err
+			}
+		}
+	}
+	ctx.Event("Normal", "JobsStarted", "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	g.Status.StoppedJobs = nil
+	return true, nil
+}
+
+// scaleInTrigger names a scale-in for status.operation.trigger.
+func scaleInTrigger(from, to int32) string { return fmt.Sprintf("replicas %d to %d", from, to) }
