@@ -54,6 +54,9 @@ type Options struct {
 	Resync time.Duration
 	// Dial connects to a cluster's job API (default: its gRPC Service).
 	Dial Dialer
+	// RolloutHalt is how long an instance on a new image may stay unready
+	// before the rollout halts (default DefaultRolloutHalt).
+	RolloutHalt time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Dial == nil {
 		o.Dial = dialService
+	}
+	if o.RolloutHalt <= 0 {
+		o.RolloutHalt = DefaultRolloutHalt
 	}
 	return o
 }
@@ -100,7 +106,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns: []client.Object{
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
 		},
-		Flows:     []framework.Flow[*Cluster]{c.scaleInFlow()},
+		Flows:     []framework.Flow[*Cluster]{c.scaleInFlow(), c.rolloutFlow()},
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})
@@ -249,6 +255,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	switch {
 	case cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) > g.Spec.Replicas:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(*cl.sts.Spec.Replicas, g.Spec.Replicas)), nil
+	case len(stale(g, cl)) > 0:
+		return framework.StartFlow[*Cluster](flowRollout, rolloutTrigger(g.Spec.Image)), nil
 	case len(g.Status.StoppedJobs) > 0:
 		return framework.Named("StartStoppedJobs", func(ctx *Context) error {
 			_, err := c.startStoppedJobs(ctx)

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -163,9 +164,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 		t.Fatalf("owners before: %v", before)
 	}
 
-	g = cluster(t, c, ns, "sc")
-	g.Spec.Replicas = 1
-	if err := c.Update(t.Context(), g); err != nil {
+	if err := c.Patch(t.Context(), cluster(t, c, ns, "sc"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
 		t.Fatal(err)
 	}
 	// Play the StatefulSet controller: once the StatefulSet shrinks, the

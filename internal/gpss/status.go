@@ -122,9 +122,10 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 	}
 	g.Status.Instances = instances
 	g.Status.ReadyReplicas = int32(cl.readyPods())
-	// currentImage moves only when every instance runs the spec's image.
+	// currentImage moves only when every instance runs the spec's image
+	// and is ready.
 	if len(images) == 1 && images[g.Spec.Image] && len(cl.pods) == int(g.Spec.Replicas) &&
-		g.Status.CurrentImage != g.Spec.Image {
+		cl.readyPods() == len(cl.pods) && g.Status.CurrentImage != g.Spec.Image {
 		if g.Status.CurrentImage != "" {
 			g.Status.PreviousImage = g.Status.CurrentImage
 		}

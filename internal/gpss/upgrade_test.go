@@ -1,0 +1,189 @@
+package gpss_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/gpss"
+	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
+	"github.com/stewardhq/steward/internal/gpss/gpsstest"
+	"github.com/stewardhq/steward/internal/testenv"
+)
+
+// statefulSetPlayer plays the StatefulSet controller and the kubelet for
+// one StatefulSet: it re-creates a deleted pod from the current template,
+// ready unless its image is bad, and records the order of the re-creations.
+type statefulSetPlayer struct {
+	mu       sync.Mutex
+	created  []string // "<pod>@<image>"
+	badImage string
+}
+
+func (p *statefulSetPlayer) run(ctx context.Context, t *testing.T, c client.Client, ns, name string) {
+	for ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		sts := &appsv1.StatefulSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sts); err != nil {
+			continue
+		}
+		for i := range int(*sts.Spec.Replicas) {
+			podName := fmt.Sprintf("%s-%d", name, i)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: podName}, &corev1.Pod{}); err == nil || ctx.Err() != nil {
+				continue
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName, Labels: sts.Spec.Template.Labels},
+				Spec: *sts.Spec.Template.Spec.DeepCopy()}
+			if err := c.Create(ctx, pod); err != nil {
+				continue
+			}
+			image := pod.Spec.Containers[0].Image
+			status := corev1.ConditionTrue
+			if image == p.badImage {
+				status = corev1.ConditionFalse
+			}
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+			_ = c.Status().Update(ctx, pod)
+			p.mu.Lock()
+			p.created = append(p.created, podName+"@"+image)
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *statefulSetPlayer) since(n int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.created[n:])
+}
+
+func (p *statefulSetPlayer) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.created)
+}
+
+// TestRolloutHaltsAndRollsBack upgrades three instances one at a time,
+// then tries an image that never becomes ready: the rollout halts after
+// the first instance and says so, and setting the image back rolls that
+// instance back.
+func TestRolloutHaltsAndRollsBack(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	sim := runSimulator(t, etcd, "c-up", "up-sim")
+	cfg := server.Config(t)
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c, "gpss-up-")
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: newScheme(), Logger: testenv.Logger(t, 0),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(context.Context, *gpssv1.GpssCluster) (job.JobServiceClient, func(), error) {
+		conn, err := grpc.NewClient(sim.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, nil, err
+		}
+		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
+	}
+	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second, Dial: dial, RolloutHalt: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartManager(t, mgr)
+	player := &statefulSetPlayer{badImage: "gpss:bad"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); player.run(ctx, t, c, ns, "up") }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	if err := c.Create(t.Context(), newCluster(ns, "up", func(s *gpssv1.GpssClusterSpec) {
+		s.Image, s.ClusterID, s.Etcd.Endpoints = "gpss:1", "c-up", []string{etcd}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "Ready on gpss:1", func() (bool, string) {
+		ok, why := ready(cluster(t, c, ns, "up"))
+		return ok && cluster(t, c, ns, "up").Status.CurrentImage == "gpss:1", why
+	})
+	setImage := func(image string) {
+		patch := []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, image))
+		if err := c.Patch(t.Context(), cluster(t, c, ns, "up"), client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// An upgrade: one instance at a time, the highest ordinal first.
+	n := player.count()
+	setImage("gpss:2")
+	testenv.Eventually(t, "Ready on gpss:2", func() (bool, string) {
+		g := cluster(t, c, ns, "up")
+		ok, why := ready(g)
+		return ok && g.Status.CurrentImage == "gpss:2", why
+	})
+	if got, want := player.since(n), []string{"up-2@gpss:2", "up-1@gpss:2", "up-0@gpss:2"}; !slices.Equal(got, want) {
+		t.Errorf("re-created %v, want %v", got, want)
+	}
+	if g := cluster(t, c, ns, "up"); g.Status.PreviousImage != "gpss:1" {
+		t.Errorf("previousImage %q, want gpss:1", g.Status.PreviousImage)
+	}
+
+	// A bad image: the first instance never becomes ready, the rollout
+	// halts there and says so.
+	n = player.count()
+	setImage("gpss:bad")
+	testenv.Eventually(t, "the rollout halts", func() (bool, string) {
+		cond := meta.FindStatusCondition(cluster(t, c, ns, "up").Status.Conditions, framework.ConditionReady)
+		return cond != nil && cond.Reason == gpss.ReasonRolloutHalted &&
+			strings.Contains(cond.Message, "up-2 runs gpss:bad") && strings.Contains(cond.Message, "set spec.image back to gpss:2"),
+			fmt.Sprintf("%+v", cond)
+	})
+	time.Sleep(2 * time.Second)
+	if got := player.since(n); !slices.Equal(got, []string{"up-2@gpss:bad"}) {
+		t.Errorf("re-created %v while halted, want only up-2 on gpss:bad", got)
+	}
+	if g := cluster(t, c, ns, "up"); g.Status.CurrentImage != "gpss:2" {
+		t.Errorf("currentImage %q during a halted rollout, want gpss:2", g.Status.CurrentImage)
+	}
+
+	// Rolling back restarts the instance that is not ready at once.
+	n = player.count()
+	setImage("gpss:2")
+	testenv.Eventually(t, "Ready on gpss:2 again", func() (bool, string) {
+		g := cluster(t, c, ns, "up")
+		ok, why := ready(g)
+		return ok && g.Status.CurrentImage == "gpss:2", why
+	})
+	if got := player.since(n); !slices.Equal(got, []string{"up-2@gpss:2"}) {
+		t.Errorf("re-created %v rolling back, want only up-2 on gpss:2", got)
+	}
+	if op := cluster(t, c, ns, "up").Status.Operation; op == nil || op.Name != "rollout" || op.Phase != commonv1.PhaseSucceeded {
+		t.Errorf("operation %+v", op)
+	}
+}
