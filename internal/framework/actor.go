@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"context"
+
 	"fmt"
 	"reflect"
 	"regexp"
@@ -79,6 +81,21 @@ type Defaulter[T Object] interface {
 // doubtful specs) are a separate, optional hook: Warner.
 type Validator[T Object] interface {
 	Validate(obj T) error
+}
+
+// ClashChecker is implemented by actors whose objects must not clash with
+// other objects (a GpssCluster's clusterID is unique among the
+// GpssClusters of its namespace). The validating webhook calls Clashes on
+// create and on an update outside metadata and status, with the manager's
+// cached client, and rejects a clash with a 422 Invalid as it rejects a
+// Validate error (return field errors). Two creates can race past a cache,
+// and webhooks may be off, so the controller calls it on every pass too,
+// after Validate: a clash fails the pass (Synced=False, ReconcileError,
+// retried with backoff) rather than marking the spec invalid, because it
+// clears by itself once the other object goes. Decide clashes so that one
+// of two clashing objects is kept (the older, say).
+type ClashChecker[T Object] interface {
+	Clashes(ctx context.Context, r client.Reader, obj T) error
 }
 
 // DependencyDeclarer is implemented by actors whose objects wait for other

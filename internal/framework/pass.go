@@ -144,6 +144,11 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 			return reconcile.Result{}, InvalidSpec(err)
 		}
 	}
+	if cc, ok := p.r.opts.Actor.(ClashChecker[T]); ok {
+		if err := cc.Clashes(c, p.r.client, p.obj); err != nil {
+			return reconcile.Result{}, fmt.Errorf("clash: %w", err)
+		}
+	}
 	if err := p.checkChildren(); err != nil {
 		return reconcile.Result{}, err
 	}

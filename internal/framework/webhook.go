@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -89,6 +90,7 @@ func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
 	m, v := newWebhookHooks(mgr.GetScheme(), gvk.GroupKind(), actor)
 	if v != nil {
 		v.checker = childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()}
+		v.reader = mgr.GetClient()
 	}
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
@@ -121,13 +123,14 @@ func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, acto
 	v, _ := actor.(Validator[T])
 	w, _ := actor.(Warner[T])
 	r, _ := actor.(ChildRenderer[T])
+	cc, _ := actor.(ClashChecker[T])
 	var m *webhookDefaulter[T]
 	if d != nil || u != nil {
 		m = &webhookDefaulter[T]{defaulter: d, update: u, decoder: admission.NewDecoder(scheme)}
 	}
 	var val *webhookValidator[T]
-	if v != nil || w != nil || r != nil {
-		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r}
+	if v != nil || w != nil || r != nil || cc != nil {
+		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r, clash: cc}
 	}
 	return m, val
 }
@@ -233,7 +236,10 @@ type webhookValidator[T Object] struct {
 	validator Validator[T]
 	warner    Warner[T]
 	renderer  ChildRenderer[T]
+	clash     ClashChecker[T]
 	checker   childrenChecker
+	// reader is what clash reads other objects with (the manager's client).
+	reader client.Reader
 }
 
 // ValidateCreate validates the defaulted obj, then its children.
@@ -241,6 +247,9 @@ func (h *webhookValidator[T]) ValidateCreate(ctx context.Context, obj T) (admiss
 	obj = h.defaulted(obj)
 	warnings := h.warnings(obj)
 	if err := h.validate(obj); err != nil {
+		return warnings, err
+	}
+	if err := h.clashes(ctx, obj); err != nil {
 		return warnings, err
 	}
 	return h.checkChildren(ctx, warnings, nil, obj)
@@ -265,6 +274,9 @@ func (h *webhookValidator[T]) ValidateUpdate(ctx context.Context, old, obj T) (a
 		}
 	}
 	if err := h.validate(obj); err != nil {
+		return warnings, err
+	}
+	if err := h.clashes(ctx, obj); err != nil {
 		return warnings, err
 	}
 	return h.checkChildren(ctx, warnings, &old, obj)
@@ -316,6 +328,18 @@ func (h *webhookValidator[T]) warnings(obj T) admission.Warnings {
 		return nil
 	}
 	return h.warner.Warnings(obj)
+}
+
+// clashes asks the ClashChecker, if any, whether obj clashes with another
+// object.
+func (h *webhookValidator[T]) clashes(ctx context.Context, obj T) error {
+	if h.clash == nil || h.reader == nil {
+		return nil
+	}
+	if err := h.clash.Clashes(ctx, h.reader, obj); err != nil {
+		return invalid(h.gk, obj.GetName(), err)
+	}
+	return nil
 }
 
 func (h *webhookValidator[T]) validate(obj T) error {

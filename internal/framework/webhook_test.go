@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -398,5 +400,46 @@ func TestSetupWebhooks(t *testing.T) {
 	}
 	if err := SetupWebhooks[*testapi.Widget](newManager(t, k8sruntime.NewScheme()), hookedWidgets{}); err == nil {
 		t.Error("a kind missing from the scheme: no error")
+	}
+}
+
+// clashingWidgets refuses a Widget whose replicas another Widget of the
+// namespace (read through the reader it is given) already has.
+type clashingWidgets struct{ noopActor }
+
+func (clashingWidgets) Clashes(ctx context.Context, r client.Reader, w *testapi.Widget) error {
+	var list testapi.WidgetList
+	if err := r.List(ctx, &list, client.InNamespace(w.Namespace)); err != nil {
+		return err
+	}
+	for _, other := range list.Items {
+		if other.Name != w.Name && other.Spec.Replicas == w.Spec.Replicas {
+			return field.Duplicate(field.NewPath("spec", "replicas"), fmt.Sprintf("%d, Widget %s's", w.Spec.Replicas, other.Name))
+		}
+	}
+	return nil
+}
+
+func TestWebhookRejectsClashes(t *testing.T) {
+	other := widget(func(w *testapi.Widget) { w.Name, w.Spec.Replicas = "other", 3 })
+	_, v := newWebhookHooks(webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), Actor[*testapi.Widget](clashingWidgets{}))
+	if v == nil {
+		t.Fatal("a ClashChecker alone gets no validating webhook")
+	}
+	v.reader = fake.NewClientBuilder().WithScheme(webhookScheme).WithObjects(other).Build()
+	hook := admission.WithValidator[*testapi.Widget](webhookScheme, v)
+
+	resp := review(t, hook, admissionv1.Create, nil, widget(func(w *testapi.Widget) { w.Spec.Replicas = 3 }))
+	if resp.Allowed || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, "spec.replicas: Duplicate value: \"3, Widget other's\"") {
+		t.Errorf("a clashing create: allowed %v, %+v", resp.Allowed, resp.Result)
+	}
+	if resp := review(t, hook, admissionv1.Create, nil, widget(func(w *testapi.Widget) { w.Spec.Replicas = 4 })); !resp.Allowed {
+		t.Errorf("a create that clashes with nothing was refused: %+v", resp.Result)
+	}
+	// A label change on an object stored clashing is not held up.
+	stored := widget(func(w *testapi.Widget) { w.Spec.Replicas = 3 })
+	labeled := widget(func(w *testapi.Widget) { w.Spec.Replicas, w.Labels = 3, map[string]string{"a": "b"} })
+	if resp := review(t, hook, admissionv1.Update, stored, labeled); !resp.Allowed {
+		t.Errorf("a metadata-only update of a clashing object was refused: %+v", resp.Result)
 	}
 }

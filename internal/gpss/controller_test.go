@@ -272,3 +272,32 @@ func TestDeleteReclaimsTheEtcdsVolumes(t *testing.T) {
 }
 
 func resourceOf(s string) resource.Quantity { return resource.MustParse(s) }
+
+// TestATakenClusterIDIsReported creates two clusters with one clusterID, as
+// with the webhook off: the older is made, the newer reports the clash and
+// makes nothing, and goes ahead once the older is gone.
+func TestATakenClusterIDIsReported(t *testing.T) {
+	c, ns := setup(t)
+	first := newCluster(ns, "first", func(s *gpssv1.GpssClusterSpec) { s.ClusterID = "shared" })
+	if err := c.Create(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have a second's grain
+	if err := c.Create(t.Context(), newCluster(ns, "second", func(s *gpssv1.GpssClusterSpec) { s.ClusterID = "shared" })); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the second reports the clash", func() (bool, string) {
+		cond := meta.FindStatusCondition(cluster(t, c, ns, "second").Status.Conditions, framework.ConditionSynced)
+		return cond != nil && cond.Status == metav1.ConditionFalse &&
+			strings.Contains(cond.Message, `spec.clusterID: Duplicate value: "shared (GpssCluster first uses it)"`), fmt.Sprintf("%+v", cond)
+	})
+	if !exists(t, c, ns, "first-etcd", &appsv1.StatefulSet{}) || exists(t, c, ns, "second-etcd", &appsv1.StatefulSet{}) {
+		t.Error("want the first cluster's etcd and none for the second")
+	}
+	if err := c.Delete(t.Context(), cluster(t, c, ns, "first")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the second goes ahead", func() (bool, string) {
+		return exists(t, c, ns, "second-etcd", &appsv1.StatefulSet{}), "no etcd yet"
+	})
+}

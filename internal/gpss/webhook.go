@@ -1,9 +1,14 @@
 package gpss
 
 import (
+	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/gpss/build"
@@ -42,4 +47,36 @@ func (c *Controller) RenderChildren(g *Cluster) []framework.RenderedChild {
 		children = append(children, framework.RenderedChild{Object: build.EtcdStatefulSet(g, c.opts.ClusterDomain), Sources: build.EtcdStatefulSetSources})
 	}
 	return children
+}
+
+// Clashes refuses a clusterID another GpssCluster of the namespace already
+// uses (framework.ClashChecker): two clusters with one id would share their
+// jobs and instances in etcd. Of two clusters created with the same id
+// (the webhook off, or two creates at once), the older keeps it.
+func (*Controller) Clashes(ctx context.Context, r client.Reader, g *Cluster) error {
+	var list gpssv1.GpssClusterList
+	if err := r.List(ctx, &list, client.InNamespace(g.Namespace)); err != nil {
+		return fmt.Errorf("list GpssClusters: %w", err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name == g.Name || other.Spec.ClusterID != g.Spec.ClusterID || !other.DeletionTimestamp.IsZero() || !older(other, g) {
+			continue
+		}
+		return field.Duplicate(field.NewPath("spec", "clusterID"),
+			fmt.Sprintf("%s (GpssCluster %s uses it)", g.Spec.ClusterID, other.Name))
+	}
+	return nil
+}
+
+// older reports whether a was created before b (b not created yet counts
+// as newest), by name when at the same second.
+func older(a, b *Cluster) bool {
+	if b.CreationTimestamp.IsZero() {
+		return true
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }
