@@ -161,7 +161,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 	testenv.Eventually(t, "the rollout halts", func() (bool, string) {
 		cond := meta.FindStatusCondition(cluster(t, c, ns, "up").Status.Conditions, framework.ConditionReady)
 		return cond != nil && cond.Reason == gpss.ReasonRolloutHalted &&
-			strings.Contains(cond.Message, "up-2 runs gpss:bad") && strings.Contains(cond.Message, "set spec.image back to gpss:2"),
+				strings.Contains(cond.Message, "up-2 runs gpss:bad") && strings.Contains(cond.Message, "set spec.image back to gpss:2"),
 			fmt.Sprintf("%+v", cond)
 	})
 	time.Sleep(2 * time.Second)

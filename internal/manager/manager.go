@@ -25,9 +25,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
-	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/zookeeper"
 )
 
