@@ -97,7 +97,7 @@ func TestWriteUpdatesOnlyItsParts(t *testing.T) {
 	if !strings.Contains(string(chart), "keywords:\n  - operator\n  - alpha\n  - beta\nhome:") {
 		t.Errorf("the keywords were not rewritten:\n%s", chart)
 	}
-	helpers, _ := os.ReadFile(filepath.Join(dir, "templates/_helpers.tpl"))
+	helpers, _ := os.ReadFile(filepath.Join(dir, "templates", "_helpers.tpl"))
 	if !strings.Contains(string(helpers), `{{- $preview := list "beta" -}}`) {
 		t.Errorf("the preview systems were not rewritten:\n%s", helpers)
 	}

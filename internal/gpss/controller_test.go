@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,7 +132,7 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 func TestCreateWaitsForTheEtcdThenMakesTheInstances(t *testing.T) {
 	c, ns := setup(t)
 	g := newCluster(ns, "orders", func(s *gpssv1.GpssClusterSpec) {
-		s.Config = &apiextensionsv1.JSON{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
+		s.Config = &k8sruntime.RawExtension{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
 		s.GpfdistService.Annotations = map[string]string{"lb.example/internal": "true"}
 	})
 	if err := c.Create(t.Context(), g); err != nil {
@@ -221,7 +220,7 @@ func TestAnExistingEtcdIsNotWaitedFor(t *testing.T) {
 func TestInvalidConfigIsReported(t *testing.T) {
 	c, ns := setup(t)
 	g := newCluster(ns, "bad", func(s *gpssv1.GpssClusterSpec) {
-		s.Config = &apiextensionsv1.JSON{Raw: []byte(`{"Cluster":{"Id":"other"}}`)}
+		s.Config = &k8sruntime.RawExtension{Raw: []byte(`{"Cluster":{"Id":"other"}}`)}
 	})
 	if err := c.Create(t.Context(), g); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,9 @@ func runSimulator(t *testing.T, etcd, clusterID, name string) *simInstance {
 		if !stopped {
 			stopped = true
 			cancel()
-			<-done
+			if err := <-done; err != nil {
+				t.Errorf("simulator %s: %v", name, err)
+			}
 		}
 	}
 	t.Cleanup(in.stop)

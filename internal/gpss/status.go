@@ -63,7 +63,8 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	cl := &cluster{pods: map[int]*corev1.Pod{}, etcdReady: true}
 	if build.ManagesEtcd(g) {
 		etcd := &appsv1.StatefulSet{}
-		if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: build.EtcdName(g)}, etcd); client.IgnoreNotFound(err) != nil {
+		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: build.EtcdName(g)}, etcd)
+		if client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("get the etcd StatefulSet: %w", err)
 		}
 		want := ptr.Deref(g.Spec.Etcd.Managed, gpssv1.ManagedEtcd{}).Replicas

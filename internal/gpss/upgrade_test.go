@@ -41,7 +41,7 @@ type statefulSetPlayer struct {
 	badImage string
 }
 
-func (p *statefulSetPlayer) run(ctx context.Context, t *testing.T, c client.Client, ns, name string) {
+func (p *statefulSetPlayer) run(ctx context.Context, c client.Client, ns, name string) {
 	for ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 		sts := &appsv1.StatefulSet{}
@@ -120,7 +120,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 	player := &statefulSetPlayer{badImage: "gpss:bad"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); player.run(ctx, t, c, ns, "up") }()
+	go func() { defer close(done); player.run(ctx, c, ns, "up") }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	if err := c.Create(t.Context(), newCluster(ns, "up", func(s *gpssv1.GpssClusterSpec) {

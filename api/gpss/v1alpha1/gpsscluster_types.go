@@ -2,8 +2,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
@@ -70,7 +70,7 @@ type GpssClusterSpec struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
-	Config *apiextensionsv1.JSON `json:"config,omitempty"`
+	Config *runtime.RawExtension `json:"config,omitempty"`
 
 	// ports are the instances' listeners. Default: gRPC 5000, gpfdist
 	// 8080, cluster 5001; can change (restarts the instances).

@@ -7,9 +7,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -66,7 +66,7 @@ func TestEtcdEndpoints(t *testing.T) {
 func TestGpssJSON(t *testing.T) {
 	g := cluster(func(g *gpssv1.GpssCluster) {
 		g.Spec.Ports = gpssv1.Ports{GRPC: 6000, Gpfdist: 9090, Cluster: 6001}
-		g.Spec.Config = &apiextensionsv1.JSON{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
+		g.Spec.Config = &runtime.RawExtension{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
 	})
 	out, err := GpssJSON(g, "k8s.internal")
 	if err != nil {
