@@ -36,7 +36,7 @@ const (
 	ReasonRolloutHalted = "RolloutHalted"
 	// DefaultRolloutHalt is how long an instance on a new image may stay
 	// unready before the rollout halts.
-	DefaultRolloutHalt = 2 * time.Minute
+	DefaultRolloutHalt = 90 * time.Second
 )
 
 func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/stewardhq/steward/internal/systems"
 )
 
 // TestOperatorInCluster installs Steward with its chart and its image
@@ -104,11 +106,23 @@ func installOperator(t *testing.T) {
 				return
 			}
 		}
-		operatorErr = helmInstall()
+		operatorErr = helmInstall(systemsValue()...)
 	})
 	if operatorErr != nil {
 		t.Fatalf("installing the operator: %v", operatorErr)
 	}
+}
+
+// systemsValue is the chart's systems value for the systems under test:
+// the default ("all") unless one of them is a preview system, which "all"
+// leaves out; then their names.
+func systemsValue() []string {
+	for _, s := range env.systems {
+		if systems.IsPreview(s) {
+			return []string{"--set", "systems=" + strings.Join(env.systems, "\\,")}
+		}
+	}
+	return nil
 }
 
 // Where the chart installs Steward, as docs/install.md does.

@@ -3,7 +3,8 @@
 // to its volume; `get`, `lookup` and `dial` are run with `kubectl exec` to
 // test DNS, Services and egress isolation from inside a pod; `zkwrite` and
 // `zkcheck` are a ZooKeeper client that writes znodes throughout a test
-// and lists them at its end. It needs no shell or libc in the image.
+// and lists them at its end; `gpss` is a client of GPSS's job API. It
+// needs no shell or libc in the image.
 package main
 
 import (
@@ -20,13 +21,13 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
 	addr := flags.String("listen", ":8080", "address serve listens on")
 	dataDir := flags.String("data", "/data", "volume serve writes to")
-	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck")
+	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck; GPSS gRPC address of gpss")
 	zkRoot := flags.String("root", "/e2e", "parent znode of zkwrite and zkcheck")
 	interval := flags.Duration("interval", 50*time.Millisecond, "pause between two writes of zkwrite")
 	count := flags.Int("count", 0, "writes of zkwrite; 0: until SIGTERM")
@@ -58,6 +59,8 @@ func main() {
 		zkWrite(*zkServer, *zkRoot, *interval, *count)
 	case "zkcheck":
 		zkCheck(ctx, *zkServer, *zkRoot)
+	case "gpss":
+		gpssJobs(ctx, *zkServer, flags.Args())
 	default:
 		fail("unknown command %q", os.Args[1])
 	}

@@ -1,0 +1,398 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
+)
+
+// gpssName is the GpssCluster the lifecycle works on.
+const gpssName = "gpss"
+
+// GPSS's specs. GPSS cannot run here: the instances are Steward's GPSS
+// simulator (images/gpss-simulator, which is not GPSS) on a real etcd
+// (images/gpss-etcd, the upstream etcd).
+func init() {
+	registerSystem(systems.GPSS, systemSpec{
+		addToScheme: gpssv1.AddToScheme,
+		specs:       []spec{{"lifecycle", gpssLifecycleSpec}},
+	})
+}
+
+// gpssJobs are the jobs the lifecycle keeps running throughout.
+var gpssJobs = []string{"orders", "clicks", "payments", "audit", "events"}
+
+// gpssLifecycleSpec runs a GpssCluster through its life with jobs running:
+// creation with a managed etcd, jobs submitted and started through the
+// gRPC Service as gpsscli would, scaling 3→5→2 (every job running on
+// exactly one instance after each), an upgrade to a new image tag and the
+// rollback, a broken image that halts the rollout and is rolled back, an
+// instance killed, a second cluster with the same clusterID refused, and
+// deletion. The scenarios build on each other and run in order; the first
+// failure stops the rest.
+func gpssLifecycleSpec(t *testing.T, in specInput) {
+	installOperator(t)
+	g := &gpssScenario{t: t, ns: newNamespace(t, "gpss"), c: crClient(t),
+		image: "localhost/gpss-simulator:1.0", next: "localhost/gpss-simulator:1.1",
+		broken: in.image(t, "gpss-simulator-broken")}
+	for _, s := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"create", g.create},
+		{"jobs", g.jobs},
+		{"scale 3 to 5 to 2", g.scale},
+		{"upgrade and roll back", g.upgrade},
+		{"a broken image halts and is rolled back", g.broken},
+		{"a killed instance comes back", g.heal},
+		{"a taken clusterID is refused", g.takenClusterID},
+		{"delete", g.delete},
+	} {
+		ok := t.Run(s.name, func(t *testing.T) {
+			g.t = t
+			s.run(t)
+		})
+		if !ok {
+			g.t = t
+			g.dumpState()
+			return
+		}
+	}
+}
+
+type gpssScenario struct {
+	t                   *testing.T
+	ns                  string
+	c                   client.Client
+	image, next, broken string
+	created             time.Time
+}
+
+func (g *gpssScenario) create(t *testing.T) {
+	manifest := fmt.Sprintf(`apiVersion: gpss.steward.dev/v1alpha1
+kind: GpssCluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  replicas: 3
+  image: %s
+  imagePullPolicy: Never
+  clusterID: orders
+  config:
+    Logging:
+      BackendLevel: info
+  etcd:
+    managed:
+      storage:
+        size: 64Mi
+  resources:
+    limits:
+      memory: 64Mi
+`, gpssName, g.ns, g.image)
+	start := time.Now()
+	if out, err := kubectlStdin(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// The etcd's image is the API's default, which images/gpss-etcd built.
+	st := g.waitReady(3, 3*time.Minute).Status
+	t.Logf("Ready with 3 instances after %s", time.Since(start).Round(time.Second))
+	if st.CurrentImage != g.image || len(st.EtcdEndpoints) != 1 || !strings.HasPrefix(st.GRPCEndpoint, gpssName+"-grpc.") {
+		t.Errorf("status: %+v", st)
+	}
+	g.startClient()
+}
+
+// jobs submits and starts the jobs through the gRPC Service, from a pod,
+// as gpsscli would.
+func (g *gpssScenario) jobs(t *testing.T) {
+	g.gpss(append([]string{"submit"}, gpssJobs...)...)
+	g.gpss(append([]string{"start"}, gpssJobs...)...)
+	g.allRunningOnce(3)
+}
+
+// scale scales out and in with the jobs running: after each, every job
+// runs, on exactly one instance, and the departed instances' gpfdist
+// Services are gone.
+func (g *gpssScenario) scale(t *testing.T) {
+	for _, n := range []int32{5, 2} {
+		start := time.Now()
+		g.patch(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+		g.waitReady(n, 3*time.Minute)
+		g.waitPods(int(n))
+		t.Logf("Scaled to %d in %s", n, time.Since(start).Round(time.Second))
+		g.allRunningOnce(int(n))
+		eventually(t, time.Minute, "the gpfdist Services follow the instances", func(ctx context.Context) error {
+			svcs, err := env.client.CoreV1().Services(g.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=gpfdist"})
+			if err != nil {
+				return err
+			}
+			if len(svcs.Items) != int(n) {
+				return fmt.Errorf("%d gpfdist Services", len(svcs.Items))
+			}
+			return nil
+		})
+	}
+}
+
+// upgrade moves to a new tag and back, one instance at a time.
+func (g *gpssScenario) upgrade(t *testing.T) {
+	for _, image := range []string{g.next, g.image} {
+		start := time.Now()
+		g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, image))
+		st := g.waitReady(2, 3*time.Minute).Status
+		if st.CurrentImage != image {
+			t.Errorf("currentImage %q, want %q", st.CurrentImage, image)
+		}
+		t.Logf("Rolled to %s in %s (previous %s)", image, time.Since(start).Round(time.Second), st.PreviousImage)
+		g.allRunningOnce(2)
+	}
+}
+
+// broken sets an image whose instances never start: the rollout halts on
+// the first instance and says so, the other keeps serving; setting the
+// image back rolls the crash-looping instance back.
+func (g *gpssScenario) broken(t *testing.T) {
+	g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, g.broken))
+	eventually(t, 4*time.Minute, "the rollout halts", func(context.Context) error {
+		ready := meta.FindStatusCondition(g.get().Status.Conditions, "Ready")
+		if ready == nil || ready.Reason != "RolloutHalted" {
+			return fmt.Errorf("Ready: %+v", ready)
+		}
+		return nil
+	})
+	st := g.get().Status
+	t.Logf("Halted: %s", meta.FindStatusCondition(st.Conditions, "Ready").Message)
+	onBroken := 0
+	for _, in := range st.Instances {
+		if in.Image == g.broken {
+			onBroken++
+		}
+	}
+	if onBroken != 1 || st.CurrentImage != g.image {
+		t.Errorf("%d instances on the broken image (want 1), currentImage %q", onBroken, st.CurrentImage)
+	}
+	g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, g.image))
+	g.waitReady(2, 3*time.Minute)
+	g.allRunningOnce(2)
+}
+
+// heal deletes an instance's pod: it comes back under its name, behind the
+// same gpfdist Service, and runs its jobs again.
+func (g *gpssScenario) heal(t *testing.T) {
+	svc, err := env.client.CoreV1().Services(g.ns).Get(context.Background(), gpssName+"-1-gpfdist", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := kubectl("delete", "pod", "-n", g.ns, gpssName+"-1", "--wait=false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	eventually(t, 2*time.Minute, "the pod is re-created", func(ctx context.Context) error {
+		pod, err := env.client.CoreV1().Pods(g.ns).Get(ctx, gpssName+"-1", metav1.GetOptions{})
+		if err != nil || time.Since(pod.CreationTimestamp.Time) > time.Since(start) {
+			return fmt.Errorf("not re-created yet (%v)", err)
+		}
+		return nil
+	})
+	g.waitReady(2, 2*time.Minute)
+	g.allRunningOnce(2)
+	t.Logf("Healed in %s", time.Since(start).Round(time.Second))
+	after, err := env.client.CoreV1().Services(g.ns).Get(context.Background(), gpssName+"-1-gpfdist", metav1.GetOptions{})
+	if err != nil || after.UID != svc.UID {
+		t.Errorf("the instance's gpfdist Service changed: %v", err)
+	}
+}
+
+// takenClusterID creates a second cluster with the first one's clusterID.
+func (g *gpssScenario) takenClusterID(t *testing.T) {
+	out, err := kubectlStdin(fmt.Sprintf(`apiVersion: gpss.steward.dev/v1alpha1
+kind: GpssCluster
+metadata:
+  name: second
+  namespace: %s
+spec:
+  image: %s
+  clusterID: orders
+`, g.ns, g.image), "apply", "-f", "-")
+	if err == nil || !strings.Contains(out, `spec.clusterID: Duplicate value: "orders (GpssCluster gpss uses it)"`) {
+		t.Errorf("a second cluster with clusterID orders: %v: %s", err, out)
+	}
+}
+
+// delete deletes the cluster: its children go, the etcd's volume stays
+// (reclaimPolicy Retain, the default).
+func (g *gpssScenario) delete(t *testing.T) {
+	if out, err := kubectl("delete", "gpsscluster", gpssName, "-n", g.ns, "--wait=true", "--timeout=2m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	eventually(t, 2*time.Minute, "the children go", func(context.Context) error {
+		out, err := kubectl("get", "statefulsets,services,configmaps,pods", "-n", g.ns, "-l", "app.kubernetes.io/instance="+gpssName, "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "" {
+			return fmt.Errorf("left: %v %s", err, out)
+		}
+		return nil
+	})
+	out, err := kubectl("get", "pvc", "-n", g.ns, "-o", "name")
+	if err != nil || !strings.Contains(out, "data-"+gpssName+"-etcd-0") {
+		t.Errorf("the etcd's volume claim did not stay (reclaimPolicy Retain): %v %s", err, out)
+	}
+}
+
+// allRunningOnce checks, through the gRPC Service, that every job runs,
+// and through the instances' gpfdist Services, that exactly one instance
+// serves each.
+func (g *gpssScenario) allRunningOnce(instances int) {
+	g.t.Helper()
+	var addrs []string
+	for i := range instances {
+		addrs = append(addrs, fmt.Sprintf("%s-%d-gpfdist:8080", gpssName, i))
+	}
+	eventually(g.t, 2*time.Minute, "every job runs on exactly one instance", func(context.Context) error {
+		out, err := g.gpssOut("list")
+		if err != nil {
+			return err
+		}
+		var want []string
+		for _, j := range gpssJobs {
+			want = append(want, j+" JOB_RUNNING")
+		}
+		slices.Sort(want)
+		if got := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(got, want) {
+			return fmt.Errorf("jobs: %q", got)
+		}
+		for _, j := range gpssJobs {
+			out, err := kubectl(append([]string{"exec", "-n", g.ns, "client", "--", "/smoke", "gpss", "serving", j}, addrs...)...)
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			if n, _ := strconv.Atoi(strings.TrimSpace(out)); n != 1 {
+				return fmt.Errorf("%d instances serve %s on gpfdist", n, j)
+			}
+		}
+		return nil
+	})
+}
+
+func (g *gpssScenario) gpss(args ...string) {
+	g.t.Helper()
+	if out, err := g.gpssOut(args...); err != nil {
+		g.t.Fatal(err, out)
+	}
+}
+
+func (g *gpssScenario) gpssOut(args ...string) (string, error) {
+	cmd := append([]string{"exec", "-n", g.ns, "client", "--", "/smoke", "gpss", "--timeout", "60s",
+		"--server", gpssName + "-grpc:5000"}, args...)
+	out, err := kubectl(cmd...)
+	if err != nil {
+		return out, fmt.Errorf("gpss %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return out, nil
+}
+
+// startClient starts the pod the scenarios run gpsscli's calls from.
+func (g *gpssScenario) startClient() {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "client", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := env.client.CoreV1().Pods(g.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+	eventually(g.t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(g.ns).Get(ctx, "client", metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("not running yet (%v)", err)
+		}
+		return nil
+	})
+}
+
+// waitReady waits until the cluster is Ready at its generation with
+// replicas ready instances and no operation running.
+func (g *gpssScenario) waitReady(replicas int32, timeout time.Duration) *gpssv1.GpssCluster {
+	g.t.Helper()
+	var gc *gpssv1.GpssCluster
+	eventually(g.t, timeout, fmt.Sprintf("the cluster is Ready with %d instances", replicas), func(context.Context) error {
+		gc = g.get()
+		st := gc.Status
+		ready := meta.FindStatusCondition(st.Conditions, "Ready")
+		switch {
+		case st.ObservedGeneration != gc.Generation:
+			return fmt.Errorf("generation %d observed %d", gc.Generation, st.ObservedGeneration)
+		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != gc.Generation:
+			return fmt.Errorf("not ready: %+v", ready)
+		case st.Operation != nil && st.Operation.Phase.Active():
+			return fmt.Errorf("operation %s %s", st.Operation.Name, st.Operation.Phase)
+		case st.ReadyReplicas != replicas:
+			return fmt.Errorf("ready replicas %d", st.ReadyReplicas)
+		}
+		return nil
+	})
+	return gc
+}
+
+// waitPods waits until exactly n instance pods exist.
+func (g *gpssScenario) waitPods(n int) {
+	eventually(g.t, 2*time.Minute, fmt.Sprintf("%d instance pods", n), func(ctx context.Context) error {
+		pods, err := env.client.CoreV1().Pods(g.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=instance"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != n {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return nil
+	})
+}
+
+func (g *gpssScenario) get() *gpssv1.GpssCluster {
+	g.t.Helper()
+	gc := &gpssv1.GpssCluster{}
+	if err := g.c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: gpssName}, gc); err != nil {
+		g.t.Fatal(err)
+	}
+	return gc
+}
+
+func (g *gpssScenario) patch(patch string) {
+	g.t.Helper()
+	if out, err := kubectl("patch", "gpsscluster", gpssName, "-n", g.ns, "--type", "merge", "-p", patch); err != nil {
+		g.t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// dumpState logs what a failed scenario leaves behind.
+func (g *gpssScenario) dumpState() {
+	for _, args := range [][]string{
+		{"get", "gpsscluster,sts,pods,svc,pvc", "-n", g.ns, "-o", "wide"},
+		{"get", "gpsscluster", gpssName, "-n", g.ns, "-o", "yaml"},
+		{"get", "events", "-n", g.ns, "--sort-by=.lastTimestamp"},
+		{"logs", "-n", g.ns, "-l", "app.kubernetes.io/component=instance", "--tail=30", "--prefix"},
+		{"logs", "-n", "steward-system", "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
+	} {
+		out, _ := kubectl(args...)
+		g.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+}
