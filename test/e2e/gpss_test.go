@@ -58,7 +58,7 @@ func gpssLifecycleSpec(t *testing.T, in specInput) {
 		{"jobs", g.jobs},
 		{"scale 3 to 5 to 2", g.scale},
 		{"upgrade and roll back", g.upgrade},
-		{"a broken image halts and is rolled back", g.broken},
+		{"a broken image halts and is rolled back", g.brokenImage},
 		{"a killed instance comes back", g.heal},
 		{"a taken clusterID is refused", g.takenClusterID},
 		{"delete", g.delete},
@@ -164,10 +164,10 @@ func (g *gpssScenario) upgrade(t *testing.T) {
 	}
 }
 
-// broken sets an image whose instances never start: the rollout halts on
+// brokenImage sets an image whose instances never start: the rollout halts on
 // the first instance and says so, the other keeps serving; setting the
 // image back rolls the crash-looping instance back.
-func (g *gpssScenario) broken(t *testing.T) {
+func (g *gpssScenario) brokenImage(t *testing.T) {
 	g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, g.broken))
 	eventually(t, 4*time.Minute, "the rollout halts", func(context.Context) error {
 		ready := meta.FindStatusCondition(g.get().Status.Conditions, "Ready")
