@@ -277,9 +277,9 @@ BENCH_HELM_FLAGS ?=
 bench-setup: images helm ## Bring up a local cluster with simulated capacity unless one is up, load the images, install Steward for the benchmarks.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 --simulated-pod-capacity $(SIMULATED_POD_CAPACITY)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
-	@# Plain-HTTP metrics: the benchmark reads them through the API
-	@# server's pod proxy, which cannot carry a scraper's token.
-	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="--set metrics.secure=false $(BENCH_HELM_FLAGS)"
+	@# bench/values.yaml: plain-HTTP metrics, and every system with a
+	@# benchmark, preview ones included.
+	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="-f $(CURDIR)/bench/values.yaml $(BENCH_HELM_FLAGS)"
 	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
 	@$(MAKE) --no-print-directory wait-admission

@@ -41,15 +41,15 @@ func connect(b *testing.B) *kube {
 func BenchmarkCreate(b *testing.B) {
 	k := connect(b)
 	ns := k.namespace(b, "bench-create")
-	baseline := k.operatorMetrics(b)
+	baseline := k.OperatorUsage(b)
 	time.Sleep(20 * time.Second)
-	idle := k.operatorMetrics(b).minus(baseline).per(20 * time.Second)
+	idle := k.OperatorUsage(b).Minus(baseline).Per(20 * time.Second)
 
 	var operator, pods, total time.Duration
 	var requests, writes float64
 	for i := 0; b.Loop(); i++ {
 		name := fmt.Sprintf("zk-%d", i)
-		before := k.operatorMetrics(b)
+		before := k.OperatorUsage(b)
 		start := time.Now()
 		k.create(b, ns, name, 3)
 		var stsAt, podsAt, readyAt time.Duration
@@ -69,10 +69,10 @@ func BenchmarkCreate(b *testing.B) {
 				b.Fatalf("%s not Ready after 5 minutes", name)
 			}
 		}
-		used := k.operatorMetrics(b).minus(before)
-		baselineShare := idle.scale(time.Since(start))
-		requests += used.total - baselineShare.total
-		writes += used.writes - baselineShare.writes
+		used := k.OperatorUsage(b).Minus(before)
+		baselineShare := idle.Over(time.Since(start))
+		requests += used.Requests - baselineShare.Requests
+		writes += used.Writes - baselineShare.Writes
 		operator += stsAt + (readyAt - podsAt)
 		pods += podsAt - stsAt
 		total += readyAt
@@ -86,7 +86,7 @@ func BenchmarkCreate(b *testing.B) {
 	b.ReportMetric(pods.Seconds()/n, "s-pods-and-jvm")
 	b.ReportMetric(requests/n, "api-requests/cluster")
 	b.ReportMetric(writes/n, "api-writes/cluster")
-	b.Logf("idle operator baseline: %.0f requests/min (%.0f writes/min: leader election)", idle.total*60, idle.writes*60)
+	b.Logf("idle operator baseline: %.0f requests/min (%.0f writes/min: leader election)", idle.Requests*60, idle.Writes*60)
 }
 
 // BenchmarkIdle creates 20 one-server clusters, waits until all are Ready
@@ -96,7 +96,7 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkIdle(b *testing.B) {
 	k := connect(b)
 	ns := k.namespace(b, "bench-idle")
-	empty := k.operatorMetrics(b)
+	empty := k.OperatorUsage(b)
 	for b.Loop() {
 		for i := range idleClusters {
 			k.create(b, ns, fmt.Sprintf("idle-%d", i), 1)
@@ -119,42 +119,18 @@ func BenchmarkIdle(b *testing.B) {
 		}
 		time.Sleep(30 * time.Second) // let the last passes settle
 		changes := k.countChanges(b, ns, idleWindow)
-		before := k.operatorMetrics(b)
+		before := k.OperatorUsage(b)
 		leader := float64(k.CountLeaseRenewals(b, idleWindow))
-		used := k.operatorMetrics(b).minus(before)
+		used := k.OperatorUsage(b).Minus(before)
 		b.ReportMetric(float64(changes), "object-changes/min")
-		b.ReportMetric((used.writes-leader)*60/idleWindow.Seconds(), "operator-writes/min")
-		b.ReportMetric(used.total*60/idleWindow.Seconds(), "operator-requests/min")
-		rss := k.operatorMetrics(b).rss
+		b.ReportMetric((used.Writes-leader)*60/idleWindow.Seconds(), "operator-writes/min")
+		b.ReportMetric(used.Requests*60/idleWindow.Seconds(), "operator-requests/min")
+		rss := k.OperatorUsage(b).RSS
 		b.ReportMetric(rss/(1<<20), "MiB-rss-20-clusters")
-		b.ReportMetric(empty.rss/(1<<20), "MiB-rss-no-cluster")
+		b.ReportMetric(empty.RSS/(1<<20), "MiB-rss-no-cluster")
 		b.Logf("%d idle clusters for %s: %d changes to them or their children; operator: %.0f requests, %.0f writes (leader election: %.0f)",
-			idleClusters, idleWindow, changes, used.total, used.writes, leader)
+			idleClusters, idleWindow, changes, used.Requests, used.Writes, leader)
 	}
-}
-
-// metrics are the operator's counters read from its /metrics.
-type metrics struct {
-	total, writes, rss float64
-}
-
-func (m metrics) minus(o metrics) metrics {
-	return metrics{total: m.total - o.total, writes: m.writes - o.writes, rss: m.rss}
-}
-
-func (m metrics) per(d time.Duration) metrics {
-	return metrics{total: m.total / d.Seconds(), writes: m.writes / d.Seconds()}
-}
-
-func (m metrics) scale(d time.Duration) metrics {
-	return metrics{total: m.total * d.Seconds(), writes: m.writes * d.Seconds()}
-}
-
-// operatorMetrics reads the leader's API requests and resident memory.
-func (k *kube) operatorMetrics(b *testing.B) metrics {
-	b.Helper()
-	o := k.OperatorMetrics(b)
-	return metrics{total: o.Requests(), writes: o.Writes(), rss: o.RSS()}
 }
 
 // countChanges watches the clusters and their children in ns for d and

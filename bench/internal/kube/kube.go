@@ -309,3 +309,31 @@ func (k *Kube) watchFromNow(ctx context.Context, ns string, list client.ObjectLi
 	rv := list.(metav1.ListInterface).GetResourceVersion()
 	return k.C.Watch(ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
 }
+
+// Usage is what the operator has used so far: its API requests, the writes
+// among them, and its resident memory.
+type Usage struct {
+	Requests, Writes, RSS float64
+}
+
+// OperatorUsage reads the leader's Usage (OperatorMetrics).
+func (k *Kube) OperatorUsage(tb testing.TB) Usage {
+	tb.Helper()
+	o := k.OperatorMetrics(tb)
+	return Usage{Requests: o.Requests(), Writes: o.Writes(), RSS: o.RSS()}
+}
+
+// Minus is the requests and writes since before; RSS stays u's.
+func (u Usage) Minus(before Usage) Usage {
+	return Usage{Requests: u.Requests - before.Requests, Writes: u.Writes - before.Writes, RSS: u.RSS}
+}
+
+// Per is the rate of u's requests and writes over d, per second.
+func (u Usage) Per(d time.Duration) Usage {
+	return Usage{Requests: u.Requests / d.Seconds(), Writes: u.Writes / d.Seconds()}
+}
+
+// Over is what a rate (Per) amounts to over d.
+func (u Usage) Over(d time.Duration) Usage {
+	return Usage{Requests: u.Requests * d.Seconds(), Writes: u.Writes * d.Seconds()}
+}
