@@ -37,9 +37,7 @@ func connect(b *testing.B) *kube { return &kube{benchkube.Connect(b, 50, 100, gp
 func BenchmarkCreate(b *testing.B) {
 	k := connect(b)
 	ns := k.Namespace(b, "bench-gpss", &gpssv1.GpssCluster{})
-	baseline := k.OperatorUsage(b)
-	time.Sleep(20 * time.Second)
-	idle := k.OperatorUsage(b).Minus(baseline).Per(20 * time.Second)
+	idle := k.IdleUsage(b, 20*time.Second)
 
 	const rounds = 5
 	var etcdTotal, total time.Duration

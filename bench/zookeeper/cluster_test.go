@@ -41,9 +41,7 @@ func connect(b *testing.B) *kube {
 func BenchmarkCreate(b *testing.B) {
 	k := connect(b)
 	ns := k.namespace(b, "bench-create")
-	baseline := k.OperatorUsage(b)
-	time.Sleep(20 * time.Second)
-	idle := k.OperatorUsage(b).Minus(baseline).Per(20 * time.Second)
+	idle := k.IdleUsage(b, 20*time.Second)
 
 	var operator, pods, total time.Duration
 	var requests, writes float64

@@ -319,9 +319,27 @@ type Usage struct {
 // OperatorUsage reads the leader's Usage (OperatorMetrics).
 func (k *Kube) OperatorUsage(tb testing.TB) Usage {
 	tb.Helper()
-	o := k.OperatorMetrics(tb)
-	return Usage{Requests: o.Requests(), Writes: o.Writes(), RSS: o.RSS()}
+	return usageOf(k.OperatorMetrics(tb))
 }
+
+// IdleUsage is the operator's rate of requests and writes over d while
+// nothing else runs (its baseline: leader election, resyncs), per second.
+// It measures again when the two scrapes came from different processes (a
+// new leader in between), whose counters do not subtract.
+func (k *Kube) IdleUsage(tb testing.TB, d time.Duration) Usage {
+	tb.Helper()
+	for {
+		first := k.OperatorMetrics(tb)
+		time.Sleep(d)
+		second := k.OperatorMetrics(tb)
+		if second.SameProcess(first) {
+			return usageOf(second).Minus(usageOf(first)).Per(d)
+		}
+		tb.Logf("The leading operator changed from %s to %s while measuring its idle baseline; measuring again", first.Pod, second.Pod)
+	}
+}
+
+func usageOf(o Operator) Usage { return Usage{Requests: o.Requests(), Writes: o.Writes(), RSS: o.RSS()} }
 
 // Minus is the requests and writes since before; RSS stays u's.
 func (u Usage) Minus(before Usage) Usage {
