@@ -23,10 +23,14 @@ func TestKnownIsSortedAndCopied(t *testing.T) {
 	}
 }
 
+// previewing makes the systems named preview ones for the test.
+func previewing(t *testing.T, names ...string) {
+	saved := preview
+	preview = names
+	t.Cleanup(func() { preview = saved })
+}
+
 func TestPreview(t *testing.T) {
-	if got := Preview(); !slices.Equal(got, []string{"gpss"}) || !IsPreview("gpss") || IsPreview("zookeeper") {
-		t.Fatalf("Preview() = %v", got)
-	}
 	for _, name := range Preview() {
 		if !IsKnown(name) {
 			t.Errorf("preview system %q is not known", name)
@@ -34,6 +38,28 @@ func TestPreview(t *testing.T) {
 	}
 	if !slices.IsSorted(preview) {
 		t.Error("preview is not sorted: IsPreview searches it")
+	}
+	previewing(t, GPSS)
+	if got := Preview(); !slices.Equal(got, []string{"gpss"}) || !IsPreview("gpss") || IsPreview("zookeeper") {
+		t.Fatalf("Preview() = %v", got)
+	}
+}
+
+func TestSelectLeavesPreviewsOutOfAll(t *testing.T) {
+	previewing(t, GPSS)
+	two := NewRegistry(System{Name: ZooKeeper, Setup: noopSetup}, System{Name: GPSS, Setup: noopSetup})
+	for spec, want := range map[string][]string{"all": {"zookeeper"}, "": {"zookeeper"}, "gpss": {"gpss"}, "gpss,zookeeper": {"gpss", "zookeeper"}} {
+		selected, err := two.Select(spec)
+		if err != nil {
+			t.Fatalf("Select(%q): %v", spec, err)
+		}
+		var got []string
+		for _, s := range selected {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Select(%q) = %v, want %v", spec, got, want)
+		}
 	}
 }
 
@@ -53,9 +79,8 @@ func TestSelect(t *testing.T) {
 	}{
 		{name: "all on an empty registry selects none", registry: empty, spec: "all", want: []string{}},
 		{name: "empty spec on an empty registry selects none", registry: empty, spec: "", want: []string{}},
-		{name: "all selects every registered system but the previews", registry: two, spec: "all", want: []string{"zookeeper"}},
-		{name: "empty spec means all", registry: two, spec: "  ", want: []string{"zookeeper"}},
-		{name: "a preview system is selected by name", registry: two, spec: "gpss", want: []string{"gpss"}},
+		{name: "all selects every registered system sorted", registry: two, spec: "all", want: []string{"gpss", "zookeeper"}},
+		{name: "empty spec means all", registry: two, spec: "  ", want: []string{"gpss", "zookeeper"}},
 		{name: "single name", registry: two, spec: "zookeeper", want: []string{"zookeeper"}},
 		{name: "list is sorted, trimmed and deduplicated", registry: two, spec: " zookeeper, gpss ,zookeeper,", want: []string{"gpss", "zookeeper"}},
 		{
