@@ -339,7 +339,9 @@ func (k *Kube) IdleUsage(tb testing.TB, d time.Duration) Usage {
 	}
 }
 
-func usageOf(o Operator) Usage { return Usage{Requests: o.Requests(), Writes: o.Writes(), RSS: o.RSS()} }
+func usageOf(o Operator) Usage {
+	return Usage{Requests: o.Requests(), Writes: o.Writes(), RSS: o.RSS()}
+}
 
 // Minus is the requests and writes since before; RSS stays u's.
 func (u Usage) Minus(before Usage) Usage {
