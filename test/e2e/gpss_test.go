@@ -80,7 +80,6 @@ type gpssScenario struct {
 	ns                  string
 	c                   client.Client
 	image, next, broken string
-	created             time.Time
 }
 
 func (g *gpssScenario) create(t *testing.T) {
@@ -120,7 +119,7 @@ spec:
 
 // jobs submits and starts the jobs through the gRPC Service, from a pod,
 // as gpsscli would.
-func (g *gpssScenario) jobs(t *testing.T) {
+func (g *gpssScenario) jobs(*testing.T) {
 	g.gpss(append([]string{"submit"}, gpssJobs...)...)
 	g.gpss(append([]string{"start"}, gpssJobs...)...)
 	g.allRunningOnce(3)
@@ -205,8 +204,11 @@ func (g *gpssScenario) heal(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "the pod is re-created", func(ctx context.Context) error {
 		pod, err := env.client.CoreV1().Pods(g.ns).Get(ctx, gpssName+"-1", metav1.GetOptions{})
-		if err != nil || time.Since(pod.CreationTimestamp.Time) > time.Since(start) {
-			return fmt.Errorf("not re-created yet (%v)", err)
+		if err != nil {
+			return err
+		}
+		if time.Since(pod.CreationTimestamp.Time) > time.Since(start) {
+			return fmt.Errorf("not re-created yet")
 		}
 		return nil
 	})
@@ -243,8 +245,11 @@ func (g *gpssScenario) delete(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "the children go", func(context.Context) error {
 		out, err := kubectl("get", "statefulsets,services,configmaps,pods", "-n", g.ns, "-l", "app.kubernetes.io/instance="+gpssName, "-o", "name")
-		if err != nil || strings.TrimSpace(out) != "" {
-			return fmt.Errorf("left: %v %s", err, out)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		if strings.TrimSpace(out) != "" {
+			return fmt.Errorf("left: %s", out)
 		}
 		return nil
 	})
@@ -279,7 +284,7 @@ func (g *gpssScenario) allRunningOnce(instances int) {
 		for _, j := range gpssJobs {
 			out, err := kubectl(append([]string{"exec", "-n", g.ns, "client", "--", "/smoke", "gpss", "serving", j}, addrs...)...)
 			if err != nil {
-				return fmt.Errorf("%v: %s", err, out)
+				return fmt.Errorf("%w: %s", err, out)
 			}
 			if n, _ := strconv.Atoi(strings.TrimSpace(out)); n != 1 {
 				return fmt.Errorf("%d instances serve %s on gpfdist", n, j)
