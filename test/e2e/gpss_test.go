@@ -327,8 +327,11 @@ func (g *gpssScenario) startClient() {
 	}
 	eventually(g.t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(g.ns).Get(ctx, "client", metav1.GetOptions{})
-		if err != nil || p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("not running yet (%v)", err)
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
 		}
 		return nil
 	})
