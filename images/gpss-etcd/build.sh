@@ -10,7 +10,7 @@
 #
 # Environment:
 #   OUT      archive to write (default: _output/images/gpss-etcd.tar)
-#   TAG      image reference (default: localhost/etcd:<etcd's version>, the
+#   TAG      image reference (default: localhost/gpss-etcd:<etcd's version>, the
 #            API's default, gpssv1.DefaultEtcdImage)
 #   MKIMAGE  a prebuilt mkimage binary; default: `go run` it
 set -euo pipefail
@@ -21,7 +21,7 @@ lk=$repo/tools/localkube
 version=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2 }' "$lk/go.mod")
 [[ -n $version ]] || { echo "no go.etcd.io/etcd/server/v3 in $lk/go.mod" >&2; exit 1; }
 OUT=${OUT:-$repo/_output/images/gpss-etcd.tar}
-TAG=${TAG:-localhost/etcd:$version}
+TAG=${TAG:-localhost/gpss-etcd:$version}
 
 case ${1:-} in
 inputs) printf '%s\n' "$lk/components/etcd" "$lk/go.mod" "$lk/go.sum" "TAG=$TAG"; exit 0 ;;

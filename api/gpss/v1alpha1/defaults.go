@@ -5,7 +5,7 @@ package v1alpha1
 const (
 	// DefaultEtcdImage is the managed etcd's image: the upstream etcd,
 	// built into an image by images/etcd.
-	DefaultEtcdImage = "localhost/etcd:3.6.8"
+	DefaultEtcdImage = "localhost/gpss-etcd:3.6.8"
 	// DefaultEtcdStorageSize is each managed etcd member's volume.
 	DefaultEtcdStorageSize = "1Gi"
 )

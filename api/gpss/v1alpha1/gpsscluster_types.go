@@ -159,10 +159,10 @@ type EtcdSpec struct {
 // ManagedEtcd is an etcd the operator runs for one GpssCluster, from the
 // upstream etcd image.
 type ManagedEtcd struct {
-	// image is the etcd image. Default "localhost/etcd:3.6.8"; can change
+	// image is the etcd image. Default "localhost/gpss-etcd:3.6.8"; can change
 	// (restarts the members one at a time).
 	// +optional
-	// +kubebuilder:default="localhost/etcd:3.6.8"
+	// +kubebuilder:default="localhost/gpss-etcd:3.6.8"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
