@@ -54,9 +54,6 @@ type Options struct {
 	Resync time.Duration
 	// Dial connects to a cluster's job API (default: its gRPC Service).
 	Dial Dialer
-	// RolloutHalt is how long an instance on a new image may stay unready
-	// before the rollout halts (default DefaultRolloutHalt).
-	RolloutHalt time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -68,9 +65,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Dial == nil {
 		o.Dial = dialService
-	}
-	if o.RolloutHalt <= 0 {
-		o.RolloutHalt = DefaultRolloutHalt
 	}
 	return o
 }

@@ -22,7 +22,7 @@ import (
 // updates OnDelete, and the flow deletes one instance's pod, then waits
 // until every instance is ready and no job is in error (the restarted
 // instance runs its jobs again) before the next. An instance on the new
-// image that does not become ready within Options.RolloutHalt halts the
+// image that does not become ready within spec.rolloutHaltSeconds halts the
 // rollout: the flow keeps waiting, Progressing and Ready say
 // ReasonRolloutHalted and how to roll back, and no other instance is
 // touched. Setting spec.image back interrupts the flow; the rollout that
@@ -34,9 +34,6 @@ const (
 	stepRestartInstances = "restart-instances"
 	// ReasonRolloutHalted: an instance on the new image is not ready.
 	ReasonRolloutHalted = "RolloutHalted"
-	// DefaultRolloutHalt is how long an instance on a new image may stay
-	// unready before the rollout halts.
-	DefaultRolloutHalt = 90 * time.Second
 )
 
 func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {
@@ -94,7 +91,7 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 		if workload.IsReady(p) {
 			continue
 		}
-		if unready := workload.UnreadyFor(p, now); unready > c.opts.RolloutHalt {
+		if unready := workload.UnreadyFor(p, now); unready > time.Duration(g.Spec.RolloutHaltSeconds)*time.Second {
 			msg := fmt.Sprintf("%s runs %s and has not been ready for %s; set spec.image back to %s to roll back",
 				p.Name, g.Spec.Image, unready.Round(time.Second), g.Status.CurrentImage)
 			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, ReasonRolloutHalted, msg)

@@ -113,7 +113,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 		}
 		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
 	}
-	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second, Dial: dial, RolloutHalt: 2 * time.Second}); err != nil {
+	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second, Dial: dial}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, mgr)
@@ -125,6 +125,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 
 	if err := c.Create(t.Context(), newCluster(ns, "up", func(s *gpssv1.GpssClusterSpec) {
 		s.Image, s.ClusterID, s.Etcd.Endpoints = "gpss:1", "c-up", []string{etcd}
+		s.RolloutHaltSeconds = 2
 	})); err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,7 @@ spec:
   image: %s
   imagePullPolicy: Never
   clusterID: orders
+  rolloutHaltSeconds: 20
   config:
     Logging:
       BackendLevel: info
@@ -168,7 +169,7 @@ func (g *gpssScenario) upgrade(t *testing.T) {
 // image back rolls the crash-looping instance back.
 func (g *gpssScenario) brokenImage(t *testing.T) {
 	g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, g.broken))
-	eventually(t, 4*time.Minute, "the rollout halts", func(context.Context) error {
+	eventually(t, 2*time.Minute, "the rollout halts", func(context.Context) error {
 		ready := meta.FindStatusCondition(g.get().Status.Conditions, "Ready")
 		if ready == nil || ready.Reason != "RolloutHalted" {
 			return fmt.Errorf("Ready: %+v", ready)

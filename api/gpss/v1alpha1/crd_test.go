@@ -67,7 +67,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := g.Spec
-	if s.Replicas != 2 || s.Ports != (gpssv1.Ports{GRPC: 5000, Gpfdist: 8080, Cluster: 5001}) ||
+	if s.Replicas != 2 || s.RolloutHaltSeconds != 90 || s.Ports != (gpssv1.Ports{GRPC: 5000, Gpfdist: 8080, Cluster: 5001}) ||
 		s.GpfdistService.Type != "ClusterIP" || len(s.Etcd.Endpoints) != 0 {
 		t.Errorf("defaults: %+v", s)
 	}
@@ -86,6 +86,7 @@ func TestValidation(t *testing.T) {
 		{name: "no cluster id", spec: "image: gpss:1", want: []string{"spec.clusterID: Required value"}},
 		{name: "a cluster id with a slash", spec: "image: gpss:1\nclusterID: a/b", want: []string{"spec.clusterID: Invalid value"}},
 		{name: "zero replicas", spec: ok + "replicas: 0", want: []string{"spec.replicas: Invalid value: 0"}},
+		{name: "a zero rollout halt", spec: ok + "rolloutHaltSeconds: 0", want: []string{"spec.rolloutHaltSeconds: Invalid value: 0"}},
 		{name: "ports alike", spec: ok + "ports: {grpc: 8080}", want: []string{"spec.ports: Invalid value", "must differ"}},
 		{name: "a port out of range", spec: ok + "ports: {gpfdist: 70000}", want: []string{"spec.ports.gpfdist: Invalid value: 70000"}},
 		{name: "endpoints and managed", spec: ok + "etcd: {endpoints: ['http://e:2379'], managed: {}}",

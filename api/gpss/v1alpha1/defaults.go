@@ -18,6 +18,9 @@ func Default(g *GpssCluster) {
 	if s.Replicas == 0 {
 		s.Replicas = 2
 	}
+	if s.RolloutHaltSeconds == 0 {
+		s.RolloutHaltSeconds = 90
+	}
 	if s.Ports.GRPC == 0 {
 		s.Ports.GRPC = 5000
 	}

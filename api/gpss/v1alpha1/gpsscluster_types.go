@@ -34,6 +34,16 @@ type GpssClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`
 
+	// rolloutHaltSeconds is how long an instance on a new image may stay
+	// unready before the rollout halts (status says so, and no other
+	// instance is touched until spec.image changes). Default 90; 1 to 3600;
+	// can change.
+	// +optional
+	// +kubebuilder:default=90
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	RolloutHaltSeconds int32 `json:"rolloutHaltSeconds,omitempty"`
+
 	// imagePullPolicy is the instances' image pull policy. Default: unset,
 	// Kubernetes' default; can change.
 	// +optional
