@@ -2,7 +2,6 @@ package gpss
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -210,25 +209,17 @@ func (c *Controller) applyInstances(ctx *Context, cl *cluster) error {
 	}
 	cl.created = cl.sts == nil
 	cl.sts = sts
-	return c.deleteDepartedServices(ctx, int(replicas))
+	return c.deleteDepartedServices(ctx, cl, int(replicas))
 }
 
 // deleteDepartedServices deletes the gpfdist Services of ordinals at or
 // beyond replicas.
-func (c *Controller) deleteDepartedServices(ctx *Context, replicas int) error {
-	g := ctx.Obj
-	var list corev1.ServiceList
-	if err := ctx.Client.List(ctx, &list, client.InNamespace(g.Namespace),
-		client.MatchingLabels(build.Selector(g, build.ComponentGpfdist))); err != nil {
-		return fmt.Errorf("list gpfdist Services: %w", err)
-	}
-	for i := range list.Items {
-		svc := &list.Items[i]
-		ordinal, err := strconv.Atoi(svc.Labels[build.LabelOrdinal])
-		if err != nil || ordinal < replicas || !svc.DeletionTimestamp.IsZero() {
+func (c *Controller) deleteDepartedServices(ctx *Context, cl *cluster, replicas int) error {
+	for ordinal, svc := range cl.gpfdist {
+		if ordinal < replicas {
 			continue
 		}
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, svc)); err != nil {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID})); err != nil {
 			return fmt.Errorf("delete Service %s: %w", svc.Name, err)
 		}
 		ctx.Log.Info("Deleted the gpfdist Service of a departed instance", "service", svc.Name)

@@ -37,15 +37,22 @@ func dialService(_ context.Context, g *Cluster) (job.JobServiceClient, func(), e
 // jobs is one connection to a cluster's job API.
 type jobs struct {
 	client job.JobServiceClient
-	close  func()
 }
 
-func (c *Controller) jobs(ctx *Context) (*jobs, error) {
+// withJobs connects to the cluster's job API, lists the jobs, and calls fn
+// with the connection and every job's status code by id.
+func (c *Controller) withJobs(ctx *Context, fn func(j *jobs, codes map[string]job.JobStatusCode) error) error {
 	client, closeFn, err := c.opts.Dial(ctx, ctx.Obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &jobs{client: client, close: closeFn}, nil
+	defer closeFn()
+	j := &jobs{client: client}
+	codes, err := j.list(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(j, codes)
 }
 
 // list returns every job's status code by id.

@@ -1,10 +1,12 @@
 package gpss
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -67,16 +69,13 @@ func (c *Controller) recordJobs(ctx *Context) (bool, error) {
 	if len(g.Status.StoppedJobs) > 0 {
 		return true, nil
 	}
-	j, err := c.jobs(ctx)
+	err := c.withJobs(ctx, func(_ *jobs, codes map[string]job.JobStatusCode) error {
+		g.Status.StoppedJobs = running(codes)
+		return nil
+	})
 	if err != nil {
 		return false, err
 	}
-	defer j.close()
-	codes, err := j.list(ctx)
-	if err != nil {
-		return false, err
-	}
-	g.Status.StoppedJobs = running(codes)
 	ctx.Log.Info("Recorded the running jobs before a scale-in", "jobs", len(g.Status.StoppedJobs))
 	return true, nil
 }
@@ -88,24 +87,27 @@ func (c *Controller) stopJobs(ctx *Context) (bool, error) {
 	if len(g.Status.StoppedJobs) == 0 {
 		return true, nil
 	}
-	j, err := c.jobs(ctx)
-	if err != nil {
+	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_STOPPED, (*jobs).stop); err != nil {
 		return false, err
 	}
-	defer j.close()
-	codes, err := j.list(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, id := range g.Status.StoppedJobs {
-		if code, ok := codes[id]; ok && code != job.JobStatusCode_JOB_STOPPED {
-			if err := j.stop(ctx, id); err != nil {
-				return false, err
+	ctx.Event(corev1.EventTypeNormal, "JobsStopped", "Stopped %d jobs to scale in to %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	return true, nil
+}
+
+// moveRecordedJobs calls move for each job of status.stoppedJobs that
+// exists and is not in state want yet (a job removed meanwhile is left
+// alone).
+func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move func(*jobs, context.Context, string) error) error {
+	return c.withJobs(ctx, func(j *jobs, codes map[string]job.JobStatusCode) error {
+		for _, id := range ctx.Obj.Status.StoppedJobs {
+			if code, ok := codes[id]; ok && code != want {
+				if err := move(j, ctx, id); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	ctx.Event("Normal", "JobsStopped", "Stopped %d jobs to scale in to %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
-	return true, nil
+		return nil
+	})
 }
 
 // shrink is done once the departing instances' pods are gone (Declare sizes
@@ -137,24 +139,10 @@ func (c *Controller) startStoppedJobs(ctx *Context) (bool, error) {
 	if cl.readyPods() == 0 {
 		return false, nil
 	}
-	j, err := c.jobs(ctx)
-	if err != nil {
+	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_RUNNING, (*jobs).start); err != nil {
 		return false, err
 	}
-	defer j.close()
-	codes, err := j.list(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, id := range g.Status.StoppedJobs {
-		// A job removed meanwhile is not started again.
-		if code, ok := codes[id]; ok && code != job.JobStatusCode_JOB_RUNNING {
-			if err := j.start(ctx, id); err != nil {
-				return false, err
-			}
-		}
-	}
-	ctx.Event("Normal", "JobsStarted", "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	ctx.Event(corev1.EventTypeNormal, "JobsStarted", "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
 	g.Status.StoppedJobs = nil
 	return true, nil
 }

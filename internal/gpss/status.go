@@ -1,6 +1,7 @@
 package gpss
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -43,6 +44,8 @@ type cluster struct {
 	etcdMessage string
 	// created: the instances' StatefulSet was first applied in this pass.
 	created bool
+	// gpfdist are the gpfdist Services by ordinal (not being deleted).
+	gpfdist map[int]*corev1.Service
 }
 
 // readyPods counts the instances whose pods are ready.
@@ -60,17 +63,14 @@ func (cl *cluster) readyPods() int {
 // instances' pods and Services into status.
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	g := ctx.Obj
-	cl := &cluster{pods: map[int]*corev1.Pod{}, etcdReady: true}
+	cl := &cluster{pods: map[int]*corev1.Pod{}, gpfdist: map[int]*corev1.Service{}, etcdReady: true}
 	if build.ManagesEtcd(g) {
 		etcd := &appsv1.StatefulSet{}
 		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: build.EtcdName(g)}, etcd)
 		if client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("get the etcd StatefulSet: %w", err)
 		}
-		want := ptr.Deref(g.Spec.Etcd.Managed, gpssv1.ManagedEtcd{}).Replicas
-		if want == 0 {
-			want = 1
-		}
+		want := g.Spec.Etcd.Managed.Replicas // set by Default
 		cl.etcdReady = etcd.Status.ReadyReplicas >= want && etcd.Status.ObservedGeneration == etcd.Generation
 		cl.etcdMessage = fmt.Sprintf("%d of %d etcd members ready", etcd.Status.ReadyReplicas, want)
 	}
@@ -96,6 +96,17 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 			cl.pods[ordinal] = p
 		}
 	}
+	var svcs corev1.ServiceList
+	if err := ctx.Client.List(ctx, &svcs, client.InNamespace(g.Namespace),
+		client.MatchingLabels(build.Selector(g, build.ComponentGpfdist))); err != nil {
+		return nil, fmt.Errorf("list gpfdist Services: %w", err)
+	}
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		if ordinal, err := strconv.Atoi(svc.Labels[build.LabelOrdinal]); err == nil && svc.DeletionTimestamp.IsZero() {
+			cl.gpfdist[ordinal] = svc
+		}
+	}
 	c.instancesStatus(ctx, cl)
 	return cl, nil
 }
@@ -112,7 +123,7 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 	for ordinal := range n {
 		in := gpssv1.InstanceStatus{Name: build.PodName(g, ordinal)}
 		if ordinal < int(g.Spec.Replicas) {
-			in.GpfdistAddress = c.gpfdistAddress(ctx, ordinal)
+			in.GpfdistAddress = c.gpfdistAddress(g, ordinal, cl.gpfdist[ordinal])
 		}
 		if p, ok := cl.pods[ordinal]; ok {
 			in.Ready = workload.IsReady(p)
@@ -135,26 +146,19 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 }
 
 // gpfdistAddress is where the instance's gpfdist is reached from outside
-// when its Service type allows (a load balancer's ingress, or a node port:
-// on any node's address), else its cluster DNS name.
-func (c *Controller) gpfdistAddress(ctx *Context, ordinal int) string {
-	g := ctx.Obj
-	name := build.GpfdistServiceName(g, ordinal)
-	inCluster := net.JoinHostPort(fmt.Sprintf("%s.%s.svc.%s", name, g.Namespace, c.opts.ClusterDomain),
-		strconv.Itoa(int(g.Spec.Ports.Gpfdist)))
-	svc := &corev1.Service{}
-	if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: name}, svc); err != nil {
+// when its Service (svc, nil before it exists) allows it: a load balancer's
+// ingress, or a node port on any node's address; else its cluster DNS name.
+func (c *Controller) gpfdistAddress(g *Cluster, ordinal int, svc *corev1.Service) string {
+	port := strconv.Itoa(int(g.Spec.Ports.Gpfdist))
+	inCluster := net.JoinHostPort(fmt.Sprintf("%s.%s.svc.%s", build.GpfdistServiceName(g, ordinal), g.Namespace, c.opts.ClusterDomain), port)
+	if svc == nil {
 		return inCluster
 	}
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeLoadBalancer:
 		for _, in := range svc.Status.LoadBalancer.Ingress {
-			host := in.IP
-			if host == "" {
-				host = in.Hostname
-			}
-			if host != "" {
-				return net.JoinHostPort(host, strconv.Itoa(int(g.Spec.Ports.Gpfdist)))
+			if host := cmp.Or(in.IP, in.Hostname); host != "" {
+				return net.JoinHostPort(host, port)
 			}
 		}
 	case corev1.ServiceTypeNodePort:

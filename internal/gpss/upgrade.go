@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,28 +114,20 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 // jobsRunning reports whether no job is in error: while an instance is
 // restarting its jobs are, until it runs them again.
 func (c *Controller) jobsRunning(ctx *Context) (bool, error) {
-	j, err := c.jobs(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer j.close()
-	codes, err := j.list(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, code := range codes {
-		if code == job.JobStatusCode_JOB_ERROR {
-			return false, nil
+	ok := true
+	err := c.withJobs(ctx, func(_ *jobs, codes map[string]job.JobStatusCode) error {
+		for _, code := range codes {
+			ok = ok && code != job.JobStatusCode_JOB_ERROR
 		}
-	}
-	return true, nil
+		return nil
+	})
+	return ok && err == nil, err
 }
 
 func (c *Controller) restart(ctx *Context, p *corev1.Pod, why string) error {
 	if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})); err != nil {
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	ctx.Event(corev1.EventTypeNormal, "InstanceRestarted", "Restarted %s (%s), %s",
-		p.Name, podImage(p), strings.TrimSpace(why))
+	ctx.Event(corev1.EventTypeNormal, "InstanceRestarted", "Restarted %s (%s), %s", p.Name, podImage(p), why)
 	return nil
 }

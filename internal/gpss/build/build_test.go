@@ -30,6 +30,7 @@ func cluster(mutate ...func(*gpssv1.GpssCluster)) *gpssv1.GpssCluster {
 	for _, m := range mutate {
 		m(g)
 	}
+	gpssv1.Default(g)
 	return g
 }
 

@@ -17,16 +17,12 @@ const (
 )
 
 // EtcdEndpoints are the etcd client URLs the instances use: spec's, or
-// each member of the managed etcd by its stable name.
+// each member of the managed etcd by its stable name (g defaulted).
 func EtcdEndpoints(g *gpssv1.GpssCluster, domain string) []string {
 	if len(g.Spec.Etcd.Endpoints) > 0 {
 		return append([]string(nil), g.Spec.Etcd.Endpoints...)
 	}
-	n := int32(1)
-	if m := g.Spec.Etcd.Managed; m != nil && m.Replicas > 0 {
-		n = m.Replicas
-	}
-	out := make([]string, n)
+	out := make([]string, g.Spec.Etcd.Managed.Replicas)
 	for i := range out {
 		out[i] = fmt.Sprintf("http://%s:%d", EtcdMemberAddress(g, i, domain), EtcdClientPort)
 	}

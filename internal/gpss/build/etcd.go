@@ -30,22 +30,6 @@ func EtcdMemberAddress(g *gpssv1.GpssCluster, ordinal int, domain string) string
 	return fmt.Sprintf("%s-%d.%s.%s.svc.%s", EtcdName(g), ordinal, EtcdName(g), g.Namespace, orDefault(domain))
 }
 
-// managed is spec.etcd.managed with its defaults, for a cluster without
-// endpoints.
-func managed(g *gpssv1.GpssCluster) gpssv1.ManagedEtcd {
-	m := gpssv1.ManagedEtcd{Image: gpssv1.DefaultEtcdImage, Replicas: 1}
-	if g.Spec.Etcd.Managed != nil {
-		if g.Spec.Etcd.Managed.Image != "" {
-			m.Image = g.Spec.Etcd.Managed.Image
-		}
-		if g.Spec.Etcd.Managed.Replicas > 0 {
-			m.Replicas = g.Spec.Etcd.Managed.Replicas
-		}
-		m.Storage = g.Spec.Etcd.Managed.Storage
-	}
-	return m
-}
-
 // ManagesEtcd reports whether the operator runs g's etcd (no endpoints
 // given).
 func ManagesEtcd(g *gpssv1.GpssCluster) bool { return len(g.Spec.Etcd.Endpoints) == 0 }
@@ -68,12 +52,13 @@ func EtcdService(g *gpssv1.GpssCluster) *corev1.Service {
 	}
 }
 
-// EtcdStatefulSet is the managed etcd: the upstream etcd binary, one
+// EtcdStatefulSet is the managed etcd (of a defaulted cluster, as every
+// builder here takes: gpssv1.Default): the upstream etcd binary, one
 // member per pod with a volume each, the initial cluster named by the
 // members' stable addresses. It is a static cluster (its size is
 // immutable), so a re-created member rejoins with its data.
 func EtcdStatefulSet(g *gpssv1.GpssCluster, domain string) *appsv1.StatefulSet {
-	m := managed(g)
+	m := g.Spec.Etcd.Managed
 	peers := make([]string, m.Replicas)
 	for i := range peers {
 		peers[i] = fmt.Sprintf("%s-%d=http://%s:%d", EtcdName(g), i, EtcdMemberAddress(g, i, domain), EtcdPeerPort)
