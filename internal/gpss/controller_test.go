@@ -1,12 +1,15 @@
 package gpss_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,7 +30,9 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/gpss/build"
+	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 	"github.com/stewardhq/steward/internal/gpss/gpssconfig"
+	"github.com/stewardhq/steward/internal/gpss/gpsstest"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -42,7 +47,9 @@ func newScheme() *k8sruntime.Scheme {
 	return s
 }
 
-func setup(t *testing.T) (client.Client, string) {
+// setup gives a test a client and a namespace of its own, with the
+// controller running on it (opts; Resync defaults to a second).
+func setup(t *testing.T, opts ...gpss.Options) (client.Client, string) {
 	t.Helper()
 	cfg := server.Config(t)
 	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
@@ -61,11 +68,28 @@ func setup(t *testing.T) (client.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second}); err != nil {
+	o := gpss.Options{Resync: time.Second}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := gpss.Setup(mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, mgr)
 	return c, ns
+}
+
+// reachThrough is a Dialer that reaches every cluster's job API through the
+// simulated instance sim, as the controller would through the gRPC
+// Service.
+func reachThrough(sim *gpsstest.Simulator) gpss.Dialer {
+	return func(context.Context, *gpssv1.GpssCluster) (job.JobServiceClient, func(), error) {
+		conn, err := grpc.NewClient(sim.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, nil, err
+		}
+		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
+	}
 }
 
 func newCluster(ns, name string, mutate ...func(*gpssv1.GpssClusterSpec)) *gpssv1.GpssCluster {

@@ -1,29 +1,15 @@
 package gpss_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
@@ -34,104 +20,19 @@ import (
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
-// simInstance is a GPSS simulator standing in for one instance's pod.
-type simInstance struct {
-	addr string
-	stop func()
-}
-
-func runSimulator(t *testing.T, etcd, clusterID, name string) *simInstance {
-	t.Helper()
-	cfg := fmt.Sprintf(`{"ListenAddress":{"Port":5000},"Gpfdist":{"Port":8080},"Cluster":{"Id":%q,"Etcd":{"Endpoints":[%q]}}}`, clusterID, etcd)
-	s, err := simulator.New([]byte(cfg), name, simulator.Knobs{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := net.Listen("tcp", "127.0.0.1:0")
-	f, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, g, f) }()
-	in := &simInstance{addr: g.Addr().String()}
-	stopped := false
-	in.stop = func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("simulator %s: %v", name, err)
-			}
-		}
-	}
-	t.Cleanup(in.stop)
-	return in
-}
-
-func jobClient(t *testing.T, addr string) job.JobServiceClient {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return job.NewJobServiceClient(conn)
-}
-
-// jobOwners reads which instance runs each running job from the
-// simulator's own etcd keys (no GPSS API says it): a test-only view.
-func jobOwners(t *testing.T, etcd, clusterID string) map[string]string {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd}, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	prefix := simulator.Root + "/" + clusterID + "/owners/"
-	resp, err := c.Get(context.Background(), prefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, kv := range resp.Kvs {
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
-	}
-	return out
-}
-
 // TestScaleInMovesTheJobs scales a cluster of three simulated instances with
 // four running jobs in to one: the jobs are stopped, the departing
 // instances go (the test plays the StatefulSet controller), and the same
 // jobs run again, each on the instance that stays.
 func TestScaleInMovesTheJobs(t *testing.T) {
 	etcd := gpsstest.StartEtcd(t)
-	cfg := server.Config(t)
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
+	sims := []*gpsstest.Simulator{
+		gpsstest.RunSimulator(t, etcd, "c-sc", "sc-0", simulator.Knobs{}),
+		gpsstest.RunSimulator(t, etcd, "c-sc", "sc-1", simulator.Knobs{}),
+		gpsstest.RunSimulator(t, etcd, "c-sc", "sc-2", simulator.Knobs{}),
 	}
-	ns := testenv.Namespace(t, c, "gpss-scale-")
-	sims := []*simInstance{runSimulator(t, etcd, "c-sc", "sc-0"), runSimulator(t, etcd, "c-sc", "sc-1"), runSimulator(t, etcd, "c-sc", "sc-2")}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(), Logger: testenv.Logger(t, 0),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The controller reaches the cluster through instance 0, which stays,
-	// as it would through the gRPC Service.
-	dial := func(context.Context, *gpssv1.GpssCluster) (job.JobServiceClient, func(), error) {
-		conn, err := grpc.NewClient(sims[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return nil, nil, err
-		}
-		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
-	}
-	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second, Dial: dial}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.StartManager(t, mgr)
+	// Instance 0 stays.
+	c, ns := setup(t, gpss.Options{Resync: time.Second, Dial: reachThrough(sims[0])})
 
 	g := newCluster(ns, "sc", func(s *gpssv1.GpssClusterSpec) {
 		s.ClusterID = "c-sc"
@@ -145,14 +46,14 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 	markReady(t, c, sts, true)
 	testenv.Eventually(t, "Ready", func() (bool, string) { return ready(cluster(t, c, ns, "sc")) })
 
-	jobs := jobClient(t, sims[1].addr)
-	ids := map[string]bool{}
+	jobs := job.NewJobServiceClient(gpsstest.Dial(t, sims[1].GRPCAddr))
+	names := map[string]bool{}
 	for i := range 4 {
 		resp, err := jobs.SubmitJob(t.Context(), &job.SubmitJobRequest{JobOption: &job.JobOption{Name: fmt.Sprintf("j%d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids[resp.GetJobId()] = true
+		names[resp.GetJobName()] = true
 		if _, err := jobs.StartJob(t.Context(), &job.StartJobRequest{JobIdentifier: &job.JobIdentifier{Unit: &job.JobIdentifier_JobId{JobId: resp.GetJobId()}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +62,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 	if _, err := jobs.SubmitJob(t.Context(), &job.SubmitJobRequest{JobOption: &job.JobOption{Name: "idle"}}); err != nil {
 		t.Fatal(err)
 	}
-	before := jobOwners(t, etcd, "c-sc")
+	before := gpsstest.JobOwners(t, etcd, "c-sc")
 	if len(before) != 4 {
 		t.Fatalf("owners before: %v", before)
 	}
@@ -178,11 +79,11 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 		}
 		return true, ""
 	})
-	if owners := jobOwners(t, etcd, "c-sc"); len(owners) != 0 {
+	if owners := gpsstest.JobOwners(t, etcd, "c-sc"); len(owners) != 0 {
 		t.Errorf("the StatefulSet shrank while jobs still ran: %v", owners)
 	}
 	for i := 1; i < 3; i++ {
-		sims[i].stop()
+		sims[i].Stop()
 		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sc-%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -191,13 +92,13 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 		op := cluster(t, c, ns, "sc").Status.Operation
 		return op != nil && op.Name == "scale-in" && op.Phase == commonv1.PhaseSucceeded, fmt.Sprintf("%+v", op)
 	})
-	after := jobOwners(t, etcd, "c-sc")
+	after := gpsstest.JobOwners(t, etcd, "c-sc")
 	if len(after) != 4 {
 		t.Errorf("%d jobs run after the scale-in, want the 4 that ran before: %v", len(after), after)
 	}
-	for id, owner := range after {
-		if !ids[id] || owner != "sc-0" {
-			t.Errorf("job %s runs on %s after the scale-in, want sc-0 (and only the jobs that ran before)", id, owner)
+	for name, owner := range after {
+		if !names[name] || owner != "sc-0" {
+			t.Errorf("job %s runs on %s after the scale-in, want sc-0 (and only the jobs that ran before)", name, owner)
 		}
 	}
 	st := cluster(t, c, ns, "sc").Status
@@ -209,7 +110,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 			t.Errorf("the gpfdist Service of departed instance %d is still there", i)
 		}
 	}
-	list, err := jobClient(t, sims[0].addr).ListJobs(t.Context(), &job.ListJobRequest{})
+	list, err := job.NewJobServiceClient(gpsstest.Dial(t, sims[0].GRPCAddr)).ListJobs(t.Context(), &job.ListJobRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

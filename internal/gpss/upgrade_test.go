@@ -9,26 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/gpss"
-	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
+	"github.com/stewardhq/steward/internal/gpss/simulator"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -90,33 +83,8 @@ func (p *statefulSetPlayer) count() int {
 // instance back.
 func TestRolloutHaltsAndRollsBack(t *testing.T) {
 	etcd := gpsstest.StartEtcd(t)
-	sim := runSimulator(t, etcd, "c-up", "up-sim")
-	cfg := server.Config(t)
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.Namespace(t, c, "gpss-up-")
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(), Logger: testenv.Logger(t, 0),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dial := func(context.Context, *gpssv1.GpssCluster) (job.JobServiceClient, func(), error) {
-		conn, err := grpc.NewClient(sim.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return nil, nil, err
-		}
-		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
-	}
-	if err := gpss.Setup(mgr, gpss.Options{Resync: time.Second, Dial: dial}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.StartManager(t, mgr)
+	sim := gpsstest.RunSimulator(t, etcd, "c-up", "up-sim", simulator.Knobs{})
+	c, ns := setup(t, gpss.Options{Resync: time.Second, Dial: reachThrough(sim)})
 	player := &statefulSetPlayer{badImage: "gpss:bad"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -24,7 +24,7 @@ func Validate(user []byte, path *field.Path, taken map[string]int) field.ErrorLi
 		return append(errs, field.Invalid(path, string(user), "must be a JSON object"))
 	}
 	for _, key := range OwnedKeys {
-		if _, ok := lookup(doc, key); ok {
+		if _, ok := Lookup(doc, key); ok {
 			errs = append(errs, field.Forbidden(dotted(path, key),
 				"set by the operator from "+ownerField[key]+"; remove it from config"))
 		}
@@ -75,7 +75,9 @@ var ownerField = map[string]string{
 	"Cluster.Etcd.Endpoints": "spec.etcd",
 }
 
-func lookup(doc map[string]any, dottedKey string) (any, bool) {
+// Lookup returns the value at dottedKey ("Cluster.Etcd.Endpoints") in a
+// decoded gpss.json, and whether it is there.
+func Lookup(doc map[string]any, dottedKey string) (any, bool) {
 	var v any = doc
 	for _, k := range strings.Split(dottedKey, ".") {
 		m, ok := v.(map[string]any)

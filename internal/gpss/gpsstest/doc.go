@@ -1,3 +1,4 @@
-// Package gpsstest starts what GPSS tests need from the real world: an etcd
-// (the upstream binary envtest uses, from KUBEBUILDER_ASSETS) on loopback.
+// Package gpsstest starts what GPSS tests need: an etcd (the upstream
+// binary envtest uses, from KUBEBUILDER_ASSETS) and GPSS simulator
+// instances on it, on loopback.
 package gpsstest

@@ -1,8 +1,12 @@
 package simulator
 
 import (
+	"context"
 	"path"
+	"strings"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
@@ -50,4 +54,28 @@ type Status struct {
 	Message  string            `json:"message,omitempty"`
 	Time     time.Time         `json:"time"`
 	Instance string            `json:"instance,omitempty"`
+}
+
+// JobOwners reads which instance runs each job, by job name, from the
+// simulator's own keys in etcd. No GPSS API says it, so the controller
+// never asks: this is for tests of the simulator and of the operator's
+// moves of jobs.
+func JobOwners(ctx context.Context, etcd *clientv3.Client, clusterID string) (map[string]string, error) {
+	prefix := clusterPrefix(clusterID)
+	resp, err := etcd.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	names, owners := map[string]string{}, map[string]string{}
+	for _, kv := range resp.Kvs {
+		if name, ok := strings.CutPrefix(string(kv.Key), prefix+"names/"); ok {
+			names[string(kv.Value)] = name
+		}
+	}
+	for _, kv := range resp.Kvs {
+		if id, ok := strings.CutPrefix(string(kv.Key), prefix+"owners/"); ok {
+			owners[names[id]] = string(kv.Value)
+		}
+	}
+	return owners, nil
 }

@@ -68,25 +68,13 @@ func New(rawConfig []byte, name string, knobs Knobs, log *slog.Logger) (*Server,
 }
 
 func refusedKeys(raw []byte, keys []string) []string {
-	var doc any
+	var doc map[string]any
 	if json.Unmarshal(raw, &doc) != nil {
 		return nil
 	}
 	var found []string
 	for _, key := range keys {
-		v := doc
-		ok := true
-		for k := range strings.SplitSeq(key, ".") {
-			m, isMap := v.(map[string]any)
-			if !isMap {
-				ok = false
-				break
-			}
-			if v, ok = m[k]; !ok {
-				break
-			}
-		}
-		if ok {
+		if _, ok := gpssconfig.Lookup(doc, key); ok {
 			found = append(found, key)
 		}
 	}

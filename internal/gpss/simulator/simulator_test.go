@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/batch"
@@ -24,86 +19,23 @@ import (
 	"github.com/stewardhq/steward/internal/gpss/simulator"
 )
 
-// instance is one simulator running in the test process.
+// instance is one simulator running in the test process, with clients of
+// its gRPC APIs.
 type instance struct {
-	name               string
-	grpcAddr, gpfdAddr string
-	jobs               job.JobServiceClient
-	batch              batch.GpssClient
-	stop               func()
+	*gpsstest.Simulator
+	jobs  job.JobServiceClient
+	batch batch.GpssClient
 }
 
 func start(t *testing.T, etcd, cluster, name string, knobs simulator.Knobs) *instance {
 	t.Helper()
-	cfg := fmt.Sprintf(`{"ListenAddress":{"Port":5000},"Gpfdist":{"Port":8080},"Cluster":{"Id":%q,"Etcd":{"Endpoints":[%q]}}}`, cluster, etcd)
-	s, err := simulator.New([]byte(cfg), name, knobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, f := listen(t), listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, g, f) }()
-	conn, err := grpc.NewClient(g.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &instance{name: name, grpcAddr: g.Addr().String(), gpfdAddr: f.Addr().String(),
-		jobs: job.NewJobServiceClient(conn), batch: batch.NewGpssClient(conn)}
-	stopped := false
-	in.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("%s: Run: %v", name, err)
-		}
-		_ = conn.Close()
-	}
-	t.Cleanup(in.stop)
-	return in
-}
-
-func listen(t *testing.T) net.Listener {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	s := gpsstest.RunSimulator(t, etcd, cluster, name, knobs)
+	conn := gpsstest.Dial(t, s.GRPCAddr)
+	return &instance{Simulator: s, jobs: job.NewJobServiceClient(conn), batch: batch.NewGpssClient(conn)}
 }
 
 func byName(name string) *job.JobIdentifier {
 	return &job.JobIdentifier{Unit: &job.JobIdentifier_JobName{JobName: name}}
-}
-
-// owners reads which instance runs each job from the simulator's own etcd
-// keys: no GPSS API says it, which is why only this test looks.
-func owners(t *testing.T, etcd, cluster string) map[string]string {
-	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd}, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	prefix := simulator.Root + "/" + cluster + "/"
-	resp, err := c.Get(context.Background(), prefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, out := map[string]string{}, map[string]string{}
-	for _, kv := range resp.Kvs {
-		if n, ok := strings.CutPrefix(string(kv.Key), prefix+"names/"); ok {
-			names[string(kv.Value)] = n
-		}
-	}
-	for _, kv := range resp.Kvs {
-		if id, ok := strings.CutPrefix(string(kv.Key), prefix+"owners/"); ok {
-			out[names[id]] = string(kv.Value)
-		}
-	}
-	return out
 }
 
 func statuses(t *testing.T, in *instance) map[string]job.JobStatusCode {
@@ -187,7 +119,7 @@ func TestJobsRunOnOneInstanceEachAndFollowTheirInstance(t *testing.T) {
 			t.Errorf("%s is %v after StartJob returned, want JOB_RUNNING", n, code)
 		}
 	}
-	own := owners(t, etcd, "c1")
+	own := gpsstest.JobOwners(t, etcd, "c1")
 	load := map[string]int{}
 	for _, n := range names {
 		load[own[n]]++
@@ -199,38 +131,38 @@ func TestJobsRunOnOneInstanceEachAndFollowTheirInstance(t *testing.T) {
 	// gpfdist: only the job's instance serves it.
 	byInstance := map[string]*instance{"gpss-0": a, "gpss-1": b, "gpss-2": c}
 	for _, in := range []*instance{a, b, c} {
-		code, body := gpfdist(t, in.gpfdAddr, "orders", "1")
+		code, body := gpfdist(t, in.GpfdistAddr, "orders", "1")
 		switch {
-		case own["orders"] == in.name && (code != http.StatusOK || string(body) != "D\x00\x00\x00\x00"):
-			t.Errorf("%s runs orders; gpfdist answered %d %q, want 200 and an empty stream", in.name, code, body)
-		case own["orders"] != in.name && code != http.StatusNotFound:
-			t.Errorf("%s does not run orders; gpfdist answered %d, want 404", in.name, code)
+		case own["orders"] == in.Name && (code != http.StatusOK || string(body) != "D\x00\x00\x00\x00"):
+			t.Errorf("%s runs orders; gpfdist answered %d %q, want 200 and an empty stream", in.Name, code, body)
+		case own["orders"] != in.Name && code != http.StatusNotFound:
+			t.Errorf("%s does not run orders; gpfdist answered %d, want 404", in.Name, code)
 		}
 	}
-	if code, _ := gpfdist(t, a.gpfdAddr, "orders", ""); code != http.StatusBadRequest {
+	if code, _ := gpfdist(t, a.GpfdistAddr, "orders", ""); code != http.StatusBadRequest {
 		t.Errorf("gpfdist without X-GP-PROTO: %d, want 400", code)
 	}
 
 	// An instance that goes leaves its jobs in error, and they come back
 	// with an instance of the same name.
 	lost := byInstance[own["orders"]]
-	lost.stop()
+	lost.Stop()
 	eventually(t, "orders reports its instance gone", func() error {
 		if got := statuses(t, other2(lost, a, b, c))["orders"]; got != job.JobStatusCode_JOB_ERROR {
 			return fmt.Errorf("orders is %v", got)
 		}
 		return nil
 	})
-	if owners(t, etcd, "c1")["orders"] != lost.name {
-		t.Errorf("orders moved to %s; the simulator does not reassign", owners(t, etcd, "c1")["orders"])
+	if gpsstest.JobOwners(t, etcd, "c1")["orders"] != lost.Name {
+		t.Errorf("orders moved to %s; the simulator does not reassign", gpsstest.JobOwners(t, etcd, "c1")["orders"])
 	}
-	back := start(t, etcd, "c1", lost.name, simulator.Knobs{})
+	back := start(t, etcd, "c1", lost.Name, simulator.Knobs{})
 	eventually(t, "orders runs again on the re-created instance", func() error {
 		if got := statuses(t, back)["orders"]; got != job.JobStatusCode_JOB_RUNNING {
 			return fmt.Errorf("orders is %v", got)
 		}
-		if code, _ := gpfdist(t, back.gpfdAddr, "orders", "0"); code != http.StatusOK {
-			return fmt.Errorf("gpfdist of %s answers %d for orders", back.name, code)
+		if code, _ := gpfdist(t, back.GpfdistAddr, "orders", "0"); code != http.StatusOK {
+			return fmt.Errorf("gpfdist of %s answers %d for orders", back.Name, code)
 		}
 		return nil
 	})
@@ -246,7 +178,7 @@ func TestJobsRunOnOneInstanceEachAndFollowTheirInstance(t *testing.T) {
 	if got := statuses(t, alive)["clicks"]; got != job.JobStatusCode_JOB_STOPPED {
 		t.Errorf("clicks is %v after StopJob returned", got)
 	}
-	if _, ok := owners(t, etcd, "c1")["clicks"]; ok {
+	if _, ok := gpsstest.JobOwners(t, etcd, "c1")["clicks"]; ok {
 		t.Error("a stopped job still has an instance")
 	}
 	if _, err := alive.jobs.RemoveJob(ctx, &job.RemoveJobRequest{JobIdentifier: byName("clicks")}); err != nil {
