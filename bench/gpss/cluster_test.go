@@ -88,38 +88,16 @@ func BenchmarkIdle(b *testing.B) {
 	k := connect(b)
 	ns := k.Namespace(b, "bench-gpss-idle", &gpssv1.GpssCluster{})
 	for b.Loop() {
-		for i := range idleClusters {
-			k.create(b, ns, fmt.Sprintf("idle-%d", i), 1)
+		names := make([]string, idleClusters)
+		for i := range names {
+			names[i] = fmt.Sprintf("idle-%d", i)
+			k.create(b, ns, names[i], 1)
 		}
-		deadline := time.Now().Add(10 * time.Minute)
-		for {
-			ready := 0
-			for i := range idleClusters {
-				if k.ready(b, ns, fmt.Sprintf("idle-%d", i)) {
-					ready++
-				}
-			}
-			if ready == idleClusters {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("%d of %d clusters Ready after 10 minutes", ready, idleClusters)
-			}
-			time.Sleep(2 * time.Second)
-		}
-		time.Sleep(30 * time.Second) // let the last passes settle
-		changes := k.CountChanges(b, ns, idleWindow, &appsv1.StatefulSetList{}, &corev1.ConfigMapList{},
-			&corev1.ServiceList{}, &gpssv1.GpssClusterList{})
-		before := k.OperatorUsage(b)
-		leader := float64(k.CountLeaseRenewals(b, idleWindow))
-		used := k.OperatorUsage(b).Minus(before)
-		b.ReportMetric(float64(changes), "object-changes/min")
-		b.ReportMetric((used.Writes-leader)*60/idleWindow.Seconds(), "operator-writes/min")
-		b.ReportMetric(used.Requests*60/idleWindow.Seconds(), "operator-requests/min")
-		b.Logf("%d idle clusters for %s: %d changes to them or their children; operator: %.0f requests, %.0f writes (leader election: %.0f)",
-			idleClusters, idleWindow, changes, used.Requests, used.Writes, leader)
-		for i := range idleClusters {
-			k.delete(b, ns, fmt.Sprintf("idle-%d", i))
+		benchkube.WaitAllReady(b, names, func(name string) bool { return k.ready(b, ns, name) }, 10*time.Minute)
+		k.ReportIdle(b, ns, idleClusters, idleWindow,
+			&appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &gpssv1.GpssClusterList{})
+		for _, name := range names {
+			k.delete(b, ns, name)
 		}
 	}
 }

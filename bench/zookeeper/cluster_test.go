@@ -96,45 +96,17 @@ func BenchmarkIdle(b *testing.B) {
 	ns := k.namespace(b, "bench-idle")
 	empty := k.OperatorUsage(b)
 	for b.Loop() {
-		for i := range idleClusters {
-			k.create(b, ns, fmt.Sprintf("idle-%d", i), 1)
+		names := make([]string, idleClusters)
+		for i := range names {
+			names[i] = fmt.Sprintf("idle-%d", i)
+			k.create(b, ns, names[i], 1)
 		}
-		deadline := time.Now().Add(10 * time.Minute)
-		for {
-			ready := 0
-			for i := range idleClusters {
-				if k.ready(b, ns, fmt.Sprintf("idle-%d", i)) {
-					ready++
-				}
-			}
-			if ready == idleClusters {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("%d of %d clusters Ready after 10 minutes", ready, idleClusters)
-			}
-			time.Sleep(2 * time.Second)
-		}
-		time.Sleep(30 * time.Second) // let the last passes settle
-		changes := k.countChanges(b, ns, idleWindow)
-		before := k.OperatorUsage(b)
-		leader := float64(k.CountLeaseRenewals(b, idleWindow))
-		used := k.OperatorUsage(b).Minus(before)
-		b.ReportMetric(float64(changes), "object-changes/min")
-		b.ReportMetric((used.Writes-leader)*60/idleWindow.Seconds(), "operator-writes/min")
-		b.ReportMetric(used.Requests*60/idleWindow.Seconds(), "operator-requests/min")
-		rss := k.OperatorUsage(b).RSS
-		b.ReportMetric(rss/(1<<20), "MiB-rss-20-clusters")
+		benchkube.WaitAllReady(b, names, func(name string) bool { return k.ready(b, ns, name) }, 10*time.Minute)
+		k.ReportIdle(b, ns, idleClusters, idleWindow,
+			&appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &zkv1.ZookeeperClusterList{})
+		b.ReportMetric(k.OperatorUsage(b).RSS/(1<<20), "MiB-rss-20-clusters")
 		b.ReportMetric(empty.RSS/(1<<20), "MiB-rss-no-cluster")
-		b.Logf("%d idle clusters for %s: %d changes to them or their children; operator: %.0f requests, %.0f writes (leader election: %.0f)",
-			idleClusters, idleWindow, changes, used.Requests, used.Writes, leader)
 	}
-}
-
-// countChanges watches the clusters and their children in ns for d and
-// counts the changes.
-func (k *kube) countChanges(b *testing.B, ns string, d time.Duration) int {
-	return k.CountChanges(b, ns, d, &appsv1.StatefulSetList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &zkv1.ZookeeperClusterList{})
 }
 
 func (k *kube) namespace(b *testing.B, prefix string) string {

@@ -364,16 +364,7 @@ func (g *gpssScenario) waitReady(replicas int32, timeout time.Duration) *gpssv1.
 
 // waitPods waits until exactly n instance pods exist.
 func (g *gpssScenario) waitPods(n int) {
-	eventually(g.t, 2*time.Minute, fmt.Sprintf("%d instance pods", n), func(ctx context.Context) error {
-		pods, err := env.client.CoreV1().Pods(g.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=instance"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != n {
-			return fmt.Errorf("%d pods", len(pods.Items))
-		}
-		return nil
-	})
+	waitPodCount(g.t, g.ns, "app.kubernetes.io/component=instance", n)
 }
 
 func (g *gpssScenario) get() *gpssv1.GpssCluster {

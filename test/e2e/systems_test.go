@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stewardhq/steward/internal/manager"
@@ -238,4 +241,19 @@ func archiveImage(t *testing.T, archive string) string {
 		t.Fatalf("manifest.json of %s: %v", archive, err)
 	}
 	return manifest[0].RepoTags[0]
+}
+
+// waitPodCount waits until exactly n pods of ns match selector.
+func waitPodCount(t *testing.T, ns, selector string, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d pods %s", n, selector), func(ctx context.Context) error {
+		pods, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != n {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return nil
+	})
 }

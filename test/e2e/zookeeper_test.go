@@ -471,16 +471,7 @@ func (z *zkScenario) waitReady(replicas int32, timeout time.Duration) *zkv1.Zook
 
 // waitPods waits until exactly n server pods exist.
 func (z *zkScenario) waitPods(n int) {
-	eventually(z.t, 2*time.Minute, fmt.Sprintf("%d server pods", n), func(ctx context.Context) error {
-		pods, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) != n {
-			return fmt.Errorf("%d pods", len(pods.Items))
-		}
-		return nil
-	})
+	waitPodCount(z.t, z.ns, "app.kubernetes.io/component=server", n)
 }
 
 func (z *zkScenario) get() *zkv1.ZookeeperCluster {

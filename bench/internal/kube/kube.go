@@ -357,3 +357,43 @@ func (u Usage) Per(d time.Duration) Usage {
 func (u Usage) Over(d time.Duration) Usage {
 	return Usage{Requests: u.Requests * d.Seconds(), Writes: u.Writes * d.Seconds()}
 }
+
+// WaitAllReady waits until ready holds for every one of names, failing the
+// benchmark after timeout.
+func WaitAllReady(tb testing.TB, names []string, ready func(name string) bool, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n := 0
+		for _, name := range names {
+			if ready(name) {
+				n++
+			}
+		}
+		if n == len(names) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d of %d clusters Ready after %s", n, len(names), timeout)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// ReportIdle lets the clusters in ns settle, then counts for window the
+// changes to the objects of lists' kinds there (any writer) and the
+// operator's requests and writes beyond leader election, and reports them
+// as object-changes/min, operator-writes/min and operator-requests/min.
+func (k *Kube) ReportIdle(b *testing.B, ns string, clusters int, window time.Duration, lists ...client.ObjectList) {
+	b.Helper()
+	time.Sleep(30 * time.Second) // let the last passes settle
+	changes := k.CountChanges(b, ns, window, lists...)
+	before := k.OperatorUsage(b)
+	leader := float64(k.CountLeaseRenewals(b, window))
+	used := k.OperatorUsage(b).Minus(before)
+	b.ReportMetric(float64(changes), "object-changes/min")
+	b.ReportMetric((used.Writes-leader)*60/window.Seconds(), "operator-writes/min")
+	b.ReportMetric(used.Requests*60/window.Seconds(), "operator-requests/min")
+	b.Logf("%d idle clusters for %s: %d changes to them or their children; operator: %.0f requests, %.0f writes (leader election: %.0f)",
+		clusters, window, changes, used.Requests, used.Writes, leader)
+}
