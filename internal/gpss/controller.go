@@ -207,7 +207,6 @@ func (c *Controller) applyInstances(ctx *Context, cl *cluster) error {
 	if err := ctx.Apply(sts, build.ComponentInstance); err != nil {
 		return err
 	}
-	cl.created = cl.sts == nil
 	cl.sts = sts
 	return c.deleteDepartedServices(ctx, cl, int(replicas))
 }

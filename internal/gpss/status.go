@@ -42,8 +42,6 @@ type cluster struct {
 	etcdReady bool
 	// etcdMessage says what the managed etcd waits for.
 	etcdMessage string
-	// created: the instances' StatefulSet was first applied in this pass.
-	created bool
 	// gpfdist are the gpfdist Services by ordinal (not being deleted).
 	gpfdist map[int]*corev1.Service
 }
