@@ -86,7 +86,7 @@ func byID(id string) *job.JobIdentifier {
 	return &job.JobIdentifier{Unit: &job.JobIdentifier_JobId{JobId: id}}
 }
 
-func (j *jobs) stop(ctx context.Context, id string) error {
+func (j *jobs) stop(ctx context.Context, id string, _ job.JobStatusCode) error {
 	ctx, cancel := context.WithTimeout(ctx, jobMoveTimeout)
 	defer cancel()
 	if _, err := j.client.StopJob(ctx, &job.StopJobRequest{JobIdentifier: byID(id)}); err != nil {
@@ -102,4 +102,16 @@ func (j *jobs) start(ctx context.Context, id string) error {
 		return fmt.Errorf("start job %s: %w", id, err)
 	}
 	return nil
+}
+
+// restart starts a job whose status is code; one in error (its instance
+// went while it ran) is stopped first, since starting a job that should
+// already run changes nothing.
+func (j *jobs) restart(ctx context.Context, id string, code job.JobStatusCode) error {
+	if code == job.JobStatusCode_JOB_ERROR {
+		if err := j.stop(ctx, id, code); err != nil {
+			return err
+		}
+	}
+	return j.start(ctx, id)
 }

@@ -97,11 +97,11 @@ func (c *Controller) stopJobs(ctx *Context) (bool, error) {
 // moveRecordedJobs calls move for each job of status.stoppedJobs that
 // exists and is not in state want yet (a job removed meanwhile is left
 // alone).
-func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move func(*jobs, context.Context, string) error) error {
+func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move func(*jobs, context.Context, string, job.JobStatusCode) error) error {
 	return c.withJobs(ctx, func(j *jobs, codes map[string]job.JobStatusCode) error {
 		for _, id := range ctx.Obj.Status.StoppedJobs {
 			if code, ok := codes[id]; ok && code != want {
-				if err := move(j, ctx, id); err != nil {
+				if err := move(j, ctx, id, code); err != nil {
 					return err
 				}
 			}
@@ -110,19 +110,17 @@ func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move
 	})
 }
 
-// shrink is done once the departing instances' pods are gone (Declare sizes
-// the StatefulSet from this step on, and deletes their gpfdist Services).
+// shrink is done once the departing instances' pods are gone, terminating
+// ones included: a terminating instance still runs, and would take jobs
+// started now (Declare sizes the StatefulSet from this step on, and
+// deletes their gpfdist Services).
 func (c *Controller) shrink(ctx *Context) (bool, error) {
 	cl, err := observed.MustGet(ctx)
 	if err != nil {
 		return false, err
 	}
-	for ordinal := range cl.pods {
-		if ordinal >= int(ctx.Obj.Spec.Replicas) {
-			return false, nil
-		}
-	}
-	return cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) == ctx.Obj.Spec.Replicas, nil
+	want := ctx.Obj.Spec.Replicas
+	return cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) == want && cl.highestPod < int(want), nil
 }
 
 // startStoppedJobs starts the recorded jobs again once the instances that
@@ -139,7 +137,7 @@ func (c *Controller) startStoppedJobs(ctx *Context) (bool, error) {
 	if cl.readyPods() == 0 {
 		return false, nil
 	}
-	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_RUNNING, (*jobs).start); err != nil {
+	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_RUNNING, (*jobs).restart); err != nil {
 		return false, err
 	}
 	ctx.Event(corev1.EventTypeNormal, "JobsStarted", "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)

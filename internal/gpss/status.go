@@ -42,6 +42,10 @@ type cluster struct {
 	etcdReady bool
 	// etcdMessage says what the managed etcd waits for.
 	etcdMessage string
+	// highestPod is the highest ordinal of the instances' pods, terminating
+	// ones included (a terminating instance may still run and take jobs);
+	// -1 without pods.
+	highestPod int
 	// gpfdist are the gpfdist Services by ordinal (not being deleted).
 	gpfdist map[int]*corev1.Service
 }
@@ -61,7 +65,7 @@ func (cl *cluster) readyPods() int {
 // instances' pods and Services into status.
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	g := ctx.Obj
-	cl := &cluster{pods: map[int]*corev1.Pod{}, gpfdist: map[int]*corev1.Service{}, etcdReady: true}
+	cl := &cluster{pods: map[int]*corev1.Pod{}, gpfdist: map[int]*corev1.Service{}, etcdReady: true, highestPod: -1}
 	if build.ManagesEtcd(g) {
 		etcd := &appsv1.StatefulSet{}
 		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: build.EtcdName(g)}, etcd)
@@ -90,6 +94,7 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 		return nil, err
 	}
 	for ordinal, p := range pods {
+		cl.highestPod = max(cl.highestPod, ordinal)
 		if p.DeletionTimestamp.IsZero() {
 			cl.pods[ordinal] = p
 		}
