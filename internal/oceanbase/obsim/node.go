@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
-	vtlog "github.com/dolthub/vitess/go/vt/log"
 	"github.com/dolthub/vitess/go/sqltypes"
+	vtlog "github.com/dolthub/vitess/go/vt/log"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 )
@@ -323,7 +323,9 @@ func (a *auth) AuthMethods() []mysql.AuthMethod {
 	return []mysql.AuthMethod{mysql.NewMysqlNativeAuthMethod(a, a)}
 }
 
-func (a *auth) DefaultAuthMethodDescription() mysql.AuthMethodDescription { return mysql.MysqlNativePassword }
+func (a *auth) DefaultAuthMethodDescription() mysql.AuthMethodDescription {
+	return mysql.MysqlNativePassword
+}
 
 func (a *auth) HandleUser(string, net.Addr) bool { return true }
 
@@ -372,8 +374,8 @@ func (n *Node) password(tenant, user string) (string, bool) {
 // handler serves the MySQL protocol.
 type handler struct{ n *Node }
 
-func (h *handler) NewConnection(*mysql.Conn)                 {}
-func (h *handler) ConnectionClosed(*mysql.Conn)              {}
+func (h *handler) NewConnection(*mysql.Conn)                   {}
+func (h *handler) ConnectionClosed(*mysql.Conn)                {}
 func (h *handler) ConnectionAborted(*mysql.Conn, string) error { return nil }
 func (h *handler) ComInitDB(_ *mysql.Conn, db string) error {
 	if !strings.EqualFold(db, "oceanbase") {
@@ -381,8 +383,8 @@ func (h *handler) ComInitDB(_ *mysql.Conn, db string) error {
 	}
 	return nil
 }
-func (h *handler) WarningCount(*mysql.Conn) uint16         { return 0 }
-func (h *handler) ComResetConnection(*mysql.Conn) error    { return nil }
+func (h *handler) WarningCount(*mysql.Conn) uint16      { return 0 }
+func (h *handler) ComResetConnection(*mysql.Conn) error { return nil }
 func (h *handler) ParserOptionsForConnection(*mysql.Conn) (sqlparser.ParserOptions, error) {
 	return sqlparser.ParserOptions{}, nil
 }

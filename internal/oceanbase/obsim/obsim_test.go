@@ -105,7 +105,7 @@ func eventually(t *testing.T, what string, f func() error) {
 
 type serverRow struct {
 	ip, zone, status, rs string
-	started            bool
+	started              bool
 }
 
 func servers(db *sql.DB) (map[string]serverRow, error) {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/dolthub/vitess/go/sqltypes"
+	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 	"github.com/dolthub/vitess/go/vt/sqlparser"
 )
 
@@ -22,10 +22,10 @@ type table struct {
 
 // result is a statement's answer: a result set, or the rows affected.
 type result struct {
-	Fields   []string   `json:"fields,omitempty"`
-	Types    []string   `json:"types,omitempty"`
+	Fields   []string    `json:"fields,omitempty"`
+	Types    []string    `json:"types,omitempty"`
 	Rows     [][]*string `json:"rows,omitempty"`
-	Affected uint64     `json:"affected,omitempty"`
+	Affected uint64      `json:"affected,omitempty"`
 }
 
 // dollarIdent matches identifiers with a '$' (GV$OB_PARAMETERS), which
