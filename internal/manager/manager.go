@@ -26,6 +26,7 @@ import (
 
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/gpss"
+	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/version"
 	"github.com/stewardhq/steward/internal/zookeeper"
@@ -35,11 +36,12 @@ import (
 const LeaderElectionID = "steward.steward.dev"
 
 // Builtin returns a registry of the systems compiled into this build:
-// ZooKeeper and GPSS. Naming another system in --systems fails with "not
+// ZooKeeper, GPSS and OceanBase (a preview). Naming another system in --systems fails with "not
 // available in this build"; systems are added here as they land (as
 // previews, left out of "all", while incomplete: systems.Preview).
 func Builtin() *systems.Registry {
-	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}), gpss.System(gpss.Options{}))
+	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}), gpss.System(gpss.Options{}),
+		oceanbase.System(oceanbase.Options{}))
 }
 
 // New builds a manager from opts and sets up the selected systems on it.

@@ -1,0 +1,43 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// DefaultStorageSize is each observer's volume when spec.storage.size is
+// unset.
+const DefaultStorageSize = "1Gi"
+
+// Default applies the CRD's defaults in memory, for objects the schema has
+// not defaulted (the controller calls it every pass; the webhook with it),
+// and the defaults that depend on the object (clusterName, the credential
+// Secrets). It never replaces a value that is set.
+func Default(c *OBCluster) {
+	s := &c.Spec
+	if s.ClusterName == "" {
+		s.ClusterName = strings.ReplaceAll(c.Name, "-", "_")
+	}
+	if s.ClusterID == 0 {
+		s.ClusterID = 1
+	}
+	for i := range s.Zones {
+		if s.Zones[i].Replicas == 0 {
+			s.Zones[i].Replicas = 1
+		}
+	}
+	if s.Storage.Size == nil {
+		q := resource.MustParse(DefaultStorageSize)
+		s.Storage.Size = &q
+	}
+	if s.Storage.ReclaimPolicy == "" {
+		s.Storage.ReclaimPolicy = "Retain"
+	}
+	if s.Credentials.Root == "" {
+		s.Credentials.Root = c.Name + "-root"
+	}
+	if s.Credentials.Operator == "" {
+		s.Credentials.Operator = c.Name + "-operator"
+	}
+}

@@ -1,0 +1,226 @@
+package oceanbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// Flow and step names, persisted in status.operation.
+const (
+	flowBootstrap     = "bootstrap"
+	stepBootstrap     = "Bootstrap"
+	stepCreateUsers   = "CreateUsers"
+	stepAddServers    = "AddServers"
+	stepSetParameters = "SetParameters"
+	operatorUser      = "operator"
+	rootUser          = "root"
+	bootstrapTimeout  = 30 * time.Minute
+)
+
+// bootstrapFlow bootstraps a new cluster: BOOTSTRAP with the first
+// observer of each zone, the users (the operator's, then root's password),
+// the other observers added, the parameters set.
+func (c *Controller) bootstrapFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowBootstrap,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepBootstrap, Run: c.runBootstrap},
+			{Name: stepCreateUsers, Run: c.createUsers},
+			{Name: stepAddServers, Run: c.addServersStep},
+			{Name: stepSetParameters, Run: c.setParametersStep},
+		},
+		MaxAttempts: 20,
+	}
+}
+
+// runBootstrap sends ALTER SYSTEM BOOTSTRAP, which takes minutes on
+// OceanBase: the statement runs in the background and the step polls it.
+// It is idempotent: a cluster whose servers already answer as
+// bootstrapped (the manager stopped after sending it) is recorded as such,
+// and a statement still running is waited for, not sent again.
+func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
+	ob := ctx.Obj
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !cl.seedsReady(ob) {
+		return false, nil
+	}
+	var members []obsql.BootstrapMember
+	for _, z := range ob.Spec.Zones {
+		members = append(members, obsql.BootstrapMember{Zone: z.Name, Addr: cl.addr(build.PodName(ob, z.Name, 0))})
+	}
+	seed := c.opts.Resolve(cl.ips[build.PodName(ob, ob.Spec.Zones[0].Name, 0)])
+	if done, err := c.bootstrapped(ctx, cl); done || err != nil {
+		return done, err
+	}
+	result, running := c.bootstrap.poll(ob.UID)
+	switch {
+	case running:
+		return false, nil
+	case result != nil && *result == nil:
+		c.markBootstrapped(ctx)
+		return true, nil
+	case result != nil:
+		return false, fmt.Errorf("bootstrap: %w", *result)
+	}
+	ctx.Log.Info("Bootstrapping", "servers", members)
+	c.bootstrap.start(ob.UID, func(bg context.Context) error {
+		db, err := obsql.Open(bg, seed, obsql.Login{User: rootUser}, bootstrapTimeout)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return obsql.Bootstrap(bg, db, members)
+	})
+	return false, nil
+}
+
+// bootstrapped reports whether the seed observers already form a cluster:
+// root logs in (with no password yet, or with its Secret's) and reads the
+// servers.
+func (c *Controller) bootstrapped(ctx *Context, cl *cluster) (bool, error) {
+	ob := ctx.Obj
+	rootPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	if err != nil {
+		return false, err
+	}
+	for _, pw := range []string{"", rootPW} {
+		db, err := c.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw}, c.opts.StatementTimeout)
+		if err != nil {
+			continue
+		}
+		_, err = obsql.Servers(ctx, db)
+		db.Close()
+		if err == nil {
+			c.markBootstrapped(ctx)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (c *Controller) markBootstrapped(ctx *Context) {
+	if ctx.Obj.Status.BootstrappedAt == nil {
+		now := metav1.Now()
+		ctx.Obj.Status.BootstrappedAt = &now
+		ctx.Event("Normal", ReasonBootstrapped, "Bootstrapped OceanBase cluster %s", ctx.Obj.Spec.ClusterName)
+	}
+}
+
+// createUsers creates the operator's user with its Secret's password and
+// sets root's password. Root logs in without a password until the last
+// statement, and with its Secret's afterwards, so the step can run again.
+func (c *Controller) createUsers(ctx *Context) (bool, error) {
+	ob := ctx.Obj
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return false, err
+	}
+	rootPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	if err != nil {
+		return false, err
+	}
+	operatorPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	if err != nil {
+		return false, err
+	}
+	var errs []error
+	for _, pw := range []string{"", rootPW} {
+		db, err := c.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw}, c.opts.StatementTimeout)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		defer db.Close()
+		if err := obsql.EnsureUser(ctx, db, operatorUser, operatorPW, "ALL PRIVILEGES"); err != nil {
+			return false, err
+		}
+		if err := obsql.SetPassword(ctx, db, rootUser, rootPW); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("log in as root: %w", errors.Join(errs...))
+}
+
+// addServersStep adds the other observers that run; those that come later
+// are added by Observe.
+func (c *Controller) addServersStep(ctx *Context) (bool, error) {
+	cl, err := observed.MustGet(ctx)
+	if err != nil || cl.db == nil {
+		return false, errors.Join(err, cl.errOrNil())
+	}
+	return true, c.addServers(ctx)
+}
+
+func (c *Controller) setParametersStep(ctx *Context) (bool, error) {
+	return true, c.setParameters(ctx)
+}
+
+func (cl *cluster) errOrNil() error {
+	if cl == nil || cl.db != nil {
+		return nil
+	}
+	if cl.err != nil {
+		return cl.err
+	}
+	return errors.New("OceanBase has not answered yet")
+}
+
+// background runs one long statement per cluster outside the reconcile
+// workers, so that a step can start it and poll it.
+type background struct {
+	mu   sync.Mutex
+	runs map[types.UID]*run
+}
+
+type run struct {
+	done bool
+	err  error
+}
+
+func newBackground() *background { return &background{runs: map[types.UID]*run{}} }
+
+func (b *background) start(uid types.UID, f func(context.Context) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := &run{}
+	b.runs[uid] = r
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
+		defer cancel()
+		err := f(ctx)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		r.done, r.err = true, err
+	}()
+}
+
+// poll reports a run's outcome: running, or its result (a pointer to its
+// error) once, after which it is forgotten; nil, false when there is none.
+func (b *background) poll(uid types.UID) (result *error, running bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.runs[uid]
+	switch {
+	case r == nil:
+		return nil, false
+	case !r.done:
+		return nil, true
+	}
+	delete(b.runs, uid)
+	err := r.err
+	return &err, false
+}

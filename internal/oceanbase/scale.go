@@ -1,0 +1,176 @@
+package oceanbase
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// Scale-in flow and steps.
+const (
+	flowScaleIn       = "scale-in"
+	stepDeleteServers = "DeleteServers"
+	stepWaitDeleted   = "WaitServersDeleted"
+	stepShrink        = "Shrink"
+)
+
+func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods, ", ") }
+
+// addServers adds to OceanBase the observers whose pods are ready and
+// that it does not know (ADD SERVER, zone by the pod's).
+func (c *Controller) addServers(ctx *Context) error {
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return err
+	}
+	if cl.db == nil {
+		return cl.errOrNil()
+	}
+	missing := cl.missingServers()
+	for _, pod := range slices.Sorted(maps.Keys(missing)) {
+		if err := obsql.AddServer(ctx, cl.db, cl.addr(pod), missing[pod]); err != nil {
+			return err
+		}
+		ctx.Log.Info("Added a server", "pod", pod, "server", cl.addr(pod), "zone", missing[pod])
+		ctx.Event("Normal", "ServerAdded", "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
+	}
+	return nil
+}
+
+// setParameters sets the spec's parameters that drifted.
+func (c *Controller) setParameters(ctx *Context) error {
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return err
+	}
+	if cl.db == nil {
+		return cl.errOrNil()
+	}
+	drifted := map[string]bool{}
+	for _, d := range ctx.Obj.Status.ParameterDrift {
+		drifted[d.Name] = true
+	}
+	for _, p := range ctx.Obj.Spec.Parameters {
+		if !drifted[p.Name] {
+			continue
+		}
+		if err := obsql.SetParameter(ctx, cl.db, p.Name, p.Value); err != nil {
+			return framework.Terminal(err) // a name or value OceanBase refuses stays refused
+		}
+		ctx.Log.Info("Set a parameter", "parameter", p.Name, "value", p.Value)
+	}
+	return nil
+}
+
+// scaleInFlow removes the observers beyond a zone's replicas: each server
+// is deleted from OceanBase, which moves its units to the zone's other
+// servers; only when OceanBase has let every one go do the pods go, and
+// their volume claims with them (the store of a deleted server cannot
+// rejoin: docs/oceanbase.md). The servers are the highest ordinals, chosen
+// again from the StatefulSets on every run, never one OceanBase is already
+// deleting for another reason (ob-operator #155).
+func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowScaleIn,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepDeleteServers, Run: c.deleteServers},
+			{Name: stepWaitDeleted, Run: c.waitServersDeleted},
+			{Name: stepShrink, Run: c.shrink},
+		},
+		MaxAttempts: 10,
+	}
+}
+
+func (c *Controller) deleteServers(ctx *Context) (bool, error) {
+	cl, err := observed.MustGet(ctx)
+	if err != nil || cl.db == nil {
+		return false, firstError(err, cl.errOrNil())
+	}
+	for _, pod := range cl.departing(ctx.Obj) {
+		addr := cl.addr(pod)
+		srv, known := cl.servers[addr]
+		if addr == "" || !known || srv.Status == "DELETING" {
+			continue
+		}
+		if err := obsql.DeleteServer(ctx, cl.db, addr, srv.Zone); err != nil {
+			return false, err
+		}
+		ctx.Log.Info("Deleting a server from OceanBase", "pod", pod, "server", addr)
+		ctx.Event("Normal", "DeletingServer", "Deleting server %s (%s) from OceanBase", addr, pod)
+	}
+	return true, nil
+}
+
+// waitServersDeleted waits until OceanBase no longer lists the departing
+// servers. A server OceanBase keeps DELETING (its units have nowhere to
+// go) holds the flow here, saying so, for as long as it takes: the pod must
+// not go before OceanBase lets the server go (ob-operator #8, #248).
+func (c *Controller) waitServersDeleted(ctx *Context) (bool, error) {
+	cl, err := observed.MustGet(ctx)
+	if err != nil || cl.db == nil {
+		return false, firstError(err, cl.errOrNil())
+	}
+	var waiting []string
+	for _, pod := range cl.departing(ctx.Obj) {
+		if srv, known := cl.servers[cl.addr(pod)]; known {
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", srv.Addr, srv.Status))
+		}
+	}
+	if op := ctx.Operation(); op != nil {
+		op.Message = ""
+		if len(waiting) > 0 {
+			op.Message = "OceanBase still holds " + strings.Join(waiting, ", ") +
+				": its units are moving to the zone's other servers, or have no server to go to"
+		}
+	}
+	return len(waiting) == 0, nil
+}
+
+// shrink waits for the departed pods to go (Declare applies the spec's
+// replicas while this step runs) and deletes their volume claims.
+func (c *Controller) shrink(ctx *Context) (bool, error) {
+	ob := ctx.Obj
+	cl, err := observed.MustGet(ctx)
+	if err != nil {
+		return false, err
+	}
+	done := true
+	for _, z := range ob.Spec.Zones {
+		for o := range cl.pods[z.Name] {
+			if o >= int(z.Replicas) {
+				done = false
+			}
+		}
+		set := workload.Set{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name),
+			Selector: build.Selector(ob, build.ComponentObserver), Volume: build.DataVolume}
+		claims, err := set.Claims(ctx, ctx.Client)
+		if err != nil {
+			return false, err
+		}
+		deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, func(o int) bool {
+			return o >= int(z.Replicas) && cl.pods[z.Name][o] == nil
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, name := range deleted {
+			ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", name)
+		}
+	}
+	return done, nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

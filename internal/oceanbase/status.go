@@ -1,0 +1,375 @@
+package oceanbase
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// Conditions and reasons only OceanBase uses.
+const (
+	// ConditionBootstrapped is True once OceanBase is bootstrapped.
+	ConditionBootstrapped = "Bootstrapped"
+
+	ReasonWaitingForObservers = "WaitingForObservers"
+	ReasonBootstrapping       = "Bootstrapping"
+	ReasonBootstrapped        = "Bootstrapped"
+	ReasonUnreachable         = "OceanBaseUnreachable"
+	ReasonServersNotServing   = "ServersNotServing"
+	ReasonAllServing          = "AllServersServing"
+	ReasonParametersDrifted   = "ParametersDrifted"
+)
+
+// cluster is what a pass observed.
+type cluster struct {
+	sets map[string]*appsv1.StatefulSet // by zone
+	// pods are the observers' pods by zone and ordinal, terminating ones
+	// included.
+	pods map[string]map[int]*corev1.Pod
+	// ips are the server Services' cluster IPs by pod name.
+	ips map[string]string
+	// db is the operator's login to OceanBase; nil before the bootstrap or
+	// when no observer answered (err says why).
+	db      *sql.DB
+	err     error
+	servers map[string]obsql.Server // by address
+	zones   map[string]obsql.Zone
+}
+
+// addr is the server address of pod name, "" before its Service has an IP.
+func (cl *cluster) addr(pod string) string {
+	if ip := cl.ips[pod]; ip != "" {
+		return net.JoinHostPort(ip, fmt.Sprint(build.RPCPort))
+	}
+	return ""
+}
+
+// replicas is the number of observers zone's StatefulSet should have:
+// the spec's, except that it keeps its current, larger number until a
+// scale-in has deleted the departing servers from OceanBase.
+func (cl *cluster) replicas(zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+	sts := cl.sets[zone.Name]
+	if sts == nil {
+		return zone.Replicas
+	}
+	current := ptr.Deref(sts.Spec.Replicas, 0)
+	shrinking := op != nil && op.Name == flowScaleIn && op.Phase.Active() && op.Step == stepShrink
+	if current <= zone.Replicas || shrinking {
+		return zone.Replicas
+	}
+	return current
+}
+
+// seedsReady reports whether the first observer of every zone is ready
+// and has its address: what a bootstrap needs.
+func (cl *cluster) seedsReady(ob *Cluster) bool {
+	for _, z := range ob.Spec.Zones {
+		p := cl.pods[z.Name][0]
+		if p == nil || !workload.IsReady(p) || cl.addr(p.Name) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// hosts are the IPs of the observers to connect to, ready ones first.
+func (cl *cluster) hosts() []string {
+	var ready, other []string
+	for _, zone := range slices.Sorted(maps.Keys(cl.pods)) {
+		for _, o := range slices.Sorted(maps.Keys(cl.pods[zone])) {
+			p := cl.pods[zone][o]
+			ip := cl.ips[p.Name]
+			switch {
+			case ip == "":
+			case workload.IsReady(p):
+				ready = append(ready, ip)
+			default:
+				other = append(other, ip)
+			}
+		}
+	}
+	return append(ready, other...)
+}
+
+// departing returns the pods beyond each zone's spec replicas whose
+// StatefulSet still has them: the servers a scale-in removes.
+func (cl *cluster) departing(ob *Cluster) []string {
+	var out []string
+	for _, z := range ob.Spec.Zones {
+		sts := cl.sets[z.Name]
+		if sts == nil {
+			continue
+		}
+		for o := int(z.Replicas); o < int(ptr.Deref(sts.Spec.Replicas, 0)); o++ {
+			out = append(out, build.PodName(ob, z.Name, o))
+		}
+	}
+	return out
+}
+
+// missingServers returns the ready observers OceanBase does not know, by
+// pod name with their zone.
+func (cl *cluster) missingServers() map[string]string {
+	out := map[string]string{}
+	for zone, pods := range cl.pods {
+		for _, p := range pods {
+			addr := cl.addr(p.Name)
+			if addr == "" || !workload.IsReady(p) || p.DeletionTimestamp != nil {
+				continue
+			}
+			if _, known := cl.servers[addr]; !known {
+				out[p.Name] = zone
+			}
+		}
+	}
+	return out
+}
+
+// observe reads the StatefulSets, pods and server Services, and, once the
+// cluster is bootstrapped, OceanBase's servers and zones.
+func (c *Controller) observe(ctx *Context) (*cluster, error) {
+	ob := ctx.Obj
+	cl := &cluster{sets: map[string]*appsv1.StatefulSet{}, pods: map[string]map[int]*corev1.Pod{},
+		ips: map[string]string{}, servers: map[string]obsql.Server{}, zones: map[string]obsql.Zone{}}
+	for _, z := range ob.Spec.Zones {
+		sts := &appsv1.StatefulSet{}
+		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name)}, sts)
+		if client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("get the StatefulSet of zone %s: %w", z.Name, err)
+		}
+		if err == nil {
+			cl.sets[z.Name] = sts
+		}
+		set := workload.Set{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name),
+			Selector: build.Selector(ob, build.ComponentObserver), Volume: build.DataVolume}
+		pods, err := set.Pods(ctx, ctx.Client)
+		if err != nil {
+			return nil, err
+		}
+		cl.pods[z.Name] = pods
+	}
+	var svcs corev1.ServiceList
+	if err := ctx.Client.List(ctx, &svcs, client.InNamespace(ob.Namespace),
+		client.MatchingLabels(build.Selector(ob, build.ComponentServer))); err != nil {
+		return nil, fmt.Errorf("list the server Services: %w", err)
+	}
+	for _, s := range svcs.Items {
+		if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone {
+			cl.ips[s.Name] = s.Spec.ClusterIP
+		}
+	}
+	if ob.Status.BootstrappedAt != nil {
+		c.observeOceanBase(ctx, cl)
+	}
+	c.writeStatus(ob, cl)
+	return cl, nil
+}
+
+// observeOceanBase logs in as the operator and reads the servers, the zones
+// and the spec's parameters. A failure is reported in status, not
+// returned: the pods are still reconciled.
+func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
+	ob := ctx.Obj
+	pw, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	if err == nil {
+		cl.db, err = c.dbs.get(ctx, ob.UID, cl.hosts(), obsql.Login{User: operatorUser, Password: pw}, c)
+	}
+	var servers []obsql.Server
+	var zones []obsql.Zone
+	if err == nil {
+		servers, err = obsql.Servers(ctx, cl.db)
+	}
+	if err == nil {
+		zones, err = obsql.Zones(ctx, cl.db)
+	}
+	if err == nil {
+		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
+	}
+	if err != nil {
+		c.dbs.drop(ob.UID)
+		cl.db, cl.err = nil, err
+		return
+	}
+	for _, s := range servers {
+		cl.servers[s.Addr] = s
+	}
+	for _, z := range zones {
+		cl.zones[z.Name] = z
+	}
+}
+
+// parameterDrift compares the spec's parameters with every server's value
+// (case-insensitively, as OceanBase prints booleans its own way).
+func parameterDrift(ctx context.Context, db *sql.DB, params []obv1.Parameter) ([]obv1.ParameterDrift, error) {
+	var out []obv1.ParameterDrift
+	for _, p := range params {
+		values, err := obsql.ParameterValues(ctx, db, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		var servers []string
+		for _, addr := range slices.Sorted(maps.Keys(values)) {
+			if !strings.EqualFold(values[addr], p.Value) {
+				servers = append(servers, addr+"="+values[addr])
+			}
+		}
+		if len(values) == 0 {
+			servers = []string{"(no server reports it)"}
+		}
+		if len(servers) > 0 {
+			out = append(out, obv1.ParameterDrift{Name: p.Name, Servers: servers})
+		}
+	}
+	return out, nil
+}
+
+// writeStatus fills the servers, zones and counts from what was observed.
+func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
+	st := &ob.Status
+	st.Servers, st.Zones, st.ActiveServers, st.RootService = nil, nil, 0, ""
+	for _, z := range ob.Spec.Zones {
+		zs := obv1.OBZoneStatus{Name: z.Name, Status: cl.zones[z.Name].Status}
+		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
+			p := cl.pods[z.Name][o]
+			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p)}
+			if srv, ok := cl.servers[s.Address]; ok {
+				s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
+				if srv.StartService != nil {
+					s.StartServiceTime = &metav1.Time{Time: *srv.StartService}
+				}
+			}
+			st.Servers = append(st.Servers, s)
+		}
+		for _, srv := range cl.servers {
+			if srv.Zone != z.Name {
+				continue
+			}
+			zs.Servers++
+			if srv.Serving() {
+				zs.ActiveServers++
+			}
+			if srv.RootService {
+				st.RootService = srv.Addr
+			}
+		}
+		st.ActiveServers += zs.ActiveServers
+		st.Zones = append(st.Zones, zs)
+	}
+	if images := imagesOf(cl); len(images) == 1 {
+		st.Image = images[0]
+	}
+}
+
+func imagesOf(cl *cluster) []string {
+	seen := map[string]bool{}
+	for _, pods := range cl.pods {
+		for _, p := range pods {
+			for _, ct := range p.Spec.Containers {
+				if ct.Name == build.ContainerName {
+					seen[ct.Image] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// setConditions sets Bootstrapped and Ready.
+func (c *Controller) setConditions(ctx *Context, cl *cluster) {
+	ob := ctx.Obj
+	want := int32(0)
+	for _, z := range ob.Spec.Zones {
+		want += z.Replicas
+	}
+	switch {
+	case ob.Status.BootstrappedAt != nil:
+		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionTrue, ReasonBootstrapped,
+			"bootstrapped at "+ob.Status.BootstrappedAt.UTC().Format("2006-01-02T15:04:05Z"))
+	case cl.seedsReady(ob):
+		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionFalse, ReasonBootstrapping,
+			"the first observer of every zone runs; bootstrapping")
+	default:
+		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionFalse, ReasonWaitingForObservers,
+			"waiting for the first observer of every zone to run")
+	}
+	switch {
+	case ob.Status.BootstrappedAt == nil:
+		ctx.SetReady(false, ReasonWaitingForObservers, "not bootstrapped yet")
+	case cl.err != nil:
+		ctx.SetReady(false, ReasonUnreachable, cl.err.Error())
+	case ob.Status.ActiveServers < want || int(ob.Status.ActiveServers) < len(cl.servers):
+		ctx.SetReady(false, ReasonServersNotServing, fmt.Sprintf("%d of %d servers serving", ob.Status.ActiveServers, want))
+	case len(ob.Status.ParameterDrift) > 0:
+		ctx.SetReady(false, ReasonParametersDrifted, fmt.Sprintf("parameter %s differs from the spec on %s",
+			ob.Status.ParameterDrift[0].Name, strings.Join(ob.Status.ParameterDrift[0].Servers, ", ")))
+	default:
+		for _, z := range ob.Spec.Zones {
+			if cl.zones[z.Name].Status != "ACTIVE" {
+				ctx.SetReady(false, ReasonServersNotServing, fmt.Sprintf("zone %s is %q", z.Name, cl.zones[z.Name].Status))
+				return
+			}
+		}
+		ctx.SetReady(true, ReasonAllServing, fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones)))
+	}
+}
+
+// dbCache keeps one operator login per cluster across passes.
+type dbCache struct {
+	mu  sync.Mutex
+	dbs map[types.UID]*cachedDB
+}
+
+type cachedDB struct {
+	db       *sql.DB
+	password string
+}
+
+func (d *dbCache) get(ctx context.Context, uid types.UID, hosts []string, login obsql.Login, c *Controller) (*sql.DB, error) {
+	d.mu.Lock()
+	cached := d.dbs[uid]
+	d.mu.Unlock()
+	if cached != nil && cached.password == login.Password {
+		if err := cached.db.PingContext(ctx); err == nil {
+			return cached.db, nil
+		}
+		d.drop(uid)
+	}
+	db, err := c.connect(ctx, hosts, login, c.opts.StatementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dbs == nil {
+		d.dbs = map[types.UID]*cachedDB{}
+	}
+	d.dbs[uid] = &cachedDB{db: db, password: login.Password}
+	return db, nil
+}
+
+func (d *dbCache) drop(uid types.UID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cached := d.dbs[uid]; cached != nil {
+		cached.db.Close()
+		delete(d.dbs, uid)
+	}
+}
