@@ -214,7 +214,7 @@ func TestBuiltinHasZooKeeper(t *testing.T) {
 
 func TestNewRejectsInvalidOptions(t *testing.T) {
 	cfg, opts := offlineOptions(t)
-	opts.Systems = "oceanbase"
+	opts.Systems = "matrixone"
 	if _, err := manager.New(cfg, opts); err == nil || !strings.Contains(err.Error(), "not available in this build") {
 		t.Fatalf("New() error = %v, want the --systems error", err)
 	}

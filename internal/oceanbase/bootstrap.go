@@ -65,15 +65,14 @@ func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
 	if done, err := c.bootstrapped(ctx, cl); done || err != nil {
 		return done, err
 	}
-	result, running := c.bootstrap.poll(ob.UID)
-	switch {
-	case running:
+	switch state, err := c.bootstrap.poll(ob.UID); {
+	case state == runRunning:
 		return false, nil
-	case result != nil && *result == nil:
+	case state == runFinished && err == nil:
 		c.markBootstrapped(ctx)
 		return true, nil
-	case result != nil:
-		return false, fmt.Errorf("bootstrap: %w", *result)
+	case state == runFinished:
+		return false, fmt.Errorf("bootstrap: %w", err)
 	}
 	ctx.Log.Info("Bootstrapping", "servers", members)
 	c.bootstrap.start(ob.UID, func(bg context.Context) error {
@@ -143,14 +142,12 @@ func (c *Controller) createUsers(ctx *Context) (bool, error) {
 			errs = append(errs, err)
 			continue
 		}
-		defer db.Close()
-		if err := obsql.EnsureUser(ctx, db, operatorUser, operatorPW, "ALL PRIVILEGES"); err != nil {
-			return false, err
+		err = obsql.EnsureUser(ctx, db, operatorUser, operatorPW, "ALL PRIVILEGES")
+		if err == nil {
+			err = obsql.SetPassword(ctx, db, rootUser, rootPW)
 		}
-		if err := obsql.SetPassword(ctx, db, rootUser, rootPW); err != nil {
-			return false, err
-		}
-		return true, nil
+		db.Close()
+		return err == nil, err
 	}
 	return false, fmt.Errorf("log in as root: %w", errors.Join(errs...))
 }
@@ -208,19 +205,26 @@ func (b *background) start(uid types.UID, f func(context.Context) error) {
 	}()
 }
 
-// poll reports a run's outcome: running, or its result (a pointer to its
-// error) once, after which it is forgotten; nil, false when there is none.
-func (b *background) poll(uid types.UID) (result *error, running bool) {
+// poll reports a run's state: none (never started, or its outcome was
+// already taken), running, or finished with err, which is then forgotten.
+func (b *background) poll(uid types.UID) (state runState, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.runs[uid]
 	switch {
 	case r == nil:
-		return nil, false
+		return runNone, nil
 	case !r.done:
-		return nil, true
+		return runRunning, nil
 	}
 	delete(b.runs, uid)
-	err := r.err
-	return &err, false
+	return runFinished, r.err
 }
+
+type runState int
+
+const (
+	runNone runState = iota
+	runRunning
+	runFinished
+)

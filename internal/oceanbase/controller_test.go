@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,9 +89,8 @@ func (p *player) sync(ctx context.Context, sts *appsv1.StatefulSet) {
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		have[pod.Name] = true
-		var ordinal int
-		fmt.Sscanf(strings.TrimPrefix(pod.Name, sts.Name+"-"), "%d", &ordinal)
-		if ordinal >= replicas {
+		ordinal, err := strconv.Atoi(strings.TrimPrefix(pod.Name, sts.Name+"-"))
+		if err == nil && ordinal >= replicas {
 			p.stop(pod.Name)
 			_ = p.c.Delete(ctx, pod)
 		}
@@ -138,8 +138,11 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 		}
 		return ""
 	}
-	var id int64
-	fmt.Sscanf(arg("--cluster_id"), "%d", &id)
+	id, err := strconv.ParseInt(arg("--cluster_id"), 10, 64)
+	if err != nil {
+		p.t.Errorf("pod %s: --cluster_id: %v", pod, err)
+		return false
+	}
 	p.next++
 	host := fmt.Sprintf("127.0.%d.%d", p.net, p.next)
 	p.hosts[ip] = host

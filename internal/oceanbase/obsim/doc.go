@@ -4,7 +4,7 @@
 // controllers talk to it exactly as they talk to an observer: the MySQL wire
 // protocol (mysql_native_password, user@tenant in the handshake) on port
 // 2881 and OceanBase's own administrative SQL and views. Nothing in the
-// controllers may depend on a behaviour only the simulator has; where the
+// controllers may depend on a behavior only the simulator has; where the
 // simulator and OceanBase's documentation disagree, the simulator is wrong.
 //
 // What it models (docs/oceanbase.md has the full list, and what it leaves

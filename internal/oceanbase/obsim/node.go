@@ -164,8 +164,10 @@ func (n *Node) Stop() {
 	n.wg.Wait()
 }
 
-// SQLAddr and RPCAddr are where the node listens.
+// SQLAddr is where the node listens for SQL clients.
 func (n *Node) SQLAddr() string { return n.sqlL.Addr().String() }
+
+// RPCAddr is where the node listens for its peers.
 func (n *Node) RPCAddr() string { return n.rpcL.Addr().String() }
 
 // Snapshot returns a copy of the node's state, nil before it joined.

@@ -69,7 +69,7 @@ func (c *testCluster) stop(i int) {
 	delete(c.nodes, addr)
 }
 
-func (c *testCluster) db(i int, user, password string, database string) *sql.DB {
+func (c *testCluster) db(i int, user, password, database string) *sql.DB {
 	c.t.Helper()
 	dsn := fmt.Sprintf("%s:%s@tcp(%s:2881)/%s?interpolateParams=true&timeout=2s", user, password, c.ip(i), database)
 	db, err := sql.Open("mysql", dsn)

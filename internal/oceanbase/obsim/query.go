@@ -30,7 +30,7 @@ type result struct {
 
 // dollarIdent matches identifiers with a '$' (GV$OB_PARAMETERS), which
 // OceanBase accepts and the MySQL grammar of the parser does not.
-var dollarIdent = regexp.MustCompile("([A-Za-z_][A-Za-z0-9_]*\\$[A-Za-z0-9_$]*)")
+var dollarIdent = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*\$[A-Za-z0-9_$]*)`)
 
 // selectQuery answers a SELECT over the simulator's views: a projection of
 // columns, literals, lower/upper/coalesce/ifnull and count(*), with WHERE

@@ -275,7 +275,7 @@ func (s *State) unitsOn(addr string) []*Unit {
 // placeUnit picks a server of zone for a unit of pool: ACTIVE, not
 // deleting, and holding no other unit of the pool. It returns "" when there
 // is none.
-func (s *State) placeUnit(pool int64, zone string, exclude string) string {
+func (s *State) placeUnit(pool int64, zone, exclude string) string {
 	taken := map[string]bool{}
 	for _, u := range s.Units {
 		if u.PoolID == pool {

@@ -106,7 +106,7 @@ func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 	now := time.Now()
 	switch {
 	case p.keywords("ALTER", "SYSTEM", "DELETE", "SERVER"):
-		return n.deleteServer(p, now)
+		return n.deleteServer(p)
 	case p.keywords("ALTER", "SYSTEM", "CANCEL", "DELETE", "SERVER"):
 		addr, zone, err := serverClause(p)
 		if err != nil {
@@ -146,7 +146,7 @@ func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 		if err != nil {
 			return nil, err
 		}
-		if z.Status == ZoneActive && !s.majorityWithout(z.Name, now, n.knobs.Lease.Duration) {
+		if z.Status == ZoneActive && !s.majorityWithout(z.Name) {
 			return nil, notAllowed("stopping zone '%s' would leave a tenant's replicas without a majority", z.Name)
 		}
 		z.Status = ZoneInactive
@@ -423,7 +423,7 @@ func (n *Node) addServer(ctx context.Context, p *parser) (*result, *Error) {
 
 // deleteServer runs ALTER SYSTEM DELETE SERVER: the server is DELETING
 // until its units moved away (tick), then gone.
-func (n *Node) deleteServer(p *parser, now time.Time) (*result, *Error) {
+func (n *Node) deleteServer(p *parser) (*result, *Error) {
 	addr, zone, err := serverClause(p)
 	if err != nil {
 		return nil, err
@@ -439,7 +439,6 @@ func (n *Node) deleteServer(p *parser, now time.Time) (*result, *Error) {
 		return nil, notAllowed("server %s hosts the RootService", addr)
 	}
 	sv.Status = ServerDeleting
-	_ = now
 	return &result{}, nil
 }
 
@@ -535,7 +534,7 @@ func (n *Node) createUser(sess session, p *parser) (*result, *Error) {
 
 // majorityWithout reports whether every tenant keeps a majority of its
 // locality's zones serving when zone stops.
-func (s *State) majorityWithout(zone string, now time.Time, lease time.Duration) bool {
+func (s *State) majorityWithout(zone string) bool {
 	for _, t := range s.Tenants {
 		zones := localityZones(t.Locality)
 		up := 0

@@ -221,7 +221,9 @@ func isIdent(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+		letter := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		digit := i > 0 && r >= '0' && r <= '9'
+		if !letter && !digit {
 			return false
 		}
 	}
