@@ -18,12 +18,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
@@ -57,17 +52,7 @@ func setup(t *testing.T, opts ...gpss.Options) (client.Client, string) {
 		t.Fatal(err)
 	}
 	ns := testenv.Namespace(t, c, "gpss-test-")
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 newScheme(),
-		Logger:                 testenv.Logger(t, 0),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	o := gpss.Options{Resync: time.Second}
 	if len(opts) > 0 {
 		o = opts[0]

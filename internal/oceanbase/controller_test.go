@@ -18,11 +18,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -205,17 +201,7 @@ func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 	}
 	ns := testenv.Namespace(t, c, "ob-test-")
 	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 newScheme(),
-		Logger:                 testenv.Logger(t, 0),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,16 @@ import (
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -172,6 +177,27 @@ func Namespace(t *testing.T, c client.Client, prefix string) string {
 		t.Fatalf("create namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// NamespacedManager returns a manager for a controller's integration test:
+// its cache limited to namespace ns, no metrics or health endpoints, a test
+// logger at verbosity, and controller names that may repeat (every test
+// runs its own manager with the same controller). Register the controller,
+// then StartManager.
+func NamespacedManager(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, ns string, verbosity int) manager.Manager {
+	t.Helper()
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 scheme,
+		Logger:                 Logger(t, verbosity),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		t.Fatalf("create manager: %v", err)
+	}
+	return mgr
 }
 
 // StartManager starts mgr until the test ends and returns stop, which

@@ -21,12 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -83,18 +78,7 @@ func startManager(t *testing.T, cfg *rest.Config, ns string) {
 // manager runs it), limited to namespace ns.
 func startManagerWith(t *testing.T, cfg *rest.Config, ns string, opts zookeeper.Options) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 newScheme(),
-		Logger:                 testenv.Logger(t, testVerbosity),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Every test runs its own manager with the same controller name.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		t.Fatalf("create manager: %v", err)
-	}
+	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, testVerbosity)
 	if err := zookeeper.Setup(mgr, opts); err != nil {
 		t.Fatalf("set up the controller: %v", err)
 	}
