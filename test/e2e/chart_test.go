@@ -53,7 +53,7 @@ const (
 func TestChartLifecycle(t *testing.T) {
 	in := skipUnselected(t, systems.ZooKeeper, "the chart's lifecycle, which drives a ZooKeeper cluster,")
 	installOperator(t)
-	z := &zkScenario{t: t, ns: newNamespace(t, "chart"), c: crClient(t), image: in.image(t, systems.ZooKeeper)}
+	z := &zkScenario{scenario: newScenario(t, "chart", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
 	for _, step := range []struct {
 		name string
 		run  func(t *testing.T, z *zkScenario)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
@@ -47,7 +46,7 @@ var gpssJobs = []string{"orders", "clicks", "payments", "audit", "events"}
 // failure stops the rest.
 func gpssLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
-	g := &gpssScenario{t: t, ns: newNamespace(t, "gpss"), c: crClient(t),
+	g := &gpssScenario{scenario: newScenario(t, "gpss", "gpsscluster", gpssName, "instance"),
 		image: "localhost/gpss-simulator:1.0", next: "localhost/gpss-simulator:1.1",
 		broken: in.image(t, "gpss-simulator-broken")}
 	for _, s := range []struct {
@@ -76,9 +75,7 @@ func gpssLifecycleSpec(t *testing.T, in specInput) {
 }
 
 type gpssScenario struct {
-	t                   *testing.T
-	ns                  string
-	c                   client.Client
+	scenario
 	image, next, broken string
 }
 
@@ -362,37 +359,9 @@ func (g *gpssScenario) waitReady(replicas int32, timeout time.Duration) *gpssv1.
 	return gc
 }
 
-// waitPods waits until exactly n instance pods exist.
-func (g *gpssScenario) waitPods(n int) {
-	waitPodCount(g.t, g.ns, "app.kubernetes.io/component=instance", n)
-}
-
 func (g *gpssScenario) get() *gpssv1.GpssCluster {
-	g.t.Helper()
 	gc := &gpssv1.GpssCluster{}
-	if err := g.c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: gpssName}, gc); err != nil {
-		g.t.Fatal(err)
-	}
+	g.getInto(gc)
 	return gc
 }
 
-func (g *gpssScenario) patch(patch string) {
-	g.t.Helper()
-	if out, err := kubectl("patch", "gpsscluster", gpssName, "-n", g.ns, "--type", "merge", "-p", patch); err != nil {
-		g.t.Fatalf("%v: %s", err, out)
-	}
-}
-
-// dumpState logs what a failed scenario leaves behind.
-func (g *gpssScenario) dumpState() {
-	for _, args := range [][]string{
-		{"get", "gpsscluster,sts,pods,svc,pvc", "-n", g.ns, "-o", "wide"},
-		{"get", "gpsscluster", gpssName, "-n", g.ns, "-o", "yaml"},
-		{"get", "events", "-n", g.ns, "--sort-by=.lastTimestamp"},
-		{"logs", "-n", g.ns, "-l", "app.kubernetes.io/component=instance", "--tail=30", "--prefix"},
-		{"logs", "-n", "steward-system", "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
-	} {
-		out, _ := kubectl(args...)
-		g.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-	}
-}

@@ -48,7 +48,7 @@ func init() {
 // failure stops the rest.
 func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
-	z := &zkScenario{t: t, ns: newNamespace(t, "zk"), c: crClient(t), image: in.image(t, systems.ZooKeeper)}
+	z := &zkScenario{scenario: newScenario(t, "zk", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
 	for _, s := range []struct {
 		name string
 		run  func(t *testing.T)
@@ -74,9 +74,7 @@ func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 
 // zkScenario is the state the scenarios share.
 type zkScenario struct {
-	t     *testing.T
-	ns    string
-	c     client.Client
+	scenario
 	image string
 	acked int // writes acknowledged so far, as of the last progress check
 	// admission is the admission load started when the operator was killed.
@@ -469,25 +467,10 @@ func (z *zkScenario) waitReady(replicas int32, timeout time.Duration) *zkv1.Zook
 	return zk
 }
 
-// waitPods waits until exactly n server pods exist.
-func (z *zkScenario) waitPods(n int) {
-	waitPodCount(z.t, z.ns, "app.kubernetes.io/component=server", n)
-}
-
 func (z *zkScenario) get() *zkv1.ZookeeperCluster {
-	z.t.Helper()
 	zk := &zkv1.ZookeeperCluster{}
-	if err := z.c.Get(context.Background(), client.ObjectKey{Namespace: z.ns, Name: zkName}, zk); err != nil {
-		z.t.Fatal(err)
-	}
+	z.getInto(zk)
 	return zk
-}
-
-func (z *zkScenario) patch(patch string) {
-	z.t.Helper()
-	if out, err := kubectl("patch", "zk", zkName, "-n", z.ns, "--type", "merge", "-p", patch); err != nil {
-		z.t.Fatalf("%v: %s", err, out)
-	}
 }
 
 // startWriter starts the client pod that writes znodes for the rest of the
@@ -623,38 +606,6 @@ func (z *zkScenario) claims() []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// dumpState logs what helps to understand a failure.
-func (z *zkScenario) dumpState() {
-	for _, args := range [][]string{
-		{"get", "zk,sts,pods,pvc", "-n", z.ns, "-o", "wide"},
-		{"get", "zk", zkName, "-n", z.ns, "-o", "yaml"},
-		{"get", "events", "-n", z.ns, "--sort-by=.lastTimestamp"},
-		{"logs", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
-	} {
-		out, _ := kubectl(args...)
-		z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-	}
-	// The servers' own words: the end of each log, and of the previous
-	// container's where one restarted (a server that exits at start).
-	pods, err := env.client.CoreV1().Pods(z.ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		z.t.Logf("list pods: %v", err)
-		return
-	}
-	for _, pod := range pods.Items {
-		logs := [][]string{{"logs", "-n", z.ns, pod.Name, "--tail=40"}}
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.RestartCount > 0 {
-				logs = append(logs, []string{"logs", "-n", z.ns, pod.Name, "--previous", "--tail=60"})
-			}
-		}
-		for _, args := range logs {
-			out, _ := kubectl(args...)
-			z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-		}
-	}
 }
 
 // leaderEpoch is the epoch of the leader's last zxid in status.

@@ -1,0 +1,82 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// scenario is what every system's lifecycle scenarios share: the running
+// test, its namespace and client, and the cluster under test, named for
+// kubectl by resource and name, whose pods carry the component label
+// podComponent.
+type scenario struct {
+	t                            *testing.T
+	ns                           string
+	c                            client.Client
+	resource, name, podComponent string
+}
+
+func newScenario(t *testing.T, namespacePrefix, resource, name, podComponent string) scenario {
+	return scenario{t: t, ns: newNamespace(t, namespacePrefix), c: crClient(t),
+		resource: resource, name: name, podComponent: podComponent}
+}
+
+// getInto reads the cluster into obj.
+func (s *scenario) getInto(obj client.Object) {
+	s.t.Helper()
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: s.name}, obj); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// patch merge-patches the cluster with kubectl, as a user would.
+func (s *scenario) patch(patch string) {
+	s.t.Helper()
+	if out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", patch); err != nil {
+		s.t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// waitPods waits until exactly n of the cluster's pods exist.
+func (s *scenario) waitPods(n int) {
+	waitPodCount(s.t, s.ns, "app.kubernetes.io/component="+s.podComponent, n)
+}
+
+// dumpState logs what a failed scenario leaves behind: the cluster and its
+// children, the events, the operator's log, and each pod's own words (the
+// end of its log, and of the previous container's where one restarted: a
+// member that exits at start).
+func (s *scenario) dumpState() {
+	for _, args := range [][]string{
+		{"get", s.resource + ",sts,pods,svc,pvc", "-n", s.ns, "-o", "wide"},
+		{"get", s.resource, s.name, "-n", s.ns, "-o", "yaml"},
+		{"get", "events", "-n", s.ns, "--sort-by=.lastTimestamp"},
+		{"logs", "-n", operatorNamespace, "-l", "app.kubernetes.io/component=controller-manager", "--tail=80"},
+	} {
+		out, _ := kubectl(args...)
+		s.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+	pods, err := env.client.CoreV1().Pods(s.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		s.t.Logf("list pods: %v", err)
+		return
+	}
+	for _, pod := range pods.Items {
+		logs := [][]string{{"logs", "-n", s.ns, pod.Name, "--tail=40"}}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.RestartCount > 0 {
+				logs = append(logs, []string{"logs", "-n", s.ns, pod.Name, "--previous", "--tail=60"})
+			}
+		}
+		for _, args := range logs {
+			out, _ := kubectl(args...)
+			s.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
