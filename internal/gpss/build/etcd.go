@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // EtcdDataDir is where the managed etcd's volume is mounted.
@@ -116,18 +117,14 @@ func EtcdStatefulSet(g *gpssv1.GpssCluster, domain string) *appsv1.StatefulSet {
 						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 						Ports: []corev1.ContainerPort{
-							containerPort(PortNameEtcdClient, EtcdClientPort),
-							containerPort(PortNameEtcdPeer, EtcdPeerPort),
+							standard.ContainerPort(PortNameEtcdClient, EtcdClientPort),
+							standard.ContainerPort(PortNameEtcdPeer, EtcdPeerPort),
 						},
-						VolumeMounts:   []corev1.VolumeMount{{Name: EtcdDataVolume, MountPath: EtcdDataDir}},
-						ReadinessProbe: probe("/readyz", 2, 3),
-						LivenessProbe:  probe("/livez", 10, 6),
-						StartupProbe:   probe("/livez", 1, 120),
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
+						VolumeMounts:             []corev1.VolumeMount{{Name: EtcdDataVolume, MountPath: EtcdDataDir}},
+						ReadinessProbe:           probe("/readyz", 2, 3),
+						LivenessProbe:            probe("/livez", 10, 6),
+						StartupProbe:             probe("/livez", 1, 120),
+						SecurityContext:          standard.RestrictedContainer(),
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 				},

@@ -82,9 +82,9 @@ func container(g *gpssv1.GpssCluster, image string) corev1.Container {
 		ImagePullPolicy: s.ImagePullPolicy,
 		Args:            []string{ConfigPath},
 		Ports: []corev1.ContainerPort{
-			containerPort(PortNameGRPC, s.Ports.GRPC),
-			containerPort(PortNameGpfdist, s.Ports.Gpfdist),
-			containerPort(PortNameCluster, s.Ports.Cluster),
+			standard.ContainerPort(PortNameGRPC, s.Ports.GRPC),
+			standard.ContainerPort(PortNameGpfdist, s.Ports.Gpfdist),
+			standard.ContainerPort(PortNameCluster, s.Ports.Cluster),
 		},
 		Resources:    *s.Resources.DeepCopy(),
 		VolumeMounts: []corev1.VolumeMount{{Name: ConfigVolume, MountPath: ConfigDir, ReadOnly: true}},
@@ -96,17 +96,9 @@ func container(g *gpssv1.GpssCluster, image string) corev1.Container {
 			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortNameGRPC)}},
 			PeriodSeconds: 10, FailureThreshold: 6, TimeoutSeconds: 5, InitialDelaySeconds: 10,
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext:          standard.RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-}
-
-func containerPort(name string, port int32) corev1.ContainerPort {
-	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
 }
 
 // spreadOverNodes prefers one pod of component per node without requiring

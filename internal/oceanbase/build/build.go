@@ -241,10 +241,7 @@ func container(c *obv1.OBCluster, zone, clusterDomain string) corev1.Container {
 		Args:            Args(c, zone, clusterDomain),
 		Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-		Ports: []corev1.ContainerPort{
-			{Name: "sql", ContainerPort: SQLPort, Protocol: corev1.ProtocolTCP},
-			{Name: "rpc", ContainerPort: RPCPort, Protocol: corev1.ProtocolTCP},
-		},
+		Ports:        []corev1.ContainerPort{standard.ContainerPort("sql", SQLPort), standard.ContainerPort("rpc", RPCPort)},
 		Resources:    c.Spec.Resources,
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolume, MountPath: StoreDir}},
 		ReadinessProbe: &corev1.Probe{
@@ -252,11 +249,16 @@ func container(c *obv1.OBCluster, zone, clusterDomain string) corev1.Container {
 			PeriodSeconds:    2,
 			FailureThreshold: 3,
 		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: observerSecurity(),
 	}
+}
+
+// observerSecurity is the restricted context with a writable root: an
+// observer writes its logs and run files under its home, beside the store.
+func observerSecurity() *corev1.SecurityContext {
+	sc := standard.RestrictedContainer()
+	sc.ReadOnlyRootFilesystem = ptr.To(false)
+	return sc
 }
 
 // PasswordSecret is a generated credential Secret (key "password").

@@ -158,10 +158,10 @@ func container(zk *zkv1.ZookeeperCluster) corev1.Container {
 			{Name: "ZK_JVM_OPTS", Value: JVMOptions},
 		},
 		Ports: []corev1.ContainerPort{
-			containerPort(PortNameClient, ClientPort),
-			containerPort(PortNameQuorum, QuorumPort),
-			containerPort(PortNameElection, ElectionPort),
-			containerPort(PortNameAdmin, s.AdminPort),
+			standard.ContainerPort(PortNameClient, ClientPort),
+			standard.ContainerPort(PortNameQuorum, QuorumPort),
+			standard.ContainerPort(PortNameElection, ElectionPort),
+			standard.ContainerPort(PortNameAdmin, s.AdminPort),
 		},
 		Resources: *s.Resources.DeepCopy(),
 		VolumeMounts: []corev1.VolumeMount{
@@ -181,18 +181,10 @@ func container(zk *zkv1.ZookeeperCluster) corev1.Container {
 		LivenessProbe: execProbe(LivenessCommand, 15, 4),
 		// Every 2 s, so that a server joins the client Service soon after
 		// it serves; out of it after 5 failures, 10 s.
-		ReadinessProbe: execProbe(ReadinessCommand, 2, 5),
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		ReadinessProbe:           execProbe(ReadinessCommand, 2, 5),
+		SecurityContext:          standard.RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-}
-
-func containerPort(name string, port int32) corev1.ContainerPort {
-	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
 }
 
 func execProbe(command []string, period, failures int32) *corev1.Probe {
