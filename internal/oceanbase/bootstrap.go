@@ -155,25 +155,28 @@ func (c *Controller) createUsers(ctx *Context) (bool, error) {
 // addServersStep adds the other observers that run; those that come later
 // are added by Observe.
 func (c *Controller) addServersStep(ctx *Context) (bool, error) {
-	cl, err := observed.MustGet(ctx)
-	if err != nil || cl.db == nil {
-		return false, errors.Join(err, cl.errOrNil())
-	}
-	return true, c.addServers(ctx)
+	err := c.addServers(ctx)
+	return err == nil, err
 }
 
 func (c *Controller) setParametersStep(ctx *Context) (bool, error) {
 	return true, c.setParameters(ctx)
 }
 
-func (cl *cluster) errOrNil() error {
-	if cl == nil || cl.db != nil {
-		return nil
+// connected returns what this pass observed, or an error when OceanBase
+// did not answer the operator's login: the steps that change OceanBase
+// wait for it.
+func connected(ctx *Context) (*cluster, error) {
+	cl, err := observed.MustGet(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case cl.db != nil:
+		return cl, nil
+	case cl.err != nil:
+		return nil, cl.err
 	}
-	if cl.err != nil {
-		return cl.err
-	}
-	return errors.New("OceanBase has not answered yet")
+	return nil, errors.New("OceanBase has not answered yet")
 }
 
 // background runs one long statement per cluster outside the reconcile

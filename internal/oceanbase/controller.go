@@ -199,6 +199,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	departing := cl.departing(ob)
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {
@@ -207,8 +208,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil
 	case cl.db == nil:
 		return nil, nil // OceanBase did not answer; status says so
-	case len(cl.departing(ob)) > 0:
-		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(cl.departing(ob))), nil
+	case len(departing) > 0:
+		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
 	case len(cl.missingServers()) > 0:
 		return c.addServers, nil
 	case len(ob.Status.ParameterDrift) > 0:
@@ -217,12 +218,13 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	return nil, nil
 }
 
-// Finalize deletes the generated credential Secrets and the observers'
+// Finalize closes the cluster's login, and deletes the generated credential Secrets and the observers'
 // volume claims when the reclaim policy is Delete; with Retain it keeps
 // both, so that a cluster created again with the same name finds its data
 // and can log in.
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	ob := ctx.Obj
+	c.dbs.drop(ob.UID) // the cluster's login goes with it
 	if ob.Spec.Storage.ReclaimPolicy != "Delete" {
 		return true, nil
 	}

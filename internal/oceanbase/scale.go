@@ -8,7 +8,6 @@ import (
 
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
-	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
@@ -25,12 +24,9 @@ func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods
 // addServers adds to OceanBase the observers whose pods are ready and
 // that it does not know (ADD SERVER, zone by the pod's).
 func (c *Controller) addServers(ctx *Context) error {
-	cl, err := observed.MustGet(ctx)
+	cl, err := connected(ctx)
 	if err != nil {
 		return err
-	}
-	if cl.db == nil {
-		return cl.errOrNil()
 	}
 	missing := cl.missingServers()
 	for _, pod := range slices.Sorted(maps.Keys(missing)) {
@@ -45,12 +41,9 @@ func (c *Controller) addServers(ctx *Context) error {
 
 // setParameters sets the spec's parameters that drifted.
 func (c *Controller) setParameters(ctx *Context) error {
-	cl, err := observed.MustGet(ctx)
+	cl, err := connected(ctx)
 	if err != nil {
 		return err
-	}
-	if cl.db == nil {
-		return cl.errOrNil()
 	}
 	drifted := map[string]bool{}
 	for _, d := range ctx.Obj.Status.ParameterDrift {
@@ -88,9 +81,9 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
 }
 
 func (c *Controller) deleteServers(ctx *Context) (bool, error) {
-	cl, err := observed.MustGet(ctx)
-	if err != nil || cl.db == nil {
-		return false, firstError(err, cl.errOrNil())
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
 	}
 	for _, pod := range cl.departing(ctx.Obj) {
 		addr := cl.addr(pod)
@@ -112,9 +105,9 @@ func (c *Controller) deleteServers(ctx *Context) (bool, error) {
 // go) holds the flow here, saying so, for as long as it takes: the pod must
 // not go before OceanBase lets the server go (ob-operator #8, #248).
 func (c *Controller) waitServersDeleted(ctx *Context) (bool, error) {
-	cl, err := observed.MustGet(ctx)
-	if err != nil || cl.db == nil {
-		return false, firstError(err, cl.errOrNil())
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
 	}
 	var waiting []string
 	for _, pod := range cl.departing(ctx.Obj) {
@@ -147,9 +140,7 @@ func (c *Controller) shrink(ctx *Context) (bool, error) {
 				done = false
 			}
 		}
-		set := workload.Set{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name),
-			Selector: build.Selector(ob, build.ComponentObserver), Volume: build.DataVolume}
-		claims, err := set.Claims(ctx, ctx.Client)
+		claims, err := zoneSet(ob, z.Name).Claims(ctx, ctx.Client)
 		if err != nil {
 			return false, err
 		}
@@ -164,13 +155,4 @@ func (c *Controller) shrink(ctx *Context) (bool, error) {
 		}
 	}
 	return done, nil
-}
-
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -143,6 +143,12 @@ func (cl *cluster) missingServers() map[string]string {
 	return out
 }
 
+// zoneSet is zone's StatefulSet as a set of pods and volume claims.
+func zoneSet(ob *Cluster, zone string) workload.Set {
+	return workload.Set{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, zone),
+		Selector: build.Selector(ob, build.ComponentObserver), Volume: build.DataVolume}
+}
+
 // observe reads the StatefulSets, pods and server Services, and, once the
 // cluster is bootstrapped, OceanBase's servers and zones.
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
@@ -158,9 +164,7 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 		if err == nil {
 			cl.sets[z.Name] = sts
 		}
-		set := workload.Set{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name),
-			Selector: build.Selector(ob, build.ComponentObserver), Volume: build.DataVolume}
-		pods, err := set.Pods(ctx, ctx.Client)
+		pods, err := zoneSet(ob, z.Name).Pods(ctx, ctx.Client)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +194,7 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
 	pw, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err == nil {
-		cl.db, err = c.dbs.get(ctx, ob.UID, cl.hosts(), obsql.Login{User: operatorUser, Password: pw}, c)
+		cl.db, err = c.operatorDB(ctx, ob.UID, cl.hosts(), pw)
 	}
 	var servers []obsql.Server
 	var zones []obsql.Zone
@@ -342,17 +346,21 @@ type cachedDB struct {
 	password string
 }
 
-func (d *dbCache) get(ctx context.Context, uid types.UID, hosts []string, login obsql.Login, c *Controller) (*sql.DB, error) {
+// operatorDB returns the operator's login to cluster uid: the cached one
+// while it answers (and the password is the same), else a new one to the
+// first of hosts that answers.
+func (c *Controller) operatorDB(ctx context.Context, uid types.UID, hosts []string, password string) (*sql.DB, error) {
+	d := &c.dbs
 	d.mu.Lock()
 	cached := d.dbs[uid]
 	d.mu.Unlock()
-	if cached != nil && cached.password == login.Password {
+	if cached != nil && cached.password == password {
 		if err := cached.db.PingContext(ctx); err == nil {
 			return cached.db, nil
 		}
 		d.drop(uid)
 	}
-	db, err := c.connect(ctx, hosts, login, c.opts.StatementTimeout)
+	db, err := c.connect(ctx, hosts, obsql.Login{User: operatorUser, Password: password}, c.opts.StatementTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +369,7 @@ func (d *dbCache) get(ctx context.Context, uid types.UID, hosts []string, login 
 	if d.dbs == nil {
 		d.dbs = map[types.UID]*cachedDB{}
 	}
-	d.dbs[uid] = &cachedDB{db: db, password: login.Password}
+	d.dbs[uid] = &cachedDB{db: db, password: password}
 	return db, nil
 }
 

@@ -1,7 +1,6 @@
 package obsim
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -50,7 +49,3 @@ func errorf(code int, format string, args ...any) *Error {
 func notAllowed(format string, args ...any) *Error { return errorf(codeNotAllowed, format, args...) }
 func invalid(format string, args ...any) *Error    { return errorf(codeInvalidArg, format, args...) }
 func missing(format string, args ...any) *Error    { return errorf(codeEntryMissing, format, args...) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

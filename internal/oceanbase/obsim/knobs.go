@@ -1,6 +1,7 @@
 package obsim
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -127,7 +128,7 @@ func KnobsFromEnv(getenv func(string) string) (Knobs, error) {
 	k.HangDelete = strings.EqualFold(getenv("OBSIM_HANG_DELETE"), "true")
 	k.BuildVersion = getenv("OBSIM_BUILD_VERSION")
 	if v := getenv("OBSIM_FAULTS"); v != "" {
-		if err := jsonUnmarshal([]byte(v), &k.Faults); err != nil {
+		if err := json.Unmarshal([]byte(v), &k.Faults); err != nil {
 			return Knobs{}, fmt.Errorf("OBSIM_FAULTS: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package obsim
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -175,7 +176,7 @@ func (p *parser) options(stop ...string) (map[string][]string, *Error) {
 	out := map[string][]string{}
 	for !p.done() {
 		t := p.peek()
-		if t.kind == 'w' && contains(stop, t.up) {
+		if t.kind == 'w' && slices.Contains(stop, t.up) {
 			break
 		}
 		if t.kind != 'w' {
@@ -206,13 +207,4 @@ func (p *parser) end() *Error {
 		return p.syntax()
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -164,12 +165,6 @@ func (n *Node) Stop() {
 	n.wg.Wait()
 }
 
-// SQLAddr is where the node listens for SQL clients.
-func (n *Node) SQLAddr() string { return n.sqlL.Addr().String() }
-
-// RPCAddr is where the node listens for its peers.
-func (n *Node) RPCAddr() string { return n.rpcL.Addr().String() }
-
 // Snapshot returns a copy of the node's state, nil before it joined.
 func (n *Node) Snapshot() *State {
 	n.mu.Lock()
@@ -234,7 +229,7 @@ func (n *Node) load() error {
 		return err
 	}
 	var s State
-	if err := jsonUnmarshal(b, &s); err != nil {
+	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("reading the stored state: %w", err)
 	}
 	if s.ClusterName != n.cfg.ClusterName || s.ClusterID != n.cfg.ClusterID {
@@ -251,7 +246,7 @@ func (n *Node) save() {
 	if n.cfg.DataDir == "" || n.state == nil || n.state.Version == n.savedVer {
 		return
 	}
-	b, err := jsonMarshal(n.state)
+	b, err := json.Marshal(n.state)
 	if err == nil {
 		tmp := filepath.Join(n.cfg.DataDir, "obsim-state.json.tmp")
 		if err = os.WriteFile(tmp, b, 0o600); err == nil {

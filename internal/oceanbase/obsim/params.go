@@ -1,6 +1,7 @@
 package obsim
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -108,7 +109,7 @@ func (s *State) snapshotStatic(sv *Server) {
 // setParam records an ALTER SYSTEM SET, replacing the same name at the same
 // scope and target.
 func (s *State) setParam(p Param) {
-	s.Params = removeFunc(s.Params, func(o *Param) bool {
+	s.Params = slices.DeleteFunc(s.Params, func(o *Param) bool {
 		return o.Name == p.Name && o.Scope == p.Scope && o.Target == p.Target
 	})
 	s.Params = append(s.Params, &p)

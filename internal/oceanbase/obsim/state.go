@@ -1,7 +1,7 @@
 package obsim
 
 import (
-	"slices"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -299,14 +299,12 @@ func (s *State) placeUnit(pool int64, zone, exclude string) string {
 // clone returns a deep copy of s through its JSON form.
 func (s *State) clone() *State {
 	var c State
-	b, err := jsonMarshal(s)
+	b, err := json.Marshal(s)
 	if err == nil {
-		err = jsonUnmarshal(b, &c)
+		err = json.Unmarshal(b, &c)
 	}
 	if err != nil {
 		panic("obsim: cloning the state: " + err.Error())
 	}
 	return &c
 }
-
-func removeFunc[T any](s []T, del func(T) bool) []T { return slices.DeleteFunc(s, del) }

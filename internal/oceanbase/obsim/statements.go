@@ -3,7 +3,7 @@ package obsim
 import (
 	"context"
 	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,10 +52,11 @@ func (n *Node) query(ctx context.Context, sess session, q string) (*result, *Err
 	return reply.Result, nil
 }
 
-var selectNoFrom = regexp.MustCompile(`(?is)^\s*select\s+((?:[^f]|f[^r]|fr[^o]|fro[^m])*)$`)
-
+// isSelectWithoutFrom reports a SELECT of expressions only (select 1), which
+// any node answers.
 func isSelectWithoutFrom(q string) bool {
-	return selectNoFrom.MatchString(q) && !strings.Contains(strings.ToUpper(q), " FROM ")
+	f := strings.Fields(strings.ToUpper(q))
+	return len(f) > 0 && f[0] == "SELECT" && !slices.Contains(f, "FROM")
 }
 
 // exec runs a statement on the RootService.
@@ -164,7 +165,7 @@ func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 		case s.poolIn(z.Name) != "":
 			return nil, notAllowed("resource pool '%s' still uses zone '%s'", s.poolIn(z.Name), z.Name)
 		}
-		s.Zones = removeFunc(s.Zones, func(o *Zone) bool { return o == z })
+		s.Zones = slices.DeleteFunc(s.Zones, func(o *Zone) bool { return o == z })
 		return &result{}, nil
 	case p.keywords("ALTER", "SYSTEM", "SET"):
 		return n.setParameter(sess, p)
@@ -206,7 +207,7 @@ func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 			return nil, err
 		}
 		tid := n.tenantID(sess)
-		s.Users = removeFunc(s.Users, func(u *User) bool { return u.TenantID == tid && strings.EqualFold(u.Name, name) })
+		s.Users = slices.DeleteFunc(s.Users, func(u *User) bool { return u.TenantID == tid && strings.EqualFold(u.Name, name) })
 		return &result{}, nil
 	}
 	return n.mutateResources(p, now)
@@ -413,7 +414,7 @@ func (n *Node) addServer(ctx context.Context, p *parser) (*result, *Error) {
 	n.mu.Unlock()
 	if cerr := n.call(ctx, http.MethodPost, addr, pathJoin, snap, nil); cerr != nil {
 		n.mu.Lock()
-		n.state.Servers = removeFunc(n.state.Servers, func(o *Server) bool { return o.Addr == addr })
+		n.state.Servers = slices.DeleteFunc(n.state.Servers, func(o *Server) bool { return o.Addr == addr })
 		n.changed()
 		n.mu.Unlock()
 		return nil, errorf(codeRPC, "server %s did not join: %v", addr, cerr)
@@ -567,7 +568,7 @@ func (s *State) zoneServing(zone string) bool {
 // poolIn returns the name of a pool that uses zone, or "".
 func (s *State) poolIn(zone string) string {
 	for _, p := range s.Pools {
-		if contains(p.Zones, zone) {
+		if slices.Contains(p.Zones, zone) {
 			return p.Name
 		}
 	}
@@ -610,7 +611,7 @@ func (n *Node) tick(now time.Time) {
 	n.migrateUnits(now)
 	for _, u := range s.Units {
 		if u.GoneAt != nil && !now.Before(*u.GoneAt) {
-			s.Units = removeFunc(s.Units, func(o *Unit) bool { return o.GoneAt != nil && !now.Before(*o.GoneAt) })
+			s.Units = slices.DeleteFunc(s.Units, func(o *Unit) bool { return o.GoneAt != nil && !now.Before(*o.GoneAt) })
 			n.changed()
 			break
 		}
@@ -645,7 +646,7 @@ func (n *Node) migrateUnits(now time.Time) {
 		}
 	}
 	for _, addr := range gone {
-		s.Servers = removeFunc(s.Servers, func(o *Server) bool { return o.Addr == addr })
+		s.Servers = slices.DeleteFunc(s.Servers, func(o *Server) bool { return o.Addr == addr })
 		n.log.Info("Server deleted", "peer", addr)
 		n.changed()
 		go func() {

@@ -196,7 +196,7 @@ func (n *Node) mutateResources(p *parser, now time.Time) (*result, *Error) {
 				return nil, notAllowed("resource unit '%s' is used by pool '%s'", name, pool.Name)
 			}
 		}
-		s.UnitConfigs = removeFunc(s.UnitConfigs, func(o *UnitConfig) bool { return o == c })
+		s.UnitConfigs = slices.DeleteFunc(s.UnitConfigs, func(o *UnitConfig) bool { return o == c })
 		return &result{}, nil
 	case p.keywords("CREATE", "RESOURCE", "POOL"):
 		return n.createPool(p)
@@ -214,8 +214,8 @@ func (n *Node) mutateResources(p *parser, now time.Time) (*result, *Error) {
 		if pool.TenantID != 0 {
 			return nil, notAllowed("resource pool '%s' is used by a tenant", name)
 		}
-		s.Pools = removeFunc(s.Pools, func(o *Pool) bool { return o == pool })
-		s.Units = removeFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID })
+		s.Pools = slices.DeleteFunc(s.Pools, func(o *Pool) bool { return o == pool })
+		s.Units = slices.DeleteFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID })
 		return &result{}, nil
 	case p.keywords("ALTER", "RESOURCE", "TENANT"):
 		name, err := p.value()
@@ -351,8 +351,8 @@ func (n *Node) createPool(p *parser) (*result, *Error) {
 	s.Pools = append(s.Pools, pool)
 	for _, z := range zones {
 		if err := n.addUnits(pool, z, num); err != nil {
-			s.Pools = removeFunc(s.Pools, func(o *Pool) bool { return o == pool })
-			s.Units = removeFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID })
+			s.Pools = slices.DeleteFunc(s.Pools, func(o *Pool) bool { return o == pool })
+			s.Units = slices.DeleteFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID })
 			return nil, err
 		}
 	}
@@ -430,7 +430,7 @@ func (n *Node) alterPool(p *parser) (*result, *Error) {
 		}
 		for _, z := range pool.Zones {
 			if !slices.Contains(zones, z) {
-				s.Units = removeFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID && u.Zone == z })
+				s.Units = slices.DeleteFunc(s.Units, func(u *Unit) bool { return u.PoolID == pool.ID && u.Zone == z })
 			}
 		}
 		pool.Zones = zones
@@ -586,8 +586,8 @@ func (n *Node) tickTenants(now time.Time) {
 			t.Status = TenantNormal
 		case TenantDropping:
 			id := t.ID
-			s.Tenants = removeFunc(s.Tenants, func(o *Tenant) bool { return o.ID == id })
-			s.Users = removeFunc(s.Users, func(u *User) bool { return u.TenantID == id })
+			s.Tenants = slices.DeleteFunc(s.Tenants, func(o *Tenant) bool { return o.ID == id })
+			s.Users = slices.DeleteFunc(s.Users, func(u *User) bool { return u.TenantID == id })
 			for _, pool := range s.Pools {
 				if pool.TenantID == id {
 					pool.TenantID = 0

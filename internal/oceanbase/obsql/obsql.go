@@ -3,7 +3,6 @@ package obsql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -49,12 +48,6 @@ func Open(ctx context.Context, host string, login Login, timeout time.Duration) 
 		return nil, fmt.Errorf("connect to %s as %s: %w", cfg.Addr, cfg.User, err)
 	}
 	return db, nil
-}
-
-// IsAccessDenied reports whether err is a refused login.
-func IsAccessDenied(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1045
 }
 
 // Server is a row of DBA_OB_SERVERS.
