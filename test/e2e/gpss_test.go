@@ -364,4 +364,3 @@ func (g *gpssScenario) get() *gpssv1.GpssCluster {
 	g.getInto(gc)
 	return gc
 }
-
