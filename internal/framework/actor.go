@@ -98,6 +98,19 @@ type ClashChecker[T Object] interface {
 	Clashes(ctx context.Context, r client.Reader, obj T) error
 }
 
+// Admitter is implemented by actors whose objects refer to other objects
+// that must exist, or agree with them, when the object is applied (an
+// OBTenant names its OBCluster and zones of it). The validating webhook
+// calls Admit on create and on an update outside metadata and status,
+// after Clashes, with the manager's cached client, and rejects an error
+// with a 422 Invalid (return field errors). Unlike Clashes, the controller
+// does not call it: what an object refers to can go, or change, after the
+// object was admitted, so the controller waits for it as a dependency
+// (DependencyDeclarer) or reports it in a condition instead.
+type Admitter[T Object] interface {
+	Admit(ctx context.Context, r client.Reader, obj T) error
+}
+
 // DependencyDeclarer is implemented by actors whose objects wait for other
 // objects. The framework gets every declared dependency and calls Observe
 // only once all are ready; meanwhile DependenciesReady is False and names

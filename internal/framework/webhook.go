@@ -58,7 +58,7 @@ type Warner[T Object] interface {
 //     object is defaulted as the controller defaults it every pass, and the
 //     difference is returned as a patch;
 //   - /validate-<group with dashes>-<version>-<lowercase kind>, when actor
-//     is a [Validator], a [Warner] or a [ChildRenderer]: on create and update, the defaulted
+//     is a [Validator], a [Warner], a [ChildRenderer], a [ClashChecker] or an [Admitter]: on create and update, the defaulted
 //     object is validated as the controller validates it every pass, so
 //     that what the webhook admits the controller acts on. Deletes are
 //     allowed. An update that changes nothing outside metadata and status
@@ -124,13 +124,15 @@ func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, acto
 	w, _ := actor.(Warner[T])
 	r, _ := actor.(ChildRenderer[T])
 	cc, _ := actor.(ClashChecker[T])
+	ad, _ := actor.(Admitter[T])
 	var m *webhookDefaulter[T]
 	if d != nil || u != nil {
 		m = &webhookDefaulter[T]{defaulter: d, update: u, decoder: admission.NewDecoder(scheme)}
 	}
 	var val *webhookValidator[T]
-	if v != nil || w != nil || r != nil || cc != nil {
-		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r, clash: cc}
+	if v != nil || w != nil || r != nil || cc != nil || ad != nil {
+		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r,
+			clash: cc, admitter: ad}
 	}
 	return m, val
 }
@@ -237,8 +239,10 @@ type webhookValidator[T Object] struct {
 	warner    Warner[T]
 	renderer  ChildRenderer[T]
 	clash     ClashChecker[T]
+	admitter  Admitter[T]
 	checker   childrenChecker
-	// reader is what clash reads other objects with (the manager's client).
+	// reader is what clash and admitter read other objects with (the
+	// manager's client).
 	reader client.Reader
 }
 
@@ -330,14 +334,21 @@ func (h *webhookValidator[T]) warnings(obj T) admission.Warnings {
 	return h.warner.Warnings(obj)
 }
 
-// clashes asks the ClashChecker, if any, whether obj clashes with another
-// object.
+// clashes asks the ClashChecker and the Admitter, if any, whether obj
+// clashes with another object or refers to one it must not.
 func (h *webhookValidator[T]) clashes(ctx context.Context, obj T) error {
-	if h.clash == nil || h.reader == nil {
+	if h.reader == nil {
 		return nil
 	}
-	if err := h.clash.Clashes(ctx, h.reader, obj); err != nil {
-		return invalid(h.gk, obj.GetName(), err)
+	if h.clash != nil {
+		if err := h.clash.Clashes(ctx, h.reader, obj); err != nil {
+			return invalid(h.gk, obj.GetName(), err)
+		}
+	}
+	if h.admitter != nil {
+		if err := h.admitter.Admit(ctx, h.reader, obj); err != nil {
+			return invalid(h.gk, obj.GetName(), err)
+		}
 	}
 	return nil
 }

@@ -96,7 +96,7 @@ func (c *Controller) bootstrapped(ctx *Context, cl *cluster) (bool, error) {
 		return false, err
 	}
 	for _, pw := range []string{"", rootPW} {
-		db, err := c.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw}, c.opts.StatementTimeout)
+		db, err := c.logins.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw})
 		if err != nil {
 			continue
 		}
@@ -137,7 +137,7 @@ func (c *Controller) createUsers(ctx *Context) (bool, error) {
 	}
 	var errs []error
 	for _, pw := range []string{"", rootPW} {
-		db, err := c.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw}, c.opts.StatementTimeout)
+		db, err := c.logins.connect(ctx, cl.hosts(), obsql.Login{User: rootUser, Password: pw})
 		if err != nil {
 			errs = append(errs, err)
 			continue

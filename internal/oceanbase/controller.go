@@ -3,10 +3,10 @@ package oceanbase
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +20,6 @@ import (
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
-	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 	"github.com/stewardhq/steward/internal/systems"
 )
 
@@ -87,12 +86,13 @@ func (o Options) withDefaults() Options {
 type Controller struct {
 	opts      Options
 	bootstrap *background
-	dbs       dbCache
+	logins    *logins
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
-	return &Controller{opts: opts.withDefaults(), bootstrap: newBackground()}
+	opts = opts.withDefaults()
+	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts)}
 }
 
 // System returns the OceanBase system for the manager's registry.
@@ -119,16 +119,34 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})
+	if err == nil {
+		err = setupTenants(mgr, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
 	}
 	return nil
 }
 
-// SetupWebhooks registers the OBCluster's defaulting and validating
-// webhooks.
+// The admission webhooks of OBClusters and OBTenants. The CRDs' schemas
+// default and check what a schema can; the webhooks add Default, Validate
+// and, for a tenant, the checks against its cluster (Admit). The
+// controllers apply the same Default and Validate on every pass, so they
+// are safe without them.
+//
+// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=mobcluster.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=vobcluster.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=mobtenant.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=vobtenant.steward.dev,admissionReviewVersions=v1
+
+// SetupWebhooks registers the OBCluster's and OBTenant's defaulting and
+// validating webhooks.
 func SetupWebhooks(mgr ctrl.Manager) error {
-	if err := framework.SetupWebhooks[*Cluster](mgr, New(Options{})); err != nil {
+	err := framework.SetupWebhooks[*Cluster](mgr, New(Options{}))
+	if err == nil {
+		err = setupTenantWebhooks(mgr)
+	}
+	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
 	}
 	return nil
@@ -157,7 +175,8 @@ var observed = framework.NewPassValue[*cluster]("cluster")
 func (c *Controller) Declare(ctx *Context) error {
 	ob := ctx.Obj
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
-		if err := ensurePasswordSecret(ctx, name); err != nil {
+		newSecret := func(pw string) *corev1.Secret { return build.PasswordSecret(ob, name, pw) }
+		if err := ensurePasswordSecret(ctx, ctx.Client, ctx.Log, ob.Namespace, name, newSecret); err != nil {
 			return err
 		}
 	}
@@ -224,7 +243,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 // and can log in.
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	ob := ctx.Obj
-	c.dbs.drop(ob.UID) // the cluster's login goes with it
+	c.logins.drop(ob.UID) // the cluster's login goes with it
 	if ob.Spec.Storage.ReclaimPolicy != "Delete" {
 		return true, nil
 	}
@@ -233,35 +252,44 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 		return false, fmt.Errorf("delete the volume claims: %w", err)
 	}
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
-		s := &corev1.Secret{}
-		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: ob.Namespace, Name: name}, s)
-		if apierrors.IsNotFound(err) || err == nil && s.Labels["app.kubernetes.io/component"] != build.ComponentCredentials {
-			continue // not ours: the user's Secret stays
-		}
-		if err != nil {
+		if err := deleteGeneratedSecret(ctx, ctx.Client, ob.Namespace, name); err != nil {
 			return false, err
-		}
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, s)); err != nil {
-			return false, fmt.Errorf("delete Secret %s: %w", name, err)
 		}
 	}
 	return true, nil
 }
 
-// ensurePasswordSecret creates a Secret with a random password when the
-// named Secret does not exist. It never changes an existing Secret. The
-// Secret has no owner: with the Retain policy it outlives the cluster,
-// like the data it opens.
-func ensurePasswordSecret(ctx *Context, name string) error {
-	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: ctx.Obj.Namespace, Name: name}, &corev1.Secret{})
+// ensurePasswordSecret creates the Secret that newSecret returns, with a
+// random password, when no Secret has its name. It never changes an
+// existing Secret. The Secret has no owner: with the Retain policy it
+// outlives its object, like the data it opens.
+func ensurePasswordSecret(ctx context.Context, c client.Client, log logr.Logger, namespace, name string,
+	newSecret func(password string) *corev1.Secret) error {
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	s := build.PasswordSecret(ctx.Obj, name, rand.Text())
-	if err := ctx.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.Create(ctx, newSecret(rand.Text())); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
-	ctx.Log.Info("Generated a password Secret", "secret", name)
+	log.Info("Generated a password Secret", "secret", name)
+	return nil
+}
+
+// deleteGeneratedSecret deletes Secret name if it is one the controller
+// generated (component credentials); the user's Secret stays.
+func deleteGeneratedSecret(ctx context.Context, c client.Client, namespace, name string) error {
+	s := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
+	if apierrors.IsNotFound(err) || err == nil && s.Labels["app.kubernetes.io/component"] != build.ComponentCredentials {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := client.IgnoreNotFound(c.Delete(ctx, s)); err != nil {
+		return fmt.Errorf("delete Secret %s: %w", name, err)
+	}
 	return nil
 }
 
@@ -276,20 +304,4 @@ func password(ctx context.Context, r client.Reader, namespace, name string) (str
 		return "", framework.InvalidSpec(fmt.Errorf("secret %s has no key \"password\"", name))
 	}
 	return string(p), nil
-}
-
-// connect logs in to the first of hosts that answers.
-func (c *Controller) connect(ctx context.Context, hosts []string, login obsql.Login, timeout time.Duration) (*sql.DB, error) {
-	var errs []error
-	for _, h := range hosts {
-		db, err := obsql.Open(ctx, c.opts.Resolve(h), login, timeout)
-		if err == nil {
-			return db, nil
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return nil, fmt.Errorf("no observer to connect to")
-	}
-	return nil, fmt.Errorf("no observer answered: %w", errs[len(errs)-1])
 }

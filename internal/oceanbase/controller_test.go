@@ -147,7 +147,8 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.t.TempDir(),
 		Knobs: obsim.Knobs{BootstrapDelay: obsim.Duration{Duration: 200 * time.Millisecond},
 			StartServiceDelay: obsim.Duration{Duration: 200 * time.Millisecond}, Lease: obsim.Duration{Duration: 2 * time.Second},
-			Heartbeat: obsim.Duration{Duration: 100 * time.Millisecond}, MigrateDelay: obsim.Duration{Duration: 200 * time.Millisecond}},
+			Heartbeat: obsim.Duration{Duration: 100 * time.Millisecond}, MigrateDelay: obsim.Duration{Duration: 200 * time.Millisecond},
+			TenantDelay: obsim.Duration{Duration: 300 * time.Millisecond}},
 		Resolve: func(addr string) string {
 			h, port, _ := net.SplitHostPort(addr)
 			return net.JoinHostPort(p.resolve(h), port)

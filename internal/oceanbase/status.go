@@ -8,12 +8,10 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,7 +192,7 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
 	pw, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err == nil {
-		cl.db, err = c.operatorDB(ctx, ob.UID, cl.hosts(), pw)
+		cl.db, err = c.logins.operator(ctx, ob.UID, cl.hosts(), pw)
 	}
 	var servers []obsql.Server
 	var zones []obsql.Zone
@@ -208,7 +206,7 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
 	}
 	if err != nil {
-		c.dbs.drop(ob.UID)
+		c.logins.drop(ob.UID)
 		cl.db, cl.err = nil, err
 		return
 	}
@@ -332,52 +330,5 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 			}
 		}
 		ctx.SetReady(true, ReasonAllServing, fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones)))
-	}
-}
-
-// dbCache keeps one operator login per cluster across passes.
-type dbCache struct {
-	mu  sync.Mutex
-	dbs map[types.UID]*cachedDB
-}
-
-type cachedDB struct {
-	db       *sql.DB
-	password string
-}
-
-// operatorDB returns the operator's login to cluster uid: the cached one
-// while it answers (and the password is the same), else a new one to the
-// first of hosts that answers.
-func (c *Controller) operatorDB(ctx context.Context, uid types.UID, hosts []string, password string) (*sql.DB, error) {
-	d := &c.dbs
-	d.mu.Lock()
-	cached := d.dbs[uid]
-	d.mu.Unlock()
-	if cached != nil && cached.password == password {
-		if err := cached.db.PingContext(ctx); err == nil {
-			return cached.db, nil
-		}
-		d.drop(uid)
-	}
-	db, err := c.connect(ctx, hosts, obsql.Login{User: operatorUser, Password: password}, c.opts.StatementTimeout)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dbs == nil {
-		d.dbs = map[types.UID]*cachedDB{}
-	}
-	d.dbs[uid] = &cachedDB{db: db, password: password}
-	return db, nil
-}
-
-func (d *dbCache) drop(uid types.UID) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if cached := d.dbs[uid]; cached != nil {
-		cached.db.Close()
-		delete(d.dbs, uid)
 	}
 }

@@ -41,3 +41,41 @@ func Default(c *OBCluster) {
 		s.Credentials.Operator = c.Name + "-operator"
 	}
 }
+
+// Tenant defaults.
+const (
+	DefaultCharset          = "utf8mb4"
+	DefaultPrimaryZone      = "RANDOM"
+	DefaultConnectWhiteList = "%"
+)
+
+// DefaultTenant applies an OBTenant's defaults in memory, as Default does
+// a cluster's.
+func DefaultTenant(t *OBTenant) {
+	s := &t.Spec
+	if s.TenantName == "" {
+		s.TenantName = strings.ReplaceAll(t.Name, "-", "_")
+	}
+	if s.UnitNum == 0 {
+		s.UnitNum = 1
+	}
+	if s.Unit.MinCPU == nil {
+		q := s.Unit.MaxCPU.DeepCopy()
+		s.Unit.MinCPU = &q
+	}
+	if s.PrimaryZone == "" {
+		s.PrimaryZone = DefaultPrimaryZone
+	}
+	if s.Charset == "" {
+		s.Charset = DefaultCharset
+	}
+	if s.ConnectWhiteList == "" {
+		s.ConnectWhiteList = DefaultConnectWhiteList
+	}
+	if s.RootPassword == "" {
+		s.RootPassword = t.Name + "-root"
+	}
+	if s.ReclaimPolicy == "" {
+		s.ReclaimPolicy = "Retain"
+	}
+}

@@ -18,7 +18,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{})
+	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

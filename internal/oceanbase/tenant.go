@@ -1,0 +1,423 @@
+package oceanbase
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// The tenant controller's RBAC, on top of the cluster controller's.
+//
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obtenants,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obtenants/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obtenants/finalizers,verbs=update
+
+// Tenant is the kind the tenant controller reconciles.
+type Tenant = obv1.OBTenant
+
+// TenantContext is the framework's pass context of an OBTenant.
+type TenantContext = framework.Context[*Tenant]
+
+// TenantAction is an imperative step the tenant controller's Observe
+// returns.
+type TenantAction = framework.Action[*Tenant]
+
+// Reasons of an OBTenant's Ready condition.
+const (
+	ReasonTenantCreating   = "TenantCreating"
+	ReasonTenantMissing    = "TenantMissing"
+	ReasonTenantDropping   = "TenantDropping"
+	ReasonLocalityChanging = "LocalityChanging"
+	ReasonUnitsNotActive   = "UnitsNotActive"
+	ReasonTenantDrifted    = "TenantDrifted"
+	ReasonTenantReady      = "TenantReady"
+)
+
+// TenantController is the OBTenant actor: it creates the tenant (unit
+// config, a pool per zone, the tenant, its root password), keeps its unit
+// config, unit number, zones, primary zone and allowlist as the spec says,
+// and drops it on deletion when the reclaim policy is Delete. It logs in to
+// the cluster as the cluster's operator user.
+type TenantController struct {
+	opts   Options
+	create *background
+	logins *logins
+}
+
+// NewTenantController returns a tenant controller with opts.
+func NewTenantController(opts Options) *TenantController {
+	opts = opts.withDefaults()
+	return &TenantController{opts: opts, create: newBackground(), logins: newLogins(opts)}
+}
+
+func setupTenants(mgr ctrl.Manager, opts Options) error {
+	c := NewTenantController(opts)
+	_, err := framework.Setup(mgr, framework.Options[*Tenant]{
+		Actor:  c,
+		App:    build.TenantApp,
+		PartOf: build.PartOf,
+		Flows:  []framework.Flow[*Tenant]{c.createFlow(), c.zonesFlow()},
+		Resync: c.opts.Resync,
+	})
+	return err
+}
+
+// Default applies the API's defaults (obv1.DefaultTenant).
+func (*TenantController) Default(t *Tenant) { obv1.DefaultTenant(t) }
+
+// Validate checks what the CRD's schema cannot: the unit's sizes, and that
+// the primary zone names the tenant's zones.
+func (*TenantController) Validate(t *Tenant) error {
+	var errs field.ErrorList
+	unit := field.NewPath("spec", "unit")
+	u := t.Spec.Unit
+	if u.MaxCPU.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("maxCPU"), u.MaxCPU.String(), "must be positive"))
+	}
+	if u.MinCPU != nil && (u.MinCPU.Sign() <= 0 || u.MinCPU.Cmp(u.MaxCPU) > 0) {
+		errs = append(errs, field.Invalid(unit.Child("minCPU"), u.MinCPU.String(), "must be positive and at most maxCPU"))
+	}
+	if u.MemorySize.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("memorySize"), u.MemorySize.String(), "must be positive"))
+	}
+	if u.LogDiskSize != nil && u.LogDiskSize.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("logDiskSize"), u.LogDiskSize.String(), "must be positive"))
+	}
+	if pz := t.Spec.PrimaryZone; pz != obv1.DefaultPrimaryZone {
+		zones := build.TenantZones(t)
+		for _, z := range strings.FieldsFunc(pz, func(r rune) bool { return r == ',' || r == ';' }) {
+			if !slices.Contains(zones, z) {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "primaryZone"), pz,
+					fmt.Sprintf("zone %q is not one of spec.zones", z)))
+			}
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// Admit checks the tenant against its cluster at admission
+// (framework.Admitter): the cluster exists, has the tenant's zones, and
+// each of them has at least unitNum servers (a unit per server).
+func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), t.Spec.Cluster)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get OBCluster %s: %w", t.Spec.Cluster, err)
+	}
+	replicas := map[string]int32{}
+	var names []string
+	for _, z := range ob.Spec.Zones {
+		replicas[z.Name] = max(z.Replicas, 1)
+		names = append(names, z.Name)
+	}
+	var errs field.ErrorList
+	for i, z := range t.Spec.Zones {
+		path := field.NewPath("spec", "zones").Index(i).Child("name")
+		n, ok := replicas[z.Name]
+		switch {
+		case !ok:
+			errs = append(errs, field.NotSupported(path, z.Name, names))
+		case n < t.Spec.UnitNum:
+			errs = append(errs, field.Invalid(field.NewPath("spec", "unitNum"), t.Spec.UnitNum,
+				fmt.Sprintf("zone %s of OBCluster %s has %d observers: a zone holds at most one unit of a tenant per server", z.Name, ob.Name, n)))
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// Clashes refuses a tenantName another OBTenant of the same cluster
+// already manages (framework.ClashChecker): two objects would fight over
+// one tenant. Of two, the older keeps it.
+func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant) error {
+	var list obv1.OBTenantList
+	if err := r.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("list OBTenants: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		obv1.DefaultTenant(o)
+		if o.UID == t.UID || o.Spec.Cluster != t.Spec.Cluster || o.Spec.TenantName != t.Spec.TenantName || o.DeletionTimestamp != nil {
+			continue
+		}
+		if t.CreationTimestamp.IsZero() || o.CreationTimestamp.Before(&t.CreationTimestamp) {
+			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenantName"), t.Spec.TenantName)}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Dependencies returns the tenant's cluster: the tenant waits for its cluster to be bootstrapped (not
+// Ready: a tenant can change while the cluster scales).
+func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependency, error) {
+	return []framework.Dependency{{
+		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: ctx.Obj.Spec.Cluster}},
+		Ready: func(o client.Object) (bool, string) {
+			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, ConditionBootstrapped)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				return false, "not bootstrapped"
+			}
+			return true, ""
+		},
+	}}, nil
+}
+
+// tenantState is what a pass observed of the tenant in OceanBase.
+type tenantState struct {
+	cluster *Cluster
+	db      *sql.DB
+	tenant  *obsql.Tenant          // nil: OceanBase has no such tenant
+	pools   map[string]*obsql.Pool // every pool, by name
+	unit    *obsql.UnitConfig      // the tenant's unit config; nil: none
+	jobBusy bool                   // a locality change is in progress
+}
+
+var observedTenant = framework.NewPassValue[*tenantState]("tenant")
+
+// Declare ensures the root password Secret, reads the tenant, its pools
+// and its unit config from OceanBase into status, and sets Ready.
+func (c *TenantController) Declare(ctx *TenantContext) error {
+	t := ctx.Obj
+	newSecret := func(pw string) *corev1.Secret { return build.TenantPasswordSecret(t, pw) }
+	if err := ensurePasswordSecret(ctx, ctx.Client, ctx.Log, t.Namespace, t.Spec.RootPassword, newSecret); err != nil {
+		return err
+	}
+	st, err := c.observe(ctx)
+	if err != nil {
+		ctx.SetReady(false, ReasonUnreachable, err.Error())
+		return nil // the next pass tries again; status says why
+	}
+	c.writeStatus(t, st)
+	c.setReady(ctx, st)
+	observedTenant.Set(ctx, st)
+	return nil
+}
+
+func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
+	ob := ctx.Dependencies[0].(*Cluster)
+	st := &tenantState{cluster: ob}
+	db, err := c.clusterDB(ctx, ctx.Client, ob)
+	if err != nil {
+		return nil, err
+	}
+	name := ctx.Obj.Spec.TenantName
+	if st.tenant, err = obsql.TenantByName(ctx, db, name); err == nil {
+		st.pools, err = obsql.Pools(ctx, db)
+	}
+	if err == nil && st.tenant != nil {
+		st.jobBusy, err = obsql.LocalityJobRunning(ctx, db, st.tenant.ID)
+	}
+	var configs map[string]obsql.UnitConfig
+	if err == nil {
+		configs, err = obsql.UnitConfigs(ctx, db)
+	}
+	if err != nil {
+		c.logins.drop(ob.UID)
+		return nil, err
+	}
+	if u, ok := configs[build.UnitConfigName(ctx.Obj)]; ok {
+		st.unit = &u
+	}
+	st.db = db
+	return st, nil
+}
+
+// clusterDB logs in to ob as its operator user, through its observers'
+// addresses (ready ones first).
+func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, ob *Cluster) (*sql.DB, error) {
+	ob = ob.DeepCopy()
+	obv1.Default(ob) // the credentials' names, when no webhook wrote them
+	pw, err := password(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
+	if err != nil {
+		return nil, err
+	}
+	return c.logins.operator(ctx, ob.UID, clusterHosts(ob), pw)
+}
+
+// clusterHosts are the IPs of ob's observers as its status lists them,
+// those whose pods are ready first.
+func clusterHosts(ob *Cluster) []string {
+	var ready, other []string
+	for _, s := range ob.Status.Servers {
+		ip, _, err := net.SplitHostPort(s.Address)
+		switch {
+		case err != nil:
+		case s.PodReady:
+			ready = append(ready, ip)
+		default:
+			other = append(other, ip)
+		}
+	}
+	return append(ready, other...)
+}
+
+// tenantPools are the tenant's pools, by zone.
+func (st *tenantState) tenantPools() map[string]*obsql.Pool {
+	out := map[string]*obsql.Pool{}
+	if st.tenant == nil {
+		return out
+	}
+	for _, p := range st.pools {
+		if p.TenantID == st.tenant.ID {
+			for _, z := range p.Zones {
+				out[z] = p
+			}
+		}
+	}
+	return out
+}
+
+func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
+	s := &t.Status
+	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
+	if st.tenant == nil {
+		return
+	}
+	s.TenantID, s.TenantStatus = st.tenant.ID, st.tenant.Status
+	s.Locality, s.PrimaryZone = st.tenant.Locality, st.tenant.PrimaryZone
+	for _, p := range st.pools {
+		if p.TenantID == st.tenant.ID {
+			s.Pools = append(s.Pools, obv1.OBPoolStatus{Name: p.Name, Zones: p.Zones, UnitNum: int32(p.UnitNum),
+				ActiveUnits: int32(p.ActiveUnits)})
+		}
+	}
+	slices.SortFunc(s.Pools, func(a, b obv1.OBPoolStatus) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// drift says how the tenant differs from the spec, empty when it does not.
+func (st *tenantState) drift(t *Tenant) string {
+	want := build.TenantZones(t)
+	pools := st.tenantPools()
+	switch {
+	case !slices.Equal(build.LocalityZones(st.tenant.Locality), want):
+		return fmt.Sprintf("locality is %q, the spec's zones make %q", st.tenant.Locality, build.Locality(want))
+	case st.unit == nil || *st.unit != unitWithLogDisk(build.UnitConfig(t), st.unit):
+		return "the unit config differs from spec.unit"
+	case !strings.EqualFold(st.tenant.PrimaryZone, t.Spec.PrimaryZone):
+		return fmt.Sprintf("primary zone is %q", st.tenant.PrimaryZone)
+	case t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
+		return "the allowlist is not set yet"
+	}
+	for _, z := range want {
+		if p := pools[z]; p == nil || p.UnitNum != int(t.Spec.UnitNum) {
+			return fmt.Sprintf("zone %s does not have %d units", z, t.Spec.UnitNum)
+		}
+	}
+	return ""
+}
+
+// unitWithLogDisk is want with the log disk OceanBase chose when the spec
+// leaves it unset.
+func unitWithLogDisk(want obsql.UnitConfig, got *obsql.UnitConfig) obsql.UnitConfig {
+	if want.LogDisk == 0 && got != nil {
+		want.LogDisk = got.LogDisk
+	}
+	return want
+}
+
+func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
+	t := ctx.Obj
+	switch {
+	case st.tenant == nil:
+		ctx.SetReady(false, ReasonTenantMissing, fmt.Sprintf("OceanBase has no tenant %s", t.Spec.TenantName))
+	case st.tenant.Status == "CREATING":
+		ctx.SetReady(false, ReasonTenantCreating, "OceanBase is creating the tenant")
+	case st.tenant.Status != "NORMAL":
+		ctx.SetReady(false, ReasonTenantDropping, fmt.Sprintf("the tenant is %s", st.tenant.Status))
+	case st.jobBusy:
+		ctx.SetReady(false, ReasonLocalityChanging, "a locality change is in progress")
+	case st.drift(t) != "":
+		ctx.SetReady(false, ReasonTenantDrifted, st.drift(t))
+	default:
+		for _, p := range t.Status.Pools {
+			if want := p.UnitNum * int32(len(p.Zones)); p.ActiveUnits < want {
+				ctx.SetReady(false, ReasonUnitsNotActive, fmt.Sprintf("pool %s has %d of %d units active", p.Name, p.ActiveUnits, want))
+				return
+			}
+		}
+		ctx.SetReady(true, ReasonTenantReady, fmt.Sprintf("tenant %s (id %d) is NORMAL in %d zones", t.Spec.TenantName,
+			st.tenant.ID, len(t.Spec.Zones)))
+	}
+}
+
+// Observe creates a missing tenant, and brings an existing one to the
+// spec: zones first (a flow, one zone at a time), then the unit config, the
+// unit number, the primary zone and the allowlist.
+func (c *TenantController) Observe(ctx *TenantContext) (TenantAction, error) {
+	t := ctx.Obj
+	st, ok := observedTenant.Get(ctx)
+	switch {
+	case !ok:
+		return nil, nil // OceanBase did not answer; status says so
+	case st.tenant == nil || st.tenant.Status == "CREATING":
+		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
+	case st.tenant.Status != "NORMAL" || st.jobBusy:
+		return nil, nil
+	case !slices.Equal(build.LocalityZones(st.tenant.Locality), build.TenantZones(t)):
+		return framework.StartFlow[*Tenant](flowTenantZones, "zones "+strings.Join(build.TenantZones(t), ", ")), nil
+	case st.unit == nil || *st.unit != unitWithLogDisk(build.UnitConfig(t), st.unit):
+		return c.alterUnit, nil
+	case !strings.EqualFold(st.tenant.PrimaryZone, t.Spec.PrimaryZone):
+		return c.setPrimaryZone, nil
+	case t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
+		return c.setAllowlist, nil
+	}
+	for _, p := range st.tenantPools() {
+		if p.UnitNum != int(t.Spec.UnitNum) {
+			return c.setUnitNum, nil
+		}
+	}
+	return nil, nil
+}
+
+// Finalize drops the tenant, then its pools and unit config, when the
+// reclaim policy is Delete; with Retain it leaves all of them, and the
+// generated root password Secret, to an OBTenant created again.
+func (c *TenantController) Finalize(ctx *TenantContext) (bool, error) {
+	t := ctx.Obj
+	if t.Spec.ReclaimPolicy != "Delete" {
+		return true, nil
+	}
+	ob := &Cluster{}
+	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
+	if apierrors.IsNotFound(err) || err == nil && ob.DeletionTimestamp != nil {
+		ctx.Log.Info("The cluster is gone; nothing to drop", "cluster", t.Spec.Cluster)
+		return true, deleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+	}
+	if err != nil {
+		return false, err
+	}
+	db, err := c.clusterDB(ctx, ctx.Client, ob)
+	if err != nil {
+		return false, err
+	}
+	done, err := c.dropTenant(ctx, db)
+	if !done || err != nil {
+		return false, err
+	}
+	return true, deleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+}
+
+// setupTenantWebhooks registers the OBTenant's defaulting and validating
+// webhooks.
+func setupTenantWebhooks(mgr ctrl.Manager) error {
+	return framework.SetupWebhooks[*Tenant](mgr, NewTenantController(Options{}))
+}

@@ -1,0 +1,308 @@
+package oceanbase
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// Tenant flows and their steps, persisted in status.operation.
+const (
+	flowCreateTenant      = "create"
+	stepCreateUnitConfig  = "CreateUnitConfig"
+	stepCreatePools       = "CreatePools"
+	stepCreateTenant      = "CreateTenant"
+	stepSetRootPassword   = "SetRootPassword"
+	flowTenantZones       = "zones"
+	stepChangeZones       = "ChangeZones"
+	allowlistVariable     = "ob_tcp_invited_nodes"
+	tenantFlowMaxAttempts = 10
+)
+
+// createFlow creates a tenant: its unit config, a pool per zone, the
+// tenant (CREATE TENANT takes about a minute on OceanBase: it runs in the
+// background and the step polls it), and its root password. Every step is
+// idempotent (IF NOT EXISTS, or a login that tells), so a flow resumed
+// after a restart, or started for a tenant whose creation another manager
+// began, finishes the same tenant.
+func (c *TenantController) createFlow() framework.Flow[*Tenant] {
+	return framework.Flow[*Tenant]{
+		Name: flowCreateTenant,
+		Steps: []framework.Step[*Tenant]{
+			{Name: stepCreateUnitConfig, Run: c.createUnitConfig},
+			{Name: stepCreatePools, Run: c.createPools},
+			{Name: stepCreateTenant, Run: c.createTenant},
+			{Name: stepSetRootPassword, Run: c.setRootPassword},
+		},
+		MaxAttempts: tenantFlowMaxAttempts,
+	}
+}
+
+// tenantConnected returns what the pass observed, or why OceanBase could
+// not be read.
+func tenantConnected(ctx *TenantContext) (*tenantState, error) {
+	st, ok := observedTenant.Get(ctx)
+	if !ok {
+		return nil, errors.New("OceanBase has not answered")
+	}
+	return st, nil
+}
+
+func (c *TenantController) createUnitConfig(ctx *TenantContext) (bool, error) {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return true, obsql.CreateUnitConfig(ctx, st.db, build.UnitConfigName(ctx.Obj), build.UnitConfig(ctx.Obj))
+}
+
+func (c *TenantController) createPools(ctx *TenantContext) (bool, error) {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return false, err
+	}
+	t := ctx.Obj
+	for _, z := range build.TenantZones(t) {
+		if err := obsql.CreatePool(ctx, st.db, build.PoolName(t, z), build.UnitConfigName(t), t.Spec.UnitNum, z); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// createTenant sends CREATE TENANT IF NOT EXISTS in the background, and is
+// done when OceanBase reports the tenant NORMAL.
+func (c *TenantController) createTenant(ctx *TenantContext) (bool, error) {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return false, err
+	}
+	t := ctx.Obj
+	if st.tenant != nil && st.tenant.Status == "NORMAL" {
+		_, _ = c.create.poll(t.UID) // forget a finished run: the tenant is what counts
+		ctx.Event("Normal", "TenantCreated", "Created tenant %s (id %d)", t.Spec.TenantName, st.tenant.ID)
+		return true, nil
+	}
+	switch state, err := c.create.poll(t.UID); {
+	case state == runRunning:
+		return false, nil
+	case state == runFinished && err != nil:
+		return false, err
+	case state == runFinished || st.tenant != nil:
+		return false, nil // OceanBase is finishing it: wait for NORMAL
+	}
+	zones := build.TenantZones(t)
+	opts := obsql.TenantOptions{Pools: build.PoolNames(t, zones), Locality: build.Locality(zones),
+		PrimaryZone: t.Spec.PrimaryZone, Charset: t.Spec.Charset, WhiteList: t.Spec.ConnectWhiteList}
+	db, name := st.db, t.Spec.TenantName
+	ctx.Log.Info("Creating a tenant", "tenant", name, "zones", zones)
+	c.create.start(t.UID, func(bg context.Context) error { return obsql.CreateTenant(bg, db, name, opts) })
+	return false, nil
+}
+
+// setRootPassword sets the tenant's root password from its Secret. A new
+// tenant's root has none; a step run again logs in with the Secret's.
+func (c *TenantController) setRootPassword(ctx *TenantContext) (bool, error) {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return false, err
+	}
+	t := ctx.Obj
+	pw, err := password(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+	if err != nil {
+		return false, err
+	}
+	var errs []error
+	for _, try := range []string{"", pw} {
+		db, err := c.logins.connect(ctx, clusterHosts(st.cluster), obsql.Login{User: rootUser, Tenant: t.Spec.TenantName, Password: try})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		err = obsql.SetPassword(ctx, db, rootUser, pw)
+		db.Close()
+		return err == nil, err
+	}
+	return false, fmt.Errorf("log in as root@%s: %w", t.Spec.TenantName, errors.Join(errs...))
+}
+
+// zonesFlow brings the tenant's zones to the spec's, one zone at a time
+// as OceanBase changes a locality: a zone is added by creating its pool,
+// giving it to the tenant and adding it to the locality; removed by taking
+// it out of the locality, then the pool from the tenant, then dropping the
+// pool. Each run of the step makes one change and waits for the locality
+// job it starts, so a flow resumed after a restart picks up where
+// OceanBase is.
+func (c *TenantController) zonesFlow() framework.Flow[*Tenant] {
+	return framework.Flow[*Tenant]{
+		Name:        flowTenantZones,
+		Steps:       []framework.Step[*Tenant]{{Name: stepChangeZones, Run: c.changeZones}},
+		MaxAttempts: tenantFlowMaxAttempts,
+	}
+}
+
+func (c *TenantController) changeZones(ctx *TenantContext) (bool, error) {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, op := ctx.Obj, ctx.Operation()
+	if st.tenant == nil || st.tenant.Status != "NORMAL" || st.jobBusy {
+		op.Message = "waiting for OceanBase's locality job"
+		return false, nil
+	}
+	op.Message = ""
+	change, err := c.nextZoneChange(ctx, st)
+	if change == "" || err != nil {
+		return change == "" && err == nil, err
+	}
+	ctx.Log.Info("Changing the tenant's zones", "tenant", t.Spec.TenantName, "change", change)
+	ctx.Event("Normal", "ZonesChanging", "Tenant %s: %s", t.Spec.TenantName, change)
+	return false, nil
+}
+
+// nextZoneChange makes the next change towards the spec's zones and says
+// what it did; "" when there is nothing left to do.
+func (c *TenantController) nextZoneChange(ctx *TenantContext, st *tenantState) (string, error) {
+	t, db, name := ctx.Obj, st.db, ctx.Obj.Spec.TenantName
+	current, want := build.LocalityZones(st.tenant.Locality), build.TenantZones(t)
+	owned := st.tenantPools()
+	for _, z := range want {
+		if slices.Contains(current, z) {
+			continue
+		}
+		pool := build.PoolName(t, z)
+		switch p := st.pools[pool]; {
+		case p == nil:
+			return "create pool " + pool, obsql.CreatePool(ctx, db, pool, build.UnitConfigName(t), t.Spec.UnitNum, z)
+		case p.TenantID != st.tenant.ID:
+			return "give pool " + pool + " to the tenant", obsql.AlterTenant(ctx, db, name, "RESOURCE_POOL_LIST", poolList(owned, pool)...)
+		}
+		locality := build.Locality(append(slices.Clone(current), z))
+		return "add zone " + z, obsql.AlterTenant(ctx, db, name, "LOCALITY", locality)
+	}
+	for _, z := range current {
+		if !slices.Contains(want, z) {
+			locality := build.Locality(slices.DeleteFunc(slices.Clone(current), func(o string) bool { return o == z }))
+			return "remove zone " + z, obsql.AlterTenant(ctx, db, name, "LOCALITY", locality)
+		}
+	}
+	for z, p := range owned {
+		if !slices.Contains(want, z) {
+			delete(owned, z)
+			return "take pool " + p.Name + " from the tenant", obsql.AlterTenant(ctx, db, name, "RESOURCE_POOL_LIST", poolList(owned, "")...)
+		}
+	}
+	for _, p := range st.pools {
+		zone, ours := strings.CutPrefix(p.Name, build.PoolName(t, ""))
+		if ours && p.TenantID == 0 && !slices.Contains(want, zone) {
+			return "drop pool " + p.Name, obsql.Drop(ctx, db, "RESOURCE POOL", p.Name)
+		}
+	}
+	return "", nil
+}
+
+// poolList is the names of pools, and extra when set, sorted.
+func poolList(pools map[string]*obsql.Pool, extra string) []string {
+	seen := map[string]bool{}
+	for _, p := range pools {
+		seen[p.Name] = true
+	}
+	if extra != "" {
+		seen[extra] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *TenantController) alterUnit(ctx *TenantContext) error {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return err
+	}
+	name := build.UnitConfigName(ctx.Obj)
+	if st.unit == nil {
+		return obsql.CreateUnitConfig(ctx, st.db, name, build.UnitConfig(ctx.Obj))
+	}
+	ctx.Log.Info("Altering the unit config", "unitConfig", name)
+	return obsql.AlterUnitConfig(ctx, st.db, name, build.UnitConfig(ctx.Obj))
+}
+
+func (c *TenantController) setUnitNum(ctx *TenantContext) error {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return err
+	}
+	t := ctx.Obj
+	ctx.Log.Info("Setting the unit number", "tenant", t.Spec.TenantName, "unitNum", t.Spec.UnitNum)
+	ctx.Event("Normal", "UnitNumChanged", "Tenant %s: %d units per zone", t.Spec.TenantName, t.Spec.UnitNum)
+	return obsql.SetUnitNum(ctx, st.db, t.Spec.TenantName, t.Spec.UnitNum)
+}
+
+func (c *TenantController) setPrimaryZone(ctx *TenantContext) error {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return err
+	}
+	return obsql.AlterTenant(ctx, st.db, ctx.Obj.Spec.TenantName, "PRIMARY_ZONE", ctx.Obj.Spec.PrimaryZone)
+}
+
+func (c *TenantController) setAllowlist(ctx *TenantContext) error {
+	st, err := tenantConnected(ctx)
+	if err != nil {
+		return err
+	}
+	t := ctx.Obj
+	if err := obsql.SetTenantVariable(ctx, st.db, t.Spec.TenantName, allowlistVariable, t.Spec.ConnectWhiteList); err != nil {
+		return err
+	}
+	t.Status.ConnectWhiteList = t.Spec.ConnectWhiteList
+	return nil
+}
+
+// dropTenant drops the tenant, waits until OceanBase has forgotten it,
+// then drops its pools and unit config; done when none is left.
+func (c *TenantController) dropTenant(ctx *TenantContext, db *sql.DB) (bool, error) {
+	t := ctx.Obj
+	tenant, err := obsql.TenantByName(ctx, db, t.Spec.TenantName)
+	switch {
+	case err != nil:
+		return false, err
+	case tenant != nil && tenant.Status != "DROPPING":
+		ctx.Log.Info("Dropping the tenant", "tenant", t.Spec.TenantName)
+		ctx.Event("Normal", "DroppingTenant", "Dropping tenant %s (reclaim policy Delete)", t.Spec.TenantName)
+		return false, obsql.Drop(ctx, db, "TENANT", t.Spec.TenantName)
+	case tenant != nil:
+		return false, nil
+	}
+	pools, err := obsql.Pools(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pools {
+		if strings.HasPrefix(p.Name, build.PoolName(t, "")) && p.TenantID == 0 {
+			if err := obsql.Drop(ctx, db, "RESOURCE POOL", p.Name); err != nil {
+				return false, err
+			}
+		}
+	}
+	configs, err := obsql.UnitConfigs(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	if _, ok := configs[build.UnitConfigName(t)]; ok {
+		return false, obsql.Drop(ctx, db, "RESOURCE UNIT", build.UnitConfigName(t))
+	}
+	return true, nil
+}

@@ -1,0 +1,188 @@
+package oceanbase_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/oceanbase"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+	"github.com/stewardhq/steward/internal/testenv"
+)
+
+func tenantReady(c client.Client, ns, name string, check func(*obv1.OBTenant) string) func() (bool, string) {
+	return func() (bool, string) {
+		t := &obv1.OBTenant{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, t); err != nil {
+			return false, err.Error()
+		}
+		r := meta.FindStatusCondition(t.Status.Conditions, framework.ConditionReady)
+		running := t.Status.Operation != nil && t.Status.Operation.Phase.Active()
+		if r == nil || r.Status != metav1.ConditionTrue || r.ObservedGeneration != t.Generation || running {
+			return false, fmt.Sprintf("ready %v, operation %v", r, t.Status.Operation)
+		}
+		if why := check(t); why != "" {
+			return false, why
+		}
+		return true, ""
+	}
+}
+
+// login logs in to cluster ob as user (user@tenant) through its first
+// server, with the password in Secret secret.
+func login(t *testing.T, c client.Client, p *player, ob *obv1.OBCluster, user, tenant, secret string) *sql.DB {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ob.Namespace, Name: secret}, s); err != nil {
+		t.Fatal(err)
+	}
+	ip, _, err := net.SplitHostPort(ob.Status.Servers[0].Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := obsql.Open(t.Context(), p.resolve(ip), obsql.Login{User: user, Tenant: tenant, Password: string(s.Data["password"])}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestTenantLifecycle creates a tenant in two zones of a three-zone
+// cluster; then adds the third zone, doubles its units and grows its unit
+// config; removes the first zone (its pool goes); and deletes it with the
+// Delete policy (the tenant, its pools and its unit config go). Admission
+// rejects a tenant of a missing cluster, of a zone the cluster does not
+// have, and with more units than a zone has servers.
+func TestTenantLifecycle(t *testing.T) {
+	c, ns, p := setup(t, 72)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 2}, {Name: "z2", Replicas: 2}, {Name: "z3", Replicas: 2}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	tn := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1"}, Spec: obv1.OBTenantSpec{
+		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}, {Name: "z2"}},
+		Unit:          obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("6Gi")},
+		ReclaimPolicy: commonv1.ReclaimDelete,
+	}}
+	admit := func(tn *obv1.OBTenant) error {
+		tn = tn.DeepCopy()
+		obv1.DefaultTenant(tn)
+		return oceanbase.NewTenantController(oceanbase.Options{}).Admit(t.Context(), c, tn)
+	}
+	missing := tn.DeepCopy()
+	missing.Spec.Cluster = "nope"
+	if err := admit(missing); err == nil || !strings.Contains(err.Error(), "spec.cluster") {
+		t.Fatalf("a tenant of a missing cluster: %v", err)
+	}
+	if err := admit(tn); err != nil {
+		t.Fatalf("a valid tenant: %v", err)
+	}
+	bad := tn.DeepCopy()
+	bad.Spec.Zones = append(bad.Spec.Zones, obv1.OBTenantZone{Name: "z9"})
+	bad.Spec.UnitNum = 3
+	if err := admit(bad); err == nil || !strings.Contains(err.Error(), "spec.zones[2].name") || !strings.Contains(err.Error(), "spec.unitNum") {
+		t.Fatalf("a tenant of a missing zone and too many units: %v", err)
+	}
+
+	if err := c.Create(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 6))
+	testenv.Eventually(t, "the tenant is created", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
+		if tn.Status.Locality != "FULL{1}@z1, FULL{1}@z2" || len(tn.Status.Pools) != 2 {
+			return fmt.Sprintf("locality %q, pools %v", tn.Status.Locality, tn.Status.Pools)
+		}
+		return ""
+	}))
+	ob = get(t, c, ns, "ob")
+	root := login(t, c, p, ob, "root", "t1", "t1-root") // the tenant's root has its Secret's password
+	if err := root.Ping(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), tn); err != nil {
+		t.Fatal(err)
+	}
+	tn.Spec.Zones = append(tn.Spec.Zones, obv1.OBTenantZone{Name: "z3"})
+	tn.Spec.UnitNum = 2
+	tn.Spec.Unit.MemorySize = resource.MustParse("8Gi")
+	if err := c.Update(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+	op := login(t, c, p, ob, "operator", "", "ob-operator")
+	testenv.Eventually(t, "the tenant has three zones, two units each, of 8Gi", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
+		if tn.Status.Locality != "FULL{1}@z1, FULL{1}@z2, FULL{1}@z3" || len(tn.Status.Pools) != 3 {
+			return fmt.Sprintf("locality %q, pools %v", tn.Status.Locality, tn.Status.Pools)
+		}
+		for _, pool := range tn.Status.Pools {
+			if pool.UnitNum != 2 || pool.ActiveUnits != 2 {
+				return fmt.Sprintf("pool %+v", pool)
+			}
+		}
+		var memory int64
+		if err := op.QueryRow("SELECT MEMORY_SIZE FROM oceanbase.DBA_OB_UNIT_CONFIGS WHERE NAME = 't1_unit'").Scan(&memory); err != nil || memory != 8<<30 {
+			return fmt.Sprintf("unit config memory %d (%v)", memory, err)
+		}
+		return ""
+	}))
+
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), tn); err != nil {
+		t.Fatal(err)
+	}
+	tn.Spec.Zones = tn.Spec.Zones[1:]
+	if err := c.Update(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "zone z1 leaves the tenant and its pool is dropped", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
+		if tn.Status.Locality != "FULL{1}@z2, FULL{1}@z3" || len(tn.Status.Pools) != 2 {
+			return fmt.Sprintf("locality %q, pools %v", tn.Status.Locality, tn.Status.Pools)
+		}
+		var n int
+		if err := op.QueryRow("SELECT count(*) FROM oceanbase.DBA_OB_RESOURCE_POOLS WHERE NAME = 't1_pool_z1'").Scan(&n); err != nil || n != 0 {
+			return fmt.Sprintf("pool t1_pool_z1: %d (%v)", n, err)
+		}
+		return ""
+	}))
+
+	if err := c.Delete(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the OBTenant is gone", func() (bool, string) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), &obv1.OBTenant{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	var tenants, pools, units int
+	for q, n := range map[string]*int{
+		"SELECT count(*) FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 't1'":           &tenants,
+		"SELECT count(*) FROM oceanbase.DBA_OB_RESOURCE_POOLS WHERE NAME LIKE 't1_pool_%'": &pools,
+		"SELECT count(*) FROM oceanbase.DBA_OB_UNIT_CONFIGS WHERE NAME = 't1_unit'":        &units,
+	} {
+		if err := op.QueryRow(q).Scan(n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if tenants+pools+units != 0 {
+		t.Fatalf("after the deletion: %d tenants, %d pools, %d unit configs", tenants, pools, units)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t1-root"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the generated root Secret after the deletion: %v", err)
+	}
+}
