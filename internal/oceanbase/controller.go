@@ -115,7 +115,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		App:       build.App,
 		PartOf:    build.PartOf,
 		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow()},
+		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow()},
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})
@@ -209,9 +209,10 @@ func (c *Controller) Declare(ctx *Context) error {
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
-// every zone runs, adds servers whose pods run and OceanBase does not know,
-// starts a scale-in when a zone has more observers than the spec, and sets
-// drifted parameters.
+// every zone runs, starts a scale-in when a zone has more observers than
+// the spec and an upgrade when an observer runs another image, adds
+// servers whose pods run and OceanBase does not know, and sets drifted
+// parameters.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
 	ob := ctx.Obj
 	cl, err := observed.MustGet(ctx)
@@ -229,6 +230,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil // OceanBase did not answer; status says so
 	case len(departing) > 0:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
+	case cl.upgradeNeeded(ob):
+		return framework.StartFlow[*Cluster](flowUpgrade, "image "+ob.Spec.Image), nil
 	case len(cl.missingServers()) > 0:
 		return c.addServers, nil
 	case len(ob.Status.ParameterDrift) > 0:

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -50,6 +51,7 @@ type player struct {
 	mu    sync.Mutex
 	hosts map[string]string      // Service IP → loopback address
 	nodes map[string]*obsim.Node // pod name → node
+	dirs  map[string]string      // pod name → the node's data directory, its volume
 	next  int
 }
 
@@ -72,6 +74,30 @@ func (p *player) run(ctx context.Context) {
 		for _, sts := range sets.Items {
 			p.sync(ctx, &sts)
 		}
+		p.stopDeleted(ctx)
+	}
+}
+
+// stopDeleted stops the nodes whose pods are gone, as the kubelet would.
+func (p *player) stopDeleted(ctx context.Context) {
+	var pods corev1.PodList
+	if err := p.c.List(ctx, &pods, client.InNamespace(p.ns)); err != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, pod := range pods.Items {
+		have[pod.Name] = true
+	}
+	p.mu.Lock()
+	var gone []string
+	for name := range p.nodes {
+		if !have[name] {
+			gone = append(gone, name)
+		}
+	}
+	p.mu.Unlock()
+	for _, name := range gone {
+		p.stop(name)
 	}
 }
 
@@ -139,12 +165,18 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 		p.t.Errorf("pod %s: --cluster_id: %v", pod, err)
 		return false
 	}
-	p.next++
-	host := fmt.Sprintf("127.0.%d.%d", p.net, p.next)
-	p.hosts[ip] = host
+	host, ok := p.hosts[ip]
+	if !ok {
+		p.next++
+		host = fmt.Sprintf("127.0.%d.%d", p.net, p.next)
+		p.hosts[ip] = host
+	}
+	if p.dirs[pod] == "" {
+		p.dirs[pod] = p.t.TempDir()
+	}
 	n, err := obsim.New(obsim.Config{
 		Addr: net.JoinHostPort(ip, "2882"), SQLListen: host + ":2881", RPCListen: host + ":2882",
-		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.t.TempDir(),
+		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.dirs[pod],
 		Knobs: obsim.Knobs{BootstrapDelay: obsim.Duration{Duration: 200 * time.Millisecond},
 			StartServiceDelay: obsim.Duration{Duration: 200 * time.Millisecond}, Lease: obsim.Duration{Duration: 2 * time.Second},
 			Heartbeat: obsim.Duration{Duration: 100 * time.Millisecond}, MigrateDelay: obsim.Duration{Duration: 200 * time.Millisecond},
@@ -201,7 +233,8 @@ func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 		t.Fatal(err)
 	}
 	ns := testenv.Namespace(t, c, "ob-test-")
-	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{}}
+	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
+		dirs: map[string]string{}}
 	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
 		t.Fatal(err)
@@ -285,5 +318,79 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: build.PodName(ob, "z1", 1)}, &corev1.Pod{}); err == nil {
 		t.Fatal("the departed observer's pod is still there")
+	}
+}
+
+// TestRollingUpgrade changes the image of a 2-2-2 cluster: every zone is
+// upgraded (ob-operator #540), one zone at a time, each stopped in
+// OceanBase while its observers are re-created and started again once they
+// serve.
+func TestRollingUpgrade(t *testing.T) {
+	c, ns, _ := setup(t, 73)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 2}, {Name: "z2", Replicas: 2}, {Name: "z3", Replicas: 2}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 6))
+	ob = get(t, c, ns, "ob")
+	podUIDs := func() map[string]types.UID {
+		var pods corev1.PodList
+		if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]types.UID{}
+		for _, p := range pods.Items {
+			out[p.Name] = p.UID
+		}
+		return out
+	}
+	before := podUIDs()
+
+	ob.Spec.Image = "localhost/obsim:1.1"
+	if err := c.Update(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	// Watch the zones as the controller reports them: never two down.
+	ctx, cancel := context.WithCancel(t.Context())
+	maxDown := make(chan int)
+	go func() {
+		most := 0
+		for ctx.Err() == nil {
+			o := &obv1.OBCluster{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ob), o); err == nil {
+				down := 0
+				for _, z := range o.Status.Zones {
+					if z.Status == "INACTIVE" {
+						down++
+					}
+				}
+				most = max(most, down)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		maxDown <- most
+	}()
+	testenv.Eventually(t, "the upgrade ends", func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", 6)(); !ok {
+			return false, why
+		}
+		o := get(t, c, ns, "ob")
+		if op := o.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != "Succeeded" {
+			return false, fmt.Sprintf("operation %+v", op)
+		}
+		return o.Status.Image == "localhost/obsim:1.1", "image " + o.Status.Image
+	})
+	cancel()
+	if most := <-maxDown; most != 1 {
+		t.Errorf("at most %d zones were stopped at once during the upgrade; want 1", most)
+	}
+	after := podUIDs()
+	for pod, uid := range before {
+		if after[pod] == uid || after[pod] == "" {
+			t.Errorf("pod %s was not re-created (%s before, %q after)", pod, uid, after[pod])
+		}
 	}
 }

@@ -222,3 +222,13 @@ func isIdent(s string) bool {
 	}
 	return true
 }
+
+// AlterZone runs ALTER SYSTEM verb ZONE zone, verb one of START, STOP
+// (OceanBase refuses it when a tenant would lose its majority), ADD and
+// DELETE.
+func AlterZone(ctx context.Context, db *sql.DB, verb, zone string) error {
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM "+verb+" ZONE ?", zone); err != nil {
+		return fmt.Errorf("%s zone %s: %w", strings.ToLower(verb), zone, err)
+	}
+	return nil
+}

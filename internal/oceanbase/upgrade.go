@@ -1,0 +1,155 @@
+package oceanbase
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// Upgrade flow and step.
+const (
+	flowUpgrade      = "upgrade"
+	stepUpgradeZones = "UpgradeZones"
+)
+
+// upgradeFlow rolls a new image out zone by zone, as OceanBase's rolling
+// upgrade goes: a zone is stopped (ALTER SYSTEM STOP ZONE, which OceanBase
+// refuses when a tenant would lose its majority, and which moves the
+// zone's leaders away), its observers are re-created on the new image, and
+// it is started again once all of them serve; then the next zone. One zone
+// is down at a time, and a zone is only stopped while every other zone
+// serves. Every zone is walked, in the spec's order, until no observer
+// runs another image (ob-operator #540 upgraded one zone of three).
+func (c *Controller) upgradeFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name:        flowUpgrade,
+		Steps:       []framework.Step[*Cluster]{{Name: stepUpgradeZones, Run: c.upgradeZones}},
+		MaxAttempts: 10,
+	}
+}
+
+// outdated returns zone's observer pods whose container runs another
+// image than the spec's, by ordinal.
+func (cl *cluster) outdated(ob *Cluster, zone string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range slices.Sorted(maps.Keys(cl.pods[zone])) {
+		p := cl.pods[zone][o]
+		for _, ct := range p.Spec.Containers {
+			if ct.Name == build.ContainerName && ct.Image != ob.Spec.Image {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// upgradeNeeded reports whether some observer runs another image.
+func (cl *cluster) upgradeNeeded(ob *Cluster) bool {
+	for _, z := range ob.Spec.Zones {
+		if len(cl.outdated(ob, z.Name)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// zoneServing reports whether every observer of zone is a server
+// OceanBase reports serving, and why not.
+func (cl *cluster) zoneServing(ob *Cluster, zone string) (bool, string) {
+	for _, o := range slices.Sorted(maps.Keys(cl.pods[zone])) {
+		p := cl.pods[zone][o]
+		srv, ok := cl.servers[cl.addr(p.Name)]
+		switch {
+		case p.DeletionTimestamp != nil || !workload.IsReady(p):
+			return false, fmt.Sprintf("pod %s is not ready", p.Name)
+		case !ok:
+			return false, fmt.Sprintf("OceanBase does not know %s", p.Name)
+		case !srv.Serving():
+			return false, fmt.Sprintf("server %s (%s) is %s and not serving", srv.Addr, p.Name, srv.Status)
+		}
+	}
+	if n := len(cl.pods[zone]); n < int(zoneReplicas(ob, zone)) {
+		return false, fmt.Sprintf("%d of %d observers exist", n, zoneReplicas(ob, zone))
+	}
+	return true, ""
+}
+
+func zoneReplicas(ob *Cluster, zone string) int32 {
+	for _, z := range ob.Spec.Zones {
+		if z.Name == zone {
+			return z.Replicas
+		}
+	}
+	return 0
+}
+
+// upgradeZones makes one move per run: it stops the first zone that runs
+// an old image, re-creates its observers once stopped, starts it when they
+// serve, and is done when every zone runs the spec's image and is active.
+func (c *Controller) upgradeZones(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	ob, op := ctx.Obj, ctx.Operation()
+	for _, z := range ob.Spec.Zones {
+		old := cl.outdated(ob, z.Name)
+		stopped := cl.zones[z.Name].Status == "INACTIVE"
+		switch {
+		case len(old) == 0 && !stopped:
+			continue
+		case len(old) == 0:
+			if serving, why := cl.zoneServing(ob, z.Name); !serving {
+				op.Message = fmt.Sprintf("zone %s runs %s; waiting for its servers: %s", z.Name, ob.Spec.Image, why)
+				return false, nil
+			}
+			ctx.Log.Info("Starting a zone", "zone", z.Name)
+			return false, obsql.AlterZone(ctx, cl.db, "START", z.Name)
+		case !stopped:
+			return false, c.stopZone(ctx, cl, z.Name)
+		}
+		op.Message = fmt.Sprintf("zone %s is stopped; %d observers to re-create on %s", z.Name, len(old), ob.Spec.Image)
+		for _, p := range old {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			if _, err := workload.Evict(ctx, ctx.Client, p); err != nil {
+				return false, err
+			}
+			ctx.Log.Info("Re-creating an observer on the new image", "pod", p.Name, "image", ob.Spec.Image)
+		}
+		return false, nil
+	}
+	op.Message = ""
+	ctx.Event("Normal", "Upgraded", "Every observer runs %s", ob.Spec.Image)
+	return true, nil
+}
+
+// stopZone stops zone once every other zone serves.
+func (c *Controller) stopZone(ctx *Context, cl *cluster, zone string) error {
+	ob := ctx.Obj
+	for _, other := range ob.Spec.Zones {
+		if other.Name == zone {
+			continue
+		}
+		if serving, why := cl.zoneServing(ob, other.Name); !serving || cl.zones[other.Name].Status != "ACTIVE" {
+			ctx.Operation().Message = fmt.Sprintf("zone %s waits for zone %s to serve: %s", zone, other.Name, why)
+			return nil
+		}
+	}
+	ctx.Log.Info("Stopping a zone to upgrade it", "zone", zone)
+	ctx.Event("Normal", "UpgradingZone", "Stopping zone %s to run %s", zone, ob.Spec.Image)
+	if err := obsql.AlterZone(ctx, cl.db, "STOP", zone); err != nil {
+		return fmt.Errorf("stop zone %s: %w", zone, err)
+	}
+	return nil
+}
