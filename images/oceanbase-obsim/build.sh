@@ -10,9 +10,9 @@
 #   build.sh tag       print the image references it builds
 #
 # Environment:
-#   OUT      archive to write (default: _output/images/obsim.tar)
+#   OUT      archive to write (default: _output/images/oceanbase-obsim.tar)
 #   TAG      image references, space separated
-#            (default: localhost/obsim:1.0)
+#            (default: localhost/obsim:1.0 localhost/obsim:1.1: the second for upgrades)
 #   ENV      K=V settings baked into the image, space separated (knobs:
 #            OBSIM_*, see internal/oceanbase/obsim)
 #   MKIMAGE  a prebuilt mkimage binary; default: `go run` it
@@ -20,8 +20,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-OUT=${OUT:-$repo/_output/images/obsim.tar}
-TAG=${TAG:-localhost/obsim:1.0}
+OUT=${OUT:-$repo/_output/images/oceanbase-obsim.tar}
+TAG=${TAG:-localhost/obsim:1.0 localhost/obsim:1.1}
 ENV=${ENV:-}
 
 case ${1:-} in
