@@ -229,7 +229,11 @@ func TestParameter(t *testing.T) {
 		p     *obv1.OBParameter
 		field string
 	}{
-		{func() *obv1.OBParameter { p := param("x", "syslog_level", "INFO", ""); p.Spec.Cluster = "nope"; return p }(), "spec.cluster"},
+		{func() *obv1.OBParameter {
+			p := param("x", "syslog_level", "INFO", "")
+			p.Spec.Cluster = "nope"
+			return p
+		}(), "spec.cluster"},
 		{param("x", "syslog_level", "INFO", "z9"), "spec.zone"},
 		{param("x", "max_syslog_file_count", "8", ""), "spec.name"},
 	} {

@@ -32,16 +32,16 @@ import (
 
 // Reasons of the views' Ready conditions.
 const (
-	ReasonNotBootstrapped   = "NotBootstrapped"
-	ReasonNotInCluster      = "NotInCluster"
-	ReasonZoneNotActive     = "ZoneNotActive"
-	ReasonZoneServing       = "ZoneServing"
-	ReasonPodMissing        = "PodMissing"
-	ReasonPodNotReady       = "PodNotReady"
-	ReasonServerUnknown     = "ServerUnknown"
-	ReasonServerNotActive   = "ServerNotActive"
-	ReasonServerNotServing  = "ServerNotServing"
-	ReasonServerServing     = "ServerServing"
+	ReasonNotBootstrapped    = "NotBootstrapped"
+	ReasonNotInCluster       = "NotInCluster"
+	ReasonZoneNotActive      = "ZoneNotActive"
+	ReasonZoneServing        = "ZoneServing"
+	ReasonPodMissing         = "PodMissing"
+	ReasonPodNotReady        = "PodNotReady"
+	ReasonServerUnknown      = "ServerUnknown"
+	ReasonServerNotActive    = "ServerNotActive"
+	ReasonServerNotServing   = "ServerNotServing"
+	ReasonServerServing      = "ServerServing"
 	ReasonClusterUnreachable = "ClusterUnreachable"
 )
 
