@@ -75,6 +75,7 @@ type OBServerViewStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=obs,categories=steward
+// +kubebuilder:metadata:annotations="steward.dev/created-by=operator"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.startsWith(self.spec.cluster + '-' + self.spec.zone + '-')",message="metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>, the observer's pod"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`

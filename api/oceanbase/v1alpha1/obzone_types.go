@@ -59,6 +59,7 @@ type OBZoneViewStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=obz,categories=steward
+// +kubebuilder:metadata:annotations="steward.dev/created-by=operator"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.cluster + '-' + self.spec.zone",message="metadata.name must be <spec.cluster>-<spec.zone>"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`
