@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
@@ -269,6 +270,15 @@ func TestParameter(t *testing.T) {
 		}
 		return ""
 	}))
+	// Idle: no write (Resync is 1 s here).
+	before := &obv1.OBParameter{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), level); err != nil || level.ResourceVersion != before.ResourceVersion {
+		t.Errorf("an idle OBParameter was written: %v, version %s then %s", err, before.ResourceVersion, level.ResourceVersion)
+	}
 	ob = get(t, c, ns, "ob")
 	db := login(t, c, p, ob, "operator", "", "ob-operator")
 	if got := parameterValues(t, db, "syslog_level"); !maps.Equal(got, map[string]string{"z1": "INFO", "z2": "INFO", "z3": "INFO"}) {
@@ -289,24 +299,29 @@ func TestParameter(t *testing.T) {
 		got := parameterValues(t, db, "syslog_level")
 		return maps.Equal(got, map[string]string{"z1": "INFO", "z2": "INFO", "z3": "INFO"}), fmt.Sprint(got)
 	})
-	var events corev1.EventList
-	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	corrected := false
-	for _, e := range events.Items {
-		corrected = corrected || e.Reason == oceanbase.EventParameterSet && strings.Contains(e.Message, "DEBUG")
-	}
-	if !corrected {
-		t.Error("no ParameterSet Event names the drifted value")
-	}
+	testenv.Eventually(t, "a ParameterSet Event names the drifted value", func() (bool, string) {
+		var events corev1.EventList
+		if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.Reason == oceanbase.EventParameterSet && strings.Contains(e.Message, "DEBUG") {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; ")
+	})
 
 	// A new value.
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), level); err != nil {
-		t.Fatal(err)
-	}
-	level.Spec.Value = "WARN"
-	if err := c.Update(t.Context(), level); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), level); err != nil {
+			return err
+		}
+		level.Spec.Value = "WARN"
+		return c.Update(t.Context(), level)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "syslog_level is WARN", parameterReady(c, ns, "level", func(p *obv1.OBParameter) string {
