@@ -324,7 +324,7 @@ func TestParameter(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "syslog_level is WARN", parameterReady(c, ns, "level", func(p *obv1.OBParameter) string {
+	testenv.Eventually(t, "syslog_level is WARN", parameterReady(c, ns, "level", func(*obv1.OBParameter) string {
 		if got := parameterValues(t, db, "syslog_level"); !maps.Equal(got, map[string]string{"z1": "WARN", "z2": "WARN", "z3": "WARN"}) {
 			return fmt.Sprint(got)
 		}

@@ -77,11 +77,11 @@ func watchViews(b *builder.Builder) *builder.Builder {
 	return b.Owns(&obv1.OBZone{}, specOnly).Owns(&obv1.OBServer{}, specOnly)
 }
 
-// ZoneView and ServerView are the view kinds.
-type (
-	ZoneView   = obv1.OBZone
-	ServerView = obv1.OBServer
-)
+// ZoneView is the kind the zone views' controller reconciles.
+type ZoneView = obv1.OBZone
+
+// ServerView is the kind the server views' controller reconciles.
+type ServerView = obv1.OBServer
 
 // zoneViews is the OBZone actor.
 type zoneViews struct{}
