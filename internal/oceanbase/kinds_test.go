@@ -198,8 +198,8 @@ func parameterReady(c client.Client, ns, name string, check func(*obv1.OBParamet
 	}
 }
 
-// TestParameter sets a parameter on every server of a three-zone cluster
-// and another on one zone; sets the first back when it is changed through
+// TestParameter sets a parameter on every server of a three-zone cluster,
+// another on one zone and a third on one server; sets the first back when it is changed through
 // SQL; changes it; leaves it in OceanBase when the OBParameter goes; and
 // reports a name OceanBase refuses as an invalid spec, with OceanBase's
 // message, without retrying. Admission rejects a parameter of a missing
@@ -256,6 +256,16 @@ func TestParameter(t *testing.T) {
 	if err := c.Create(t.Context(), audit); err != nil {
 		t.Fatal(err)
 	}
+	both := param("both", "memory_limit_percentage", "70", "z3")
+	both.Spec.Server = "ob-z3-0"
+	if err := c.Create(t.Context(), both); !apierrors.IsInvalid(err) {
+		t.Errorf("an OBParameter of a zone and a server: %v; want Invalid", err)
+	}
+	pct := param("pct", "memory_limit_percentage", "70", "")
+	pct.Spec.Server = "ob-z3-0"
+	if err := c.Create(t.Context(), pct); err != nil {
+		t.Fatal(err)
+	}
 
 	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
 	testenv.Eventually(t, "syslog_level is INFO on every server", parameterReady(c, ns, "level", func(p *obv1.OBParameter) string {
@@ -279,8 +289,17 @@ func TestParameter(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), level); err != nil || level.ResourceVersion != before.ResourceVersion {
 		t.Errorf("an idle OBParameter was written: %v, version %s then %s", err, before.ResourceVersion, level.ResourceVersion)
 	}
+	testenv.Eventually(t, "memory_limit_percentage is 70 on ob-z3-0", parameterReady(c, ns, "pct", func(p *obv1.OBParameter) string {
+		if len(p.Status.Servers) != 1 || p.Status.Servers[0].Zone != "z3" {
+			return fmt.Sprintf("status %+v", p.Status)
+		}
+		return ""
+	}))
 	ob = get(t, c, ns, "ob")
 	db := login(t, c, p, ob, "operator", "", "ob-operator")
+	if got := parameterValues(t, db, "memory_limit_percentage"); !maps.Equal(got, map[string]string{"z1": "80", "z2": "80", "z3": "70"}) {
+		t.Fatalf("memory_limit_percentage in OceanBase: %v", got)
+	}
 	if got := parameterValues(t, db, "syslog_level"); !maps.Equal(got, map[string]string{"z1": "INFO", "z2": "INFO", "z3": "INFO"}) {
 		t.Fatalf("syslog_level in OceanBase: %v", got)
 	}
