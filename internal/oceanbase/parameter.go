@@ -327,11 +327,14 @@ func (c *ParameterController) setParameter(ctx *ParameterContext) error {
 		return framework.InvalidSpec(fmt.Errorf("OceanBase took parameter %s but no server reports it as a cluster parameter", p.Spec.Name))
 	}
 	p.Status.SetValue, p.Status.SetAt = p.Spec.Value, &metav1.Time{Time: time.Now()}
-	where := "every server"
-	if st.scope != "" {
-		where = strings.ToLower(st.scope) + " " + st.target
+	where := "on every server"
+	switch st.scope {
+	case obsql.ScopeZone:
+		where = "in zone " + st.target
+	case obsql.ScopeServer:
+		where = "on server " + st.target
 	}
-	ctx.Event(corev1.EventTypeNormal, EventParameterSet, "Set %s = %q in %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
+	ctx.Event(corev1.EventTypeNormal, EventParameterSet, "Set %s = %q %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
 		strings.Join(st.drifted, ", "))
 	return nil
 }
