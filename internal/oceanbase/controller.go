@@ -117,10 +117,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
 		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow()},
 		Resync:    c.opts.Resync,
-		Customize: watchPods,
+		Customize: func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
 		err = setupTenants(mgr, opts)
+	}
+	if err == nil {
+		err = setupKinds(mgr, c) // OBZone, OBServer, OBParameter
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -145,6 +148,9 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 	err := framework.SetupWebhooks[*Cluster](mgr, New(Options{}))
 	if err == nil {
 		err = setupTenantWebhooks(mgr)
+	}
+	if err == nil {
+		err = setupParameterWebhooks(mgr)
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -201,6 +207,9 @@ func (c *Controller) Declare(ctx *Context) error {
 		}
 	}
 	if _, err := ctx.DeleteOrphans(&corev1.ServiceList{}); err != nil {
+		return err
+	}
+	if err := c.applyViews(ctx, cl); err != nil { // OBZones and OBServers (views.go)
 		return err
 	}
 	c.setConditions(ctx, cl)

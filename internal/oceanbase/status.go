@@ -251,7 +251,8 @@ func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 		zs := obv1.OBZoneStatus{Name: z.Name, Status: cl.zones[z.Name].Status}
 		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
 			p := cl.pods[z.Name][o]
-			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p)}
+			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
+				Image: podImage(p)}
 			if srv, ok := cl.servers[s.Address]; ok {
 				s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
 				if srv.StartService != nil {

@@ -233,6 +233,9 @@ type OBServerStatus struct {
 	// buildVersion is the server's build_version.
 	// +optional
 	BuildVersion string `json:"buildVersion,omitempty"`
+	// image is the image the observer's pod runs.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // ParameterDrift is a parameter whose value on some server differs from
