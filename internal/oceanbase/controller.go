@@ -115,8 +115,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		App:       build.App,
 		PartOf:    build.PartOf,
 		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(),
-			c.addZoneFlow(), c.removeZoneFlow()},
+		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(), c.removeZoneFlow()},
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -558,10 +559,13 @@ func deleteZoneSet(ctx *Context, zone string, sts *appsv1.StatefulSet) error {
 		ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", name, "zone", zone)
 	}
 	uid := sts.UID
-	if err := ctx.Client.Delete(ctx, sts, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	switch err := ctx.Client.Delete(ctx, sts, client.Preconditions{UID: &uid}); {
+	case apierrors.IsNotFound(err): // gone already; the cache lags
+	case err != nil:
 		return fmt.Errorf("delete the StatefulSet of zone %s: %w", zone, err)
+	default:
+		ctx.Log.Info("Deleted a removed zone's StatefulSet", "zone", zone, "statefulSet", sts.Name)
 	}
-	ctx.Log.Info("Deleted a removed zone's StatefulSet", "zone", zone, "statefulSet", sts.Name)
 	return nil
 }
 
