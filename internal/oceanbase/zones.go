@@ -459,6 +459,7 @@ func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
 	}
 	leaving := cl.leavingZones(ctx.Obj)
 	var waiting []string
+	sent := false
 	for _, addr := range slices.Sorted(maps.Keys(cl.servers)) {
 		srv := cl.servers[addr]
 		if !slices.Contains(leaving, srv.Zone) {
@@ -473,6 +474,13 @@ func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
 		}
 		ctx.Log.Info("Deleting a server from OceanBase", "server", addr, "zone", srv.Zone)
 		ctx.Event("Normal", "DeletingServer", "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
+		sent = true
+	}
+	if sent {
+		// The login may be through one of these servers, which stops
+		// answering once deleted: the next pass logs in through a zone
+		// that stays.
+		c.logins.drop(ctx.Obj.UID)
 	}
 	op := ctx.Operation()
 	op.Message = ""

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
@@ -116,6 +117,22 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	}
 }
 
+// update changes the stored object with change, again after a conflict
+// with the controller's status writes.
+func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return c.Update(t.Context(), obj)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func queryString(db *sql.DB, q string) string {
 	var s sql.NullString
 	if err := db.QueryRow(q).Scan(&s); err != nil {
@@ -157,11 +174,9 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}
 	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
 
-	ob = get(t, c, ns, "ob")
-	ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
-	if err := c.Update(t.Context(), ob); err != nil {
-		t.Fatal(err)
-	}
+	update(t, c, ob, func(ob *obv1.OBCluster) {
+		ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
+	})
 	op := login(t, c, p, ob, "operator", "", "ob-operator")
 	eventually(t, "zone z4 joins", func() (bool, string) {
 		if ok, why := readyWith(c, ns, "ob", 4)(); !ok {
@@ -227,11 +242,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}()
 	defer func() { cancel(); <-watched }()
 
-	ob = get(t, c, ns, "ob")
-	ob.Spec.Zones = ob.Spec.Zones[:3]
-	if err := c.Update(t.Context(), ob); err != nil {
-		t.Fatal(err)
-	}
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
 	eventually(t, "the removal holds for the tenant", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
@@ -256,13 +267,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		t.Fatalf("while held, the sys tenant's locality is %q", s)
 	}
 
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), tn); err != nil {
-		t.Fatal(err)
-	}
-	tn.Spec.Zones = tn.Spec.Zones[:2]
-	if err := c.Update(t.Context(), tn); err != nil {
-		t.Fatal(err)
-	}
+	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[:2] })
 	eventually(t, "zone z4 is removed", func() (bool, string) {
 		if ok, why := readyWith(c, ns, "ob", 3)(); !ok {
 			return false, why
@@ -297,5 +302,51 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}
 	if s := queryString(op, "SELECT LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'sys'"); s != "FULL{1}@z1, FULL{1}@z2, FULL{1}@z3" {
 		t.Errorf("the sys tenant's locality is %q", s)
+	}
+}
+
+// TestRemoveTheRootServiceZone removes zone z1, where the cluster was
+// bootstrapped and the RootService runs: the RootService moves with the
+// sys tenant's locality, the controller's login moves to the zones that
+// stay, and the zone goes.
+func TestRemoveTheRootServiceZone(t *testing.T) {
+	c, ns, p := setup(t, 75)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
+	ob = get(t, c, ns, "ob")
+	rs := ob.Status.RootService
+	if rs != ob.Status.Servers[0].Address || ob.Status.Servers[0].Zone != "z1" {
+		t.Fatalf("the RootService %s is not z1's server: %+v", rs, ob.Status.Servers)
+	}
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[1:] })
+	eventually(t, "zone z1 is removed", func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", 2)(); !ok {
+			return false, why
+		}
+		o := get(t, c, ns, "ob")
+		if why := operationIs(o, "remove-zone", "Succeeded"); why != "" {
+			return false, why
+		}
+		if o.Status.RootService == "" || o.Status.RootService == rs {
+			return false, "RootService " + o.Status.RootService
+		}
+		return true, ""
+	})
+	o := get(t, c, ns, "ob")
+	db := login(t, c, p, o, "operator", "", "ob-operator")
+	if n := countRows(db, "SELECT count(*) FROM oceanbase.DBA_OB_ZONES WHERE ZONE = 'z1'"); n != 0 {
+		t.Errorf("OceanBase lists zone z1 %d times", n)
+	}
+	if s := queryString(db, "SELECT LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'sys'"); s != "FULL{1}@z2, FULL{1}@z3" {
+		t.Errorf("the sys tenant's locality is %q", s)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "ob-z1"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the StatefulSet of z1: %v", err)
 	}
 }
