@@ -512,14 +512,14 @@ func (c *Controller) deleteZones(ctx *Context) (bool, error) {
 	return done, nil
 }
 
-// removeZoneSets removes each leaving zone's observers now that OceanBase
-// has forgotten their servers: the StatefulSet is scaled to zero, and once
+// removeZoneSets removes each leaving zone's observers once OceanBase
+// lists none of their servers: the StatefulSet is scaled to zero, and once
 // its pods are gone their volume claims are deleted (the store of a
 // deleted server cannot rejoin: docs/oceanbase.md), then the StatefulSet;
 // the servers' Services go with it. Done when no leaving zone's
 // StatefulSet is left.
 func (c *Controller) removeZoneSets(ctx *Context) (bool, error) {
-	cl, err := observed.MustGet(ctx)
+	cl, err := connected(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -527,7 +527,11 @@ func (c *Controller) removeZoneSets(ctx *Context) (bool, error) {
 	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
 		lz := cl.leaving[zone]
 		sts := lz.set
-		switch {
+		switch held := cl.serversIn(zone); {
+		case len(held) > 0:
+			// Only after a rescue skipped a step: the pods wait for
+			// OceanBase all the same (ob-operator #8).
+			ctx.Operation().Message = fmt.Sprintf("OceanBase still holds %s of zone %s", strings.Join(held, ", "), zone)
 		case sts.DeletionTimestamp != nil:
 		case ptr.Deref(sts.Spec.Replicas, 0) > 0:
 			patch := client.MergeFrom(sts.DeepCopy())
@@ -550,6 +554,17 @@ func (c *Controller) removeZoneSets(ctx *Context) (bool, error) {
 	ctx.Operation().Message = ""
 	ctx.Event("Normal", "ZonesRemoved", "The zones are %s", strings.Join(specZones(ob), ", "))
 	return true, nil
+}
+
+// serversIn are the addresses of the servers OceanBase lists in zone.
+func (cl *cluster) serversIn(zone string) []string {
+	var out []string
+	for _, addr := range slices.Sorted(maps.Keys(cl.servers)) {
+		if cl.servers[addr].Zone == zone {
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 // deleteZoneSet deletes a removed zone's volume claims, then its

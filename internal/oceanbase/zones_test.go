@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsim"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -102,6 +104,39 @@ func TestZoneChangeAdmission(t *testing.T) {
 	}
 }
 
+// setupRestartable is setup, and also returns restart, which stops the
+// manager and starts another: a controller that remembers nothing but what
+// the API server and OceanBase hold.
+func setupRestartable(t *testing.T, loopbackNet int) (client.Client, string, *player, func()) {
+	t.Helper()
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:0", loopbackNet)); err != nil {
+		t.Skipf("cannot listen on 127.0.%d.1: %v", loopbackNet, err)
+	} else {
+		l.Close()
+	}
+	cfg := server.Config(t)
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c, "ob-test-")
+	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
+		dirs: map[string]string{}}
+	start := func() func() {
+		mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
+		if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
+			t.Fatal(err)
+		}
+		return testenv.StartManager(t, mgr)
+	}
+	stop := start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; p.stopAll() })
+	return c, ns, p, func() { stop(); stop = start() }
+}
+
 // eventually is testenv.Eventually with a longer bound, for flows of
 // several polled steps.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
@@ -159,12 +194,12 @@ func operationIs(ob *obv1.OBCluster, name, phase string) string {
 // TestAddAndRemoveZone adds a fourth zone to a three-zone cluster
 // (OceanBase lists it ACTIVE with its server, and the sys tenant has a
 // replica there), puts a tenant there, and removes the zone again: the
-// removal holds, saying so, while the tenant has the zone, and continues
-// once the tenant leaves it; OceanBase lets the zone's server go before its
+// removal holds, saying so, while the tenant has the zone (across a
+// manager restart), and continues once the tenant leaves it; OceanBase lets the zone's server go before its
 // pod goes, and the zone, its StatefulSet, its Services and its volume
 // claim go.
 func TestAddAndRemoveZone(t *testing.T) {
-	c, ns, p := setup(t, 74)
+	c, ns, p, restart := setupRestartable(t, 74)
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
 		Image: "localhost/obsim:1.0",
 		Zones: []obv1.OBZoneSpec{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}},
@@ -252,6 +287,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		}
 		return true, ""
 	})
+	restart() // the hold is read again from OceanBase, not remembered
 	time.Sleep(3 * time.Second) // it stays held, and touches nothing
 	o := get(t, c, ns, "ob")
 	if o.Status.Operation.Phase != "Running" || o.Status.Operation.Step != "WaitTenantsLeave" {
