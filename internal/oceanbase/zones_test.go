@@ -287,8 +287,10 @@ func TestAddAndRemoveZone(t *testing.T) {
 		}
 		return true, ""
 	})
-	restart() // the hold is read again from OceanBase, not remembered
-	time.Sleep(3 * time.Second) // it stays held, and touches nothing
+	// A new manager reads the hold again from OceanBase; the removal stays
+	// held, touching nothing.
+	restart()
+	time.Sleep(3 * time.Second)
 	o := get(t, c, ns, "ob")
 	if o.Status.Operation.Phase != "Running" || o.Status.Operation.Step != "WaitTenantsLeave" {
 		t.Fatalf("the held removal: %+v", o.Status.Operation)
