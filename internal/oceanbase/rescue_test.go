@@ -25,7 +25,7 @@ import (
 // once OceanBase accepts the statement again, the framework's retry rescue
 // on the resumed cluster finishes the flow.
 func TestFlowPauseAndRescue(t *testing.T) {
-	c, ns, p := setup(t, 75)
+	c, ns, p := setup(t, 79)
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
 		Image: "localhost/obsim:1.0",
 		Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 2}, {Name: "z2"}, {Name: "z3"}},
@@ -36,7 +36,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 4))
 
 	p.setFaults(obsim.Fault{Match: `^alter system delete server`, Error: "injected: delete server refused"})
-	update(t, c, ns, "ob", func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 1 })
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 1 })
 	departing := build.PodName(ob, "z1", 1)
 	testenv.Eventually(t, "the scale-in step fails and is retried", func() (bool, string) {
 		op := get(t, c, ns, "ob").Status.Operation
@@ -47,7 +47,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	})
 	requirePod(t, c, ns, departing)
 
-	update(t, c, ns, "ob", func(ob *obv1.OBCluster) { ob.Spec.Paused = true })
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Paused = true })
 	testenv.Eventually(t, "the cluster is paused", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		cond := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionPaused)
@@ -62,7 +62,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	}
 	requirePod(t, c, ns, departing)
 
-	update(t, c, ns, "ob", func(ob *obv1.OBCluster) {
+	update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Paused = false
 		metav1.SetMetaDataAnnotation(&ob.ObjectMeta, commonv1.RescueAnnotation, string(commonv1.RescueRetry))
 	})
@@ -73,19 +73,6 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: departing}, &corev1.Pod{}); err == nil {
 		t.Fatalf("the departed observer's pod %s is still there", departing)
 	}
-}
-
-// update changes the cluster with change, retrying on conflicts.
-func update(t *testing.T, c client.Client, ns, name string, change func(*obv1.OBCluster)) {
-	t.Helper()
-	testenv.Eventually(t, "the cluster is updated", func() (bool, string) {
-		ob := get(t, c, ns, name)
-		change(ob)
-		if err := c.Update(t.Context(), ob); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
 }
 
 func requirePod(t *testing.T, c client.Client, ns, name string) {
