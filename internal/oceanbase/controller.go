@@ -115,7 +115,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		App:       build.App,
 		PartOf:    build.PartOf,
 		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow()},
+		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.recoverFlow()},
 		Resync:    c.opts.Resync,
 		Customize: watchPods,
 	})
@@ -210,7 +210,8 @@ func (c *Controller) Declare(ctx *Context) error {
 
 // Observe starts the bootstrap of a new cluster once the first observer of
 // every zone runs, starts a scale-in when a zone has more observers than
-// the spec and an upgrade when an observer runs another image, adds
+// the spec, a recovery when observers lost their store, and an upgrade
+// when an observer runs another image, adds
 // servers whose pods run and OceanBase does not know, and sets drifted
 // parameters.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
@@ -220,6 +221,10 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, err
 	}
 	departing := cl.departing(ob)
+	lost, err := c.lostServers(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {
@@ -230,6 +235,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil // OceanBase did not answer; status says so
 	case len(departing) > 0:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
+	case len(lost) > 0:
+		return framework.StartFlow[*Cluster](flowRecover, recoverTrigger(lost)), nil
 	case cl.upgradeNeeded(ob):
 		return framework.StartFlow[*Cluster](flowUpgrade, "image "+ob.Spec.Image), nil
 	case len(cl.missingServers()) > 0:
