@@ -45,6 +45,9 @@ func newScheme() *k8sruntime.Scheme {
 }
 
 // player plays the StatefulSet controller, the kubelet and the observers.
+// An observer's data directory belongs to its pod's volume claim: a pod
+// re-created on its claim restarts on its data, one on a new claim (the
+// old one deleted) starts empty, as on a lost volume.
 type player struct {
 	t     *testing.T
 	c     client.Client
