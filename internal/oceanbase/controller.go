@@ -209,11 +209,10 @@ func (c *Controller) Declare(ctx *Context) error {
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
-// every zone runs, starts a scale-in when a zone has more observers than
-// the spec, a recovery when observers lost their store, and an upgrade
-// when an observer runs another image, adds
-// servers whose pods run and OceanBase does not know, and sets drifted
-// parameters.
+// every zone runs, starts a recovery when observers lost their store, a
+// scale-in when a zone has more observers than the spec and an upgrade
+// when an observer runs another image, adds servers whose pods run and
+// OceanBase does not know, and sets drifted parameters.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
 	ob := ctx.Obj
 	cl, err := observed.MustGet(ctx)
@@ -233,10 +232,10 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil
 	case cl.db == nil:
 		return nil, nil // OceanBase did not answer; status says so
+	case len(lost) > 0: // first: a scale-in may need the lost server's zone to serve
+		return framework.StartFlow[*Cluster](flowRecover, recoverTrigger(lost)), nil
 	case len(departing) > 0:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
-	case len(lost) > 0:
-		return framework.StartFlow[*Cluster](flowRecover, recoverTrigger(lost)), nil
 	case cl.upgradeNeeded(ob):
 		return framework.StartFlow[*Cluster](flowUpgrade, "image "+ob.Spec.Image), nil
 	case len(cl.missingServers()) > 0:

@@ -146,7 +146,7 @@ func recovered(t *testing.T, c client.Client, p *player, ns string, active int32
 // pod comes back empty and is recovered at a new address, the lost server
 // deleted from OceanBase.
 func TestRecoverLostStore(t *testing.T) {
-	c, ns, p := setup(t, 74)
+	c, ns, p := setup(t, 181)
 	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1"}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
 
 	restarted := build.PodName(ob, "z1", 0)
@@ -176,7 +176,7 @@ func TestRecoverLostStore(t *testing.T) {
 // their volumes: the other zones elect a RootService and the zone is
 // recovered at once.
 func TestRecoverLostZone(t *testing.T) {
-	c, ns, p := setup(t, 75)
+	c, ns, p := setup(t, 182)
 	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1", Replicas: 2}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
 	lost := map[string]string{}
 	for o := range 2 {
@@ -191,7 +191,7 @@ func TestRecoverLostZone(t *testing.T) {
 // the lost observer's Service is re-created, and a new one finishes the
 // same flow, adding the server once.
 func TestRecoverManagerRestarted(t *testing.T) {
-	c, ns, p := setup(t, 76)
+	c, ns, p := setup(t, 183)
 	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1"}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
 	pod := build.PodName(ob, "z3", 0)
 	old := addressOf(t, c, ns, pod)
@@ -221,7 +221,7 @@ func TestRecoverManagerRestarted(t *testing.T) {
 // observer's pod is deleted again, once it has its new address and once it
 // is a server; the flow still ends.
 func TestRecoverPodDeletedAgain(t *testing.T) {
-	c, ns, p := setup(t, 77)
+	c, ns, p := setup(t, 184)
 	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1"}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
 	pod := build.PodName(ob, "z2", 0)
 	old := addressOf(t, c, ns, pod)

@@ -359,7 +359,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 // zone cannot finish; a new observer at a new address joins by ADD SERVER,
 // and then the deletion finishes, the zone's unit moved to the new server.
 func TestLostStoreReplaced(t *testing.T) {
-	c := newTestCluster(t, 63)
+	c := newTestCluster(t, 163)
 	bootstrap(t, c)
 	op := c.db(1, "operator", "s3cret", "oceanbase")
 	lost := c.ip(3) + ":2882"
