@@ -227,7 +227,8 @@ func TestRecoverPodDeletedAgain(t *testing.T) {
 	old := addressOf(t, c, ns, pod)
 	loseStore(t, c, ns, pod)
 	deletePod := func() {
-		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}); client.IgnoreNotFound(err) != nil {
+		err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}})
+		if client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
 		}
 	}

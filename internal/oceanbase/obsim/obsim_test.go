@@ -365,8 +365,11 @@ func TestLostStoreReplaced(t *testing.T) {
 	lost := c.ip(3) + ":2882"
 	eventually(t, "three servers serving", func() error {
 		rows, err := servers(op)
-		if err != nil || len(rows) != 3 || !rows[c.ip(3)].started {
-			return fmt.Errorf("servers %v %v", rows, err)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 3 || !rows[c.ip(3)].started {
+			return fmt.Errorf("servers %v", rows)
 		}
 		return nil
 	})
@@ -376,8 +379,11 @@ func TestLostStoreReplaced(t *testing.T) {
 	c.start(3, "z3")
 	eventually(t, "the emptied server inactive", func() error {
 		rows, err := servers(op)
-		if err != nil || rows[c.ip(3)].status != ServerInactive {
-			return fmt.Errorf("servers %v %v", rows, err)
+		if err != nil {
+			return err
+		}
+		if rows[c.ip(3)].status != ServerInactive {
+			return fmt.Errorf("servers %v", rows)
 		}
 		return nil
 	})
