@@ -188,8 +188,9 @@ func TestRecoverLostZone(t *testing.T) {
 }
 
 // TestRecoverManagerRestarted is ob-operator #141: the manager stops once
-// the lost observer's Service is re-created, and a new one finishes the
-// same flow, adding the server once.
+// the lost observer's Service is re-created, and again once the
+// replacement is added; the next one finishes the same flow, having added
+// the server once.
 func TestRecoverManagerRestarted(t *testing.T) {
 	c, ns, p := setup(t, 183)
 	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1"}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
@@ -207,6 +208,11 @@ func TestRecoverManagerRestarted(t *testing.T) {
 	}
 	t.Logf("Manager stopped at step %s, %d ADD SERVER sent", op.Step, p.statements("ADD SERVER"))
 	time.Sleep(time.Second)
+	p.startManager()
+	// Stopped again as soon as the server is added, before or after the
+	// step that added it is recorded: the next manager adds it no more.
+	waitFor(t, "the replacement added", func() (bool, string) { return p.statements("ADD SERVER") > 0, "" })
+	p.stopManager()
 	p.startManager()
 	recovered(t, c, p, ns, 3, map[string]string{pod: old})
 	if n := p.statements("ADD SERVER"); n != 1 {
