@@ -74,6 +74,13 @@ func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
 	case state == runFinished:
 		return false, fmt.Errorf("bootstrap: %w", err)
 	}
+	var seeds []string
+	for _, z := range ob.Spec.Zones {
+		seeds = append(seeds, build.PodName(ob, z.Name, 0))
+	}
+	if err := c.recordStores(ctx, seeds...); err != nil {
+		return false, err
+	}
 	ctx.Log.Info("Bootstrapping", "servers", members)
 	c.bootstrap.start(ob.UID, func(bg context.Context) error {
 		db, err := obsql.Open(bg, seed, obsql.Login{User: rootUser}, bootstrapTimeout)

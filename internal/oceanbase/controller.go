@@ -111,11 +111,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	c := New(opts)
 	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
-		Actor:     c,
-		App:       build.App,
-		PartOf:    build.PartOf,
-		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(), c.removeZoneFlow()},
+		Actor:  c,
+		App:    build.App,
+		PartOf: build.PartOf,
+		Owns:   []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
+		Flows: []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
+			c.removeZoneFlow(), c.recoverFlow()},
 		Resync:    c.opts.Resync,
 		Customize: func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
@@ -221,11 +222,12 @@ func (c *Controller) Declare(ctx *Context) error {
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
-// every zone runs, starts a flow that adds or removes zones when the
-// spec's zones differ from OceanBase's (before any other flow), a scale-in
-// when a zone has more observers than the spec and an upgrade when an
-// observer runs another image, adds servers whose pods run and OceanBase
-// does not know, and sets drifted parameters.
+// every zone runs; then, one at a time and in this order, a recovery when
+// observers lost their store, a flow that adds or removes zones when the
+// spec's zones differ from OceanBase's, a scale-in when a zone has more
+// observers than the spec and an upgrade when an observer runs another
+// image; it adds servers whose pods run and OceanBase does not know, and
+// sets drifted parameters.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
 	ob := ctx.Obj
 	cl, err := observed.MustGet(ctx)
@@ -233,6 +235,10 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, err
 	}
 	departing, zoneFlow := cl.departing(ob), cl.zoneFlow(ob)
+	lost, err := c.lostServers(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {
@@ -241,6 +247,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil
 	case cl.db == nil:
 		return nil, nil // OceanBase did not answer; status says so
+	case len(lost) > 0: // first: a scale-in or a zone's removal may need the lost server's zone to serve
+		return framework.StartFlow[*Cluster](flowRecover, recoverTrigger(lost)), nil
 	case zoneFlow != nil:
 		return zoneFlow, nil
 	case len(departing) > 0:

@@ -12,12 +12,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,6 +47,9 @@ func newScheme() *k8sruntime.Scheme {
 }
 
 // player plays the StatefulSet controller, the kubelet and the observers.
+// An observer's data directory belongs to its pod's volume claim: a pod
+// re-created on its claim restarts on its data, one on a new claim (the
+// old one deleted) starts empty, as on a lost volume.
 type player struct {
 	t     *testing.T
 	c     client.Client
@@ -51,8 +58,15 @@ type player struct {
 	mu    sync.Mutex
 	hosts map[string]string      // Service IP → loopback address
 	nodes map[string]*obsim.Node // pod name → node
-	dirs  map[string]string      // pod name → the node's data directory, its volume
+	dirs  map[types.UID]string   // volume claim → the node's data directory
 	next  int
+
+	// cfg and stopManager let a test stop the manager and start another.
+	cfg         *rest.Config
+	stopManager func()
+
+	stmtMu sync.Mutex
+	stmts  []string // every statement the observers received
 }
 
 func (p *player) resolve(ip string) string {
@@ -126,15 +140,15 @@ func (p *player) sync(ctx context.Context, sts *appsv1.StatefulSet) {
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: name}, svc); err != nil || svc.Spec.ClusterIP == "" {
 			continue
 		}
-		if !p.start(name, svc.Spec.ClusterIP, sts) {
+		p.stop(name) // a deleted pod's observer is gone with it
+		claim := p.claim(ctx, sts, name)
+		if claim == nil || !p.start(name, svc.Spec.ClusterIP, sts, claim.UID) {
 			continue
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: name, Labels: sts.Spec.Template.Labels},
 			Spec: *sts.Spec.Template.Spec.DeepCopy()}
-		for _, claim := range sts.Spec.VolumeClaimTemplates {
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim.Name,
-				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: build.DataVolume,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}})
 		if err := p.c.Create(ctx, pod); err != nil {
 			p.t.Logf("create pod %s: %v", name, err)
 			continue
@@ -144,7 +158,6 @@ func (p *player) sync(ctx context.Context, sts *appsv1.StatefulSet) {
 	}
 }
 
-// start runs an observer for pod, with the arguments of its template.
 // playerKnobs are the observers' knobs: OceanBase's delays shortened.
 func playerKnobs() obsim.Knobs {
 	d := func(v time.Duration) obsim.Duration { return obsim.Duration{Duration: v} }
@@ -166,7 +179,37 @@ func (p *player) setFaults(faults ...obsim.Fault) {
 	}
 }
 
-func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
+// claim returns pod's volume claim, created from the StatefulSet's
+// template if missing, as the StatefulSet controller does; nil while a
+// deleted one goes (the player releases it, as the claim protection
+// controller does once no pod uses it).
+func (p *player) claim(ctx context.Context, sts *appsv1.StatefulSet, pod string) *corev1.PersistentVolumeClaim {
+	tmpl := sts.Spec.VolumeClaimTemplates[0]
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := p.c.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: tmpl.Name + "-" + pod}, pvc)
+	switch {
+	case apierrors.IsNotFound(err):
+		pvc = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: tmpl.Name + "-" + pod,
+			Labels: tmpl.Labels}, Spec: *tmpl.Spec.DeepCopy()}
+		if err := p.c.Create(ctx, pvc); err != nil {
+			return nil
+		}
+		return pvc
+	case err != nil:
+		return nil
+	case pvc.DeletionTimestamp != nil:
+		if len(pvc.Finalizers) > 0 {
+			pvc.Finalizers = nil
+			_ = p.c.Update(ctx, pvc)
+		}
+		return nil
+	}
+	return pvc
+}
+
+// start runs an observer for pod, with the arguments of its template, on
+// the data directory of its claim: a new claim is an empty store.
+func (p *player) start(pod, ip string, sts *appsv1.StatefulSet, claim types.UID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.nodes[pod] != nil {
@@ -192,16 +235,21 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 		host = fmt.Sprintf("127.0.%d.%d", p.net, p.next)
 		p.hosts[ip] = host
 	}
-	if p.dirs[pod] == "" {
-		p.dirs[pod] = p.t.TempDir()
+	if p.dirs[claim] == "" {
+		p.dirs[claim] = p.t.TempDir()
 	}
 	n, err := obsim.New(obsim.Config{
 		Addr: net.JoinHostPort(ip, "2882"), SQLListen: host + ":2881", RPCListen: host + ":2882",
-		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.dirs[pod],
+		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.dirs[claim],
 		Knobs: playerKnobs(),
 		Resolve: func(addr string) string {
 			h, port, _ := net.SplitHostPort(addr)
 			return net.JoinHostPort(p.resolve(h), port)
+		},
+		Trace: func(q string) {
+			p.stmtMu.Lock()
+			defer p.stmtMu.Unlock()
+			p.stmts = append(p.stmts, q)
 		},
 	})
 	if err == nil {
@@ -252,17 +300,22 @@ func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 	}
 	ns := testenv.Namespace(t, c, "ob-test-")
 	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
-		dirs: map[string]string{}}
-	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
-	if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.StartManager(t, mgr)
+		dirs: map[types.UID]string{}, cfg: cfg}
+	p.startManager()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); p.run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; p.stopAll() })
 	return c, ns, p
+}
+
+// startManager starts a manager running the controller.
+func (p *player) startManager() {
+	mgr := testenv.NamespacedManager(p.t, p.cfg, newScheme(), p.ns, 0)
+	if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
+		p.t.Fatal(err)
+	}
+	p.stopManager = testenv.StartManager(p.t, mgr)
 }
 
 func get(t *testing.T, c client.Client, ns, name string) *obv1.OBCluster {
@@ -410,5 +463,36 @@ func TestRollingUpgrade(t *testing.T) {
 		if after[pod] == uid || after[pod] == "" {
 			t.Errorf("pod %s was not re-created (%s before, %q after)", pod, uid, after[pod])
 		}
+	}
+}
+
+// eventually is testenv.Eventually with a longer bound, for flows of
+// several polled steps.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+	}
+}
+
+// update changes the stored object with change, again after a conflict
+// with the controller's status writes.
+func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return c.Update(t.Context(), obj)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -22,7 +22,8 @@ const (
 func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods, ", ") }
 
 // addServers adds to OceanBase the observers whose pods are ready and
-// that it does not know (ADD SERVER, zone by the pod's).
+// that it does not know (ADD SERVER, zone by the pod's), each one's volume
+// claim recorded on its Service first (recover.go).
 func (c *Controller) addServers(ctx *Context) error {
 	cl, err := connected(ctx)
 	if err != nil {
@@ -30,6 +31,9 @@ func (c *Controller) addServers(ctx *Context) error {
 	}
 	missing := cl.missingServers()
 	for _, pod := range slices.Sorted(maps.Keys(missing)) {
+		if err := c.recordStores(ctx, pod); err != nil {
+			return err
+		}
 		if err := obsql.AddServer(ctx, cl.db, cl.addr(pod), missing[pod]); err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,15 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
-	"github.com/stewardhq/steward/internal/oceanbase/obsim"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -104,70 +100,6 @@ func TestZoneChangeAdmission(t *testing.T) {
 	}
 }
 
-// setupRestartable is setup, and also returns restart, which stops the
-// manager and starts another: a controller that remembers nothing but what
-// the API server and OceanBase hold.
-func setupRestartable(t *testing.T, loopbackNet int) (client.Client, string, *player, func()) {
-	t.Helper()
-	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:0", loopbackNet)); err != nil {
-		t.Skipf("cannot listen on 127.0.%d.1: %v", loopbackNet, err)
-	} else {
-		l.Close()
-	}
-	cfg := server.Config(t)
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.Namespace(t, c, "ob-test-")
-	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
-		dirs: map[string]string{}}
-	start := func() func() {
-		mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
-		if err := oceanbase.Setup(mgr, oceanbase.Options{Resync: time.Second, Resolve: p.resolve}); err != nil {
-			t.Fatal(err)
-		}
-		return testenv.StartManager(t, mgr)
-	}
-	stop := start()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; p.stopAll() })
-	return c, ns, p, func() { stop(); stop = start() }
-}
-
-// eventually is testenv.Eventually with a longer bound, for flows of
-// several polled steps.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
-	}
-}
-
-// update changes the stored object with change, again after a conflict
-// with the controller's status writes.
-func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change(obj)
-		return c.Update(t.Context(), obj)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func queryString(db *sql.DB, q string) string {
 	var s sql.NullString
 	if err := db.QueryRow(q).Scan(&s); err != nil {
@@ -199,7 +131,8 @@ func operationIs(ob *obv1.OBCluster, name, phase string) string {
 // pod goes, and the zone, its StatefulSet, its Services and its volume
 // claim go.
 func TestAddAndRemoveZone(t *testing.T) {
-	c, ns, p, restart := setupRestartable(t, 74)
+	c, ns, p := setup(t, 74)
+	restart := func() { p.stopManager(); p.startManager() }
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
 		Image: "localhost/obsim:1.0",
 		Zones: []obv1.OBZoneSpec{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}},

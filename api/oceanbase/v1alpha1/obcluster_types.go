@@ -198,6 +198,27 @@ type OBClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	ParameterDrift []ParameterDrift `json:"parameterDrift,omitempty"`
+
+	// lostServers are servers whose observer lost its store (its volume
+	// claim is not the one the server was added with): OceanBase still
+	// lists them, INACTIVE, at the address they had. The recover flow
+	// records one here before it gives the observer a new address, and
+	// removes it once OceanBase no longer lists it. Set by the controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=address
+	LostServers []OBLostServer `json:"lostServers,omitempty"`
+}
+
+// OBLostServer is a server whose observer lost its store.
+type OBLostServer struct {
+	// address is the lost server's address in OceanBase (ip:2882), the IP
+	// its observer's Service had.
+	Address string `json:"address"`
+	// pod is the observer that lost the store.
+	Pod string `json:"pod"`
+	// zone is the server's zone.
+	Zone string `json:"zone"`
 }
 
 // OBZoneStatus is a zone as OceanBase reports it.

@@ -57,7 +57,10 @@ type Config struct {
 	// Resolve maps a server address to the address to dial, for tests that
 	// run several nodes in one process; nil dials the address itself.
 	Resolve func(addr string) string
-	Log     *slog.Logger
+	// Trace, when set, is called with every statement a client sends to
+	// this node, for tests that count statements.
+	Trace func(statement string)
+	Log   *slog.Logger
 }
 
 // Node is one simulated observer.

@@ -406,3 +406,92 @@ func TestRemoveTheRootServiceZone(t *testing.T) {
 		t.Fatalf("zones after the removal: %d (%v)", zones, err)
 	}
 }
+
+// TestLostStoreReplaced is an observer that lost its store: restarted
+// empty at its address, it does not rejoin (its server stays INACTIVE),
+// the address cannot be added again, and deleting the only server of its
+// zone cannot finish; a new observer at a new address joins by ADD SERVER,
+// and then the deletion finishes, the zone's unit moved to the new server.
+func TestLostStoreReplaced(t *testing.T) {
+	c := newTestCluster(t, 163)
+	bootstrap(t, c)
+	op := c.db(1, "operator", "s3cret", "oceanbase")
+	lost := c.ip(3) + ":2882"
+	eventually(t, "three servers serving", func() error {
+		rows, err := servers(op)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 3 || !rows[c.ip(3)].started {
+			return fmt.Errorf("servers %v", rows)
+		}
+		return nil
+	})
+
+	c.stop(3)
+	c.dirs[lost] = c.t.TempDir() // its volume is gone
+	c.start(3, "z3")
+	eventually(t, "the emptied server inactive", func() error {
+		rows, err := servers(op)
+		if err != nil {
+			return err
+		}
+		if rows[c.ip(3)].status != ServerInactive {
+			return fmt.Errorf("servers %v", rows)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // heartbeats reach it and are refused
+	if rows, err := servers(op); err != nil || rows[c.ip(3)].status != ServerInactive {
+		t.Fatalf("an empty observer rejoined as its old server: %v %v", rows, err)
+	}
+	if c.nodes[lost].Snapshot() != nil {
+		t.Fatal("an empty observer adopted the cluster's state")
+	}
+	if _, err := op.Exec("ALTER SYSTEM ADD SERVER ? ZONE ?", lost, "z3"); err == nil {
+		t.Fatal("adding the address of a listed server succeeded")
+	}
+	// An observer started as another address (its entrypoint resolved a
+	// stale one) is not the server of the address that routes to it.
+	stale, err := New(Config{Addr: c.ip(5) + ":2882", SQLListen: c.ip(6) + ":2881", RPCListen: c.ip(6) + ":2882",
+		ClusterName: "obtest", ClusterID: 7, Zone: "z3", Knobs: fastKnobs, Log: testLog(t)})
+	if err == nil {
+		err = stale.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Exec("ALTER SYSTEM ADD SERVER ? ZONE ?", c.ip(6)+":2882", "z3"); err == nil || !strings.Contains(err.Error(), "answers as") {
+		t.Fatalf("adding an address whose observer answers as another: %v", err)
+	}
+	stale.Stop()
+
+	mustExec(t, op, "ALTER SYSTEM DELETE SERVER ? ZONE ?", lost, "z3")
+	time.Sleep(500 * time.Millisecond)
+	if rows, err := servers(op); err != nil || rows[c.ip(3)].status != ServerDeleting {
+		t.Fatalf("the only server of z3: %v %v, want DELETING", rows[c.ip(3)], err)
+	}
+
+	c.start(4, "z3")
+	mustExec(t, op, "ALTER SYSTEM ADD SERVER ? ZONE ?", c.ip(4)+":2882", "z3")
+	eventually(t, "the lost server deleted, its unit on the new one", func() error {
+		rows, err := servers(op)
+		if err != nil {
+			return err
+		}
+		if r, ok := rows[c.ip(3)]; ok {
+			return fmt.Errorf("the lost server is still %s", r.status)
+		}
+		if r := rows[c.ip(4)]; r.status != ServerActive || !r.started {
+			return fmt.Errorf("the new server: %+v", r)
+		}
+		var units int
+		if err := op.QueryRow("SELECT COUNT(*) FROM oceanbase.DBA_OB_UNITS WHERE SVR_IP = ? AND ZONE = 'z3'", c.ip(4)).Scan(&units); err != nil {
+			return err
+		}
+		if units != 1 {
+			return fmt.Errorf("%d units on the new server", units)
+		}
+		return nil
+	})
+}

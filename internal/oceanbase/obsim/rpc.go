@@ -153,6 +153,11 @@ func (n *Node) adopt(s *State, join bool) error {
 	}
 	n.state = s
 	n.lastRS = time.Now()
+	if join {
+		// An observer acknowledges joining once its store says so: killed
+		// right after, it comes back as the server it joined as.
+		n.save()
+	}
 	return nil
 }
 

@@ -12,6 +12,9 @@ import (
 // here, BOOTSTRAP on a node in no cluster, everything else on the
 // RootService (this node, or forwarded to it).
 func (n *Node) query(ctx context.Context, sess session, q string) (*result, *Error) {
+	if n.cfg.Trace != nil {
+		n.cfg.Trace(q)
+	}
 	if err := n.fault(q); err != nil {
 		return nil, err
 	}
@@ -359,7 +362,7 @@ func (n *Node) bootstrap(ctx context.Context, p *parser) (*result, *Error) {
 }
 
 // checkPeer asks the node at addr who it is: it must answer, be started
-// for this cluster and zone, and be in no cluster yet.
+// as addr for this cluster and zone, and be in no cluster yet.
 func (n *Node) checkPeer(ctx context.Context, addr, zone string) (hello, *Error) {
 	var h hello
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -368,6 +371,10 @@ func (n *Node) checkPeer(ctx context.Context, addr, zone string) (hello, *Error)
 		return h, errorf(codeRPC, "server %s is not reachable: %v", addr, err)
 	}
 	switch {
+	case h.Addr != addr:
+		// An observer is the server of the address it was started with
+		// (-I), whatever routes to it.
+		return h, invalid("server %s answers as %s", addr, h.Addr)
 	case h.ClusterName != n.cfg.ClusterName || h.ClusterID != n.cfg.ClusterID:
 		return h, invalid("server %s belongs to cluster %s (%d)", addr, h.ClusterName, h.ClusterID)
 	case zone != "" && h.Zone != zone:
