@@ -163,14 +163,10 @@ func TestAddAndRemoveZone(t *testing.T) {
 		}
 		return true, ""
 	})
-	// A volume claim of zone z4's observer, as a StatefulSet controller
-	// would make it (envtest has none).
-	claim := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "store-ob-z4-0", Labels: build.Selector(ob, build.ComponentObserver)},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}
-	if err := c.Create(t.Context(), claim); err != nil {
+	// Zone z4's observer's volume claim, which the player made as a
+	// StatefulSet controller does.
+	claim := &corev1.PersistentVolumeClaim{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "store-" + build.PodName(ob, "z4", 0)}, claim); err != nil {
 		t.Fatal(err)
 	}
 
