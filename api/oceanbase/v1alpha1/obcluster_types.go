@@ -155,10 +155,10 @@ type Credentials struct {
 
 // OBClusterStatus is the observed state of an OceanBase cluster.
 type OBClusterStatus struct {
-	// conditions (Ready, Bootstrapped, Available, Synced, and the
+	// conditions (Ready, Bootstrapped, StoresLost, Synced, and the
 	// framework's Paused, DependenciesReady and OperationFailed),
 	// observedGeneration, and operation, the running or last task flow
-	// (bootstrap, scale-in, upgrade, add-zone, remove-zone).
+	// (bootstrap, scale-in, upgrade, add-zone, remove-zone, recover).
 	commonv1.StatusCore `json:",inline"`
 
 	// bootstrappedAt is when the cluster was bootstrapped; until then the

@@ -124,7 +124,7 @@ type OBTenantZone struct {
 type OBTenantStatus struct {
 	// conditions (Ready, Synced, and the framework's Paused,
 	// DependenciesReady and OperationFailed), observedGeneration, and
-	// operation, the running or last task flow (create, locality).
+	// operation, the running or last task flow (create, zones).
 	commonv1.StatusCore `json:",inline"`
 
 	// tenantID is the tenant's id in OceanBase.
