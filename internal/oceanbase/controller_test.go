@@ -27,6 +27,7 @@ import (
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsim"
@@ -494,5 +495,56 @@ func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUpgradeTwoZones changes the image of a cluster of two zones, which
+// cannot stop a zone (OceanBase refuses: the sys tenant would lose its
+// majority): its observers are re-created one at a time, never two out of
+// service at once, and every one runs the new image at the end.
+func TestUpgradeTwoZones(t *testing.T) {
+	c, ns, _ := setup(t, 77)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 2}, {Name: "z2"}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Image = "localhost/obsim:1.1" })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	maxOut := make(chan int)
+	go func() { // the observers out of service at once: pods missing, going or not ready
+		most := 0
+		for ctx.Err() == nil {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns)); err == nil {
+				in := 0
+				for _, p := range pods.Items {
+					if p.DeletionTimestamp == nil && workload.IsReady(&p) {
+						in++
+					}
+				}
+				most = max(most, 3-in)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		maxOut <- most
+	}()
+	eventually(t, "the upgrade ends", func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", 3)(); !ok {
+			return false, why
+		}
+		o := get(t, c, ns, "ob")
+		if op := o.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != "Succeeded" {
+			return false, fmt.Sprintf("operation %+v", op)
+		}
+		return o.Status.Image == "localhost/obsim:1.1", "image " + o.Status.Image
+	})
+	cancel()
+	if most := <-maxOut; most != 1 {
+		t.Errorf("at most %d observers were out of service at once; want 1", most)
 	}
 }

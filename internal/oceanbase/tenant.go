@@ -307,7 +307,7 @@ func (st *tenantState) drift(t *Tenant) string {
 	want := build.TenantZones(t)
 	pools := st.tenantPools()
 	switch {
-	case !slices.Equal(build.LocalityZones(st.tenant.Locality), want):
+	case !build.SameZones(st.tenant.Locality, want):
 		return fmt.Sprintf("locality is %q, the spec's zones make %q", st.tenant.Locality, build.Locality(want))
 	case st.unit == nil || *st.unit != unitWithLogDisk(build.UnitConfig(t), st.unit):
 		return "the unit config differs from spec.unit"
@@ -371,7 +371,7 @@ func (c *TenantController) Observe(ctx *TenantContext) (TenantAction, error) {
 		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
 	case st.tenant.Status != "NORMAL" || st.jobBusy:
 		return nil, nil
-	case !slices.Equal(build.LocalityZones(st.tenant.Locality), build.TenantZones(t)):
+	case !build.SameZones(st.tenant.Locality, build.TenantZones(t)):
 		return framework.StartFlow[*Tenant](flowTenantZones, "zones "+strings.Join(build.TenantZones(t), ", ")), nil
 	case st.unit == nil || *st.unit != unitWithLogDisk(build.UnitConfig(t), st.unit):
 		return c.alterUnit, nil

@@ -60,7 +60,23 @@ func (c *TenantController) createUnitConfig(ctx *TenantContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return true, obsql.CreateUnitConfig(ctx, st.db, build.UnitConfigName(ctx.Obj), build.UnitConfig(ctx.Obj))
+	return true, ensureUnitConfig(ctx, st)
+}
+
+// ensureUnitConfig creates the tenant's unit config, or alters an existing
+// one that differs from the spec: CREATE RESOURCE UNIT IF NOT EXISTS keeps
+// a unit made from an earlier spec, such as one whose memory OceanBase
+// found below its minimum (ob-operator #177), which the user then raised.
+func ensureUnitConfig(ctx *TenantContext, st *tenantState) error {
+	name, want := build.UnitConfigName(ctx.Obj), build.UnitConfig(ctx.Obj)
+	switch {
+	case st.unit == nil:
+		return obsql.CreateUnitConfig(ctx, st.db, name, want)
+	case *st.unit != unitWithLogDisk(want, st.unit):
+		ctx.Log.Info("Altering the unit config to the spec's", "unitConfig", name)
+		return obsql.AlterUnitConfig(ctx, st.db, name, want)
+	}
+	return nil
 }
 
 func (c *TenantController) createPools(ctx *TenantContext) (bool, error) {
@@ -97,6 +113,9 @@ func (c *TenantController) createTenant(ctx *TenantContext) (bool, error) {
 		return false, err
 	case state == runFinished || st.tenant != nil:
 		return false, nil // OceanBase is finishing it: wait for NORMAL
+	}
+	if err := ensureUnitConfig(ctx, st); err != nil { // the spec may have changed since the first step
+		return false, err
 	}
 	zones := build.TenantZones(t)
 	opts := obsql.TenantOptions{Pools: build.PoolNames(t, zones), Locality: build.Locality(zones),

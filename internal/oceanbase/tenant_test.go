@@ -186,3 +186,55 @@ func TestTenantLifecycle(t *testing.T) {
 		t.Fatalf("the generated root Secret after the deletion: %v", err)
 	}
 }
+
+// TestTenantFixedAfterRefusal creates a tenant whose unit memory is below
+// OceanBase's minimum (__min_full_resource_pool_memory, 5 GiB): OceanBase
+// refuses CREATE TENANT and the create step fails; once the spec asks for
+// enough memory, the unit config made from the first spec is altered and
+// the tenant created (ob-operator #177, where IF NOT EXISTS kept the small
+// unit for ever). Its zones are listed in another order than OceanBase
+// writes its locality, which is the same set of zones: no drift.
+func TestTenantFixedAfterRefusal(t *testing.T) {
+	c, ns, _ := setup(t, 76)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	tn := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1"}, Spec: obv1.OBTenantSpec{
+		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z3"}, {Name: "z1"}, {Name: "z2"}},
+		Unit: obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("1Gi")},
+	}}
+	if err := c.Create(t.Context(), tn); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "OceanBase refuses the tenant", func() (bool, string) {
+		got := &obv1.OBTenant{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), got); err != nil {
+			return false, err.Error()
+		}
+		op := got.Status.Operation
+		if op == nil || op.Name != "create" || op.Attempts < 1 {
+			return false, fmt.Sprintf("operation %+v", op)
+		}
+		return true, ""
+	})
+	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Unit.MemorySize = resource.MustParse("6Gi") })
+	eventually(t, "the tenant is created with the spec's memory", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
+		if tn.Status.TenantStatus != "NORMAL" || tn.Status.Operation.Phase != commonv1.PhaseSucceeded {
+			return fmt.Sprintf("tenant %s, operation %+v", tn.Status.TenantStatus, tn.Status.Operation)
+		}
+		return ""
+	}))
+	time.Sleep(2 * time.Second) // passes, one a second: none finds drift in the zones' order
+	got := &obv1.OBTenant{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), got); err != nil {
+		t.Fatal(err)
+	}
+	if r := meta.FindStatusCondition(got.Status.Conditions, framework.ConditionReady); r == nil || r.Status != metav1.ConditionTrue ||
+		got.Status.Operation.Name != "create" {
+		t.Fatalf("after the create: Ready %+v, operation %+v", r, got.Status.Operation)
+	}
+}

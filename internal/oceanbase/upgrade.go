@@ -28,7 +28,9 @@ const (
 // it is started again once all of them serve; then the next zone. One zone
 // is down at a time, and a zone is only stopped while every other zone
 // serves. Every zone is walked, in the spec's order, until no observer
-// runs another image (ob-operator #540 upgraded one zone of three).
+// runs another image (ob-operator #540 upgraded one zone of three). A
+// cluster of one or two zones cannot stop one (minZonesToStop): its
+// observers are re-created one at a time instead.
 func (c *Controller) upgradeFlow() framework.Flow[*Cluster] {
 	return framework.Flow[*Cluster]{
 		Name:        flowUpgrade,
@@ -114,6 +116,8 @@ func (c *Controller) upgradeZones(ctx *Context) (bool, error) {
 			}
 			ctx.Log.Info("Starting a zone", "zone", z.Name)
 			return false, obsql.AlterZone(ctx, cl.db, "START", z.Name)
+		case len(ob.Spec.Zones) < minZonesToStop:
+			return false, c.replaceOneByOne(ctx, cl, z.Name, old)
 		case !stopped:
 			return false, c.stopZone(ctx, cl, z.Name)
 		}
@@ -132,6 +136,33 @@ func (c *Controller) upgradeZones(ctx *Context) (bool, error) {
 	op.Message = ""
 	ctx.Event("Normal", "Upgraded", "Every observer runs %s", ob.Spec.Image)
 	return true, nil
+}
+
+// minZonesToStop is the fewest zones whose cluster can stop one: with one
+// or two zones, a zone stopped would leave every tenant with replicas there
+// without a majority, and OceanBase refuses STOP ZONE.
+const minZonesToStop = 3
+
+// replaceOneByOne upgrades a zone of a cluster too small to stop one (as
+// ob-operator's "force upgrade" does): its observers are re-created one at
+// a time, each only while every observer of the cluster serves. A tenant
+// whose replicas are all on the observer re-created is unavailable
+// meanwhile: a single observer cannot be upgraded in place.
+func (c *Controller) replaceOneByOne(ctx *Context, cl *cluster, zone string, old []*corev1.Pod) error {
+	ob, op := ctx.Obj, ctx.Operation()
+	for _, z := range ob.Spec.Zones {
+		if serving, why := cl.zoneServing(ob, z.Name); !serving {
+			op.Message = fmt.Sprintf("zone %s: one observer at a time; waiting for zone %s: %s", zone, z.Name, why)
+			return nil
+		}
+	}
+	p := old[0]
+	op.Message = fmt.Sprintf("zone %s: re-creating %s on %s, one observer at a time (%d left)", zone, p.Name, ob.Spec.Image, len(old))
+	if _, err := workload.Evict(ctx, ctx.Client, p); err != nil {
+		return err
+	}
+	ctx.Log.Info("Re-creating an observer on the new image", "pod", p.Name, "image", ob.Spec.Image)
+	return nil
 }
 
 // stopZone stops zone once every other zone serves.

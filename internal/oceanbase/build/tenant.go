@@ -1,6 +1,7 @@
 package build
 
 import (
+	"slices"
 	"math"
 	"strings"
 
@@ -59,6 +60,12 @@ func LocalityZones(locality string) []string {
 		}
 	}
 	return out
+}
+
+// SameZones reports whether locality places replicas in exactly zones,
+// in whatever order: OceanBase keeps a locality's zones in its own order.
+func SameZones(locality string, zones []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(LocalityZones(locality))), slices.Sorted(slices.Values(zones)))
 }
 
 // UnitConfig is the spec's unit config in OceanBase's units: CPUs (to the
