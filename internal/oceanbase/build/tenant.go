@@ -1,8 +1,8 @@
 package build
 
 import (
-	"slices"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
