@@ -254,7 +254,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	case len(departing) > 0:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
 	case cl.upgradeNeeded(ob):
-		return framework.StartFlow[*Cluster](flowUpgrade, "image "+ob.Spec.Image), nil
+		return framework.StartFlow[*Cluster](flowUpgrade, "pod template of image "+ob.Spec.Image), nil
 	case len(cl.missingServers()) > 0:
 		return c.addServers, nil
 	case len(ob.Status.ParameterDrift) > 0:

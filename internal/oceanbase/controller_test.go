@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,7 +147,8 @@ func (p *player) sync(ctx context.Context, sts *appsv1.StatefulSet) {
 		if claim == nil || !p.start(name, svc.Spec.ClusterIP, sts, claim.UID) {
 			continue
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: name, Labels: sts.Spec.Template.Labels},
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: name, Labels: sts.Spec.Template.Labels,
+			Annotations: sts.Spec.Template.Annotations},
 			Spec: *sts.Spec.Template.Spec.DeepCopy()}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: build.DataVolume,
 			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}})
@@ -408,18 +410,7 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 6))
 	ob = get(t, c, ns, "ob")
-	podUIDs := func() map[string]types.UID {
-		var pods corev1.PodList
-		if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]types.UID{}
-		for _, p := range pods.Items {
-			out[p.Name] = p.UID
-		}
-		return out
-	}
-	before := podUIDs()
+	before := podUIDs(t, c, ns)
 
 	ob.Spec.Image = "localhost/obsim:1.1"
 	if err := c.Update(t.Context(), ob); err != nil {
@@ -459,7 +450,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if most := <-maxDown; most != 1 {
 		t.Errorf("at most %d zones were stopped at once during the upgrade; want 1", most)
 	}
-	after := podUIDs()
+	after := podUIDs(t, c, ns)
 	for pod, uid := range before {
 		if after[pod] == uid || after[pod] == "" {
 			t.Errorf("pod %s was not re-created (%s before, %q after)", pod, uid, after[pod])
@@ -547,4 +538,46 @@ func TestUpgradeTwoZones(t *testing.T) {
 	if most := <-maxOut; most != 1 {
 		t.Errorf("at most %d observers were out of service at once; want 1", most)
 	}
+
+	// A change of resources (the observer's memory_limit) rolls the
+	// observers as an image change does: the StatefulSets are OnDelete.
+	before := podUIDs(t, c, ns)
+	update(t, c, ob, func(ob *obv1.OBCluster) {
+		ob.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
+	})
+	eventually(t, "the observers run the new resources", func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", 3)(); !ok {
+			return false, why
+		}
+		after := podUIDs(t, c, ns)
+		for pod, uid := range before {
+			if after[pod] == uid || after[pod] == "" {
+				return false, fmt.Sprintf("pod %s not re-created yet", pod)
+			}
+		}
+		return true, ""
+	})
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if args := strings.Join(p.Spec.Containers[0].Args, " "); !strings.Contains(args, "memory_limit=2048M") {
+			t.Errorf("pod %s runs %s", p.Name, args)
+		}
+	}
+}
+
+// podUIDs are the namespace's pods' UIDs by name.
+func podUIDs(t *testing.T, c client.Client, ns string) map[string]types.UID {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]types.UID{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out
 }

@@ -54,6 +54,9 @@ type cluster struct {
 	// has whose StatefulSets remain (zones.go).
 	tenants []obsql.Tenant
 	leaving map[string]*leavingZone
+	// templates are the pod templates' hashes the spec makes, by zone
+	// (build.TemplateHashAnnotation).
+	templates map[string]string
 }
 
 // addr is the server address of pod name, "" before its Service has an IP.
@@ -156,8 +159,9 @@ func zoneSet(ob *Cluster, zone string) workload.Set {
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	ob := ctx.Obj
 	cl := &cluster{sets: map[string]*appsv1.StatefulSet{}, pods: map[string]map[int]*corev1.Pod{},
-		ips: map[string]string{}, servers: map[string]obsql.Server{}, zones: map[string]obsql.Zone{}}
+		ips: map[string]string{}, servers: map[string]obsql.Server{}, zones: map[string]obsql.Zone{}, templates: map[string]string{}}
 	for _, z := range ob.Spec.Zones {
+		cl.templates[z.Name] = build.PodTemplateHash(ob, z, c.opts.ClusterDomain)
 		sts := &appsv1.StatefulSet{}
 		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: ob.Namespace, Name: build.StatefulSetName(ob, z.Name)}, sts)
 		if client.IgnoreNotFound(err) != nil {

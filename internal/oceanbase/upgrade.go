@@ -39,12 +39,19 @@ func (c *Controller) upgradeFlow() framework.Flow[*Cluster] {
 	}
 }
 
-// outdated returns zone's observer pods whose container runs another
-// image than the spec's, by ordinal.
+// outdated returns zone's observer pods that run an old pod spec, by
+// ordinal: their template hash is not the spec's, or, for a pod created
+// before pods had one, their container runs another image.
 func (cl *cluster) outdated(ob *Cluster, zone string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, o := range slices.Sorted(maps.Keys(cl.pods[zone])) {
 		p := cl.pods[zone][o]
+		if hash, ok := p.Annotations[build.TemplateHashAnnotation]; ok {
+			if hash != cl.templates[zone] {
+				out = append(out, p)
+			}
+			continue
+		}
 		for _, ct := range p.Spec.Containers {
 			if ct.Name == build.ContainerName && ct.Image != ob.Spec.Image {
 				out = append(out, p)
@@ -54,7 +61,7 @@ func (cl *cluster) outdated(ob *Cluster, zone string) []*corev1.Pod {
 	return out
 }
 
-// upgradeNeeded reports whether some observer runs another image.
+// upgradeNeeded reports whether some observer runs an old pod spec.
 func (cl *cluster) upgradeNeeded(ob *Cluster) bool {
 	for _, z := range ob.Spec.Zones {
 		if len(cl.outdated(ob, z.Name)) > 0 {
@@ -129,7 +136,7 @@ func (c *Controller) upgradeZones(ctx *Context) (bool, error) {
 			if _, err := workload.Evict(ctx, ctx.Client, p); err != nil {
 				return false, err
 			}
-			ctx.Log.Info("Re-creating an observer on the new image", "pod", p.Name, "image", ob.Spec.Image)
+			ctx.Log.Info("Re-creating an observer on the spec's pod template", "pod", p.Name, "image", ob.Spec.Image)
 		}
 		return false, nil
 	}
@@ -161,7 +168,7 @@ func (c *Controller) replaceOneByOne(ctx *Context, cl *cluster, zone string, old
 	if _, err := workload.Evict(ctx, ctx.Client, p); err != nil {
 		return err
 	}
-	ctx.Log.Info("Re-creating an observer on the new image", "pod", p.Name, "image", ob.Spec.Image)
+	ctx.Log.Info("Re-creating an observer on the spec's pod template", "pod", p.Name, "image", ob.Spec.Image)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -197,7 +198,24 @@ func podTemplate(c *obv1.OBCluster, zone obv1.OBZoneSpec, clusterDomain string) 
 		placement = *zone.Placement
 	}
 	standard.ApplyPlacement(&tmpl.Spec, placement, nil)
+	spec, err := json.Marshal(tmpl.Spec)
+	if err != nil {
+		panic(fmt.Sprintf("a pod spec does not marshal: %v", err)) // a PodSpec always does
+	}
+	tmpl.Annotations = map[string]string{TemplateHashAnnotation: standard.ConfigHash(map[string]string{"spec": string(spec)})}
 	return tmpl
+}
+
+// TemplateHashAnnotation is on the observers' pod template, and so on their
+// pods: a hash of the pod spec Steward asked for. A pod whose hash differs
+// from its StatefulSet's template runs an old spec (an image, resources or
+// placement changed since it was created), and the upgrade flow re-creates
+// it zone by zone: the StatefulSets are OnDelete.
+const TemplateHashAnnotation = "oceanbase.steward.dev/template-hash"
+
+// PodTemplateHash is the TemplateHashAnnotation of zone's pod template.
+func PodTemplateHash(c *obv1.OBCluster, zone obv1.OBZoneSpec, clusterDomain string) string {
+	return podTemplate(c, zone, clusterDomain).Annotations[TemplateHashAnnotation]
 }
 
 // Args are the observer's start arguments (docs/oceanbase.md, the image
