@@ -36,8 +36,8 @@ import (
 const LeaderElectionID = "steward.steward.dev"
 
 // Builtin returns a registry of the systems compiled into this build:
-// ZooKeeper, GPSS and OceanBase (a preview). Naming another system in --systems fails with "not
-// available in this build"; systems are added here as they land (as
+// ZooKeeper, GPSS and OceanBase. Naming another system in --systems fails
+// with "not available in this build"; systems are added here as they land (as
 // previews, left out of "all", while incomplete: systems.Preview).
 func Builtin() *systems.Registry {
 	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}), gpss.System(gpss.Options{}),
