@@ -162,7 +162,10 @@ func helmInstall(args ...string) error {
 // controller and kube-proxy have caught up (a second or two). A user's
 // first apply right after the install would meet the same window; Helm's
 // --wait does not cover it. It dry-runs, on the server, the sample of
-// every kind of the systems under test (config/samples), each in turn.
+// every kind of the systems under test (config/samples), each in turn. A
+// dry run persists nothing, so a sample naming another sample's object
+// (an OBTenant's cluster) is denied for that alone: that denial is the
+// webhook's answer too.
 func waitForAdmission(timeout time.Duration) error {
 	paths, err := samples()
 	if err != nil {
@@ -175,7 +178,7 @@ func waitForAdmission(timeout time.Duration) error {
 	for _, sample := range paths {
 		for {
 			out, err := kubectl("create", "--dry-run=server", "--namespace", operatorNamespace, "-f", sample)
-			if err == nil {
+			if err == nil || deniedForAMissingObject(out) {
 				break
 			}
 			if !strings.Contains(out, "failed calling webhook") || time.Now().After(deadline) {
@@ -185,6 +188,23 @@ func waitForAdmission(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// deniedForAMissingObject reports whether kubectl's output is a webhook's
+// denial whose every cause is an object the request names that does not
+// exist ("spec.cluster: Not found: "ob"").
+func deniedForAMissingObject(out string) bool {
+	_, causes, ok := strings.Cut(out, "denied the request: ")
+	if !ok {
+		return false
+	}
+	_, causes, _ = strings.Cut(causes, " is invalid: ")
+	for cause := range strings.SplitSeq(strings.Trim(strings.TrimSpace(causes), "[]"), ", ") {
+		if !strings.Contains(cause, ": Not found: ") {
+			return false
+		}
+	}
+	return true
 }
 
 // helm runs the pinned helm binary ($HELM, else bin/helm).
