@@ -266,7 +266,7 @@ wait-admission:
 	@if [ -z "$(SAMPLES)" ]; then echo "no sample in config/samples for SYSTEMS=$(SYSTEMS)" >&2; exit 1; fi
 	@for i in $$(seq 60); do \
 		if out=$$($(KUBECTL) apply --dry-run=server $(SAMPLES:%=-f %) 2>&1) || \
-			! echo "$$out" | grep '^Error' | grep -qv 'denied the request: .* Not found: '; then \
+			! echo "$$out" | grep '^Error' | grep -qv ' is invalid: [^ ]*: Not found: '; then \
 			echo "Steward admits objects of every kind through its webhooks ($(words $(SAMPLES)) samples)"; exit 0; \
 		fi; \
 		sleep 1; \

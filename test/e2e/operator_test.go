@@ -190,21 +190,26 @@ func waitForAdmission(timeout time.Duration) error {
 	return nil
 }
 
-// deniedForAMissingObject reports whether kubectl's output is a webhook's
-// denial whose every cause is an object the request names that does not
-// exist ("spec.cluster: Not found: "ob"").
+// deniedForAMissingObject reports whether kubectl's output is a denial
+// whose every cause is an object the request names that does not exist
+// (`The OBTenant "t1" is invalid: spec.cluster: Not found: "ob"`).
 func deniedForAMissingObject(out string) bool {
-	_, causes, ok := strings.Cut(out, "denied the request: ")
+	_, causes, ok := strings.Cut(out, " is invalid: ")
 	if !ok {
 		return false
 	}
-	_, causes, _ = strings.Cut(causes, " is invalid: ")
-	for cause := range strings.SplitSeq(strings.Trim(strings.TrimSpace(causes), "[]"), ", ") {
+	n := 0
+	for cause := range strings.SplitSeq(causes, "\n") {
+		cause = strings.TrimPrefix(strings.TrimSpace(cause), "* ")
+		if cause == "" {
+			continue
+		}
 		if !strings.Contains(cause, ": Not found: ") {
 			return false
 		}
+		n++
 	}
-	return true
+	return n > 0
 }
 
 // helm runs the pinned helm binary ($HELM, else bin/helm).
