@@ -115,12 +115,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		App:       build.App,
 		PartOf:    build.PartOf,
 		Owns:      []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow()},
+		Flows:     []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(), c.removeZoneFlow()},
 		Resync:    c.opts.Resync,
-		Customize: watchPods,
+		Customize: func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
 		err = setupTenants(mgr, opts)
+	}
+	if err == nil {
+		err = setupKinds(mgr, c) // OBZone, OBServer, OBParameter
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -145,6 +148,9 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 	err := framework.SetupWebhooks[*Cluster](mgr, New(Options{}))
 	if err == nil {
 		err = setupTenantWebhooks(mgr)
+	}
+	if err == nil {
+		err = setupParameterWebhooks(mgr)
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -200,7 +206,13 @@ func (c *Controller) Declare(ctx *Context) error {
 			return err
 		}
 	}
+	if err := applyLeavingServices(ctx, cl); err != nil {
+		return err
+	}
 	if _, err := ctx.DeleteOrphans(&corev1.ServiceList{}); err != nil {
+		return err
+	}
+	if err := c.applyViews(ctx, cl); err != nil { // OBZones and OBServers (views.go)
 		return err
 	}
 	c.setConditions(ctx, cl)
@@ -209,17 +221,18 @@ func (c *Controller) Declare(ctx *Context) error {
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
-// every zone runs, starts a scale-in when a zone has more observers than
-// the spec and an upgrade when an observer runs another image, adds
-// servers whose pods run and OceanBase does not know, and sets drifted
-// parameters.
+// every zone runs, starts a flow that adds or removes zones when the
+// spec's zones differ from OceanBase's (before any other flow), a scale-in
+// when a zone has more observers than the spec and an upgrade when an
+// observer runs another image, adds servers whose pods run and OceanBase
+// does not know, and sets drifted parameters.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
 	ob := ctx.Obj
 	cl, err := observed.MustGet(ctx)
 	if err != nil {
 		return nil, err
 	}
-	departing := cl.departing(ob)
+	departing, zoneFlow := cl.departing(ob), cl.zoneFlow(ob)
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {
@@ -228,6 +241,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, nil
 	case cl.db == nil:
 		return nil, nil // OceanBase did not answer; status says so
+	case zoneFlow != nil:
+		return zoneFlow, nil
 	case len(departing) > 0:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(departing)), nil
 	case cl.upgradeNeeded(ob):

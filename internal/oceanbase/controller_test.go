@@ -145,6 +145,27 @@ func (p *player) sync(ctx context.Context, sts *appsv1.StatefulSet) {
 }
 
 // start runs an observer for pod, with the arguments of its template.
+// playerKnobs are the observers' knobs: OceanBase's delays shortened.
+func playerKnobs() obsim.Knobs {
+	d := func(v time.Duration) obsim.Duration { return obsim.Duration{Duration: v} }
+	return obsim.Knobs{BootstrapDelay: d(200 * time.Millisecond), StartServiceDelay: d(200 * time.Millisecond),
+		Lease: d(2 * time.Second), Heartbeat: d(100 * time.Millisecond), MigrateDelay: d(200 * time.Millisecond),
+		TenantDelay: d(300 * time.Millisecond)}
+}
+
+// setFaults sets faults on every running observer (replacing earlier ones).
+func (p *player) setFaults(faults ...obsim.Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := playerKnobs()
+	k.Faults = faults
+	for pod, n := range p.nodes {
+		if err := n.SetKnobs(k); err != nil {
+			p.t.Errorf("observer %s: %v", pod, err)
+		}
+	}
+}
+
 func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -177,10 +198,7 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet) bool {
 	n, err := obsim.New(obsim.Config{
 		Addr: net.JoinHostPort(ip, "2882"), SQLListen: host + ":2881", RPCListen: host + ":2882",
 		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.dirs[pod],
-		Knobs: obsim.Knobs{BootstrapDelay: obsim.Duration{Duration: 200 * time.Millisecond},
-			StartServiceDelay: obsim.Duration{Duration: 200 * time.Millisecond}, Lease: obsim.Duration{Duration: 2 * time.Second},
-			Heartbeat: obsim.Duration{Duration: 100 * time.Millisecond}, MigrateDelay: obsim.Duration{Duration: 200 * time.Millisecond},
-			TenantDelay: obsim.Duration{Duration: 300 * time.Millisecond}},
+		Knobs: playerKnobs(),
 		Resolve: func(addr string) string {
 			h, port, _ := net.SplitHostPort(addr)
 			return net.JoinHostPort(p.resolve(h), port)

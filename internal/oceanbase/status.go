@@ -50,6 +50,10 @@ type cluster struct {
 	err     error
 	servers map[string]obsql.Server // by address
 	zones   map[string]obsql.Zone
+	// tenants are DBA_OB_TENANTS; leaving are the zones the spec no longer
+	// has whose StatefulSets remain (zones.go).
+	tenants []obsql.Tenant
+	leaving map[string]*leavingZone
 }
 
 // addr is the server address of pod name, "" before its Service has an IP.
@@ -168,6 +172,9 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 		}
 		cl.pods[z.Name] = pods
 	}
+	if err := observeLeaving(ctx, cl); err != nil {
+		return nil, err
+	}
 	var svcs corev1.ServiceList
 	if err := ctx.Client.List(ctx, &svcs, client.InNamespace(ob.Namespace),
 		client.MatchingLabels(build.Selector(ob, build.ComponentServer))); err != nil {
@@ -201,6 +208,9 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	}
 	if err == nil {
 		zones, err = obsql.Zones(ctx, cl.db)
+	}
+	if err == nil {
+		cl.tenants, err = obsql.Tenants(ctx, cl.db)
 	}
 	if err == nil {
 		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
@@ -251,7 +261,8 @@ func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 		zs := obv1.OBZoneStatus{Name: z.Name, Status: cl.zones[z.Name].Status}
 		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
 			p := cl.pods[z.Name][o]
-			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p)}
+			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
+				Image: podImage(p)}
 			if srv, ok := cl.servers[s.Address]; ok {
 				s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
 				if srv.StartService != nil {

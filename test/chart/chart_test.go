@@ -325,7 +325,8 @@ func TestWebhooksFollowSystems(t *testing.T) {
 			configs++
 			want := 0
 			for system, n := range generated[o.Kind] {
-				if sel == "all" || slices.Contains(strings.Split(strings.ReplaceAll(sel, " ", ""), ","), system) {
+				// "all" leaves the preview systems out, as the chart does.
+				if sel == "all" && !systems.IsPreview(system) || slices.Contains(strings.Split(strings.ReplaceAll(sel, " ", ""), ","), system) {
 					want += n
 				}
 			}

@@ -18,7 +18,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{})
+	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{},
+		&OBZone{}, &OBZoneList{}, &OBServer{}, &OBServerList{}, &OBParameter{}, &OBParameterList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

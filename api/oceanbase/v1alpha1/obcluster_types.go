@@ -41,14 +41,21 @@ type OBClusterSpec struct {
 
 	// zones are the cluster's zones, each with its observers. One to seven
 	// zones, with distinct names; an odd number keeps a majority when one
-	// is lost. The set of zones is immutable in this version; each zone's
-	// replicas can change (scale out and in).
+	// is lost. Can change: a zone added is added to OceanBase and to the
+	// sys tenant's locality, a zone removed leaves them before its
+	// observers go (docs/oceanbase.md). One edit either adds zones or
+	// removes them, not both (the locality changes one zone at a time),
+	// and keeps at least one zone and a majority of the current ones
+	// unless it removes a single zone. Each zone's replicas can change
+	// (scale out and in).
 	// +required
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=7
-	// +kubebuilder:validation:XValidation:rule="self.map(z, z.name) == oldSelf.map(z, z.name)",message="zones cannot be added, removed or reordered in this version"
+	// +kubebuilder:validation:XValidation:rule="self.all(z, oldSelf.exists(o, o.name == z.name)) || oldSelf.all(o, self.exists(z, z.name == o.name))",message="an edit may add zones or remove zones, not both: the sys tenant's locality changes one zone at a time; add the new zones first, then remove the old ones"
+	// +kubebuilder:validation:XValidation:rule="oldSelf.exists(o, self.exists(z, z.name == o.name))",message="at least one of the current zones must stay"
+	// +kubebuilder:validation:XValidation:rule="oldSelf.filter(o, !self.exists(z, z.name == o.name)).size() <= 1 || oldSelf.filter(o, self.exists(z, z.name == o.name)).size() * 2 > oldSelf.size()",message="an edit that removes several zones must keep a majority of the current zones (5 to 3, not 3 to 1): remove them one at a time"
 	Zones []OBZoneSpec `json:"zones"`
 
 	// resources are each observer's requests and limits. Default: none;
@@ -151,7 +158,7 @@ type OBClusterStatus struct {
 	// conditions (Ready, Bootstrapped, Available, Synced, and the
 	// framework's Paused, DependenciesReady and OperationFailed),
 	// observedGeneration, and operation, the running or last task flow
-	// (bootstrap, scale-in).
+	// (bootstrap, scale-in, upgrade, add-zone, remove-zone).
 	commonv1.StatusCore `json:",inline"`
 
 	// bootstrappedAt is when the cluster was bootstrapped; until then the
@@ -233,6 +240,9 @@ type OBServerStatus struct {
 	// buildVersion is the server's build_version.
 	// +optional
 	BuildVersion string `json:"buildVersion,omitempty"`
+	// image is the image the observer's pod runs.
+	// +optional
+	Image string `json:"image,omitempty"`
 }
 
 // ParameterDrift is a parameter whose value on some server differs from

@@ -352,3 +352,57 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// TestRemoveTheRootServiceZone takes zone z1, where the RootService runs,
+// out of the cluster as OceanBase allows: the sys tenant's locality drops
+// the zone (the RootService moves with the sys tenant's leader to another
+// zone), then its pool, the zone is stopped, its server deleted, and the
+// zone deleted. Before the locality change, the server cannot be deleted.
+func TestRemoveTheRootServiceZone(t *testing.T) {
+	c := newTestCluster(t, 67)
+	bootstrap(t, c)
+	op := c.db(2, "operator", "s3cret", "oceanbase")
+	eventually(t, "server 1 runs the RootService", func() error {
+		rows, err := servers(op)
+		if err == nil && (rows[c.ip(1)].rs != "YES" || !rows[c.ip(2)].started) {
+			err = fmt.Errorf("servers %v", rows)
+		}
+		return err
+	})
+	if _, err := op.Exec("ALTER SYSTEM DELETE SERVER ?", c.ip(1)+":2882"); err == nil {
+		t.Fatal("deleting the RootService's server succeeded")
+	}
+	mustExec(t, op, "ALTER TENANT sys SET LOCALITY = 'FULL{1}@z2, FULL{1}@z3'")
+	eventually(t, "the RootService moves to zone z2", func() error {
+		var prev sql.NullString
+		if err := op.QueryRow("SELECT PREVIOUS_LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'sys'").Scan(&prev); err != nil {
+			return err
+		}
+		if prev.Valid {
+			return fmt.Errorf("previous locality %q", prev.String)
+		}
+		rows, err := servers(op)
+		if err == nil && (rows[c.ip(2)].rs != "YES" || rows[c.ip(1)].rs != "NO") {
+			err = fmt.Errorf("servers %v", rows)
+		}
+		return err
+	})
+	if !c.nodes[c.ip(2)+":2882"].IsRootService() || c.nodes[c.ip(1)+":2882"].IsRootService() {
+		t.Fatal("the nodes disagree with DBA_OB_SERVERS on the RootService")
+	}
+	mustExec(t, op, "ALTER RESOURCE POOL sys_pool ZONE_LIST = ('z2', 'z3')")
+	mustExec(t, op, "ALTER SYSTEM STOP ZONE 'z1'")
+	mustExec(t, op, "ALTER SYSTEM DELETE SERVER ? ZONE 'z1'", c.ip(1)+":2882")
+	eventually(t, "server 1 gone", func() error {
+		rows, err := servers(op)
+		if _, ok := rows[c.ip(1)]; ok && err == nil {
+			err = fmt.Errorf("servers %v", rows)
+		}
+		return err
+	})
+	mustExec(t, op, "ALTER SYSTEM DELETE ZONE 'z1'")
+	var zones int
+	if err := op.QueryRow("SELECT count(*) FROM oceanbase.DBA_OB_ZONES").Scan(&zones); err != nil || zones != 2 {
+		t.Fatalf("zones after the removal: %d (%v)", zones, err)
+	}
+}

@@ -147,6 +147,10 @@ func (n *Node) adopt(s *State, join bool) error {
 		n.log.Info("Another server took over the RootService", "rs", s.RS, "term", s.Term)
 		n.isRS = false
 	}
+	if !n.isRS && s.RS == n.cfg.Addr && !join {
+		n.log.Info("Took over the RootService, handed over", "term", s.Term)
+		n.isRS = true
+	}
 	n.state = s
 	n.lastRS = time.Now()
 	return nil

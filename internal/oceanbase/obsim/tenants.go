@@ -2,6 +2,7 @@ package obsim
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -597,13 +598,55 @@ func (n *Node) tickTenants(now time.Time) {
 		n.changed()
 		return // the slice may have changed
 	}
+	sysChanged := false
 	for _, j := range s.Jobs {
 		if j.Status == "INPROGRESS" && !now.Before(j.DoneAt) {
 			j.Status, j.End = "SUCCESS", ptrTime(now)
 			if t := s.tenantByID(j.TenantID); t != nil {
 				t.PreviousLocality = ""
 			}
+			sysChanged = sysChanged || j.TenantID == sysTenantID
 			n.changed()
 		}
 	}
+	if sysChanged {
+		n.handOverRootService(now)
+	}
+}
+
+// handOverRootService moves the RootService off this server once the sys
+// tenant's locality no longer has its zone (n.mu held): the RootService
+// runs where the leader of the sys tenant's log stream is, and the zone
+// has no replica of it any more. It goes, with a new term, to the serving
+// server of the locality's zones with the lowest address; the new state is
+// pushed to it, and should that push fail the members elect a RootService
+// as when one is lost.
+func (n *Node) handOverRootService(now time.Time) {
+	s := n.state
+	sys, self := s.tenantByID(sysTenantID), s.server(n.cfg.Addr)
+	if sys == nil || self == nil || slices.Contains(localityZones(sys.Locality), self.Zone) {
+		return
+	}
+	to := ""
+	for _, sv := range s.Servers {
+		serving := sv.Status == ServerActive && sv.StartService != nil
+		if serving && slices.Contains(localityZones(sys.Locality), sv.Zone) && (to == "" || sv.Addr < to) {
+			to = sv.Addr
+		}
+	}
+	if to == "" {
+		return
+	}
+	s.Term++
+	s.RS = to
+	n.isRS = false
+	n.lastRS = now // a lease before this node would call an election
+	n.changed()
+	snap := s.clone()
+	n.log.Info("Handed the RootService over: the sys tenant left this zone", "to", to, "term", s.Term)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = n.call(ctx, http.MethodPost, to, pathState, snap, nil)
+	}()
 }

@@ -14,6 +14,29 @@ type Tenant struct {
 	ID                    int64
 	Name, Status          string // CREATING, NORMAL, DROPPING
 	Locality, PrimaryZone string
+	// Type is SYS, USER or META; PreviousLocality is the locality a
+	// change in progress started from, empty when none is (both read by
+	// Tenants only).
+	Type, PreviousLocality string
+}
+
+// Tenants lists DBA_OB_TENANTS: the sys tenant, the user tenants and their
+// META tenants.
+func Tenants(ctx context.Context, db *sql.DB) ([]Tenant, error) {
+	rows, err := db.QueryContext(ctx, "SELECT TENANT_ID, TENANT_NAME, TENANT_TYPE, STATUS, LOCALITY, COALESCE(PREVIOUS_LOCALITY, '') AS PREVIOUS_LOCALITY, PRIMARY_ZONE FROM oceanbase.DBA_OB_TENANTS")
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	defer rows.Close()
+	var out []Tenant
+	for rows.Next() {
+		var t Tenant
+		if err := rows.Scan(&t.ID, &t.Name, &t.Type, &t.Status, &t.Locality, &t.PreviousLocality, &t.PrimaryZone); err != nil {
+			return nil, fmt.Errorf("list tenants: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
 }
 
 // TenantByName reads the user tenant called name from DBA_OB_TENANTS; nil
@@ -143,6 +166,20 @@ func CreatePool(ctx context.Context, db *sql.DB, name, unit string, unitNum int3
 		name, quote(unit), unitNum, quote(zone))
 	if _, err := db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("create resource pool %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetPoolZones runs ALTER RESOURCE POOL name ZONE_LIST = (zones): OceanBase
+// places the pool's units in a zone added (on that zone's servers) and
+// drops those of a zone removed, which it refuses while the zone is in the
+// locality of the pool's tenant.
+func SetPoolZones(ctx context.Context, db *sql.DB, name string, zones []string) error {
+	if !isIdent(name) {
+		return fmt.Errorf("resource pool name %q is not an identifier", name)
+	}
+	if _, err := db.ExecContext(ctx, "ALTER RESOURCE POOL "+name+" ZONE_LIST = ("+quoteList(zones)+")"); err != nil {
+		return fmt.Errorf("set the zones of resource pool %s: %w", name, err)
 	}
 	return nil
 }

@@ -1,0 +1,358 @@
+package oceanbase
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// The parameter controller's RBAC, on top of the cluster controller's.
+//
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/finalizers,verbs=update
+
+// The OBParameter's webhooks: the checks against its cluster and the other
+// OBParameters (Clashes, Admit).
+//
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
+
+// ClusterParameter is the kind the parameter controller reconciles.
+type ClusterParameter = obv1.OBParameter
+
+// ParameterContext is the framework's pass context of an OBParameter.
+type ParameterContext = framework.Context[*ClusterParameter]
+
+// Reasons of an OBParameter's Ready condition, and its Event.
+const (
+	ReasonParameterApplied  = "ParameterApplied"
+	ReasonParameterApplying = "ParameterApplying"
+	ReasonParameterDrifted  = "ParameterDrifted"
+	ReasonRestartRequired   = "RestartRequired"
+	ReasonNoServers         = "NoServers"
+	EventParameterSet       = "ParameterSet"
+)
+
+// ParameterSettle is how long after setting a value the controller waits
+// for every server to report it before it sets it again: OceanBase
+// spreads a change to the servers in the background.
+const ParameterSettle = 5 * time.Second
+
+// staticEffective is the edit level of a parameter a server takes when it
+// restarts.
+const staticEffective = "STATIC_EFFECTIVE"
+
+// ParameterController is the OBParameter actor: once the cluster is
+// bootstrapped it sets the parameter with ALTER SYSTEM SET, reads it back
+// on every server in scope (GV$OB_PARAMETERS), and sets it again when a
+// server reports another value. It logs in through the cluster
+// controller's logins, as the operator user.
+type ParameterController struct {
+	logins *logins
+}
+
+// NewParameterController returns a parameter controller that logs in
+// through the cluster controller c's logins (nil: its own, with opts).
+func NewParameterController(c *Controller, opts Options) *ParameterController {
+	if c != nil {
+		return &ParameterController{logins: c.logins}
+	}
+	return &ParameterController{logins: newLogins(opts.withDefaults())}
+}
+
+// setupKinds registers the controllers of the OBZone and OBServer views
+// and of OBParameters; the last share c's logins.
+func setupKinds(mgr ctrl.Manager, c *Controller) error {
+	if err := setupViews(mgr); err != nil {
+		return err
+	}
+	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter]{
+		Actor:     NewParameterController(c, c.opts),
+		App:       "obparameter",
+		PartOf:    build.PartOf,
+		Resync:    c.opts.Resync,
+		Customize: watchClusterForParameters(mgr.GetClient()),
+	})
+	return err
+}
+
+// setupParameterWebhooks registers the OBParameter's validating webhook.
+func setupParameterWebhooks(mgr ctrl.Manager) error {
+	return framework.SetupWebhooks[*ClusterParameter](mgr, NewParameterController(nil, Options{}))
+}
+
+// watchClusterForParameters makes a change of an OBCluster (bootstrapped,
+// a server added) start a pass of each of its OBParameters.
+func watchClusterForParameters(r client.Reader) func(*builder.Builder) *builder.Builder {
+	return func(b *builder.Builder) *builder.Builder {
+		return b.Watches(&obv1.OBCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var list obv1.OBParameterList
+			if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for _, p := range list.Items {
+				if p.Spec.Cluster == o.GetName() {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+				}
+			}
+			return out
+		}))
+	}
+}
+
+// Clashes refuses a parameter that the cluster's spec.parameters sets, or
+// that another OBParameter of the cluster sets, the older keeping it
+// (framework.ClashChecker): two owners of one value would set it back and
+// forth. The controller checks it on every pass too, so a parameter
+// added to the cluster's spec later stops this one.
+func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *ClusterParameter) error {
+	name := field.NewPath("spec", "name")
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
+	}
+	if err == nil && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
+		return field.ErrorList{field.Invalid(name, p.Spec.Name,
+			fmt.Sprintf("OBCluster %s sets it in spec.parameters; change it there, or remove it there first", ob.Name))}.ToAggregate()
+	}
+	var list obv1.OBParameterList
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return fmt.Errorf("list OBParameters: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
+			continue
+		}
+		if p.CreationTimestamp.IsZero() || o.CreationTimestamp.Before(&p.CreationTimestamp) {
+			return field.ErrorList{field.Duplicate(name, fmt.Sprintf("%s: OBParameter %s sets it", p.Spec.Name, o.Name))}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Admit checks the parameter against its cluster at admission
+// (framework.Admitter): the cluster exists, and has the zone or the server
+// the parameter is limited to.
+func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *ClusterParameter) error {
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), p.Spec.Cluster)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
+	}
+	if p.Spec.Zone != "" && !slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == p.Spec.Zone }) {
+		var zones []string
+		for _, z := range ob.Spec.Zones {
+			zones = append(zones, z.Name)
+		}
+		return field.ErrorList{field.NotSupported(field.NewPath("spec", "zone"), p.Spec.Zone, zones)}.ToAggregate()
+	}
+	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
+	}
+	return nil
+}
+
+// Dependencies returns the parameter's cluster, which must be
+// bootstrapped.
+func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dependency, error) {
+	return []framework.Dependency{{
+		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: ctx.Obj.Spec.Cluster}},
+		Ready: func(o client.Object) (bool, string) {
+			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, ConditionBootstrapped)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				return false, "not bootstrapped"
+			}
+			return true, ""
+		},
+	}}, nil
+}
+
+// parameterState is what a pass observed of the parameter.
+type parameterState struct {
+	db            *sql.DB
+	scope, target string // obsql.SetParameterIn's; target "" with a scope: not known yet
+	known         bool   // some server reports the name as a cluster parameter
+	drifted       []string
+}
+
+var observedParameter = framework.NewPassValue[*parameterState]("parameter")
+
+// Declare reads the parameter on the servers in scope into status, and
+// sets Ready. A name OceanBase only knows as a tenant's parameter is an
+// invalid spec.
+func (c *ParameterController) Declare(ctx *ParameterContext) error {
+	p := ctx.Obj
+	ob := ctx.Dependencies[0].(*Cluster)
+	st := &parameterState{}
+	switch {
+	case p.Spec.Zone != "":
+		st.scope, st.target = obsql.ScopeZone, p.Spec.Zone
+	case p.Spec.Server != "":
+		st.scope = obsql.ScopeServer
+		if i := slices.IndexFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }); i >= 0 {
+			st.target = ob.Status.Servers[i].Address
+		}
+		if st.target == "" {
+			ctx.SetReady(false, ReasonServerUnknown, fmt.Sprintf("OBCluster %s has no server %s with an address", ob.Name, p.Spec.Server))
+			return nil
+		}
+	}
+	db, err := operatorDB(ctx, ctx.Client, c.logins, ob)
+	var rows []obsql.ParameterRow
+	if err == nil {
+		rows, err = obsql.Parameter(ctx, db, p.Spec.Name)
+	}
+	if err != nil {
+		c.logins.drop(ob.UID)
+		ctx.SetReady(false, ReasonUnreachable, err.Error())
+		return nil // the next pass tries again; status says why
+	}
+	st.db = db
+	if len(rows) > 0 && !slices.ContainsFunc(rows, func(r obsql.ParameterRow) bool { return !r.Tenant }) {
+		return framework.InvalidSpec(fmt.Errorf("%s is a tenant's parameter in OceanBase; an OBParameter sets a cluster parameter", p.Spec.Name))
+	}
+	st.known = len(rows) > 0
+	parameterStatus(p, st, rows)
+	setParameterReady(ctx, st, time.Now())
+	observedParameter.Set(ctx, st)
+	return nil
+}
+
+// parameterStatus writes the values of the servers in scope into status
+// and records the drifted ones in st.
+func parameterStatus(p *ClusterParameter, st *parameterState, rows []obsql.ParameterRow) {
+	s := &p.Status
+	s.Servers, s.Drifted, s.EditLevel = nil, 0, ""
+	for _, r := range rows {
+		if r.Tenant || st.scope == obsql.ScopeZone && r.Zone != st.target || st.scope == obsql.ScopeServer && r.Addr != st.target {
+			continue
+		}
+		s.EditLevel = r.EditLevel
+		s.Servers = append(s.Servers, obv1.OBParameterServer{Address: r.Addr, Zone: r.Zone, Value: r.Value})
+		// Case-insensitive, as OceanBase prints booleans its own way.
+		if !strings.EqualFold(r.Value, p.Spec.Value) {
+			st.drifted = append(st.drifted, r.Addr+"="+r.Value)
+		}
+	}
+	slices.SortFunc(s.Servers, func(a, b obv1.OBParameterServer) int { return strings.Compare(a.Address, b.Address) })
+	slices.Sort(st.drifted)
+	s.Drifted = int32(len(st.drifted))
+}
+
+// settling reports whether the controller set the spec's value less than
+// ParameterSettle before now, or, for a parameter servers take when they
+// restart, at all: setting it again would change nothing.
+func settling(p *ClusterParameter, now time.Time) bool {
+	s := p.Status
+	if s.SetValue != p.Spec.Value || s.SetAt == nil {
+		return false
+	}
+	return s.EditLevel == staticEffective || now.Sub(s.SetAt.Time) < ParameterSettle
+}
+
+func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time) {
+	p := ctx.Obj
+	switch {
+	case !st.known:
+		ctx.SetReady(false, ReasonParameterDrifted, fmt.Sprintf("no server reports parameter %s yet", p.Spec.Name))
+	case len(p.Status.Servers) == 0:
+		ctx.SetReady(false, ReasonNoServers, fmt.Sprintf("no server of %s %s reports the parameter", strings.ToLower(st.scope), st.target))
+	case len(st.drifted) == 0:
+		ctx.SetCondition(framework.ConditionReady, metav1.ConditionTrue, ReasonParameterApplied,
+			fmt.Sprintf("%d servers report %q", len(p.Status.Servers), p.Spec.Value))
+	case settling(p, now) && p.Status.EditLevel == staticEffective:
+		ctx.SetReady(false, ReasonRestartRequired, fmt.Sprintf("the servers take it when they restart; now %s", strings.Join(st.drifted, ", ")))
+	case settling(p, now):
+		ctx.SetReady(false, ReasonParameterApplying, "set; waiting for "+strings.Join(st.drifted, ", "))
+	default:
+		ctx.SetReady(false, ReasonParameterDrifted, "differs on "+strings.Join(st.drifted, ", "))
+	}
+}
+
+// Observe sets the parameter when a server in scope reports another value
+// (and it was not just set), or when no server knows the name (to have
+// OceanBase's answer).
+func (c *ParameterController) Observe(ctx *ParameterContext) (framework.Action[*ClusterParameter], error) {
+	st, ok := observedParameter.Get(ctx)
+	switch {
+	case !ok:
+		return nil, nil // OceanBase did not answer, or the server has no address; status says so
+	case !st.known || len(st.drifted) > 0 && !settling(ctx.Obj, time.Now()):
+		return c.setParameter, nil
+	}
+	return nil, nil
+}
+
+// setParameter runs ALTER SYSTEM SET. OceanBase refusing a name no server
+// reports makes the spec invalid, with OceanBase's message: retrying
+// cannot help until the spec changes.
+func (c *ParameterController) setParameter(ctx *ParameterContext) error {
+	p := ctx.Obj
+	st, err := observedParameter.MustGet(ctx)
+	if err != nil {
+		return err
+	}
+	err = obsql.SetParameterIn(ctx, st.db, p.Spec.Name, p.Spec.Value, st.scope, st.target)
+	switch {
+	case err != nil && !st.known && obsql.Refused(err):
+		return framework.InvalidSpec(fmt.Errorf("OceanBase refuses parameter %s: %w", p.Spec.Name, err))
+	case err != nil:
+		return err
+	case !st.known:
+		return framework.InvalidSpec(fmt.Errorf("OceanBase took parameter %s but no server reports it as a cluster parameter", p.Spec.Name))
+	}
+	p.Status.SetValue, p.Status.SetAt = p.Spec.Value, &metav1.Time{Time: time.Now()}
+	where := "on every server"
+	switch st.scope {
+	case obsql.ScopeZone:
+		where = "in zone " + st.target
+	case obsql.ScopeServer:
+		where = "on server " + st.target
+	}
+	ctx.Event(corev1.EventTypeNormal, EventParameterSet, "Set %s = %q %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
+		strings.Join(st.drifted, ", "))
+	return nil
+}
+
+// Finalize leaves the value in OceanBase, which has no unset.
+func (*ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
+	ctx.Log.Info("The parameter keeps its value in OceanBase", "parameter", ctx.Obj.Spec.Name)
+	return true, nil
+}
+
+// operatorDB logs in to ob as its operator user through the logins l,
+// through its observers' addresses (ready ones first).
+func operatorDB(ctx context.Context, r client.Reader, l *logins, ob *Cluster) (*sql.DB, error) {
+	ob = ob.DeepCopy()
+	obv1.Default(ob) // the credentials' names, when no webhook wrote them
+	pw, err := password(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
+	if err != nil {
+		return nil, err
+	}
+	return l.operator(ctx, ob.UID, clusterHosts(ob), pw)
+}

@@ -1,0 +1,601 @@
+package oceanbase
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
+)
+
+// Zone flows and their steps, persisted in status.operation.
+const (
+	flowAddZone           = "add-zone"
+	stepAddZones          = "AddZones"
+	stepAddZoneServers    = "AddZoneServers"
+	stepExtendSysTenant   = "ExtendSysTenant"
+	flowRemoveZone        = "remove-zone"
+	stepShrinkSysTenant   = "ShrinkSysTenant"
+	stepWaitTenantsLeave  = "WaitTenantsLeave"
+	stepStopZones         = "StopZones"
+	stepDeleteZoneServers = "DeleteZoneServers"
+	stepDeleteZones       = "DeleteZones"
+	stepRemoveZoneSets    = "RemoveZoneSets"
+	sysTenant             = "sys"
+	zoneFlowMaxAttempts   = 10
+
+	// ReasonZoneRemovalHeld is Ready's reason while a zone removal waits
+	// for user tenants to leave the zone.
+	ReasonZoneRemovalHeld = "ZoneRemovalHeld"
+)
+
+// leavingZone is a zone the spec no longer has whose StatefulSet remains:
+// its pods run until the remove-zone flow has had OceanBase let their
+// servers go.
+type leavingZone struct {
+	set  *appsv1.StatefulSet
+	pods map[int]*corev1.Pod
+}
+
+// observeLeaving finds the cluster's StatefulSets of zones the spec no
+// longer has, and their pods.
+func observeLeaving(ctx *Context, cl *cluster) error {
+	ob := ctx.Obj
+	cl.leaving = map[string]*leavingZone{}
+	var sets appsv1.StatefulSetList
+	if err := ctx.Client.List(ctx, &sets, client.InNamespace(ob.Namespace),
+		client.MatchingLabels(build.Selector(ob, build.ComponentObserver))); err != nil {
+		return fmt.Errorf("list the StatefulSets: %w", err)
+	}
+	for i := range sets.Items {
+		sts := &sets.Items[i]
+		zone := sts.Labels[build.ZoneLabel]
+		if zone == "" || inSpec(ob, zone) || !metav1.IsControlledBy(sts, ob) {
+			continue
+		}
+		pods, err := zoneSet(ob, zone).Pods(ctx, ctx.Client)
+		if err != nil {
+			return err
+		}
+		cl.leaving[zone] = &leavingZone{set: sts, pods: pods}
+	}
+	return nil
+}
+
+func inSpec(ob *Cluster, zone string) bool {
+	return slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone })
+}
+
+// applyLeavingServices keeps the Services of a leaving zone's servers: a
+// server's address is its Service's IP, and OceanBase must reach it until
+// it has let the server go.
+func applyLeavingServices(ctx *Context, cl *cluster) error {
+	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
+		lz := cl.leaving[zone]
+		n := int(ptr.Deref(lz.set.Spec.Replicas, 0))
+		for o := range lz.pods {
+			n = max(n, o+1)
+		}
+		for i := range n {
+			if err := ctx.Apply(build.ServerService(ctx.Obj, zone, i), build.ComponentServer); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sys is the sys tenant as this pass read it; nil when OceanBase was not
+// read.
+func (cl *cluster) sys() *obsql.Tenant {
+	for i := range cl.tenants {
+		if cl.tenants[i].Type == "SYS" {
+			return &cl.tenants[i]
+		}
+	}
+	return nil
+}
+
+// joining are the spec's zones that the sys tenant's locality does not
+// have yet, in the spec's order: the zones an add-zone flow brings in.
+func (cl *cluster) joining(ob *Cluster) []string {
+	sys := cl.sys()
+	if sys == nil {
+		return nil
+	}
+	have := build.LocalityZones(sys.Locality)
+	var out []string
+	for _, z := range ob.Spec.Zones {
+		if !slices.Contains(have, z.Name) {
+			out = append(out, z.Name)
+		}
+	}
+	return out
+}
+
+// leavingZones are the zones the spec no longer has that OceanBase, the
+// sys tenant's locality or a StatefulSet still has, sorted: the zones a
+// remove-zone flow takes out.
+func (cl *cluster) leavingZones(ob *Cluster) []string {
+	seen := map[string]bool{}
+	for z := range cl.zones {
+		seen[z] = true
+	}
+	for z := range cl.leaving {
+		seen[z] = true
+	}
+	if sys := cl.sys(); sys != nil {
+		for _, z := range build.LocalityZones(sys.Locality) {
+			seen[z] = true
+		}
+	}
+	var out []string
+	for _, z := range slices.Sorted(maps.Keys(seen)) {
+		if !inSpec(ob, z) {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+// zoneFlow starts the flow that brings OceanBase's zones to the spec's:
+// zones are added before any is removed, so that a zone that replaces
+// another serves before the other goes. Nil when the zones match.
+func (cl *cluster) zoneFlow(ob *Cluster) Action {
+	if joining := cl.joining(ob); len(joining) > 0 {
+		return framework.StartFlow[*Cluster](flowAddZone, "add "+strings.Join(joining, ", "))
+	}
+	if leaving := cl.leavingZones(ob); len(leaving) > 0 {
+		return framework.StartFlow[*Cluster](flowRemoveZone, "remove "+strings.Join(leaving, ", "))
+	}
+	return nil
+}
+
+// addZoneFlow brings the spec's new zones into OceanBase: each zone is
+// added and started, its observers are added as servers once they run,
+// and the sys tenant gets a replica there, one zone at a time as OceanBase
+// changes a locality. User tenants are left alone: their OBTenants say
+// which zones they use. Every step reads OceanBase again, so a flow resumed
+// after a restart continues where OceanBase is.
+func (c *Controller) addZoneFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowAddZone,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepAddZones, Run: c.addZones},
+			{Name: stepAddZoneServers, Run: c.addZoneServers},
+			{Name: stepExtendSysTenant, Run: c.extendSysTenant},
+		},
+		MaxAttempts: zoneFlowMaxAttempts,
+	}
+}
+
+// addZones adds (ALTER SYSTEM ADD ZONE) and starts the joining zones; done
+// when OceanBase reports every one ACTIVE.
+func (c *Controller) addZones(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	done := true
+	for _, z := range cl.joining(ctx.Obj) {
+		status := cl.zones[z].Status
+		if status == "" {
+			if err := obsql.AlterZone(ctx, cl.db, "ADD", z); err != nil {
+				return false, err
+			}
+			ctx.Log.Info("Added a zone", "zone", z)
+			ctx.Event("Normal", "ZoneAdded", "Added zone %s to OceanBase", z)
+		}
+		if status != "ACTIVE" {
+			if err := obsql.AlterZone(ctx, cl.db, "START", z); err != nil {
+				return false, err
+			}
+			ctx.Log.Info("Started a zone", "zone", z)
+			done = false
+		}
+	}
+	return done, nil
+}
+
+// addZoneServers adds the observers that run and that OceanBase does not
+// know (their zones exist now); done when every observer of the joining
+// zones is a server OceanBase reports serving.
+func (c *Controller) addZoneServers(ctx *Context) (bool, error) {
+	if err := c.addServers(ctx); err != nil {
+		return false, err
+	}
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	ob, op := ctx.Obj, ctx.Operation()
+	for _, z := range cl.joining(ob) {
+		if serving, why := cl.zoneServing(ob, z); !serving {
+			op.Message = fmt.Sprintf("zone %s waits for its observers: %s", z, why)
+			return false, nil
+		}
+	}
+	op.Message = ""
+	return true, nil
+}
+
+// extendSysTenant gives the sys tenant a replica in each joining zone,
+// one zone per locality change: its resource pool is extended to the zone
+// (ALTER RESOURCE POOL ... ZONE_LIST), then FULL{1}@zone is added to its
+// locality, and the next zone waits until OceanBase finished the change
+// (DBA_OB_TENANTS.PREVIOUS_LOCALITY is empty again).
+func (c *Controller) extendSysTenant(ctx *Context) (bool, error) {
+	cl, sys, err := sysIdle(ctx)
+	if sys == nil || err != nil {
+		return false, err
+	}
+	ob, op := ctx.Obj, ctx.Operation()
+	joining := cl.joining(ob)
+	if len(joining) == 0 {
+		op.Message = ""
+		ctx.Event("Normal", "ZonesAdded", "The sys tenant's locality is %s", sys.Locality)
+		return true, nil
+	}
+	zone := joining[0]
+	pool, err := sysPool(ctx, cl, sys)
+	if err != nil {
+		return false, err
+	}
+	if !slices.Contains(pool.Zones, zone) {
+		ctx.Log.Info("Extending the sys tenant's resource pool", "pool", pool.Name, "zone", zone)
+		if err := obsql.SetPoolZones(ctx, cl.db, pool.Name, append(slices.Clone(pool.Zones), zone)); err != nil {
+			return false, err
+		}
+	}
+	locality := build.LocalityWith(sys.Locality, zone)
+	ctx.Log.Info("Changing the sys tenant's locality", "from", sys.Locality, "to", locality)
+	if err := obsql.AlterTenant(ctx, cl.db, sysTenant, "LOCALITY", locality); err != nil {
+		return false, err
+	}
+	op.Message = fmt.Sprintf("adding zone %s to the sys tenant's locality", zone)
+	return false, nil
+}
+
+// sysIdle returns the sys tenant when no locality change of it is in
+// progress; nil (with the operation's message saying so) while one is.
+func sysIdle(ctx *Context) (*cluster, *obsql.Tenant, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sys := cl.sys()
+	switch {
+	case sys == nil:
+		return nil, nil, fmt.Errorf("OceanBase lists no sys tenant")
+	case sys.PreviousLocality != "":
+		ctx.Operation().Message = fmt.Sprintf("OceanBase is changing the sys tenant's locality from %s to %s",
+			sys.PreviousLocality, sys.Locality)
+		return cl, nil, nil
+	}
+	return cl, sys, nil
+}
+
+// sysPool reads the sys tenant's resource pool.
+func sysPool(ctx *Context, cl *cluster, sys *obsql.Tenant) (*obsql.Pool, error) {
+	pools, err := obsql.Pools(ctx, cl.db)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
+		if pools[name].TenantID == sys.ID {
+			return pools[name], nil
+		}
+	}
+	return nil, fmt.Errorf("OceanBase lists no resource pool of the sys tenant")
+}
+
+// removeZoneFlow takes the zones the spec no longer has out of OceanBase,
+// then deletes their StatefulSets: the sys tenant leaves them (locality
+// first, one zone per change, then its pool), the flow holds while a user
+// tenant still has a replica or a pool there (ob-operator #248: OceanBase
+// would never let the servers go), then each zone is stopped, its servers
+// are deleted and waited for, the zone is deleted, and only then do its
+// pods and volume claims go (ob-operator #8). Every step reads OceanBase
+// again, so a flow resumed after a restart continues where OceanBase is.
+func (c *Controller) removeZoneFlow() framework.Flow[*Cluster] {
+	return framework.Flow[*Cluster]{
+		Name: flowRemoveZone,
+		Steps: []framework.Step[*Cluster]{
+			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
+			{Name: stepWaitTenantsLeave, Run: c.waitTenantsLeave},
+			{Name: stepStopZones, Run: c.stopLeavingZones},
+			{Name: stepDeleteZoneServers, Run: c.deleteZoneServers},
+			{Name: stepDeleteZones, Run: c.deleteZones},
+			{Name: stepRemoveZoneSets, Run: c.removeZoneSets},
+		},
+		MaxAttempts: zoneFlowMaxAttempts,
+	}
+}
+
+// shrinkSysTenant takes the leaving zones out of the sys tenant's
+// locality, one zone per change, waiting for each, then out of its pool.
+func (c *Controller) shrinkSysTenant(ctx *Context) (bool, error) {
+	cl, sys, err := sysIdle(ctx)
+	if sys == nil || err != nil {
+		return false, err
+	}
+	ob, op := ctx.Obj, ctx.Operation()
+	leaving := cl.leavingZones(ob)
+	for _, zone := range build.LocalityZones(sys.Locality) {
+		if !slices.Contains(leaving, zone) {
+			continue
+		}
+		locality := build.LocalityWithout(sys.Locality, zone)
+		if locality == "" {
+			op.Message = fmt.Sprintf("zone %s holds the sys tenant's last replica: add a zone first", zone)
+			return false, nil
+		}
+		ctx.Log.Info("Changing the sys tenant's locality", "from", sys.Locality, "to", locality)
+		if err := obsql.AlterTenant(ctx, cl.db, sysTenant, "LOCALITY", locality); err != nil {
+			return false, err
+		}
+		op.Message = fmt.Sprintf("removing zone %s from the sys tenant's locality", zone)
+		return false, nil
+	}
+	pool, err := sysPool(ctx, cl, sys)
+	if err != nil {
+		return false, err
+	}
+	keep := slices.DeleteFunc(slices.Clone(pool.Zones), func(z string) bool { return slices.Contains(leaving, z) })
+	if len(keep) < len(pool.Zones) {
+		ctx.Log.Info("Shrinking the sys tenant's resource pool", "pool", pool.Name, "zones", keep)
+		return false, obsql.SetPoolZones(ctx, cl.db, pool.Name, keep)
+	}
+	op.Message = ""
+	return true, nil
+}
+
+// waitTenantsLeave holds the removal while a user tenant has a replica in
+// a leaving zone (its locality) or a resource pool there (its units): the
+// servers could not be deleted, OceanBase having nowhere to move those
+// units. The flow neither deletes anything nor fails; Ready and the
+// operation's message say which tenants hold it, and it continues once
+// their zones changed (an OBTenant's spec.zones, or ALTER TENANT).
+func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	pools, err := obsql.Pools(ctx, cl.db)
+	if err != nil {
+		return false, err
+	}
+	op := ctx.Operation()
+	holds := cl.tenantsIn(cl.leavingZones(ctx.Obj), pools)
+	if len(holds) == 0 {
+		op.Message = ""
+		return true, nil
+	}
+	msg := "held: " + strings.Join(holds, "; ") + "; change those tenants' zones (an OBTenant's spec.zones) to let the zone go"
+	if op.Message != msg {
+		ctx.Log.Info("A zone removal waits for tenants to leave the zone", "holds", holds)
+		ctx.Event("Warning", ReasonZoneRemovalHeld, "%s", msg)
+	}
+	op.Message = msg
+	ctx.SetReady(false, ReasonZoneRemovalHeld, msg)
+	return false, nil
+}
+
+// tenantsIn says which user tenants have a replica or a pool in zones.
+func (cl *cluster) tenantsIn(zones []string, pools map[string]*obsql.Pool) []string {
+	names := map[int64]string{}
+	var out []string
+	for _, t := range cl.tenants {
+		names[t.ID] = t.Name
+		if t.Type != "USER" {
+			continue
+		}
+		for _, z := range build.LocalityZones(t.Locality) {
+			if slices.Contains(zones, z) {
+				out = append(out, fmt.Sprintf("tenant %s has a replica in zone %s (locality %s)", t.Name, z, t.Locality))
+			}
+		}
+	}
+	sys := cl.sys()
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
+		p := pools[name]
+		if sys != nil && p.TenantID == sys.ID {
+			continue
+		}
+		for _, z := range p.Zones {
+			if !slices.Contains(zones, z) {
+				continue
+			}
+			owner := "no tenant"
+			if p.TenantID != 0 {
+				owner = "tenant " + names[p.TenantID]
+			}
+			out = append(out, fmt.Sprintf("resource pool %s (%s) has units in zone %s", p.Name, owner, z))
+		}
+	}
+	return out
+}
+
+// stopLeavingZones stops the leaving zones OceanBase reports ACTIVE; done
+// when none is.
+func (c *Controller) stopLeavingZones(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	done := true
+	for _, z := range cl.leavingZones(ctx.Obj) {
+		if cl.zones[z].Status != "ACTIVE" {
+			continue
+		}
+		ctx.Log.Info("Stopping a zone to remove it", "zone", z)
+		if err := obsql.AlterZone(ctx, cl.db, "STOP", z); err != nil {
+			return false, err
+		}
+		done = false
+	}
+	return done, nil
+}
+
+// deleteZoneServers deletes from OceanBase every server it lists in a
+// leaving zone (again if one is no longer DELETING), and is done when it
+// lists none: the pods stay until then.
+func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	leaving := cl.leavingZones(ctx.Obj)
+	var waiting []string
+	sent := false
+	for _, addr := range slices.Sorted(maps.Keys(cl.servers)) {
+		srv := cl.servers[addr]
+		if !slices.Contains(leaving, srv.Zone) {
+			continue
+		}
+		waiting = append(waiting, fmt.Sprintf("%s in zone %s (%s)", addr, srv.Zone, srv.Status))
+		if srv.Status == "DELETING" {
+			continue
+		}
+		if err := obsql.DeleteServer(ctx, cl.db, addr, srv.Zone); err != nil {
+			return false, err
+		}
+		ctx.Log.Info("Deleting a server from OceanBase", "server", addr, "zone", srv.Zone)
+		ctx.Event("Normal", "DeletingServer", "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
+		sent = true
+	}
+	if sent {
+		// The login may be through one of these servers, which stops
+		// answering once deleted: the next pass logs in through a zone
+		// that stays.
+		c.logins.drop(ctx.Obj.UID)
+	}
+	op := ctx.Operation()
+	op.Message = ""
+	if len(waiting) > 0 {
+		op.Message = "OceanBase still holds " + strings.Join(waiting, ", ")
+	}
+	return len(waiting) == 0, nil
+}
+
+// deleteZones deletes the leaving zones OceanBase still lists (stopped and
+// without servers by now); done when it lists none.
+func (c *Controller) deleteZones(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	done := true
+	for _, z := range cl.leavingZones(ctx.Obj) {
+		if _, listed := cl.zones[z]; !listed {
+			continue
+		}
+		if err := obsql.AlterZone(ctx, cl.db, "DELETE", z); err != nil {
+			return false, err
+		}
+		ctx.Log.Info("Deleted a zone", "zone", z)
+		ctx.Event("Normal", "ZoneDeleted", "Deleted zone %s from OceanBase", z)
+		done = false
+	}
+	return done, nil
+}
+
+// removeZoneSets removes each leaving zone's observers once OceanBase
+// lists none of their servers: the StatefulSet is scaled to zero, and once
+// its pods are gone their volume claims are deleted (the store of a
+// deleted server cannot rejoin: docs/oceanbase.md), then the StatefulSet;
+// the servers' Services go with it. Done when no leaving zone's
+// StatefulSet is left.
+func (c *Controller) removeZoneSets(ctx *Context) (bool, error) {
+	cl, err := connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	ob := ctx.Obj
+	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
+		lz := cl.leaving[zone]
+		sts := lz.set
+		switch held := cl.serversIn(zone); {
+		case len(held) > 0:
+			// Only after a rescue skipped a step: the pods wait for
+			// OceanBase all the same (ob-operator #8).
+			ctx.Operation().Message = fmt.Sprintf("OceanBase still holds %s of zone %s", strings.Join(held, ", "), zone)
+		case sts.DeletionTimestamp != nil:
+		case ptr.Deref(sts.Spec.Replicas, 0) > 0:
+			patch := client.MergeFrom(sts.DeepCopy())
+			sts.Spec.Replicas = ptr.To[int32](0)
+			if err := ctx.Client.Patch(ctx, sts, patch); err != nil {
+				return false, fmt.Errorf("scale the StatefulSet of zone %s to zero: %w", zone, err)
+			}
+			ctx.Log.Info("Scaled a removed zone's StatefulSet to zero", "zone", zone, "statefulSet", sts.Name)
+		case len(lz.pods) > 0:
+			ctx.Operation().Message = fmt.Sprintf("waiting for the %d pods of zone %s to go", len(lz.pods), zone)
+		default:
+			if err := deleteZoneSet(ctx, zone, sts); err != nil {
+				return false, err
+			}
+		}
+	}
+	if len(cl.leaving) > 0 {
+		return false, nil
+	}
+	ctx.Operation().Message = ""
+	ctx.Event("Normal", "ZonesRemoved", "The zones are %s", strings.Join(specZones(ob), ", "))
+	return true, nil
+}
+
+// serversIn are the addresses of the servers OceanBase lists in zone.
+func (cl *cluster) serversIn(zone string) []string {
+	var out []string
+	for _, addr := range slices.Sorted(maps.Keys(cl.servers)) {
+		if cl.servers[addr].Zone == zone {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// deleteZoneSet deletes a removed zone's volume claims, then its
+// StatefulSet (whose pods are gone).
+func deleteZoneSet(ctx *Context, zone string, sts *appsv1.StatefulSet) error {
+	claims, err := zoneSet(ctx.Obj, zone).Claims(ctx, ctx.Client)
+	if err != nil {
+		return err
+	}
+	deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, func(int) bool { return true })
+	if err != nil {
+		return err
+	}
+	for _, name := range deleted {
+		ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", name, "zone", zone)
+	}
+	uid := sts.UID
+	switch err := ctx.Client.Delete(ctx, sts, client.Preconditions{UID: &uid}); {
+	case apierrors.IsNotFound(err): // gone already; the cache lags
+	case err != nil:
+		return fmt.Errorf("delete the StatefulSet of zone %s: %w", zone, err)
+	default:
+		ctx.Log.Info("Deleted a removed zone's StatefulSet", "zone", zone, "statefulSet", sts.Name)
+	}
+	return nil
+}
+
+func specZones(ob *Cluster) []string {
+	out := make([]string, len(ob.Spec.Zones))
+	for i, z := range ob.Spec.Zones {
+		out[i] = z.Name
+	}
+	return out
+}
