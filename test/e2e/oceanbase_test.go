@@ -83,6 +83,9 @@ type obScenario struct {
 	scenario
 	image, next  string // the observers' image, and the one to upgrade to
 	rootPassword string
+	// via is the observer's Service the SQL goes through; empty, the
+	// client Service, which balances over the ready observers.
+	via string
 }
 
 func (o *obScenario) create(t *testing.T) {
@@ -394,8 +397,14 @@ func (o *obScenario) rootServiceKilled(t *testing.T) {
 	for _, s := range ob.Status.Servers {
 		if s.Address == rs {
 			pod = s.Pod
+		} else {
+			// A frozen observer still accepts connections (the kernel
+			// does), and its pod stays ready: the client Service would
+			// send some of the test's queries to it.
+			o.via = s.Pod
 		}
 	}
+	defer func() { o.via = "" }()
 	p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -701,8 +710,12 @@ func (o *obScenario) query(query string) [][]string {
 // sqlAs runs query as user (user@tenant) through the client Service, with
 // a MySQL client in the client pod, and returns the rows.
 func (o *obScenario) sqlAs(user, password, query string) ([][]string, error) {
-	out, err := kubectl("exec", "-n", o.ns, "client", "--", "/smoke", "sql", "--timeout", "15s",
-		"--server", obName+":2881", "--user", user, "--password", password, query)
+	via := o.via
+	if via == "" {
+		via = obName
+	}
+	out, err := kubectl("exec", "-n", o.ns, "client", "--", "/smoke", "sql", "--timeout", "8s",
+		"--server", via+":2881", "--user", user, "--password", password, query)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", err, out)
 	}
