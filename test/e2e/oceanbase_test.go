@@ -269,8 +269,13 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 		if gone && listed {
 			t.Fatalf("the pod %s went while OceanBase still listed its server %s (%s)", pod, departing, s.status)
 		}
-		if listed || !apierrors.IsNotFound(err) {
-			return fmt.Errorf("server listed %v, pod %v", listed, err)
+		switch {
+		case listed:
+			return fmt.Errorf("OceanBase still lists %s (%s)", departing, s.status)
+		case err == nil:
+			return fmt.Errorf("the pod %s is still there", pod)
+		case !apierrors.IsNotFound(err):
+			return err
 		}
 		return nil
 	})
@@ -280,8 +285,11 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 	eventually(t, time.Minute, "the departed server's volume claim is deleted", func(ctx context.Context) error {
 		claim := build.DataVolume + "-" + pod
 		_, err := env.client.CoreV1().PersistentVolumeClaims(o.ns).Get(ctx, claim, metav1.GetOptions{})
+		if err == nil {
+			return fmt.Errorf("claim %s is still there", claim)
+		}
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("claim %s: %v", claim, err)
+			return err
 		}
 		return nil
 	})
@@ -463,7 +471,7 @@ func (o *obScenario) upgrade(t *testing.T) {
 	o.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, o.next))
 	var stopped []string // the zones seen stopped, in order
 	var ob *obv1.OBCluster
-	eventually(t, 4*time.Minute, "every observer runs "+o.next+" and the cluster is Ready", func(ctx context.Context) error {
+	eventually(t, 4*time.Minute, "every observer runs "+o.next+" and the cluster is Ready", func(context.Context) error {
 		// Each source is one instant: status as the operator last saw
 		// OceanBase, DBA_OB_ZONES now. Neither may show two zones down.
 		ob = o.get()
