@@ -264,11 +264,12 @@ wait-admission:
 	@if [ -z "$(SAMPLES)" ]; then echo "no sample in config/samples for SYSTEMS=$(SYSTEMS)" >&2; exit 1; fi
 	@# A sample of a kind that names its cluster (OBParameter) is denied
 	@# for want of the cluster, which a dry run does not create: the
-	@# webhook answered, which is what this waits for.
+	@# webhook answered, which is what this waits for. kubectl prints the
+	@# denial's causes: The OBTenant "t1" is invalid: spec.cluster: Not found.
 	@for s in $(SAMPLES); do \
 		for i in $$(seq 60); do \
 			if out=$$($(KUBECTL) apply --dry-run=server -f $$s 2>&1) || \
-				echo "$$out" | grep -q 'denied the request: .*spec.cluster: Not found'; then continue 2; fi; \
+				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec.cluster: Not found'; then continue 2; fi; \
 			sleep 1; \
 		done; \
 		echo "$$out" >&2; exit 1; \

@@ -87,12 +87,13 @@ type Controller struct {
 	opts      Options
 	bootstrap *background
 	logins    *logins
+	poll      *poller
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
 	opts = opts.withDefaults()
-	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts)}
+	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts), poll: newPoller()}
 }
 
 // System returns the OceanBase system for the manager's registry.
@@ -118,6 +119,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Flows: []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
 			c.removeZoneFlow(), c.recoverFlow()},
 		Resync:    c.opts.Resync,
+		Trigger:   c.poll.trigger,
 		Customize: func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
@@ -217,6 +219,7 @@ func (c *Controller) Declare(ctx *Context) error {
 		return err
 	}
 	c.setConditions(ctx, cl)
+	c.poll.pollIfNotReady(ob)
 	observed.Set(ctx, cl)
 	return nil
 }

@@ -13,6 +13,7 @@
 // registers them from init; TestSystems runs them. E2E_SYSTEMS (make e2e
 // SYSTEMS=zookeeper) narrows the suite to some systems: the others' tests
 // are skipped with the reason, and only their image archives are loaded.
-// Empty, it is every system built into the operator, as CI runs it. The
+// Empty, it is every system built into the operator, previews included,
+// as CI runs it; "all" is the operator's all, without the previews. The
 // image archives are the *.tar files of E2E_IMAGES_DIR (_output/images).
 package e2e

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
@@ -307,32 +305,6 @@ func (g *gpssScenario) gpssOut(args ...string) (string, error) {
 		return out, fmt.Errorf("gpss %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return out, nil
-}
-
-// startClient starts the pod the scenarios run gpsscli's calls from.
-func (g *gpssScenario) startClient() {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client"},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers: []corev1.Container{{Name: "client", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
-			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
-	if _, err := env.client.CoreV1().Pods(g.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		g.t.Fatal(err)
-	}
-	eventually(g.t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
-		p, err := env.client.CoreV1().Pods(g.ns).Get(ctx, "client", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("phase %s", p.Status.Phase)
-		}
-		return nil
-	})
 }
 
 // waitReady waits until the cluster is Ready at its generation with

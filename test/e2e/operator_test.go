@@ -159,8 +159,9 @@ func helmInstall(args ...string) error {
 }
 
 // clusterMissing is a webhook's denial of an object whose cluster does not
-// exist.
-var clusterMissing = regexp.MustCompile(`denied the request: .*spec\.cluster: Not found`)
+// exist, as kubectl prints it: `The OBTenant "t1" is invalid:
+// spec.cluster: Not found: "ob"` (the causes of the webhook's answer).
+var clusterMissing = regexp.MustCompile(`(denied the request|is invalid): .*spec\.cluster: Not found`)
 
 // waitForAdmission waits until the API server reaches the webhooks: a
 // ready pod is not yet a reachable Service, until the EndpointSlice

@@ -4,10 +4,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -46,6 +50,35 @@ func (s *scenario) patch(patch string) {
 // waitPods waits until exactly n of the cluster's pods exist.
 func (s *scenario) waitPods(n int) {
 	waitPodCount(s.t, s.ns, "app.kubernetes.io/component="+s.podComponent, n)
+}
+
+// startClient starts the pod "client", running the smoke image's server,
+// that the scenarios run their clients in with kubectl exec: the
+// cluster's Services are reachable only from inside localkube's network.
+func (s *scenario) startClient() {
+	s.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{Name: "client", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := env.client.CoreV1().Pods(s.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		s.t.Fatal(err)
+	}
+	eventually(s.t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(s.ns).Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
 }
 
 // dumpState logs what a failed scenario leaves behind: the cluster and its

@@ -82,12 +82,18 @@ func registerSystem(name string, s systemSpec) {
 }
 
 // selectSystems resolves E2E_SYSTEMS ("make e2e SYSTEMS=..."), like the
-// operator's --systems flag, against the systems built into the operator:
-// empty or "all" is every one of them. Every selected system must have
-// registered its specs.
+// operator's --systems flag, against the systems built into the operator;
+// empty is every one of them, previews included (CI tests them all), while
+// "all" is the operator's "all", which leaves previews out. Every selected
+// system must have registered its specs.
 func selectSystems() error {
 	spec := os.Getenv("E2E_SYSTEMS")
-	selected, err := manager.Builtin().Select(spec)
+	builtin := manager.Builtin()
+	names := spec
+	if strings.TrimSpace(spec) == "" {
+		names = strings.Join(builtin.Available(), ",")
+	}
+	selected, err := builtin.Select(names)
 	if err != nil {
 		return fmt.Errorf("E2E_SYSTEMS=%q: %w", spec, err)
 	}
@@ -232,6 +238,13 @@ func samples() ([]string, error) {
 // archiveImage reads an image's tag from its archive's manifest.
 func archiveImage(t *testing.T, archive string) string {
 	t.Helper()
+	return archiveTags(t, archive)[0]
+}
+
+// archiveTags reads the tags of an archive's image from its manifest, at
+// least one.
+func archiveTags(t *testing.T, archive string) []string {
+	t.Helper()
 	out, err := command("tar", "-xOf", archive, "manifest.json")
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -240,7 +253,7 @@ func archiveImage(t *testing.T, archive string) string {
 	if err := json.Unmarshal([]byte(out), &manifest); err != nil || len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
 		t.Fatalf("manifest.json of %s: %v", archive, err)
 	}
-	return manifest[0].RepoTags[0]
+	return manifest[0].RepoTags
 }
 
 // waitPodCount waits until exactly n pods of ns match selector.

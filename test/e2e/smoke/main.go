@@ -21,13 +21,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|obsim-knobs JSON")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
 	addr := flags.String("listen", ":8080", "address serve listens on")
 	dataDir := flags.String("data", "/data", "volume serve writes to")
-	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck; GPSS gRPC address of gpss")
+	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck; GPSS gRPC address of gpss; observer address of sql and obsim-knobs")
+	user := flags.String("user", "root", "user of sql (user@tenant)")
+	password := flags.String("password", "", "password of sql")
 	zkRoot := flags.String("root", "/e2e", "parent znode of zkwrite and zkcheck")
 	interval := flags.Duration("interval", 50*time.Millisecond, "pause between two writes of zkwrite")
 	count := flags.Int("count", 0, "writes of zkwrite; 0: until SIGTERM")
@@ -61,6 +63,10 @@ func main() {
 		zkCheck(ctx, *zkServer, *zkRoot)
 	case "gpss":
 		gpssJobs(ctx, *zkServer, flags.Args())
+	case "sql":
+		obSQL(ctx, *zkServer, *user, *password, flags.Arg(0))
+	case "obsim-knobs":
+		obsimKnobs(ctx, *zkServer, flags.Arg(0))
 	default:
 		fail("unknown command %q", os.Args[1])
 	}
