@@ -436,16 +436,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 		maxDown <- most
 	}()
-	testenv.Eventually(t, "the upgrade ends", func() (bool, string) {
-		if ok, why := readyWith(c, ns, "ob", 6)(); !ok {
-			return false, why
-		}
-		o := get(t, c, ns, "ob")
-		if op := o.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != "Succeeded" {
-			return false, fmt.Sprintf("operation %+v", op)
-		}
-		return o.Status.Image == "localhost/obsim:1.1", "image " + o.Status.Image
-	})
+	testenv.Eventually(t, "the upgrade ends", upgradedTo(t, c, ns, "localhost/obsim:1.1", 6))
 	cancel()
 	if most := <-maxDown; most != 1 {
 		t.Errorf("at most %d zones were stopped at once during the upgrade; want 1", most)
@@ -524,16 +515,7 @@ func TestUpgradeTwoZones(t *testing.T) {
 		}
 		maxOut <- most
 	}()
-	eventually(t, "the upgrade ends", func() (bool, string) {
-		if ok, why := readyWith(c, ns, "ob", 3)(); !ok {
-			return false, why
-		}
-		o := get(t, c, ns, "ob")
-		if op := o.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != "Succeeded" {
-			return false, fmt.Sprintf("operation %+v", op)
-		}
-		return o.Status.Image == "localhost/obsim:1.1", "image " + o.Status.Image
-	})
+	eventually(t, "the upgrade ends", upgradedTo(t, c, ns, "localhost/obsim:1.1", 3))
 	cancel()
 	if most := <-maxOut; most != 1 {
 		t.Errorf("at most %d observers were out of service at once; want 1", most)
@@ -565,6 +547,21 @@ func TestUpgradeTwoZones(t *testing.T) {
 		if args := strings.Join(p.Spec.Containers[0].Args, " "); !strings.Contains(args, "memory_limit=2048M") {
 			t.Errorf("pod %s runs %s", p.Name, args)
 		}
+	}
+}
+
+// upgradedTo holds once the upgrade flow succeeded, every observer runs
+// image and active servers serve.
+func upgradedTo(t *testing.T, c client.Client, ns, image string, active int32) func() (bool, string) {
+	return func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", active)(); !ok {
+			return false, why
+		}
+		o := get(t, c, ns, "ob")
+		if op := o.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != "Succeeded" {
+			return false, fmt.Sprintf("operation %+v", op)
+		}
+		return o.Status.Image == image, "image " + o.Status.Image
 	}
 }
 

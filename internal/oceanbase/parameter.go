@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -180,16 +179,7 @@ func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *Clust
 // Dependencies returns the parameter's cluster, which must be
 // bootstrapped.
 func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dependency, error) {
-	return []framework.Dependency{{
-		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: ctx.Obj.Spec.Cluster}},
-		Ready: func(o client.Object) (bool, string) {
-			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, ConditionBootstrapped)
-			if c == nil || c.Status != metav1.ConditionTrue {
-				return false, "not bootstrapped"
-			}
-			return true, ""
-		},
-	}}, nil
+	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
 }
 
 // parameterState is what a pass observed of the parameter.

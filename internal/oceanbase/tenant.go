@@ -168,8 +168,14 @@ func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant
 // Dependencies returns the tenant's cluster: the tenant waits for its cluster to be bootstrapped (not
 // Ready: a tenant can change while the cluster scales).
 func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependency, error) {
+	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
+}
+
+// bootstrappedCluster is the dependency of a tenant or a parameter on its
+// cluster: the cluster named, bootstrapped.
+func bootstrappedCluster(name string) []framework.Dependency {
 	return []framework.Dependency{{
-		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: ctx.Obj.Spec.Cluster}},
+		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		Ready: func(o client.Object) (bool, string) {
 			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, ConditionBootstrapped)
 			if c == nil || c.Status != metav1.ConditionTrue {
@@ -177,7 +183,7 @@ func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependenc
 			}
 			return true, ""
 		},
-	}}, nil
+	}}
 }
 
 // tenantState is what a pass observed of the tenant in OceanBase.
