@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -48,8 +49,9 @@ func init() {
 // config changed, a zone scaled out and in with the departing server held
 // DELETING while its pod stays (#8), the manager killed while a server is
 // DELETING (#155), an observer's pod deleted and its server back, the
-// RootService's observer killed (#325), and a rolling upgrade of the
-// cluster grown to 2-2-2 (#540). The scenarios build on each other and run
+// RootService's observer killed (#325), a zone added and its removal held
+// while a tenant has it (#248), an observer's store lost and its server
+// replaced, and a rolling upgrade of the cluster grown to 2-2-2 (#540). The scenarios build on each other and run
 // in order; the first failure stops the rest.
 func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
@@ -68,6 +70,8 @@ func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 		{"the manager killed while a server is DELETING deletes no other (#155)", o.managerKilled},
 		{"a deleted observer comes back as the same server", o.podDeleted},
 		{"the RootService's observer killed, the operator goes on (#325)", o.rootServiceKilled},
+		{"a zone added, its removal held while a tenant has it (#248)", o.zoneRemovalHeld},
+		{"an observer's store lost, its server replaced by one at a new address", o.storeLost},
 		{"a rolling upgrade of 2-2-2 walks every zone, one at a time (#540)", o.upgrade},
 	} {
 		o.t = t
@@ -450,6 +454,192 @@ func (o *obScenario) rootServiceKilled(t *testing.T) {
 	t.Logf("The parameter set and the cluster Ready %s after the freeze", time.Since(start).Round(time.Second))
 }
 
+// zoneRemovalHeld adds a zone z4 and puts the tenant in it, then removes
+// z4 from the cluster: the removal holds while the tenant has the zone,
+// z4's observer still there and still OceanBase's server (ob-operator #248
+// deleted the zone's servers under the tenant's replicas), and finishes
+// once the tenant leaves it.
+func (o *obScenario) zoneRemovalHeld(t *testing.T) {
+	o.waitReady(3, time.Minute)
+	start := time.Now()
+	o.patch(`{"spec":{"zones":[{"name":"z1","replicas":1},{"name":"z2","replicas":1},{"name":"z3","replicas":1},{"name":"z4","replicas":1}]}}`)
+	o.waitReady(4, 3*time.Minute)
+	o.waitServers(4)
+	if z := o.zones(); z["z4"] != "ACTIVE" {
+		t.Fatalf("DBA_OB_ZONES: %v, want z4 ACTIVE", z)
+	}
+	t.Logf("Added z4 in %s", time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	o.patchTenant(`{"spec":{"zones":[{"name":"z1"},{"name":"z2"},{"name":"z3"},{"name":"z4"}]}}`)
+	if tn := o.waitTenantReady(2 * time.Minute); !strings.Contains(tn.Status.Locality, "@z4") {
+		t.Fatalf("the tenant's locality %q has no replica in z4", tn.Status.Locality)
+	}
+	t.Logf("The tenant joined z4 in %s", time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	pod := obName + "-z4-0"
+	addr := o.address(pod)
+	o.setReplicas(1, 1, 1)
+	held := func(ctx context.Context) error {
+		ob := o.get()
+		ready := meta.FindStatusCondition(ob.Status.Conditions, "Ready")
+		switch {
+		case ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != "ZoneRemovalHeld":
+			return fmt.Errorf("Ready: %+v", ready)
+		case ob.Status.Operation == nil || ob.Status.Operation.Message == "":
+			return fmt.Errorf("operation: %+v", ob.Status.Operation)
+		}
+		if _, err := env.client.CoreV1().Pods(o.ns).Get(ctx, pod, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("z4's pod: %w", err)
+		}
+		if s, ok := o.servers()[addr]; !ok || s.zone != "z4" {
+			return fmt.Errorf("OceanBase no longer lists z4's server %s", addr)
+		}
+		return nil
+	}
+	eventually(t, time.Minute, "the removal of z4 is held", held)
+	// A few passes go by: it stays held.
+	time.Sleep(5 * time.Second)
+	if err := held(context.Background()); err != nil {
+		t.Fatalf("the removal of z4 is no longer held while the tenant has it: %v", err)
+	}
+	ob := o.get()
+	t.Logf("Removal of z4 held after %s: %s", time.Since(start).Round(time.Second), ob.Status.Operation.Message)
+
+	start = time.Now()
+	o.patchTenant(`{"spec":{"zones":[{"name":"z1"},{"name":"z2"},{"name":"z3"}]}}`)
+	o.waitTenantReady(2 * time.Minute)
+	o.waitReady(3, 3*time.Minute)
+	if z := o.zones(); len(z) != 3 || z["z4"] != "" {
+		t.Errorf("DBA_OB_ZONES: %v, want z1, z2 and z3", z)
+	}
+	eventually(t, time.Minute, "z4's StatefulSet is gone", func(ctx context.Context) error {
+		_, err := env.client.AppsV1().StatefulSets(o.ns).Get(ctx, obName+"-z4", metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return errors.New("still there")
+	})
+	if s, ok := o.waitServers(3)[addr]; ok {
+		t.Errorf("OceanBase still lists z4's server %s: %+v", addr, s)
+	}
+	t.Logf("z4 removed %s after the tenant left it", time.Since(start).Round(time.Second))
+}
+
+// storeLost deletes an observer's volume claim with its pod (the claim is
+// protected while the pod exists: the claim first, then the pod; the
+// StatefulSet makes both anew). The observer starts empty at the address
+// of a server OceanBase still lists: the recover flow gives it a new
+// address (its Service's new IP), adds it, and deletes the lost server.
+func (o *obScenario) storeLost(t *testing.T) {
+	o.loseStore(t)
+}
+
+// loseStore deletes the volume claim and the pod of an observer that does
+// not run the RootService, and checks the recover flow replaces the lost
+// server with exactly one new one, at the Service's new address.
+func (o *obScenario) loseStore(t *testing.T) {
+	ob := o.waitReady(3, time.Minute)
+	before := o.waitServers(3)
+	var pod, addr string
+	for _, s := range ob.Status.Servers {
+		if s.Address != ob.Status.RootService {
+			pod, addr = s.Pod, s.Address
+			break
+		}
+	}
+	p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claim string
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim == "" {
+		t.Fatalf("pod %s has no volume claim", pod)
+	}
+	start := time.Now()
+	for _, args := range [][]string{{"pvc", claim}, {"pod", pod}} {
+		if out, err := kubectl("delete", args[0], "-n", o.ns, args[1], "--wait=false"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	var steps []string
+	var lost []obv1.OBLostServer
+	eventually(t, 2*time.Minute, "the recover flow starts", func(context.Context) error {
+		ob := o.get()
+		if len(ob.Status.LostServers) > 0 {
+			lost = ob.Status.LostServers
+		}
+		if op := ob.Status.Operation; op == nil || op.Name != "recover" {
+			return fmt.Errorf("operation %+v", op)
+		}
+		return nil
+	})
+	t.Logf("Recover flow started after %s", time.Since(start).Round(time.Second))
+	seen := map[string]bool{}
+	eventually(t, 3*time.Minute, "the lost server replaced", func(context.Context) error {
+		ob := o.get()
+		if op := ob.Status.Operation; op != nil && op.Step != "" && (len(steps) == 0 || steps[len(steps)-1] != op.Step) {
+			steps = append(steps, op.Step)
+		}
+		if len(ob.Status.LostServers) > 0 {
+			lost = ob.Status.LostServers
+		}
+		servers := o.servers()
+		for a := range servers {
+			seen[a] = true
+		}
+		if _, ok := servers[addr]; ok {
+			return fmt.Errorf("OceanBase still lists the lost server %s", addr)
+		}
+		for _, s := range ob.Status.Servers {
+			if s.Pod == pod && (s.Address == addr || servers[s.Address].status != "ACTIVE") {
+				return fmt.Errorf("server of %s: %s, %+v", pod, s.Address, servers[s.Address])
+			}
+		}
+		return nil
+	})
+	ob = o.waitReady(3, 2*time.Minute)
+	t.Logf("%s replaced in %s; flow steps %v; status.lostServers was %+v", addr, time.Since(start).Round(time.Second), steps, lost)
+	if len(lost) == 0 {
+		t.Errorf("status.lostServers never listed %s", addr)
+	}
+	if c := meta.FindStatusCondition(ob.Status.Conditions, "StoresLost"); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("StoresLost: %+v", c)
+	}
+	svc, err := env.client.CoreV1().Services(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := o.address(pod)
+	if want := svc.Spec.ClusterIP + ":2882"; now != want || now == addr {
+		t.Errorf("%s's server at %s, its Service's IP gives %s, the lost one was %s", pod, now, want, addr)
+	}
+	after := o.waitServers(3)
+	for a := range before {
+		if _, ok := after[a]; !ok && a != addr {
+			t.Errorf("server %s is gone; OceanBase lists %v", a, after)
+		}
+	}
+	var added []string
+	for a := range seen {
+		if _, ok := before[a]; !ok {
+			added = append(added, a)
+		}
+	}
+	if len(added) != 1 {
+		t.Errorf("OceanBase listed %d new servers during the flow, want 1: %v", len(added), added)
+	}
+}
+
 // upgrade grows the cluster to two observers per zone and the tenant to
 // two units per zone, then moves to the next image: every observer of
 // every zone must end on it, the zones stopped one at a time in the spec's
@@ -687,6 +877,17 @@ func rootService(servers map[string]obServer) string {
 		}
 	}
 	return ""
+}
+
+// zones reads DBA_OB_ZONES: each zone's status.
+func (o *obScenario) zones() map[string]string {
+	out := map[string]string{}
+	for _, r := range o.query("SELECT ZONE, STATUS FROM oceanbase.DBA_OB_ZONES") {
+		if len(r) == 2 {
+			out[r[0]] = r[1]
+		}
+	}
+	return out
 }
 
 // parameter reads a cluster parameter's value on each server.
