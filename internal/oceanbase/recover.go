@@ -1,6 +1,7 @@
 package oceanbase
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -390,6 +391,14 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 			return false, err
 		}
 		if err := obsql.AddServer(ctx, cl.db, addr, l.Zone); err != nil {
+			// The observer may run at its old address: its entrypoint
+			// resolved its name before the DNS had the new Service. It
+			// is not a server yet, so a restart costs nothing and
+			// resolves the name again.
+			ctx.Log.Info("Restarting a replacement OceanBase did not add", "pod", l.Pod, "server", addr, "error", err.Error())
+			if derr := ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(derr) != nil {
+				return false, errors.Join(err, derr)
+			}
 			return false, err
 		}
 		ctx.Log.Info("Added a replacement server", "pod", l.Pod, "server", addr, "zone", l.Zone)
