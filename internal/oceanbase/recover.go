@@ -396,7 +396,8 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 			// is not a server yet, so a restart costs nothing and
 			// resolves the name again.
 			ctx.Log.Info("Restarting a replacement OceanBase did not add", "pod", l.Pod, "server", addr, "error", err.Error())
-			if derr := ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(derr) != nil {
+			derr := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}))
+			if derr != nil {
 				return false, errors.Join(err, derr)
 			}
 			return false, err
