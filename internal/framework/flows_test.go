@@ -143,3 +143,26 @@ func TestStepSkippedOnStaleCache(t *testing.T) {
 		t.Fatalf("runStep on a stale cache: ran %v, error %v; want a quiet requeue without running", ran, err)
 	}
 }
+
+// TestResyncNotReady checks that an in-sync object that is not Ready is
+// observed again after ResyncNotReady, and a Ready one after Resync.
+func TestResyncNotReady(t *testing.T) {
+	r := &Reconciler[*testapi.Widget]{opts: Options[*testapi.Widget]{Resync: 30 * time.Second, ResyncNotReady: 2 * time.Second}}
+	w := &testapi.Widget{}
+	if got := r.resyncAfter(w); got != 2*time.Second {
+		t.Errorf("no Ready condition: resync after %s, want 2s", got)
+	}
+	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
+	if got := r.resyncAfter(w); got != 2*time.Second {
+		t.Errorf("not Ready: resync after %s, want 2s", got)
+	}
+	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
+	if got := r.resyncAfter(w); got != 30*time.Second {
+		t.Errorf("Ready: resync after %s, want 30s", got)
+	}
+	r.opts.ResyncNotReady = time.Minute // longer than Resync: Resync
+	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
+	if got := r.resyncAfter(w); got != 30*time.Second {
+		t.Errorf("not Ready, ResyncNotReady > Resync: resync after %s, want 30s", got)
+	}
+}

@@ -207,6 +207,16 @@ func invalidSpecObserved(obj Object) bool {
 	return s != nil && s.Reason == ReasonInvalidSpec && s.ObservedGeneration == obj.GetGeneration()
 }
 
+// resyncAfter is how soon an in-sync obj is observed again: Resync, or
+// ResyncNotReady when that is shorter and obj is not Ready.
+func (r *Reconciler[T]) resyncAfter(obj T) time.Duration {
+	d := r.opts.Resync
+	if n := r.opts.ResyncNotReady; n > 0 && (d == 0 || n < d) && !meta.IsStatusConditionTrue(obj.StatusCore().Conditions, ConditionReady) {
+		d = n
+	}
+	return d
+}
+
 // observe calls the actor and runs the action it returns.
 func (p *pass[T]) observe() (reconcile.Result, error) {
 	c := p.c
@@ -220,7 +230,7 @@ func (p *pass[T]) observe() (reconcile.Result, error) {
 		if !c.readySet {
 			c.SetCondition(ConditionReady, metav1.ConditionTrue, ReasonReconciled, "")
 		}
-		return reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
+		return reconcile.Result{RequeueAfter: p.r.resyncAfter(c.Obj)}, nil
 	}
 	err = action(c)
 	name := c.actionName

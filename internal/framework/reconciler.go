@@ -66,6 +66,10 @@ type Options[T Object] struct {
 	// Resync requeues an in-sync object after this long, for actors that
 	// observe the application (probes). Zero relies on watches alone.
 	Resync time.Duration
+	// ResyncNotReady, when shorter than Resync, requeues an in-sync object
+	// that is not Ready after this long instead: for applications that
+	// become ready on their own, which no watch sees. Zero: Resync.
+	ResyncNotReady time.Duration
 	// ActionRequeue is how soon a pass runs after one that took an action
 	// or completed a flow step (default DefaultActionRequeue).
 	ActionRequeue time.Duration

@@ -43,6 +43,10 @@ type Context = framework.Context[*Cluster]
 // Action is an imperative step Observe returns.
 type Action = framework.Action[*Cluster]
 
+// transitionPoll is how soon a cluster that is not Ready is observed
+// again (framework.Options.ResyncNotReady).
+const transitionPoll = 2 * time.Second
+
 // Defaults of Options.
 const (
 	DefaultResync           = 30 * time.Second
@@ -87,13 +91,12 @@ type Controller struct {
 	opts      Options
 	bootstrap *background
 	logins    *logins
-	poll      *poller
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
 	opts = opts.withDefaults()
-	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts), poll: newPoller()}
+	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts)}
 }
 
 // System returns the OceanBase system for the manager's registry.
@@ -118,9 +121,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns:   []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
 		Flows: []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
 			c.removeZoneFlow(), c.recoverFlow()},
-		Resync:    c.opts.Resync,
-		Trigger:   c.poll.trigger,
-		Customize: func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
+		Resync: c.opts.Resync,
+		// OceanBase changes on its own (a server added starts serving, a
+		// restarted one comes back, a zone is started), which no watch
+		// sees: a cluster that is not Ready is observed again soon.
+		ResyncNotReady: transitionPoll,
+		Customize:      func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
 		err = setupTenants(mgr, opts)
@@ -219,7 +225,6 @@ func (c *Controller) Declare(ctx *Context) error {
 		return err
 	}
 	c.setConditions(ctx, cl)
-	c.poll.pollIfNotReady(ob)
 	observed.Set(ctx, cl)
 	return nil
 }
