@@ -78,7 +78,7 @@ func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
 	for _, z := range ob.Spec.Zones {
 		seeds = append(seeds, build.PodName(ob, z.Name, 0))
 	}
-	if err := c.recordStores(ctx, seeds...); err != nil {
+	if err := recordStores(ctx, cl, seeds...); err != nil {
 		return false, err
 	}
 	ctx.Log.Info("Bootstrapping", "servers", members)

@@ -116,36 +116,6 @@ func majorityServes(zones []string, servers map[string]obsql.Server) (bool, stri
 		len(up), len(zones), strings.Join(up, ", "))
 }
 
-// stores are the observers' Services and volume claims by pod name.
-type stores struct {
-	svcs   map[string]*corev1.Service
-	claims map[string]*corev1.PersistentVolumeClaim
-}
-
-func (c *Controller) readStores(ctx *Context) (*stores, error) {
-	ob := ctx.Obj
-	st := &stores{svcs: map[string]*corev1.Service{}, claims: map[string]*corev1.PersistentVolumeClaim{}}
-	var svcs corev1.ServiceList
-	if err := ctx.Client.List(ctx, &svcs, client.InNamespace(ob.Namespace),
-		client.MatchingLabels(build.Selector(ob, build.ComponentServer))); err != nil {
-		return nil, fmt.Errorf("list the server Services: %w", err)
-	}
-	for i := range svcs.Items {
-		st.svcs[svcs.Items[i].Name] = &svcs.Items[i]
-	}
-	for _, z := range ob.Spec.Zones {
-		set := zoneSet(ob, z.Name)
-		claims, err := set.Claims(ctx, ctx.Client)
-		if err != nil {
-			return nil, err
-		}
-		for o, pvc := range claims {
-			st.claims[set.PodName(o)] = pvc
-		}
-	}
-	return st, nil
-}
-
 // svcAddr is a Service's server address, "" before it has an IP.
 func svcAddr(svc *corev1.Service) string {
 	if svc == nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
@@ -182,10 +152,6 @@ func (c *Controller) lostServers(ctx *Context, cl *cluster) ([]obv1.OBLostServer
 	if cl.db == nil {
 		return nil, nil
 	}
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var lost []obv1.OBLostServer
 	for _, l := range ob.Status.LostServers {
 		if cl.server(l.Address) != nil {
@@ -196,8 +162,8 @@ func (c *Controller) lostServers(ctx *Context, cl *cluster) ([]obv1.OBLostServer
 	for _, z := range ob.Spec.Zones {
 		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
 			p := cl.pods[z.Name][o]
-			addr := svcAddr(st.svcs[p.Name])
-			if slices.Contains(departing, p.Name) || !storeLost(p, st.claims[p.Name], st.svcs[p.Name], cl.server(addr)) ||
+			addr := svcAddr(cl.svcs[p.Name])
+			if slices.Contains(departing, p.Name) || !storeLost(p, cl.claims[p.Name], cl.svcs[p.Name], cl.server(addr)) ||
 				slices.ContainsFunc(lost, func(l obv1.OBLostServer) bool { return l.Address == addr }) {
 				continue
 			}
@@ -294,13 +260,9 @@ func (c *Controller) readdress(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return false, err
-	}
 	done := true
 	for _, l := range recoveringPods(ob) {
-		svc, pod := st.svcs[l.Pod], cl.pod(l.Pod)
+		svc, pod := cl.svcs[l.Pod], cl.pod(l.Pod)
 		addr := svcAddr(svc)
 		switch {
 		case addr == "":
@@ -351,8 +313,8 @@ func deleteWithUID(ctx *Context, obj client.Object) error {
 
 // replacement returns the recovering pod's Service and its address when
 // the address is a new one, and the pod once it runs there.
-func replacement(ob *Cluster, cl *cluster, st *stores, pod string) (svc *corev1.Service, addr string, p *corev1.Pod) {
-	svc = st.svcs[pod]
+func replacement(ob *Cluster, cl *cluster, pod string) (svc *corev1.Service, addr string, p *corev1.Pod) {
+	svc = cl.svcs[pod]
 	addr = svcAddr(svc)
 	if addr == "" || slices.Contains(lostAddrs(ob, pod), addr) {
 		return nil, "", nil
@@ -373,21 +335,17 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return false, err
-	}
 	var waiting []string
 	for _, l := range recoveringPods(ob) {
-		svc, addr, pod := replacement(ob, cl, st, l.Pod)
+		svc, addr, pod := replacement(ob, cl, l.Pod)
 		switch {
 		case cl.server(addr) != nil:
 			continue
-		case pod == nil || !workload.IsReady(pod) || st.claims[l.Pod] == nil:
+		case pod == nil || !workload.IsReady(pod) || cl.claims[l.Pod] == nil:
 			waiting = append(waiting, l.Pod)
 			continue
 		}
-		if err := recordStore(ctx, svc, st.claims[l.Pod]); err != nil {
+		if err := recordStore(ctx, svc, cl.claims[l.Pod]); err != nil {
 			return false, err
 		}
 		if err := obsql.AddServer(ctx, cl.db, addr, l.Zone); err != nil {
@@ -418,17 +376,13 @@ func (c *Controller) waitReplacements(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return false, err
-	}
 	var waiting []string
 	for _, l := range recoveringPods(ob) {
-		svc, addr, _ := replacement(ob, cl, st, l.Pod)
+		svc, addr, _ := replacement(ob, cl, l.Pod)
 		srv := cl.server(addr)
 		switch {
 		case srv != nil && srv.Serving():
-		case storeLost(cl.pod(l.Pod), st.claims[l.Pod], svc, srv):
+		case storeLost(cl.pod(l.Pod), cl.claims[l.Pod], svc, srv):
 			ctx.Log.Info("A replacement lost its store too; it is recovered next", "pod", l.Pod, "server", addr)
 		case srv == nil:
 			waiting = append(waiting, fmt.Sprintf("%s (%s, not a server)", addr, l.Pod))
@@ -441,8 +395,8 @@ func (c *Controller) waitReplacements(ctx *Context) (bool, error) {
 }
 
 // serving reports whether the recovering pod's replacement serves.
-func serving(ob *Cluster, cl *cluster, st *stores, pod string) bool {
-	_, addr, _ := replacement(ob, cl, st, pod)
+func serving(ob *Cluster, cl *cluster, pod string) bool {
+	_, addr, _ := replacement(ob, cl, pod)
 	srv := cl.server(addr)
 	return srv != nil && srv.Serving()
 }
@@ -457,13 +411,9 @@ func (c *Controller) deleteLost(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return false, err
-	}
 	for _, l := range ob.Status.LostServers {
 		srv := cl.server(l.Address)
-		if srv == nil || srv.Status == "DELETING" || !serving(ob, cl, st, l.Pod) {
+		if srv == nil || srv.Status == "DELETING" || !serving(ob, cl, l.Pod) {
 			continue
 		}
 		if err := obsql.DeleteServer(ctx, cl.db, l.Address, l.Zone); err != nil {
@@ -518,13 +468,9 @@ func recordStore(ctx *Context, svc *corev1.Service, claim *corev1.PersistentVolu
 }
 
 // recordStores records the stores of pods, by name, on their Services.
-func (c *Controller) recordStores(ctx *Context, pods ...string) error {
-	st, err := c.readStores(ctx)
-	if err != nil {
-		return err
-	}
+func recordStores(ctx *Context, cl *cluster, pods ...string) error {
 	for _, p := range pods {
-		if err := recordStore(ctx, st.svcs[p], st.claims[p]); err != nil {
+		if err := recordStore(ctx, cl.svcs[p], cl.claims[p]); err != nil {
 			return err
 		}
 	}

@@ -31,7 +31,7 @@ func (c *Controller) addServers(ctx *Context) error {
 	}
 	missing := cl.missingServers()
 	for _, pod := range slices.Sorted(maps.Keys(missing)) {
-		if err := c.recordStores(ctx, pod); err != nil {
+		if err := recordStores(ctx, cl, pod); err != nil {
 			return err
 		}
 		if err := obsql.AddServer(ctx, cl.db, cl.addr(pod), missing[pod]); err != nil {

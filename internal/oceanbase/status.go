@@ -57,6 +57,10 @@ type cluster struct {
 	// templates are the pod templates' hashes the spec makes, by zone
 	// (build.TemplateHashAnnotation).
 	templates map[string]string
+	// svcs are the server Services and claims the observers' volume
+	// claims, by pod name (recover.go).
+	svcs   map[string]*corev1.Service
+	claims map[string]*corev1.PersistentVolumeClaim
 }
 
 // addr is the server address of pod name, "" before its Service has an IP.
@@ -159,7 +163,8 @@ func zoneSet(ob *Cluster, zone string) workload.Set {
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	ob := ctx.Obj
 	cl := &cluster{sets: map[string]*appsv1.StatefulSet{}, pods: map[string]map[int]*corev1.Pod{},
-		ips: map[string]string{}, servers: map[string]obsql.Server{}, zones: map[string]obsql.Zone{}, templates: map[string]string{}}
+		ips: map[string]string{}, servers: map[string]obsql.Server{}, zones: map[string]obsql.Zone{}, templates: map[string]string{},
+		svcs: map[string]*corev1.Service{}, claims: map[string]*corev1.PersistentVolumeClaim{}}
 	for _, z := range ob.Spec.Zones {
 		cl.templates[z.Name] = build.PodTemplateHash(ob, z, c.opts.ClusterDomain)
 		sts := &appsv1.StatefulSet{}
@@ -175,6 +180,14 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 			return nil, err
 		}
 		cl.pods[z.Name] = pods
+		set := zoneSet(ob, z.Name)
+		claims, err := set.Claims(ctx, ctx.Client)
+		if err != nil {
+			return nil, err
+		}
+		for o, pvc := range claims {
+			cl.claims[set.PodName(o)] = pvc
+		}
 	}
 	if err := observeLeaving(ctx, cl); err != nil {
 		return nil, err
@@ -184,7 +197,9 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 		client.MatchingLabels(build.Selector(ob, build.ComponentServer))); err != nil {
 		return nil, fmt.Errorf("list the server Services: %w", err)
 	}
-	for _, s := range svcs.Items {
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		cl.svcs[s.Name] = s
 		if s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone {
 			cl.ips[s.Name] = s.Spec.ClusterIP
 		}
