@@ -243,10 +243,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return nil, err
 	}
 	departing, zoneFlow := cl.departing(ob), cl.zoneFlow(ob)
-	lost, err := c.lostServers(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
+	lost := lostServers(ctx, cl)
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {

@@ -147,10 +147,10 @@ func (cl *cluster) server(addr string) *obsql.Server {
 // OceanBase still lists, and the observers of the spec's zones (departing
 // ones left to the scale-in) that lost their store. It sets StoresLost,
 // and returns none while a majority of zones is lost.
-func (c *Controller) lostServers(ctx *Context, cl *cluster) ([]obv1.OBLostServer, error) {
+func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
 	ob := ctx.Obj
 	if cl.db == nil {
-		return nil, nil
+		return nil
 	}
 	var lost []obv1.OBLostServer
 	for _, l := range ob.Status.LostServers {
@@ -172,7 +172,7 @@ func (c *Controller) lostServers(ctx *Context, cl *cluster) ([]obv1.OBLostServer
 	}
 	if len(lost) == 0 {
 		ctx.SetCondition(ConditionStoresLost, metav1.ConditionFalse, ReasonNoStoreLost, "")
-		return nil, nil
+		return nil
 	}
 	var zones []string
 	for _, z := range ob.Spec.Zones {
@@ -181,10 +181,10 @@ func (c *Controller) lostServers(ctx *Context, cl *cluster) ([]obv1.OBLostServer
 	if ok, why := majorityServes(zones, cl.servers); !ok {
 		ctx.SetCondition(ConditionStoresLost, metav1.ConditionTrue, ReasonMajorityLost,
 			describeLost(lost)+"; not recovered while "+why)
-		return nil, nil
+		return nil
 	}
 	ctx.SetCondition(ConditionStoresLost, metav1.ConditionTrue, ReasonRecovering, describeLost(lost)+"; recovering")
-	return lost, nil
+	return lost
 }
 
 func describeLost(lost []obv1.OBLostServer) string {
@@ -211,10 +211,7 @@ func (c *Controller) recordLost(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	lost, err := c.lostServers(ctx, cl)
-	if err != nil {
-		return false, err
-	}
+	lost := lostServers(ctx, cl)
 	st := &ctx.Obj.Status
 	for _, l := range lost {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
