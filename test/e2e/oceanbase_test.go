@@ -334,6 +334,17 @@ func (o *obScenario) managerKilled(t *testing.T) {
 	o.expectServers(before)
 }
 
+// notRootService is an observer of ob that does not run the RootService:
+// its pod and its server's address.
+func notRootService(ob *obv1.OBCluster) (pod, addr string) {
+	for _, s := range ob.Status.Servers {
+		if s.Address != ob.Status.RootService {
+			return s.Pod, s.Address
+		}
+	}
+	return "", ""
+}
+
 // podDeleted deletes an observer's pod that does not run the RootService:
 // the pod comes back on its volume, behind its Service, and OceanBase sees
 // the same server (same address, no new server) start serving again, with
@@ -341,13 +352,7 @@ func (o *obScenario) managerKilled(t *testing.T) {
 func (o *obScenario) podDeleted(t *testing.T) {
 	ob := o.waitReady(3, time.Minute)
 	before := o.waitServers(3)
-	var pod, addr string
-	for _, s := range ob.Status.Servers {
-		if s.Address != ob.Status.RootService {
-			pod, addr = s.Pod, s.Address
-			break
-		}
-	}
+	pod, addr := notRootService(ob)
 	old, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -534,24 +539,13 @@ func (o *obScenario) zoneRemovalHeld(t *testing.T) {
 // protected while the pod exists: the claim first, then the pod; the
 // StatefulSet makes both anew). The observer starts empty at the address
 // of a server OceanBase still lists: the recover flow gives it a new
-// address (its Service's new IP), adds it, and deletes the lost server.
+// address (its Service's new IP), adds it, and deletes the lost server:
+// exactly one new server, at the Service's new address. The observer is
+// one that does not run the RootService.
 func (o *obScenario) storeLost(t *testing.T) {
-	o.loseStore(t)
-}
-
-// loseStore deletes the volume claim and the pod of an observer that does
-// not run the RootService, and checks the recover flow replaces the lost
-// server with exactly one new one, at the Service's new address.
-func (o *obScenario) loseStore(t *testing.T) {
 	ob := o.waitReady(3, time.Minute)
 	before := o.waitServers(3)
-	var pod, addr string
-	for _, s := range ob.Status.Servers {
-		if s.Address != ob.Status.RootService {
-			pod, addr = s.Pod, s.Address
-			break
-		}
-	}
+	pod, addr := notRootService(ob)
 	p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
