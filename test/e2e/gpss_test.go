@@ -315,15 +315,10 @@ func (g *gpssScenario) waitReady(replicas int32, timeout time.Duration) *gpssv1.
 	eventually(g.t, timeout, fmt.Sprintf("the cluster is Ready with %d instances", replicas), func(context.Context) error {
 		gc = g.get()
 		st := gc.Status
-		ready := meta.FindStatusCondition(st.Conditions, "Ready")
-		switch {
-		case st.ObservedGeneration != gc.Generation:
-			return fmt.Errorf("generation %d observed %d", gc.Generation, st.ObservedGeneration)
-		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != gc.Generation:
-			return fmt.Errorf("not ready: %+v", ready)
-		case st.Operation != nil && st.Operation.Phase.Active():
-			return fmt.Errorf("operation %s %s", st.Operation.Name, st.Operation.Phase)
-		case st.ReadyReplicas != replicas:
+		if err := settled(gc.Generation, &st.StatusCore); err != nil {
+			return err
+		}
+		if st.ReadyReplicas != replicas {
 			return fmt.Errorf("ready replicas %d", st.ReadyReplicas)
 		}
 		return nil

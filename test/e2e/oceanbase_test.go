@@ -60,10 +60,7 @@ func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 		t.Fatalf("the obsim archive has tags %v; want two, the second for the upgrade", tags)
 	}
 	o := &obScenario{scenario: newScenario(t, "ob", "obcluster", obName, "observer"), image: tags[0], next: tags[1]}
-	for _, s := range []struct {
-		name string
-		run  func(t *testing.T)
-	}{
+	o.runSteps(t, o.dumpState, []step{
 		{"3 zones bootstrapped", o.create},
 		{"a tenant created and its unit config changed", o.tenant},
 		{"scale-out and scale-in keep the pod until its server is gone (#8)", o.scale},
@@ -73,13 +70,7 @@ func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 		{"a zone added, its removal held while a tenant has it (#248)", o.zoneRemovalHeld},
 		{"an observer's store lost, its server replaced by one at a new address", o.storeLost},
 		{"a rolling upgrade of 2-2-2 walks every zone, one at a time (#540)", o.upgrade},
-	} {
-		o.t = t
-		if !t.Run(s.name, func(t *testing.T) { o.t = t; s.run(t) }) {
-			o.dumpState()
-			return
-		}
-	}
+	})
 }
 
 // obScenario is the state the scenarios share.
@@ -727,15 +718,10 @@ func (o *obScenario) waitReady(servers int32, timeout time.Duration) *obv1.OBClu
 	eventually(o.t, timeout, fmt.Sprintf("the cluster is Ready with %d servers", servers), func(context.Context) error {
 		ob = o.get()
 		st := ob.Status
-		ready := meta.FindStatusCondition(st.Conditions, "Ready")
-		switch {
-		case st.ObservedGeneration != ob.Generation:
-			return fmt.Errorf("generation %d observed %d", ob.Generation, st.ObservedGeneration)
-		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != ob.Generation:
-			return fmt.Errorf("not ready: %+v", ready)
-		case st.Operation != nil && st.Operation.Phase.Active():
-			return fmt.Errorf("operation %s at %s: %s", st.Operation.Name, st.Operation.Step, st.Operation.Message)
-		case st.ActiveServers != servers || len(st.Servers) != int(servers):
+		if err := settled(ob.Generation, &st.StatusCore); err != nil {
+			return err
+		}
+		if st.ActiveServers != servers || len(st.Servers) != int(servers) {
 			return fmt.Errorf("%d servers active, %d in status", st.ActiveServers, len(st.Servers))
 		}
 		return nil
@@ -777,15 +763,10 @@ func (o *obScenario) waitTenantReady(timeout time.Duration) *obv1.OBTenant {
 			return err
 		}
 		st := tn.Status
-		ready := meta.FindStatusCondition(st.Conditions, "Ready")
-		switch {
-		case st.ObservedGeneration != tn.Generation:
-			return fmt.Errorf("generation %d observed %d", tn.Generation, st.ObservedGeneration)
-		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != tn.Generation:
-			return fmt.Errorf("not ready: %+v", ready)
-		case st.Operation != nil && st.Operation.Phase.Active():
-			return fmt.Errorf("operation %s at %s", st.Operation.Name, st.Operation.Step)
-		case st.TenantStatus != "NORMAL":
+		if err := settled(tn.Generation, &st.StatusCore); err != nil {
+			return err
+		}
+		if st.TenantStatus != "NORMAL" {
 			return fmt.Errorf("tenant %q", st.TenantStatus)
 		}
 		return nil

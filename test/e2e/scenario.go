@@ -10,9 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // scenario is what every system's lifecycle scenarios share: the running
@@ -29,6 +32,39 @@ type scenario struct {
 func newScenario(t *testing.T, namespacePrefix, resource, name, podComponent string) scenario {
 	return scenario{t: t, ns: newNamespace(t, namespacePrefix), c: crClient(t),
 		resource: resource, name: name, podComponent: podComponent}
+}
+
+// step is one scenario of a system's lifecycle.
+type step struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// runSteps runs steps in order, each as a subtest whose test becomes s.t,
+// and stops at the first that fails, after dump.
+func (s *scenario) runSteps(t *testing.T, dump func(), steps []step) {
+	for _, st := range steps {
+		s.t = t
+		if !t.Run(st.name, func(t *testing.T) { s.t = t; st.run(t) }) {
+			dump()
+			return
+		}
+	}
+}
+
+// settled says why an object at generation, with status st, is not yet
+// Ready at that generation with no flow running; nil when it is.
+func settled(generation int64, st *commonv1.StatusCore) error {
+	ready := meta.FindStatusCondition(st.Conditions, "Ready")
+	switch {
+	case st.ObservedGeneration != generation:
+		return fmt.Errorf("generation %d observed %d", generation, st.ObservedGeneration)
+	case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != generation:
+		return fmt.Errorf("not ready: %+v", ready)
+	case st.Operation != nil && st.Operation.Phase.Active():
+		return fmt.Errorf("operation %s at %s (%s): %s", st.Operation.Name, st.Operation.Step, st.Operation.Phase, st.Operation.Message)
+	}
+	return nil
 }
 
 // getInto reads the cluster into obj.

@@ -49,10 +49,7 @@ func init() {
 func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	z := &zkScenario{scenario: newScenario(t, "zk", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
-	for _, s := range []struct {
-		name string
-		run  func(t *testing.T)
-	}{
+	z.runSteps(t, z.dumpState, []step{
 		{"create", z.create},
 		{"scale", z.scale},
 		{"config change rolls leader-last", z.configChange},
@@ -63,13 +60,7 @@ func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 		{"paused", z.paused},
 		{"no acknowledged write is lost", z.noLostWrites},
 		{"reclaim policies", z.reclaim},
-	} {
-		z.t = t
-		if !t.Run(s.name, func(t *testing.T) { z.t = t; s.run(t) }) {
-			z.dumpState()
-			return
-		}
-	}
+	})
 }
 
 // zkScenario is the state the scenarios share.
@@ -449,14 +440,10 @@ func (z *zkScenario) waitReady(replicas int32, timeout time.Duration) *zkv1.Zook
 	eventually(z.t, timeout, fmt.Sprintf("the cluster is Ready with %d members", replicas), func(context.Context) error {
 		zk = z.get()
 		st := zk.Status
-		ready := meta.FindStatusCondition(st.Conditions, "Ready")
+		if err := settled(zk.Generation, &st.StatusCore); err != nil {
+			return err
+		}
 		switch {
-		case st.ObservedGeneration != zk.Generation:
-			return fmt.Errorf("generation %d observed %d", zk.Generation, st.ObservedGeneration)
-		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != zk.Generation:
-			return fmt.Errorf("not ready: %+v", ready)
-		case st.Operation != nil && st.Operation.Phase.Active():
-			return fmt.Errorf("operation %s %s", st.Operation.Name, st.Operation.Phase)
 		case len(st.Members) != int(replicas) || st.ReadyReplicas != replicas:
 			return fmt.Errorf("members %v, ready replicas %d", st.Members, st.ReadyReplicas)
 		case len(st.Servers[zkv1.RoleLeader]) != 1 || st.Leader == "":
