@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Smoke test of the MatrixOne image without Kubernetes: unpack the archive's
+# layer, then run its binaries as the image's user on 127.0.0.1 the way the
+# operator's pods will — one process per role (log service, TN, CN, proxy),
+# each started by `mo-agent run` from a configuration template with the
+# ${VAR} references the operator writes — plus `mo-agent probe`. Passes when
+#   - SQL through the proxy creates a table, inserts and reads rows back,
+#   - the probe's /v1/cluster says HAKeeper is running, the log shards have
+#     a leader, and the TN, the CN (Working) and the proxy are known,
+#   - every store runs as the UUID `mo-agent store-id` derives from its
+#     "pod" name.
+#
+# Environment:
+#   IMAGE     the docker-archive to test (default _output/images/matrixone.tar)
+#   TIMEOUT   seconds to wait for SQL through the proxy (default 180)
+#   KEEP      1 keeps the work directory (logs, data) for a look afterwards
+#
+# Must run as root (to run as the image's user). Uses the ports 6001,
+# 7070, 18000-18003, 19000-19003, 16001 and 32000-32002 on 127.0.0.1, and
+# stops every process it started.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+IMAGE=${IMAGE:-$repo/_output/images/matrixone.tar}
+TIMEOUT=${TIMEOUT:-180}
+
+log() { printf '[matrixone-smoke] %s\n' "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+
+[[ $(id -u) == 0 ]] || die "run as root"
+[[ -f $IMAGE ]] || die "no image at $IMAGE (run images/matrixone/build.sh)"
+for tool in jq curl; do
+	if ! command -v "$tool" >/dev/null; then
+		log "installing $tool"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$tool" >/dev/null
+	fi
+done
+for port in 6001 7070 16001 18000 19000 32000 32001 32002; do
+	! ss -Hltn "( sport = :$port )" | grep -q . || die "port $port is in use"
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mo-smoke.XXXXXX")
+chmod 0755 "$tmp"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	sleep 2
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [[ ${KEEP:-} == 1 ]]; then log "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+# --- Unpack ---------------------------------------------------------------------
+mkdir -p "$tmp/archive" "$tmp/root"
+tar -xf "$IMAGE" -C "$tmp/archive"
+manifest=$tmp/archive/manifest.json
+config=$tmp/archive/$(jq -r '.[0].Config' "$manifest")
+jq -r '.[0].Layers[]' "$manifest" | while read -r layer; do
+	tar -xf "$tmp/archive/$layer" -C "$tmp/root" --numeric-owner
+done
+user=$(jq -r '.config.User // ""' "$config")
+[[ -n $user && ${user%%:*} != 0 ]] || die "image user is '$user', want a non-root uid"
+agent=$tmp/root/mo-agent
+log "image $(jq -r '.[0].RepoTags | join(" ")' "$manifest"), user $user"
+
+# --- Templates, as the operator writes them -----------------------------------
+ns=smoke
+log_uuid=$("$agent" store-id $ns mo-log-0)
+# Top-level keys come before the first table: each role's file starts with
+# its service-type.
+common() { # $1: the role's data directory
+	cat <<-EOT
+	data-dir = "$1"
+	[log]
+	level = "info"
+	format = "console"
+	[[fileservice]]
+	name = "LOCAL"
+	backend = "DISK"
+	data-dir = "$1/local"
+	[fileservice.cache]
+	memory-capacity = "32MB"
+	[[fileservice]]
+	name = "SHARED"
+	backend = "DISK"
+	data-dir = "$tmp/shared"
+	[fileservice.cache]
+	memory-capacity = "64MB"
+	disk-capacity = "256MB"
+	disk-path = "$1/disk-cache"
+	[[fileservice]]
+	name = "ETL"
+	backend = "DISK-ETL"
+	data-dir = "$tmp/etl"
+	[observability]
+	disableTrace = true
+	disableMetric = true
+	[hakeeper-client]
+	service-addresses = ["127.0.0.1:32001"]
+	[metacache]
+	memory-capacity = "64MB"
+	EOT
+}
+mkdir -p "$tmp/conf" "$tmp/shared" "$tmp/etl" "$tmp"/{log,tn,cn,proxy}
+{ echo 'service-type = "LOG"'; common "$tmp/log"; cat <<-'EOT'
+	[logservice]
+	deployment-id = 1
+	uuid = "${STORE_UUID}"
+	service-host = "127.0.0.1"
+	raft-port = 32000
+	logservice-port = 32001
+	gossip-port = 32002
+	gossip-seed-addresses = ["127.0.0.1:32002"]
+	gossip-allow-self-as-seed = true
+	[logservice.BootstrapConfig]
+	bootstrap-cluster = true
+	num-of-log-shards = 1
+	num-of-tn-shards = 1
+	num-of-log-shard-replicas = 1
+	EOT
+	echo "init-hakeeper-members = [\"131072:$log_uuid\"]"
+} >"$tmp/conf/log.toml"
+{ echo 'service-type = "TN"'; common "$tmp/tn"; cat <<-'EOT'
+	[tn]
+	uuid = "${STORE_UUID}"
+	port-base = 19000
+	service-host = "127.0.0.1"
+	EOT
+} >"$tmp/conf/tn.toml"
+{ echo 'service-type = "CN"'; common "$tmp/cn"; cat <<-'EOT'
+	[cn]
+	uuid = "${STORE_UUID}"
+	port-base = 18000
+	service-host = "${POD_IP}"
+	sql-address = "${POD_IP}:16001"
+	[cn.frontend]
+	port = 16001
+	proxy-enabled = true
+	EOT
+} >"$tmp/conf/cn.toml"
+{ echo 'service-type = "PROXY"'; common "$tmp/proxy"; cat <<-'EOT'
+	[proxy]
+	uuid = "${STORE_UUID}"
+	listen-address = "127.0.0.1:6001"
+	EOT
+} >"$tmp/conf/proxy.toml"
+chown -R "$user" "$tmp/shared" "$tmp/etl" "$tmp"/{log,tn,cn,proxy}
+
+# --- Run ----------------------------------------------------------------------
+start_role() { # $1 role, $2 GOMEMLIMIT
+	log "starting $1"
+	env -i PATH=/usr/bin:/bin GOMEMLIMIT="$2" POD_NAME="mo-$1-0" POD_NAMESPACE=$ns POD_IP=127.0.0.1 \
+		timeout --kill-after=10 $((TIMEOUT + 300)) \
+		setpriv --reuid="${user%%:*}" --regid="${user##*:}" --clear-groups \
+		"$agent" run --mo-service "$tmp/root/mo-service" --dir "$tmp/$1" "$tmp/conf/$1.toml" >"$tmp/$1.log" 2>&1 &
+	pids+=($!)
+}
+fail() {
+	local f
+	for f in "$tmp"/*.log; do
+		log "$(basename "$f"), last lines:"
+		tail -n 15 "$f" | sed 's/^/    /' >&2
+	done
+	die "$*"
+}
+start=$SECONDS
+start_role log 256MiB
+sleep 3
+start_role tn 768MiB
+sleep 3
+start_role cn 768MiB
+start_role proxy 128MiB
+timeout --kill-after=5 $((TIMEOUT + 300)) \
+	setpriv --reuid="${user%%:*}" --regid="${user##*:}" --clear-groups \
+	"$agent" probe --listen 127.0.0.1:7070 --hakeeper 127.0.0.1:32001 >"$tmp/probe.log" 2>&1 &
+pids+=($!)
+
+sql() { go -C "$repo" run ./test/e2e/smoke sql --server 127.0.0.1:6001 --user root --password 111 "$1"; }
+until sql "select 1" >/dev/null 2>&1; do
+	((SECONDS - start < TIMEOUT)) || fail "no SQL through the proxy after ${TIMEOUT}s"
+	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process exited"; done
+	sleep 2
+done
+log "SQL through the proxy after $((SECONDS - start))s"
+sql "create database if not exists smoke" >/dev/null
+sql "create table smoke.t (id int primary key, v varchar(20))" >/dev/null
+sql "insert into smoke.t values (1, 'one'), (2, 'two')" >/dev/null
+rows=$(sql "select id, v from smoke.t order by id")
+[[ $rows == $'1\tone\n2\ttwo' ]] || fail "read back: $rows"
+log "a table written and read back through the proxy"
+
+view=""
+until view=$(curl -fsS --max-time 5 http://127.0.0.1:7070/v1/cluster) &&
+	[[ $(jq -r '[.cnStores[] | select(.workState == "Working")] | length' <<<"$view") == 1 &&
+		$(jq '.proxyStores | length' <<<"$view") == 1 ]]; do
+	((SECONDS - start < TIMEOUT + 60)) || fail "the probe's view is incomplete: ${view:-no answer}"
+	sleep 2
+done
+check() { [[ $(jq -r "$1" <<<"$view") == "$2" ]] || fail "probe: $1 is $(jq -c "$1" <<<"$view"), want $2 in $view"; }
+check .state HAKeeperRunning
+check '[.logShards[] | select(.leaderID != 0)] | length' "$(jq '.logShards | length' <<<"$view")"
+check '.logStores[0].uuid' "$log_uuid"
+check '.logStores[0].state' NormalState
+check '.tnStores[0].uuid' "$("$agent" store-id $ns mo-tn-0)"
+check '.cnStores[0].uuid' "$("$agent" store-id $ns mo-cn-0)"
+check '.proxyStores[0].uuid' "$("$agent" store-id $ns mo-proxy-0)"
+log "the probe's view: $(jq -c '{state, logShards: [.logShards[] | {shardID, leaderID, replicas: (.replicas | length)}], stores: {log: (.logStores | length), tn: (.tnStores | length), cn: (.cnStores | length), proxy: (.proxyStores | length)}}' <<<"$view")"
+log "PASS in $((SECONDS - start))s"

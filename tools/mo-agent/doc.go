@@ -1,0 +1,16 @@
+// Command mo-agent runs beside mo-service in Steward's MatrixOne image. It is
+// its own Go module because it imports MatrixOne (cgo, about 750 packages),
+// which the operator's module must never do.
+//
+//	mo-agent run TEMPLATE [-- MO-SERVICE-ARGS...]
+//	    renders the pod's configuration from TEMPLATE (the operator's
+//	    ConfigMap) and replaces itself with /mo-service -cfg <rendered>.
+//	mo-agent probe --listen ADDR --hakeeper HOST:PORT[,HOST:PORT...]
+//	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster.
+//	mo-agent store-id NAMESPACE POD
+//	    prints the store UUID the pod runs as (render.StoreID).
+//
+// The JSON the probe serves is a contract with the operator
+// (internal/matrixone/hakeeper decodes it); view.go documents it field by
+// field.
+package main

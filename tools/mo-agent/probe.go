@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/matrixorigin/matrixone/pkg/logservice"
+	pb "github.com/matrixorigin/matrixone/pkg/pb/logservice"
+)
+
+// probe answers GET /v1/cluster from one HAKeeper client, connected on first
+// use and again after a failed call (the client finds HAKeeper's store among
+// the addresses it is given).
+type probe struct {
+	addresses []string
+	timeout   time.Duration
+
+	mu     sync.Mutex
+	client logservice.ClusterHAKeeperClient
+}
+
+func (p *probe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "only GET", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), p.timeout)
+	defer cancel()
+	view, err := p.view(ctx)
+	if err != nil {
+		slog.Info("HAKeeper did not answer", "addresses", p.addresses, "err", err)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(view)
+}
+
+func (p *probe) view(ctx context.Context) (*View, error) {
+	// One call at a time: the view is cheap and the operator asks every few
+	// seconds, so a queue is simpler than a pool of clients.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil {
+		c, err := logservice.NewLogHAKeeperClient(ctx, logservice.HAKeeperClientConfig{ServiceAddresses: p.addresses})
+		if err != nil {
+			return nil, fmt.Errorf("connect to HAKeeper: %w", err)
+		}
+		p.client = c
+	}
+	state, err := p.client.GetClusterState(ctx)
+	if err == nil {
+		var details pb.ClusterDetails
+		if details, err = p.client.GetClusterDetails(ctx); err == nil {
+			return viewOf(state, details), nil
+		}
+	}
+	// Reconnect next time: HAKeeper may have moved to another store.
+	err = errors.Join(err, p.client.Close())
+	p.client = nil
+	return nil, err
+}
+
+func viewOf(state pb.CheckerState, details pb.ClusterDetails) *View {
+	v := &View{State: state.State.String(), Tick: state.Tick}
+	replicas := map[uint64]uint64{}
+	for _, rec := range state.ClusterInfo.LogShards {
+		replicas[rec.ShardID] = rec.NumberOfReplicas
+	}
+	for id, s := range state.LogState.Shards {
+		v.LogShards = append(v.LogShards, LogShard{ShardID: id, Replicas: s.Replicas,
+			NumberOfReplicas: replicas[id], LeaderID: s.LeaderID, Term: s.Term, Epoch: s.Epoch})
+	}
+	sort.Slice(v.LogShards, func(i, j int) bool { return v.LogShards[i].ShardID < v.LogShards[j].ShardID })
+	for _, s := range details.LogStores {
+		ls := LogStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
+		for _, r := range s.Replicas {
+			ls.Replicas = append(ls.Replicas, Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
+		}
+		v.LogStores = append(v.LogStores, ls)
+	}
+	for _, s := range details.TNStores {
+		tn := TNStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
+		for _, r := range s.Shards {
+			tn.Shards = append(tn.Shards, Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
+		}
+		v.TNStores = append(v.TNStores, tn)
+	}
+	for _, s := range details.CNStores {
+		cn := CNStore{UUID: s.UUID, SQLAddress: s.SQLAddress, State: s.State.String(), Tick: s.Tick,
+			WorkState: s.WorkState.String(), UpTime: s.UpTime}
+		for k, l := range s.Labels {
+			if cn.Labels == nil {
+				cn.Labels = map[string][]string{}
+			}
+			cn.Labels[k] = l.Labels
+		}
+		v.CNStores = append(v.CNStores, cn)
+	}
+	for _, s := range details.ProxyStores {
+		v.ProxyStores = append(v.ProxyStores, ProxyStore{UUID: s.UUID, ListenAddress: s.ListenAddress, Tick: s.Tick})
+	}
+	for _, s := range details.DeletedStores {
+		v.DeletedStores = append(v.DeletedStores, DeletedStore{UUID: s.UUID, StoreType: s.StoreType, Address: s.Address})
+	}
+	sort.Slice(v.LogStores, func(i, j int) bool { return v.LogStores[i].UUID < v.LogStores[j].UUID })
+	sort.Slice(v.TNStores, func(i, j int) bool { return v.TNStores[i].UUID < v.TNStores[j].UUID })
+	sort.Slice(v.CNStores, func(i, j int) bool { return v.CNStores[i].UUID < v.CNStores[j].UUID })
+	sort.Slice(v.ProxyStores, func(i, j int) bool { return v.ProxyStores[i].UUID < v.ProxyStores[j].UUID })
+	return v
+}
