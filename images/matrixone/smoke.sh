@@ -14,6 +14,8 @@
 #   IMAGE     the docker-archive to test (default _output/images/matrixone.tar)
 #   TIMEOUT   seconds to wait for SQL through the proxy (default 180)
 #   KEEP      1 keeps the work directory (logs, data) for a look afterwards
+#   VIEW_FILE also write the probe's last answer there (the operator's tests
+#             keep one as testdata)
 #
 # Must run as root (to run as the image's user). Uses the ports 6001,
 # 7070, 18000-18003, 19000-19003, 16001 and 32000-32002 on 127.0.0.1, and
@@ -209,4 +211,5 @@ check '.tnStores[0].uuid' "$("$agent" store-id $ns mo-tn-0)"
 check '.cnStores[0].uuid' "$("$agent" store-id $ns mo-cn-0)"
 check '.proxyStores[0].uuid' "$("$agent" store-id $ns mo-proxy-0)"
 log "the probe's view: $(jq -c '{state, logShards: [.logShards[] | {shardID, leaderID, replicas: (.replicas | length)}], stores: {log: (.logStores | length), tn: (.tnStores | length), cn: (.cnStores | length), proxy: (.proxyStores | length)}}' <<<"$view")"
+[[ -z ${VIEW_FILE:-} ]] || jq . <<<"$view" >"$VIEW_FILE"
 log "PASS in $((SECONDS - start))s"
