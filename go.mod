@@ -66,6 +66,7 @@ require (
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/stewardhq/steward/tools/mo-agent/wire v0.0.0
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
@@ -106,3 +107,7 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
+
+// The contract with mo-agent (MatrixOne's image), a module of its own with no
+// dependencies: see tools/mo-agent/wire/doc.go.
+replace github.com/stewardhq/steward/tools/mo-agent/wire => ./tools/mo-agent/wire

@@ -8,9 +8,9 @@
 //	mo-agent probe --listen ADDR --hakeeper HOST:PORT[,HOST:PORT...]
 //	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster.
 //	mo-agent store-id NAMESPACE POD
-//	    prints the store UUID the pod runs as (render.StoreID).
+//	    prints the store UUID the pod runs as (wire.StoreID).
 //
-// The JSON the probe serves is a contract with the operator
-// (internal/matrixone/hakeeper decodes it); view.go documents it field by
-// field.
+// The JSON the probe serves, and the store UUID, are a contract with the
+// operator: both import package wire (its own module, standard library
+// only), which documents the JSON field by field.
 package main

@@ -137,3 +137,8 @@ replace (
 	github.com/lni/goutils v1.3.1-0.20220604063047-388d67b4dbc4 => github.com/matrixorigin/goutils v1.3.1-0.20220604063047-388d67b4dbc4
 	github.com/lni/vfs v0.2.1-0.20220616104132-8852fd867376 => github.com/matrixorigin/vfs v0.2.1-0.20220616104132-8852fd867376
 )
+
+// The contract with the operator, a module of its own (see wire/doc.go).
+require github.com/stewardhq/steward/tools/mo-agent/wire v0.0.0
+
+replace github.com/stewardhq/steward/tools/mo-agent/wire => ./wire

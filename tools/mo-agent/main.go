@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stewardhq/steward/tools/mo-agent/render"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 func main() {
@@ -29,7 +30,7 @@ func main() {
 		if len(os.Args) != 4 {
 			usage()
 		}
-		fmt.Println(render.StoreID(os.Args[2], os.Args[3]))
+		fmt.Println(wire.StoreID(os.Args[2], os.Args[3]))
 	default:
 		usage()
 	}

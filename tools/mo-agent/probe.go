@@ -13,6 +13,8 @@ import (
 
 	"github.com/matrixorigin/matrixone/pkg/logservice"
 	pb "github.com/matrixorigin/matrixone/pkg/pb/logservice"
+
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // probe answers GET /v1/cluster from one HAKeeper client, connected on first
@@ -43,7 +45,7 @@ func (p *probe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(view)
 }
 
-func (p *probe) view(ctx context.Context) (*View, error) {
+func (p *probe) view(ctx context.Context) (*wire.View, error) {
 	// One call at a time: the view is cheap and the operator asks every few
 	// seconds, so a queue is simpler than a pool of clients.
 	p.mu.Lock()
@@ -68,33 +70,33 @@ func (p *probe) view(ctx context.Context) (*View, error) {
 	return nil, err
 }
 
-func viewOf(state pb.CheckerState, details pb.ClusterDetails) *View {
-	v := &View{State: state.State.String(), Tick: state.Tick}
+func viewOf(state pb.CheckerState, details pb.ClusterDetails) *wire.View {
+	v := &wire.View{State: state.State.String(), Tick: state.Tick}
 	replicas := map[uint64]uint64{}
 	for _, rec := range state.ClusterInfo.LogShards {
 		replicas[rec.ShardID] = rec.NumberOfReplicas
 	}
 	for id, s := range state.LogState.Shards {
-		v.LogShards = append(v.LogShards, LogShard{ShardID: id, Replicas: s.Replicas,
+		v.LogShards = append(v.LogShards, wire.LogShard{ShardID: id, Replicas: s.Replicas,
 			NumberOfReplicas: replicas[id], LeaderID: s.LeaderID, Term: s.Term, Epoch: s.Epoch})
 	}
 	sort.Slice(v.LogShards, func(i, j int) bool { return v.LogShards[i].ShardID < v.LogShards[j].ShardID })
 	for _, s := range details.LogStores {
-		ls := LogStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
+		ls := wire.LogStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
 		for _, r := range s.Replicas {
-			ls.Replicas = append(ls.Replicas, Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
+			ls.Replicas = append(ls.Replicas, wire.Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
 		}
 		v.LogStores = append(v.LogStores, ls)
 	}
 	for _, s := range details.TNStores {
-		tn := TNStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
+		tn := wire.TNStore{UUID: s.UUID, ServiceAddress: s.ServiceAddress, State: s.State.String(), Tick: s.Tick}
 		for _, r := range s.Shards {
-			tn.Shards = append(tn.Shards, Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
+			tn.Shards = append(tn.Shards, wire.Replica{ShardID: r.ShardID, ReplicaID: r.ReplicaID})
 		}
 		v.TNStores = append(v.TNStores, tn)
 	}
 	for _, s := range details.CNStores {
-		cn := CNStore{UUID: s.UUID, SQLAddress: s.SQLAddress, State: s.State.String(), Tick: s.Tick,
+		cn := wire.CNStore{UUID: s.UUID, SQLAddress: s.SQLAddress, State: s.State.String(), Tick: s.Tick,
 			WorkState: s.WorkState.String(), UpTime: s.UpTime}
 		for k, l := range s.Labels {
 			if cn.Labels == nil {
@@ -105,10 +107,10 @@ func viewOf(state pb.CheckerState, details pb.ClusterDetails) *View {
 		v.CNStores = append(v.CNStores, cn)
 	}
 	for _, s := range details.ProxyStores {
-		v.ProxyStores = append(v.ProxyStores, ProxyStore{UUID: s.UUID, ListenAddress: s.ListenAddress, Tick: s.Tick})
+		v.ProxyStores = append(v.ProxyStores, wire.ProxyStore{UUID: s.UUID, ListenAddress: s.ListenAddress, Tick: s.Tick})
 	}
 	for _, s := range details.DeletedStores {
-		v.DeletedStores = append(v.DeletedStores, DeletedStore{UUID: s.UUID, StoreType: s.StoreType, Address: s.Address})
+		v.DeletedStores = append(v.DeletedStores, wire.DeletedStore{UUID: s.UUID, StoreType: s.StoreType, Address: s.Address})
 	}
 	sort.Slice(v.LogStores, func(i, j int) bool { return v.LogStores[i].UUID < v.LogStores[j].UUID })
 	sort.Slice(v.TNStores, func(i, j int) bool { return v.TNStores[i].UUID < v.TNStores[j].UUID })

@@ -6,17 +6,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
+// TestStoreID tests wire.StoreID, which mo-agent computes in the pods,
+// with vectors computed independently with Python's uuid.uuid5. (wire is a
+// module of its own; its tests live here, where make test runs them.)
 func TestStoreID(t *testing.T) {
-	// The same vectors as tools/mo-agent/render, computed independently
-	// with Python's uuid.uuid5.
 	for _, tc := range []struct{ namespace, pod, want string }{
 		{"default", "mo-log-0", "f91489ef-bce2-58cc-b6b1-c5cc5d288b37"},
 		{"default", "mo-log-1", "e2595557-d655-5375-8d50-0e223a28d018"},
 		{"team-a", "orders-tn-0", "deea48aa-d97f-5c42-bbf8-28320209429d"},
 	} {
-		if got := StoreID(tc.namespace, tc.pod); got != tc.want {
+		if got := wire.StoreID(tc.namespace, tc.pod); got != tc.want {
 			t.Errorf("StoreID(%q, %q) = %s, want %s", tc.namespace, tc.pod, got, tc.want)
 		}
 	}
@@ -49,8 +52,8 @@ func TestRealView(t *testing.T) {
 	if len(v.LogShards) != 2 {
 		t.Errorf("%d log shards, want 2 (HAKeeper's and the TN's)", len(v.LogShards))
 	}
-	logUUID := StoreID("smoke", "mo-log-0")
-	if s, ok := v.LogStore(logUUID); !ok || s.State != StoreUp {
+	logUUID := wire.StoreID("smoke", "mo-log-0")
+	if s, ok := v.LogStore(logUUID); !ok || s.State != wire.StoreUp {
 		t.Errorf("log store %s: %+v, %v; want it up", logUUID, s, ok)
 	}
 	for _, s := range v.LogShards {
@@ -58,13 +61,13 @@ func TestRealView(t *testing.T) {
 			t.Errorf("shard %d: leader %d is %q, want the log store", s.ShardID, s.LeaderID, s.Replicas[s.LeaderID])
 		}
 	}
-	if len(v.TNStores) != 1 || v.TNStores[0].UUID != StoreID("smoke", "mo-tn-0") {
+	if len(v.TNStores) != 1 || v.TNStores[0].UUID != wire.StoreID("smoke", "mo-tn-0") {
 		t.Errorf("TN stores %+v", v.TNStores)
 	}
-	if len(v.CNStores) != 1 || v.CNStores[0].UUID != StoreID("smoke", "mo-cn-0") || v.CNStores[0].WorkState != WorkStateWorking {
+	if len(v.CNStores) != 1 || v.CNStores[0].UUID != wire.StoreID("smoke", "mo-cn-0") || v.CNStores[0].WorkState != wire.WorkStateWorking {
 		t.Errorf("CN stores %+v", v.CNStores)
 	}
-	if len(v.ProxyStores) != 1 || v.ProxyStores[0].UUID != StoreID("smoke", "mo-proxy-0") {
+	if len(v.ProxyStores) != 1 || v.ProxyStores[0].UUID != wire.StoreID("smoke", "mo-proxy-0") {
 		t.Errorf("proxy stores %+v", v.ProxyStores)
 	}
 	// One replica: the only log store can never go.
@@ -76,17 +79,17 @@ func TestRealView(t *testing.T) {
 // threeStores is a view of three log stores a, b and c, each holding a
 // replica of shards 0 and 1; down lists those HAKeeper does not hear from.
 func threeStores(down ...string) View {
-	v := View{State: StateRunning}
+	v := View{State: wire.StateRunning}
 	for i, id := range []uint64{0, 1} {
-		v.LogShards = append(v.LogShards, LogShard{ShardID: id, NumberOfReplicas: 3, LeaderID: uint64(131072 + 10*i),
+		v.LogShards = append(v.LogShards, wire.LogShard{ShardID: id, NumberOfReplicas: 3, LeaderID: uint64(131072 + 10*i),
 			Replicas: map[uint64]string{uint64(131072 + 10*i): "a", uint64(131073 + 10*i): "b", uint64(131074 + 10*i): "c"}})
 	}
 	for _, s := range []string{"a", "b", "c"} {
-		state := StoreUp
+		state := wire.StoreUp
 		if slices.Contains(down, s) {
-			state = StoreDown
+			state = wire.StoreDown
 		}
-		v.LogStores = append(v.LogStores, LogStore{UUID: s, State: state})
+		v.LogStores = append(v.LogStores, wire.LogStore{UUID: s, State: state})
 	}
 	return v
 }

@@ -12,13 +12,14 @@
 package render
 
 import (
-	"crypto/sha1" //nolint:gosec // RFC 4122 name-based UUIDs (version 5) are defined over SHA-1.
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // The variables a template may reference. POD_NAME, POD_NAMESPACE and POD_IP
@@ -46,7 +47,7 @@ func Env(lookup func(string) (string, bool)) (map[string]string, error) {
 	if env[PodName] == "" || env[PodNamespace] == "" {
 		return nil, fmt.Errorf("%s and %s must be set (the operator's pod template sets them from the downward API)", PodName, PodNamespace)
 	}
-	env[StoreUUID] = StoreID(env[PodNamespace], env[PodName])
+	env[StoreUUID] = wire.StoreID(env[PodNamespace], env[PodName])
 	return env, nil
 }
 
@@ -79,24 +80,4 @@ func Render(template string, env map[string]string) (string, error) {
 func list(names []string) string {
 	sort.Strings(names)
 	return strings.Join(slices.Compact(names), ", ")
-}
-
-// namespaceUUID is the RFC 4122 namespace of Steward's MatrixOne store IDs.
-var namespaceUUID = [16]byte{0x7c, 0xb8, 0x80, 0x8d, 0xb4, 0xc1, 0x4c, 0xaf, 0x9f, 0x4e, 0x64, 0x1f, 0x16, 0x7e, 0xe9, 0xc5}
-
-// StoreID is the UUID a pod's MatrixOne store runs as: an RFC 4122 version 5
-// UUID of "<namespace>/<pod>", so a StatefulSet pod keeps its store's
-// identity across restarts and the operator can name a log set's first
-// stores (HAKeeper's initial members) before they exist. The operator
-// computes the same function (internal/matrixone/build); both test the same
-// vectors.
-func StoreID(namespace, pod string) string {
-	h := sha1.New() //nolint:gosec // see the import
-	h.Write(namespaceUUID[:])
-	h.Write([]byte(namespace + "/" + pod))
-	var u [16]byte
-	copy(u[:], h.Sum(nil))
-	u[6] = u[6]&0x0f | 0x50 // version 5
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }

@@ -5,20 +5,6 @@ import (
 	"testing"
 )
 
-// The operator's copy of StoreID (internal/matrixone/build) tests the same
-// vectors; they were computed independently with Python's uuid.uuid5.
-func TestStoreID(t *testing.T) {
-	for _, tc := range []struct{ namespace, pod, want string }{
-		{"default", "mo-log-0", "f91489ef-bce2-58cc-b6b1-c5cc5d288b37"},
-		{"default", "mo-log-1", "e2595557-d655-5375-8d50-0e223a28d018"},
-		{"team-a", "orders-tn-0", "deea48aa-d97f-5c42-bbf8-28320209429d"},
-	} {
-		if got := StoreID(tc.namespace, tc.pod); got != tc.want {
-			t.Errorf("StoreID(%q, %q) = %s, want %s", tc.namespace, tc.pod, got, tc.want)
-		}
-	}
-}
-
 func TestRender(t *testing.T) {
 	env := map[string]string{PodName: "mo-log-0", PodNamespace: "default", PodIP: "10.0.0.7", StoreUUID: "u-0"}
 	for _, tc := range []struct {

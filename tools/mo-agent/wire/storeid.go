@@ -1,4 +1,4 @@
-package hakeeper
+package wire
 
 import (
 	"crypto/sha1" //nolint:gosec // RFC 4122 name-based UUIDs (version 5) are defined over SHA-1.
@@ -11,10 +11,9 @@ var namespaceUUID = [16]byte{0x7c, 0xb8, 0x80, 0x8d, 0xb4, 0xc1, 0x4c, 0xaf, 0x9
 
 // StoreID is the UUID the MatrixOne store of pod runs as: an RFC 4122
 // version 5 UUID of "<namespace>/<pod>". mo-agent computes it in the pod
-// (tools/mo-agent/render.StoreID, ${STORE_UUID} in a configuration
-// template); the operator computes it to name a log set's first stores as
-// HAKeeper's initial members before they exist, and to match stores in the
-// view to pods. Both test the same vectors.
+// (${STORE_UUID} in a configuration template); the operator computes it to
+// name a log set's first stores as HAKeeper's initial members before they
+// exist, and to match stores in the view to pods.
 func StoreID(namespace, pod string) string {
 	h := sha1.New() //nolint:gosec // see the import
 	h.Write(namespaceUUID[:])

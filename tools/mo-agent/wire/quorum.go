@@ -1,4 +1,4 @@
-package hakeeper
+package wire
 
 import (
 	"fmt"
