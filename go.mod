@@ -24,6 +24,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/BurntSushi/toml v1.6.0
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	filippo.io/edwards25519 v1.1.0 // indirect
