@@ -2,8 +2,9 @@
 # Smoke test of the MatrixOne image without Kubernetes: unpack the archive's
 # layer, then run its binaries as the image's user on 127.0.0.1 the way the
 # operator's pods will — one process per role (log service, TN, CN, proxy),
-# each started by `mo-agent run` from a configuration template with the
-# ${VAR} references the operator writes — plus `mo-agent probe`. Passes when
+# each started by `mo-agent run` from the configuration template the
+# operator renders (internal/matrixone/build/testdata, moved onto loopback)
+# — plus `mo-agent probe`. Passes when
 #   - SQL through the proxy creates a table, inserts and reads rows back,
 #   - the probe's /v1/cluster says HAKeeper is running, the log shards have
 #     a leader, and the TN, the CN (Working) and the proxy are known,
@@ -18,7 +19,7 @@
 #             keep one as testdata)
 #
 # Must run as root (to run as the image's user). Uses the ports 6001,
-# 7070, 18000-18003, 19000-19003, 16001 and 32000-32002 on 127.0.0.1, and
+# 7070, 16001, 18000-18003, 41010-41013 and 32000-32002 on 127.0.0.1, and
 # stops every process it started.
 set -euo pipefail
 
@@ -39,7 +40,7 @@ for tool in jq curl; do
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$tool" >/dev/null
 	fi
 done
-for port in 6001 7070 16001 18000 19000 32000 32001 32002; do
+for port in 6001 7070 16001 18000 41010 32000 32001 32002; do
 	! ss -Hltn "( sport = :$port )" | grep -q . || die "port $port is in use"
 done
 
@@ -69,88 +70,27 @@ user=$(jq -r '.config.User // ""' "$config")
 agent=$tmp/root/mo-agent
 log "image $(jq -r '.[0].RepoTags | join(" ")' "$manifest"), user $user"
 
-# --- Templates, as the operator writes them -----------------------------------
-ns=smoke
+# --- Templates: the operator's own -----------------------------------------------
+# internal/matrixone/build renders these files (its golden test keeps them
+# current) for a cluster "mo" in namespace default. Only what differs on one
+# host moves: the pods' DNS names become 127.0.0.1, the volume and the shared
+# mount become directories here, and the CN's SQL and port base move off the
+# proxy's 6001.
+ns=default
+golden=$repo/internal/matrixone/build/testdata
 log_uuid=$("$agent" store-id $ns mo-log-0)
-# Top-level keys come before the first table: each role's file starts with
-# its service-type.
-common() { # $1: the role's data directory
-	cat <<-EOT
-	data-dir = "$1"
-	[log]
-	level = "info"
-	format = "console"
-	[[fileservice]]
-	name = "LOCAL"
-	backend = "DISK"
-	data-dir = "$1/local"
-	[fileservice.cache]
-	memory-capacity = "32MB"
-	[[fileservice]]
-	name = "SHARED"
-	backend = "DISK"
-	data-dir = "$tmp/shared"
-	[fileservice.cache]
-	memory-capacity = "64MB"
-	disk-capacity = "256MB"
-	disk-path = "$1/disk-cache"
-	[[fileservice]]
-	name = "ETL"
-	backend = "DISK-ETL"
-	data-dir = "$tmp/etl"
-	[observability]
-	disableTrace = true
-	disableMetric = true
-	[hakeeper-client]
-	service-addresses = ["127.0.0.1:32001"]
-	[metacache]
-	memory-capacity = "64MB"
-	EOT
-}
-mkdir -p "$tmp/conf" "$tmp/shared" "$tmp/etl" "$tmp"/{log,tn,cn,proxy}
-{ echo 'service-type = "LOG"'; common "$tmp/log"; cat <<-'EOT'
-	[logservice]
-	deployment-id = 1
-	uuid = "${STORE_UUID}"
-	service-host = "127.0.0.1"
-	raft-port = 32000
-	logservice-port = 32001
-	gossip-port = 32002
-	gossip-seed-addresses = ["127.0.0.1:32002"]
-	gossip-allow-self-as-seed = true
-	[logservice.BootstrapConfig]
-	bootstrap-cluster = true
-	num-of-log-shards = 1
-	num-of-tn-shards = 1
-	num-of-log-shard-replicas = 1
-	EOT
-	echo "init-hakeeper-members = [\"131072:$log_uuid\"]"
-} >"$tmp/conf/log.toml"
-{ echo 'service-type = "TN"'; common "$tmp/tn"; cat <<-'EOT'
-	[tn]
-	uuid = "${STORE_UUID}"
-	port-base = 19000
-	service-host = "127.0.0.1"
-	EOT
-} >"$tmp/conf/tn.toml"
-{ echo 'service-type = "CN"'; common "$tmp/cn"; cat <<-'EOT'
-	[cn]
-	uuid = "${STORE_UUID}"
-	port-base = 18000
-	service-host = "${POD_IP}"
-	sql-address = "${POD_IP}:16001"
-	[cn.frontend]
-	port = 16001
-	proxy-enabled = true
-	EOT
-} >"$tmp/conf/cn.toml"
-{ echo 'service-type = "PROXY"'; common "$tmp/proxy"; cat <<-'EOT'
-	[proxy]
-	uuid = "${STORE_UUID}"
-	listen-address = "127.0.0.1:6001"
-	EOT
-} >"$tmp/conf/proxy.toml"
-chown -R "$user" "$tmp/shared" "$tmp/etl" "$tmp"/{log,tn,cn,proxy}
+mkdir -p "$tmp/conf" "$tmp/shared" "$tmp"/{log,tn,cn,proxy}
+for role in log tn cn proxy; do
+	sed -E \
+		-e "s|/var/lib/matrixone-shared|$tmp/shared|g" \
+		-e "s|/var/lib/matrixone|$tmp/$role|g" \
+		-e 's/(\$\{POD_NAME\}|mo-[a-z]+-0)\.mo-[a-z]+\.default\.svc/127.0.0.1/g' \
+		"$golden/$role.toml" >"$tmp/conf/$role.toml"
+done
+sed -i -e 's/^port-base = 6002$/port-base = 18000/' -e 's/^port = 6001$/port = 16001/' \
+	-e 's/:6001"$/:16001"/' "$tmp/conf/cn.toml"
+grep -q "$log_uuid" "$tmp/conf/log.toml" || die "the log template's initial member is not $log_uuid (mo-log-0's store)"
+chown -R "$user" "$tmp/shared" "$tmp"/{log,tn,cn,proxy}
 
 # --- Run ----------------------------------------------------------------------
 start_role() { # $1 role, $2 GOMEMLIMIT
