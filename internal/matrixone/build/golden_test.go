@@ -19,7 +19,7 @@ func goldenTemplates() map[string]Template {
 	return map[string]Template{
 		"log": {Role: RoleLog, Host: "${POD_NAME}.mo-log.default.svc", HAKeeper: hakeeper, Memory: MemoryFor(RoleLog, 384*mib),
 			Log: &LogTemplate{DeploymentID: 1, GossipSeeds: []string{"mo-log-0.mo-log.default.svc:32002"}, Shards: 1, Replicas: 1,
-				// wire.StoreID("default", "mo-log-0")
+				// The store UUID of pod mo-log-0 in namespace default (wire.StoreID).
 				InitialMembers: []string{"131072:f91489ef-bce2-58cc-b6b1-c5cc5d288b37"}},
 			User: "[observability]\ndisableTrace = true\ndisableMetric = true\n"},
 		"tn": {Role: RoleTN, Host: "${POD_NAME}.mo-tn.default.svc", HAKeeper: hakeeper,
