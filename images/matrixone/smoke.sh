@@ -9,7 +9,9 @@
 #   - the probe's /v1/cluster says HAKeeper is running, the log shards have
 #     a leader, and the TN, the CN (Working) and the proxy are known,
 #   - every store runs as the UUID `mo-agent store-id` derives from its
-#     "pod" name.
+#     "pod" name,
+#   - mo_ctl sets the CN Draining and Working again, and the probe reports
+#     each state.
 #
 # Environment:
 #   IMAGE     the docker-archive to test (default _output/images/matrixone.tar)
@@ -152,4 +154,29 @@ check '.cnStores[0].uuid' "$("$agent" store-id $ns mo-cn-0)"
 check '.proxyStores[0].uuid' "$("$agent" store-id $ns mo-proxy-0)"
 log "the probe's view: $(jq -c '{state, logShards: [.logShards[] | {shardID, leaderID, replicas: (.replicas | length)}], stores: {log: (.logStores | length), tn: (.tnStores | length), cn: (.cnStores | length), proxy: (.proxyStores | length)}}' <<<"$view")"
 [[ -z ${VIEW_FILE:-} ]] || jq . <<<"$view" >"$VIEW_FILE"
+
+# A CN's work state through SQL, as the operator will drain one: mo_ctl
+# asks HAKeeper to change it, and the probe sees the change. The statements
+# go to the CN itself, not through the proxy, which routes new sessions to
+# Working CNs only.
+cn_uuid=$("$agent" store-id $ns mo-cn-0)
+cn_sql() { go -C "$repo" run ./test/e2e/smoke sql --server 127.0.0.1:16001 --user root --password 111 "$1"; }
+work_state() { # $1: the state the probe must report for the CN
+	local deadline=$((SECONDS + 60)) got=""
+	until got=$(curl -fsS --max-time 5 http://127.0.0.1:7070/v1/cluster |
+		jq -r --arg u "$cn_uuid" '.cnStores[] | select(.uuid == $u) | .workState') && [[ $got == "$1" ]]; do
+		((SECONDS < deadline)) || fail "the probe reports the CN ${got:-nowhere}, want $1 after mo_ctl"
+		sleep 1
+	done
+}
+cn_sql "select mo_ctl('cn', 'workstate', '$cn_uuid:2')" >/dev/null
+work_state Draining
+log "mo_ctl set the CN Draining; the probe reports it"
+cn_sql "select mo_ctl('cn', 'workstate', '$cn_uuid:1')" >/dev/null
+work_state Working
+until sql "select count(*) from smoke.t" >/dev/null 2>&1; do
+	((SECONDS - start < TIMEOUT + 120)) || fail "no SQL through the proxy once the CN works again"
+	sleep 1
+done
+log "mo_ctl set it Working again; SQL through the proxy again"
 log "PASS in $((SECONDS - start))s"
