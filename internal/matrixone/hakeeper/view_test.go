@@ -2,6 +2,7 @@ package hakeeper
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -73,6 +74,35 @@ func TestRealView(t *testing.T) {
 	// One replica: the only log store can never go.
 	if r := v.MajorityKeptWithout(logUUID); len(r) != 2 {
 		t.Errorf("without the only log store: %v, want both shards reported", r)
+	}
+}
+
+// TestRealViewThreeStores reads a real view of three log stores, each
+// holding a replica of both shards: any one of them may go, no two may.
+func TestRealViewThreeStores(t *testing.T) {
+	v := readView(t, "view-three-log-stores.json")
+	if !v.Running() || len(v.LeaderlessShards()) != 0 {
+		t.Fatalf("state %q, leaderless %v", v.State, v.LeaderlessShards())
+	}
+	stores := make([]string, 3)
+	for i := range stores {
+		stores[i] = wire.StoreID("default", fmt.Sprintf("mo-log-%d", i))
+		if s, ok := v.LogStore(stores[i]); !ok || s.State != wire.StoreUp || len(s.Replicas) != 2 {
+			t.Errorf("mo-log-%d (%s): %+v, %v; want it up with a replica of each shard", i, stores[i], s, ok)
+		}
+	}
+	for _, s := range v.LogShards {
+		if s.NumberOfReplicas != 3 || len(s.Replicas) != 3 {
+			t.Errorf("shard %d: %d of %d replicas, want 3 of 3", s.ShardID, len(s.Replicas), s.NumberOfReplicas)
+		}
+	}
+	for _, one := range stores {
+		if r := v.MajorityKeptWithout(one); len(r) != 0 {
+			t.Errorf("without %s: %v, want the majority kept", one, r)
+		}
+	}
+	if r := v.MajorityKeptWithout(stores[0], stores[2]); len(r) != 2 {
+		t.Errorf("without two stores: %v, want both shards reported", r)
 	}
 }
 
