@@ -85,8 +85,8 @@ const mib = 1 << 20
 // metadata cache a sixteenth, the LOCAL cache a thirty-second, each at
 // least 16 MiB. The log service and the proxy keep no table data, so their
 // SHARED cache is the floor. (mo-service's defaults are 512 MiB each and a
-// metadata cache of up to 2 GiB from the host's memory: a pod of 1 GiB
-// would not start.)
+// metadata cache of up to 2 GiB from the host's memory: caches alone could
+// outgrow a 1 GiB pod's limit.)
 func MemoryFor(role Role, limit int64) Memory {
 	part := func(div int64) int64 { return max(limit/div, 16*mib) }
 	m := Memory{LocalCache: part(32), SharedCache: part(8), MetaCache: part(16)}
