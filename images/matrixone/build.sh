@@ -44,10 +44,15 @@ tag) echo "$TAG"; exit 0 ;;
 esac
 
 command -v gcc >/dev/null || die "gcc is needed: MatrixOne builds with cgo"
-if ! command -v make >/dev/null; then
-	log "installing make (MatrixOne's C library is built with it)"
+# make builds MatrixOne's C library; libc6-dev has the static C libraries
+# the static link needs.
+missing=()
+command -v make >/dev/null || missing+=(make)
+dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null | grep -q 'install ok installed' || missing+=(libc6-dev)
+if ((${#missing[@]})); then
+	log "installing ${missing[*]}"
 	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends make
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # --- MatrixOne's source and C library ---------------------------------------
