@@ -59,7 +59,7 @@ func TestMatrixOneImage(t *testing.T) {
 		}
 	})
 	m.create()
-	m.client()
+	startClient(t, ns) // the test's SQL and HTTP go through it
 
 	view := m.waitView()
 	t.Logf("HAKeeper: %s at tick %d; shards %v; %d log, %d TN, %d CN, %d proxy stores", view.State, view.Tick,
@@ -266,22 +266,6 @@ func (m *moTrial) statefulSet(name string, labels map[string]string, role string
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 			}},
 		},
-	}
-}
-
-// client starts the pod the test's SQL and HTTP go through.
-func (m *moTrial) client() {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client"},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers: []corev1.Container{{Name: "smoke", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
-			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
-	if _, err := env.client.CoreV1().Pods(m.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		m.t.Fatal(err)
 	}
 }
 

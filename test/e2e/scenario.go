@@ -93,6 +93,13 @@ func (s *scenario) waitPods(n int) {
 // cluster's Services are reachable only from inside localkube's network.
 func (s *scenario) startClient() {
 	s.t.Helper()
+	startClient(s.t, s.ns)
+}
+
+// startClient starts the pod "client" in ns (see scenario.startClient) and
+// waits until it runs.
+func startClient(t *testing.T, ns string) {
+	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "client"},
 		Spec: corev1.PodSpec{
@@ -102,11 +109,11 @@ func (s *scenario) startClient() {
 			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
 	}
-	if _, err := env.client.CoreV1().Pods(s.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		s.t.Fatal(err)
+	if _, err := env.client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	eventually(s.t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
-		p, err := env.client.CoreV1().Pods(s.ns).Get(ctx, "client", metav1.GetOptions{})
+	eventually(t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

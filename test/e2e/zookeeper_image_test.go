@@ -58,18 +58,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	client := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client"},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			Containers: []corev1.Container{{Name: "smoke", Image: smokeImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"serve", "--data", "/tmp"}, VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}}},
-			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-		},
-	}
-	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	startClient(t, ns)
 	var state string
 	eventually(t, 3*time.Minute, "the AdminServer answers stat", func(ctx context.Context) error {
 		zk, err := env.client.CoreV1().Pods(ns).Get(ctx, "zk-0", metav1.GetOptions{})
