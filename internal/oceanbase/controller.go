@@ -224,6 +224,10 @@ func (c *Controller) Declare(ctx *Context) error {
 	if err := c.applyViews(ctx, cl); err != nil { // OBZones and OBServers (views.go)
 		return err
 	}
+	// StoresLost is set here, not where a flow starts: a pass that ends
+	// the recover flow must say the stores are back, and no later pass may
+	// come soon once the cluster is Ready.
+	cl.lost = lostServers(ctx, cl)
 	c.setConditions(ctx, cl)
 	observed.Set(ctx, cl)
 	return nil
@@ -242,8 +246,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	departing, zoneFlow := cl.departing(ob), cl.zoneFlow(ob)
-	lost := lostServers(ctx, cl)
+	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.lost
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {

@@ -211,9 +211,8 @@ func (c *Controller) recordLost(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	lost := lostServers(ctx, cl)
 	st := &ctx.Obj.Status
-	for _, l := range lost {
+	for _, l := range cl.lost {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
 			st.LostServers = append(st.LostServers, l)
 			ctx.Log.Info("An observer lost its store", "pod", l.Pod, "server", l.Address, "zone", l.Zone)

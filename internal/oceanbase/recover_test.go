@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -118,6 +119,12 @@ func recovered(t *testing.T, c client.Client, p *player, ns string, active int32
 		}
 		return true, ""
 	})
+	// The status that says the flow succeeded says the stores are back: the
+	// pass that ends the flow sets StoresLost, not a later one (none may
+	// come soon once the cluster is Ready).
+	if c := meta.FindStatusCondition(get(t, c, ns, "ob").Status.Conditions, "StoresLost"); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("StoresLost once recovered: %+v, want False", c)
+	}
 }
 
 // TestRecoverLostStore: a pod deleted on its own volume comes back as the

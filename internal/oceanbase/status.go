@@ -61,6 +61,10 @@ type cluster struct {
 	// claims, by pod name (recover.go).
 	svcs   map[string]*corev1.Service
 	claims map[string]*corev1.PersistentVolumeClaim
+	// lost are the servers to recover (lostServers), found once per pass
+	// by Declare, which sets StoresLost from them on every pass, a flow's
+	// included.
+	lost []obv1.OBLostServer
 }
 
 // addr is the server address of pod name, "" before its Service has an IP.
