@@ -194,16 +194,22 @@ func (g *gpssScenario) heal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), gpssName+"-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if out, err := kubectl("delete", "pod", "-n", g.ns, gpssName+"-1", "--wait=false"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	// By UID: a creation timestamp has whole seconds, and the StatefulSet
+	// may re-create the pod within the second of the delete.
 	eventually(t, 2*time.Minute, "the pod is re-created", func(ctx context.Context) error {
 		pod, err := env.client.CoreV1().Pods(g.ns).Get(ctx, gpssName+"-1", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if time.Since(pod.CreationTimestamp.Time) > time.Since(start) {
+		if pod.UID == old.UID {
 			return fmt.Errorf("not re-created yet")
 		}
 		return nil
