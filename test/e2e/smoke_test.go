@@ -96,6 +96,15 @@ func TestSmoke(t *testing.T) {
 		if strings.TrimSpace(out) != svc.Spec.ClusterIP {
 			t.Fatalf("%s resolved to %q, want ClusterIP %s", name, out, svc.Spec.ClusterIP)
 		}
+		// kube-proxy programs a new Service's rules a moment after the
+		// Service is created: wait for the first answer before counting.
+		eventually(t, 30*time.Second, "a first GET through the ClusterIP", func(context.Context) error {
+			out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+			}
+			return nil
+		})
 		// Several requests, so that kube-proxy's balancing also takes the
 		// path back to the calling pod itself (hairpin).
 		seen := map[string]bool{}
