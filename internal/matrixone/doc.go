@@ -1,5 +1,8 @@
-// Package matrixone will hold Steward's MatrixOne controllers (LogSet, TNSet,
-// CNSet, ProxySet and the MatrixOneCluster umbrella). What is here so far is
-// what they stand on: the reader of HAKeeper's view (package hakeeper). The
-// image they run is images/matrixone; docs/matrixone.md has the design.
+// Package matrixone holds Steward's MatrixOne controllers: so far the
+// LogSet's (the log service: HAKeeper and the log shards), which the
+// TNSet's, CNSet's, ProxySet's and the MatrixOneCluster umbrella's will
+// join. Each set is a framework actor; the sets depend on each other only
+// through status. They run the image images/matrixone, observe HAKeeper
+// through mo-agent's probe in the log pods (package hakeeper) and build
+// their children with package build. docs/matrixone.md has the design.
 package matrixone

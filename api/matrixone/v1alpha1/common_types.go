@@ -1,0 +1,143 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+)
+
+// DefaultImage is the MatrixOne image every set runs unless its spec says
+// otherwise: images/matrixone, built here from MatrixOne's Go module.
+const DefaultImage = "localhost/matrixone:1.2.4"
+
+// PodSetSpec is what every MatrixOne set's pods share: the image, the
+// resources, the user's configuration and the placement. Embed it inline.
+type PodSetSpec struct {
+	// image is the MatrixOne image; it must implement the contract of
+	// Steward's image (images/matrixone/README.md: mo-service and mo-agent).
+	// Default "localhost/matrixone:1.2.4"; can change (the controller
+	// restarts the pods in its safe order).
+	// +optional
+	// +kubebuilder:default="localhost/matrixone:1.2.4"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy is the pods' image pull policy. Default: unset,
+	// Kubernetes' default (IfNotPresent, Always for a :latest tag); can
+	// change (restarts the pods).
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// resources are the MatrixOne container's requests and limits. The
+	// memory limit sizes MatrixOne's caches and Go's soft memory limit
+	// (GOMEMLIMIT, four fifths of it): without one MatrixOne sizes its
+	// caches from the node's memory, so set it. Default: none; can change
+	// (restarts the pods).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// config is mo-service's TOML configuration for the keys the operator
+	// does not own (observability, log levels, timeouts, ...). The
+	// operator's keys — identity, addresses, ports, file services and
+	// caches, HAKeeper's bootstrap, a CN's work state — are rejected at
+	// admission with the reason for each. Default: empty; can change
+	// (restarts the pods). At most 64 KiB.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Config string `json:"config,omitempty"`
+
+	// The pods' placement: nodeSelector, affinity (replacing the default,
+	// a preferred pod anti-affinity that spreads a set's pods over nodes),
+	// tolerations, topologySpreadConstraints and priorityClassName.
+	// Default: none but that spreading; can change (restarts the pods).
+	commonv1.PodPlacement `json:",inline"`
+
+	// paused stops the controller from acting on the set (its pods keep
+	// running). Default false; can change.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// SharedStorage is where MatrixOne keeps table data (its SHARED file
+// service) and, when enabled, its metrics and logs (ETL): one location that
+// every pod of a cluster reaches. Exactly one of fileSystem and s3 is set;
+// it cannot change.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.fileSystem) != has(self.s3)",message="set exactly one of fileSystem and s3"
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sharedStorage is immutable: the data lives there"
+type SharedStorage struct {
+	// fileSystem is a ReadWriteMany volume claim, mounted by every pod at
+	// /var/lib/matrixone-shared (for example a volume on one node, or a
+	// network filesystem). MatrixOne writes each object once under a unique
+	// name, so its processes can share one POSIX filesystem.
+	// +optional
+	FileSystem *FileSystemStorage `json:"fileSystem,omitempty"`
+
+	// s3 is an S3-compatible object store.
+	// +optional
+	S3 *S3Storage `json:"s3,omitempty"`
+}
+
+// FileSystemStorage is a shared filesystem claim.
+type FileSystemStorage struct {
+	// claimName is a PersistentVolumeClaim in the set's namespace, with
+	// access mode ReadWriteMany; the user's (a MatrixOneCluster creates
+	// its own). The set's pods wait for it to exist.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+}
+
+// S3Storage is a location in an S3-compatible object store.
+type S3Storage struct {
+	// endpoint is the store's URL, for example "https://minio.storage:9000".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint"`
+
+	// bucket is the bucket.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+
+	// keyPrefix is the path under the bucket; data and etl go below it.
+	// Default: the bucket's root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	KeyPrefix string `json:"keyPrefix,omitempty"`
+
+	// region is the bucket's region. Required: without one MatrixOne asks
+	// AWS's public endpoint for it at start.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region"`
+
+	// credentialsSecret names a Secret in the set's namespace with the keys
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, given to mo-service as
+	// environment variables (never written into its configuration).
+	// Default: none (the pod's own identity, if the store accepts it).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+}
+
+// StoreState is how HAKeeper sees a store.
+// +kubebuilder:validation:Enum=Up;Down;Unknown
+type StoreState string
+
+// Store states.
+const (
+	// StoreUp: HAKeeper hears from the store.
+	StoreUp StoreState = "Up"
+	// StoreDown: HAKeeper has not heard from the store within its timeout.
+	StoreDown StoreState = "Down"
+	// StoreUnknown: HAKeeper does not know the store (not registered yet),
+	// or no view of HAKeeper could be read.
+	StoreUnknown StoreState = "Unknown"
+)

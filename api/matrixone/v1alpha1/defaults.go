@@ -1,0 +1,44 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+)
+
+// DefaultStorageSize is each store's volume unless spec.storage.size says.
+const DefaultStorageSize = "1Gi"
+
+// DefaultLogSet applies the LogSet's defaults in memory, for objects the
+// schema has not defaulted (the controller calls it every pass; the webhook
+// with it). It never replaces a value that is set.
+func DefaultLogSet(l *LogSet) {
+	s := &l.Spec
+	if s.Replicas == 0 {
+		s.Replicas = 3
+	}
+	if s.ShardReplicas == 0 {
+		s.ShardReplicas = min(s.Replicas, 3)
+	}
+	if s.LogShards == 0 {
+		s.LogShards = 1
+	}
+	defaultPodSet(&s.PodSetSpec)
+	defaultStorage(&s.Storage)
+}
+
+func defaultPodSet(s *PodSetSpec) {
+	if s.Image == "" {
+		s.Image = DefaultImage
+	}
+}
+
+func defaultStorage(s *commonv1.StorageSpec) {
+	if s.Size == nil {
+		size := resource.MustParse(DefaultStorageSize)
+		s.Size = &size
+	}
+	if s.ReclaimPolicy == "" {
+		s.ReclaimPolicy = commonv1.ReclaimRetain
+	}
+}

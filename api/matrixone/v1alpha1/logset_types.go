@@ -1,0 +1,211 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+)
+
+// Reasons of the LogSet's Available, Progressing and Ready conditions, next
+// to the shared ones in api/common/v1alpha1 (Creating, Restarting, Stable,
+// NoLeader).
+const (
+	// ReasonHAKeeperUnreachable: no log pod's probe could read HAKeeper's
+	// view (no store up yet, or HAKeeper without a quorum).
+	ReasonHAKeeperUnreachable = "HAKeeperUnreachable"
+	// ReasonBootstrapping: HAKeeper runs but has not finished creating the
+	// log shards.
+	ReasonBootstrapping = "Bootstrapping"
+	// ReasonStoresDown: a store of the set is down or unknown to HAKeeper.
+	ReasonStoresDown = "StoresDown"
+	// ReasonShardsLed: HAKeeper runs and every log shard has a leader
+	// (Available=True).
+	ReasonShardsLed = "ShardsLed"
+	// ReasonWaitingForSharedStorage: the shared filesystem claim does not
+	// exist yet.
+	ReasonWaitingForSharedStorage = "WaitingForSharedStorage"
+)
+
+// Reasons of the Events the LogSet controller records.
+const (
+	// EventStoreRestarted: a log store's pod was deleted to restart it onto
+	// the latest revision.
+	EventStoreRestarted = "StoreRestarted"
+)
+
+// LogSetSpec is the desired state of a MatrixOne log service: HAKeeper and
+// the log shards, on replicas log stores.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.shardReplicas) || self.shardReplicas <= self.replicas",message="shardReplicas must not exceed replicas: each replica of a shard lives on its own store",fieldPath=.shardReplicas
+type LogSetSpec struct {
+	// replicas is the number of log stores. Default 3; 1 to 7; immutable
+	// for now (a later version adds and removes stores). A store keeps its
+	// identity (UUID, host name, deployment id) and its volume for life.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicas is immutable: adding and removing log stores is not supported yet"
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// shardReplicas is the number of replicas of each log shard and of
+	// HAKeeper's own shard, whose initial members are the first
+	// shardReplicas stores. A shard keeps serving while a majority of its
+	// replicas does. Default: replicas, at most 3; 1 to replicas;
+	// immutable (fixed at HAKeeper's bootstrap).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="shardReplicas is immutable: HAKeeper's bootstrap fixed it"
+	ShardReplicas int32 `json:"shardReplicas,omitempty"`
+
+	// logShards is the number of log shards, and of TN shards. Default 1;
+	// 1 to 8; immutable (fixed at HAKeeper's bootstrap).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logShards is immutable: HAKeeper's bootstrap fixed it"
+	LogShards int32 `json:"logShards,omitempty"`
+
+	// The log stores' image, resources, configuration and placement.
+	PodSetSpec `json:",inline"`
+
+	// storage is each log store's volume, where its raft log and snapshots
+	// live. Default: 1Gi of the cluster's default storage class, retained.
+	// +optional
+	// +kubebuilder:default={}
+	Storage commonv1.StorageSpec `json:"storage,omitempty"`
+
+	// sharedStorage is the cluster's shared storage; the log service keeps
+	// no table data there but MatrixOne configures it on every role.
+	// +required
+	SharedStorage SharedStorage `json:"sharedStorage"`
+}
+
+// LogSetStatus is the observed state of a log service.
+type LogSetStatus struct {
+	// conditions (Ready, Available, Progressing, Synced, and the
+	// framework's Paused, DependenciesReady and OperationFailed),
+	// observedGeneration, and operation.
+	commonv1.StatusCore `json:",inline"`
+
+	// readyReplicas is the number of log stores whose pods are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// serviceAddresses are the log stores' service addresses (host:port):
+	// where TN, CN and proxy reach HAKeeper. Sets that depend on this one
+	// read them here.
+	// +optional
+	// +listType=atomic
+	ServiceAddresses []string `json:"serviceAddresses,omitempty"`
+
+	// bootstrap is HAKeeper's bootstrap as the operator decided it, once:
+	// rendered the same on every start.
+	// +optional
+	Bootstrap *LogBootstrap `json:"bootstrap,omitempty"`
+
+	// haKeeper is HAKeeper's state as its view last said
+	// (HAKeeperRunning, HAKeeperBootstrapping, ...); empty when no view
+	// could be read.
+	// +optional
+	HAKeeper string `json:"haKeeper,omitempty"`
+
+	// stores are the set's log stores, by pod, as HAKeeper sees them.
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	Stores []LogStoreStatus `json:"stores,omitempty"`
+
+	// shards are the log shards (HAKeeper's, shard 0, first).
+	// +optional
+	// +listType=map
+	// +listMapKey=shardID
+	Shards []LogShardStatus `json:"shards,omitempty"`
+
+	// configRevision is the content-addressed ConfigMap of the stores'
+	// configuration template.
+	// +optional
+	ConfigRevision string `json:"configRevision,omitempty"`
+}
+
+// LogBootstrap is HAKeeper's bootstrap.
+type LogBootstrap struct {
+	// deploymentID is the deployment id every store of the set carries, for
+	// life (derived from the set's namespace and name, so a set re-created
+	// under its name finds its retained volumes' data).
+	DeploymentID int64 `json:"deploymentID"`
+	// initialMembers are HAKeeper's initial members, "<replica
+	// ID>:<store UUID>".
+	// +listType=atomic
+	InitialMembers []string `json:"initialMembers"`
+}
+
+// LogStoreStatus is one log store.
+type LogStoreStatus struct {
+	// pod is the store's pod.
+	Pod string `json:"pod"`
+	// uuid is the store's UUID (derived from its pod's namespace and name).
+	UUID string `json:"uuid"`
+	// state is how HAKeeper sees the store.
+	State StoreState `json:"state"`
+	// replicas is the number of shard replicas the store holds.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+}
+
+// LogShardStatus is one log shard.
+type LogShardStatus struct {
+	// shardID is the shard's id; 0 is HAKeeper's own.
+	ShardID int64 `json:"shardID"`
+	// leader is the pod of the store whose replica leads the shard; empty
+	// when no replica leads (the shard does not serve) or the leader is no
+	// pod of this set.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// replicas is the number of the shard's replicas on stores HAKeeper
+	// hears from; of is the number it should have.
+	Replicas int32 `json:"replicas"`
+	Of       int32 `json:"of"`
+}
+
+// LogSet is a MatrixOne log service: HAKeeper and the log shards on a set
+// of log stores. A MatrixOneCluster creates one; it can also be used alone.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mols,categories={steward,matrixone}
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 48 characters: it names the Service and the StatefulSet's pods"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="HAKeeper",type=string,JSONPath=`.status.haKeeper`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type LogSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired log service; sharedStorage is required.
+	// +required
+	Spec LogSetSpec `json:"spec"`
+	// status is the observed log service.
+	// +optional
+	Status LogSetStatus `json:"status,omitempty"`
+}
+
+// LogSetList is a list of LogSets.
+//
+// +kubebuilder:object:root=true
+type LogSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []LogSet `json:"items"`
+}
+
+// StatusCore returns the status the framework owns (framework.Object).
+func (l *LogSet) StatusCore() *commonv1.StatusCore { return &l.Status.StatusCore }
+
+// IsPaused reports spec.paused (framework.Pausable).
+func (l *LogSet) IsPaused() bool { return l.Spec.Paused }

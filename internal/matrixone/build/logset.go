@@ -1,0 +1,153 @@
+package build
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// Components of a LogSet's children.
+const (
+	// ComponentLog: the log stores' StatefulSet, pods, volumes and headless
+	// Service.
+	ComponentLog = "log"
+	// ComponentLogConfig: the log stores' configuration template
+	// ConfigMaps.
+	ComponentLogConfig = "log-config"
+)
+
+// LogTemplateFile is the log stores' template in their ConfigMap.
+const LogTemplateFile = "log.toml"
+
+// HAKeeperReplicaIDBase is the first replica ID of HAKeeper's initial
+// members: MatrixOne takes IDs from this range for members named in the
+// configuration (its K8SIDRangeStart) and allocates others above it.
+const HAKeeperReplicaIDBase = 131072
+
+// LogHeadlessName names a LogSet's headless Service.
+func LogHeadlessName(l *mov1.LogSet) string { return l.Name + "-headless" }
+
+// LogPodName is the name of the log store of the given ordinal.
+func LogPodName(l *mov1.LogSet, ordinal int) string { return fmt.Sprintf("%s-%d", l.Name, ordinal) }
+
+// logHost is a log pod's DNS name (a template when pod is "${POD_NAME}").
+func logHost(l *mov1.LogSet, pod string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", pod, LogHeadlessName(l), l.Namespace)
+}
+
+// LogServiceAddresses are the stores' service addresses (host:port), where
+// every MatrixOne store reaches HAKeeper.
+func LogServiceAddresses(l *mov1.LogSet) []string { return logAddresses(l, LogServicePort) }
+
+func logAddresses(l *mov1.LogSet, port int) []string {
+	out := make([]string, 0, l.Spec.Replicas)
+	for i := range int(l.Spec.Replicas) {
+		out = append(out, fmt.Sprintf("%s:%d", logHost(l, LogPodName(l, i)), port))
+	}
+	return out
+}
+
+// LogBootstrap is HAKeeper's bootstrap of l, decided from its namespace,
+// name and immutable spec alone, so that it is the same on every start, on
+// every pass and after the set is deleted and re-created under its name
+// (with its volumes retained): the deployment id is the FNV-1a hash of
+// "<namespace>/<name>" (31 bits: MatrixOne reads it as an integer), and
+// the initial members are the first shardReplicas stores, with replica IDs
+// from HAKeeperReplicaIDBase.
+func LogBootstrap(l *mov1.LogSet) mov1.LogBootstrap {
+	h := fnv.New32a()
+	h.Write([]byte(l.Namespace + "/" + l.Name))
+	b := mov1.LogBootstrap{DeploymentID: int64(h.Sum32()&0x7fffffff) + 1}
+	for i := range int(l.Spec.ShardReplicas) {
+		b.InitialMembers = append(b.InitialMembers,
+			fmt.Sprintf("%d:%s", HAKeeperReplicaIDBase+i, wire.StoreID(l.Namespace, LogPodName(l, i))))
+	}
+	return b
+}
+
+// LogConfig returns the log stores' configuration template with HAKeeper's
+// bootstrap b: the user's TOML under the operator's keys (Render), the
+// caches sized from the pods' memory limit.
+func LogConfig(l *mov1.LogSet, b mov1.LogBootstrap) (string, error) {
+	return Render(Template{
+		Role:     RoleLog,
+		Host:     logHost(l, "${POD_NAME}"),
+		HAKeeper: LogServiceAddresses(l),
+		Shared:   Shared(l.Spec.SharedStorage),
+		Memory:   MemoryFor(RoleLog, MemoryLimit(l.Spec.Resources)),
+		Log: &LogTemplate{
+			DeploymentID:   uint64(b.DeploymentID),
+			GossipSeeds:    logAddresses(l, LogGossipPort),
+			Shards:         int(l.Spec.LogShards),
+			Replicas:       int(l.Spec.ShardReplicas),
+			InitialMembers: b.InitialMembers,
+		},
+		User: l.Spec.Config,
+	})
+}
+
+func logPorts() []corev1.ContainerPort {
+	return []corev1.ContainerPort{
+		standard.ContainerPort(PortNameRaft, LogRaftPort),
+		standard.ContainerPort(PortNameLog, LogServicePort),
+		standard.ContainerPort(PortNameGossip, LogGossipPort),
+	}
+}
+
+// LogHeadlessService returns the log stores' headless Service.
+func LogHeadlessService(l *mov1.LogSet) *corev1.Service {
+	return headlessService(l.Namespace, LogHeadlessName(l), l.Name, ComponentLog, logPorts())
+}
+
+// LogStatefulSet returns the log stores' StatefulSet, running the template
+// in configMap.
+//
+//   - OnDelete updates: the controller restarts the stores one at a time,
+//     the next only when HAKeeper runs and every shard has a leader;
+//   - Parallel pod management: the initial members bootstrap HAKeeper
+//     together, and a store that does not start must not hold the others;
+//   - a volume per store, kept for life with the store's identity;
+//   - the probe sidecar serves HAKeeper's view to the controller.
+func LogStatefulSet(l *mov1.LogSet, configMap string) *appsv1.StatefulSet {
+	probe := corev1.Container{
+		Name:            ProbeContainerName,
+		Image:           l.Spec.Image,
+		ImagePullPolicy: l.Spec.ImagePullPolicy,
+		Args: []string{"probe", "--listen", fmt.Sprintf(":%d", ProbePort),
+			"--hakeeper", strings.Join(LogServiceAddresses(l), ",")},
+		Ports: []corev1.ContainerPort{standard.ContainerPort(PortNameProbe, ProbePort)},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: probeMemory},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: probeMemory},
+		},
+		SecurityContext:          standard.RestrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name, Labels: Labels(l.Name, ComponentLog)},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(l.Spec.Replicas),
+			ServiceName:         LogHeadlessName(l),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			Selector:            &metav1.LabelSelector{MatchLabels: Selector(l.Name, ComponentLog)},
+			Template: podTemplate(podSet{
+				instance: l.Name, component: ComponentLog,
+				spec: &l.Spec.PodSetSpec, shared: l.Spec.SharedStorage,
+				configMap: configMap, file: LogTemplateFile,
+				ports: logPorts(), readyPort: PortNameLog,
+				sidecars: []corev1.Container{probe},
+			}),
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{dataClaim(l.Spec.Storage)},
+		},
+	}
+}

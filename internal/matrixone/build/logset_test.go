@@ -1,0 +1,182 @@
+package build
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+func newLogSet(mutate ...func(*mov1.LogSet)) *mov1.LogSet {
+	l := &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mo-log"},
+		Spec: mov1.LogSetSpec{SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: "mo-shared"}}}}
+	for _, m := range mutate {
+		m(l)
+	}
+	mov1.DefaultLogSet(l)
+	return l
+}
+
+func TestLogBootstrap(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		replicas, sr  int32
+		wantMembers   int
+		otherNS       bool
+		sameAsDefault bool
+	}{
+		{name: "three stores, three replicas", replicas: 3, wantMembers: 3, sameAsDefault: true},
+		{name: "five stores, three replicas by default", replicas: 5, wantMembers: 3, sameAsDefault: true},
+		{name: "one store", replicas: 1, wantMembers: 1},
+		{name: "five stores, five replicas", replicas: 5, sr: 5, wantMembers: 5},
+		{name: "another namespace", replicas: 3, wantMembers: 3, otherNS: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLogSet(func(l *mov1.LogSet) {
+				l.Spec.Replicas, l.Spec.ShardReplicas = tc.replicas, tc.sr
+				if tc.otherNS {
+					l.Namespace = "other"
+				}
+			})
+			b := LogBootstrap(l)
+			if again := LogBootstrap(l.DeepCopy()); !slices.Equal(again.InitialMembers, b.InitialMembers) || again.DeploymentID != b.DeploymentID {
+				t.Fatalf("the bootstrap is not deterministic: %+v then %+v", b, again)
+			}
+			if len(b.InitialMembers) != tc.wantMembers {
+				t.Fatalf("initial members %v, want %d", b.InitialMembers, tc.wantMembers)
+			}
+			for i, m := range b.InitialMembers {
+				want := wire.StoreID(l.Namespace, LogPodName(l, i))
+				if !strings.HasSuffix(m, ":"+want) || !strings.HasPrefix(m, "13107") {
+					t.Errorf("member %d is %q, want <replica id>:%s", i, m, want)
+				}
+			}
+			if b.DeploymentID <= 0 || b.DeploymentID > 1<<31 {
+				t.Errorf("deployment id %d out of range", b.DeploymentID)
+			}
+			def := LogBootstrap(newLogSet())
+			if tc.sameAsDefault != (def.DeploymentID == b.DeploymentID && slices.Equal(def.InitialMembers, b.InitialMembers)) {
+				t.Errorf("bootstrap %+v vs the default set's %+v: same=%v, want %v", b, def, !tc.sameAsDefault, tc.sameAsDefault)
+			}
+		})
+	}
+}
+
+func TestLogConfig(t *testing.T) {
+	l := newLogSet(func(l *mov1.LogSet) {
+		l.Spec.Config = "[log]\nlevel = \"info\"\n"
+		l.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+	})
+	text, err := LogConfig(l, LogBootstrap(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := decode(t, text)
+	for path, want := range map[string]any{
+		"service-type":            "LOG",
+		"logservice.service-host": "${POD_NAME}.mo-log-headless.db.svc",
+		"logservice.uuid":         "${STORE_UUID}",
+		"logservice.BootstrapConfig.num-of-log-shard-replicas": int64(3),
+		"logservice.BootstrapConfig.num-of-log-shards":         int64(1),
+		"log.level": "info",
+	} {
+		if got := at(t, cfg, path); got != want {
+			t.Errorf("%s = %#v, want %#v", path, got, want)
+		}
+	}
+	seeds := at(t, cfg, "logservice.gossip-seed-addresses").([]any)
+	if len(seeds) != 3 || seeds[2] != "mo-log-2.mo-log-headless.db.svc:32002" {
+		t.Errorf("gossip seeds %v", seeds)
+	}
+	if got := at(t, cfg, "hakeeper-client.service-addresses").([]any); len(got) != 3 || got[0] != "mo-log-0.mo-log-headless.db.svc:32001" {
+		t.Errorf("HAKeeper addresses %v", got)
+	}
+	if got := fileService(t, cfg, "SHARED")["data-dir"]; got != SharedMountPath+"/data" {
+		t.Errorf("SHARED on a filesystem: data-dir %v", got)
+	}
+}
+
+func TestLogStatefulSet(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		set   *mov1.LogSet
+		check func(t *testing.T, pod corev1.PodSpec, mo corev1.Container)
+	}{
+		{"a shared filesystem is mounted", newLogSet(), func(t *testing.T, pod corev1.PodSpec, mo corev1.Container) {
+			if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+				return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "mo-shared"
+			}) || !slices.ContainsFunc(mo.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == SharedMountPath }) {
+				t.Errorf("the shared claim is not mounted: %+v %+v", pod.Volumes, mo.VolumeMounts)
+			}
+			if env(mo, "GOMEMLIMIT") != "" {
+				t.Error("GOMEMLIMIT without a memory limit")
+			}
+		}},
+		{"S3 credentials come from the Secret, and nothing is mounted", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo", Region: "r", CredentialsSecret: "s3-keys"}}
+		}), func(t *testing.T, pod corev1.PodSpec, mo corev1.Container) {
+			if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == SharedVolume }) {
+				t.Error("a shared volume with S3")
+			}
+			for _, key := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+				i := slices.IndexFunc(mo.Env, func(e corev1.EnvVar) bool { return e.Name == key })
+				if i < 0 || mo.Env[i].ValueFrom.SecretKeyRef.Name != "s3-keys" {
+					t.Errorf("%s not from the Secret: %+v", key, mo.Env)
+				}
+			}
+		}},
+		{"GOMEMLIMIT is four fifths of the memory limit", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Mi")}
+		}), func(t *testing.T, _ corev1.PodSpec, mo corev1.Container) {
+			if got := env(mo, "GOMEMLIMIT"); got != "400MiB" {
+				t.Errorf("GOMEMLIMIT %q", got)
+			}
+		}},
+		{"the probe asks every store", newLogSet(), func(t *testing.T, pod corev1.PodSpec, _ corev1.Container) {
+			probe := pod.Containers[1]
+			if probe.Name != ProbeContainerName || !strings.Contains(strings.Join(probe.Args, " "),
+				"--hakeeper mo-log-0.mo-log-headless.db.svc:32001,mo-log-1.mo-log-headless.db.svc:32001,mo-log-2.mo-log-headless.db.svc:32001") {
+				t.Errorf("probe %+v", probe)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := LogStatefulSet(tc.set, "mo-log-config-abc")
+			if *sts.Spec.Replicas != 3 || sts.Spec.ServiceName != "mo-log-headless" || sts.Spec.UpdateStrategy.Type != "OnDelete" ||
+				sts.Spec.PodManagementPolicy != "Parallel" || sts.Spec.VolumeClaimTemplates[0].Name != DataVolume {
+				t.Errorf("StatefulSet %+v", sts.Spec)
+			}
+			pod := sts.Spec.Template.Spec
+			mo := pod.Containers[0]
+			if mo.Args[0] != "run" || mo.Args[1] != ConfigDir+"/"+LogTemplateFile || mo.Image != mov1.DefaultImage {
+				t.Errorf("container %+v", mo)
+			}
+			if *pod.SecurityContext.RunAsUser != 65532 || !*mo.SecurityContext.ReadOnlyRootFilesystem {
+				t.Errorf("security %+v %+v", pod.SecurityContext, mo.SecurityContext)
+			}
+			tc.check(t, pod, mo)
+		})
+	}
+}
+
+func TestLogHeadlessServicePublishesNotReadyAddresses(t *testing.T) {
+	svc := LogHeadlessService(newLogSet())
+	if !svc.Spec.PublishNotReadyAddresses || svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 3 {
+		t.Errorf("Service %+v", svc.Spec)
+	}
+}
+
+func env(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}

@@ -1,0 +1,237 @@
+package build
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/standard"
+)
+
+// App and PartOf are the app.kubernetes.io/name and part-of of every
+// child of a MatrixOne set; the controllers register with the same.
+const (
+	App    = "matrixone"
+	PartOf = "matrixone"
+)
+
+// Containers, volumes and paths of a MatrixOne pod.
+const (
+	// ContainerName is the container running mo-service (through
+	// mo-agent run).
+	ContainerName = "mo"
+	// ProbeContainerName is the log pods' mo-agent probe, which serves
+	// HAKeeper's view.
+	ProbeContainerName = "probe"
+	// ProbePort is the probe's HTTP port.
+	ProbePort = 7070
+
+	ConfigVolume = "config"
+	DataVolume   = "data"
+	SharedVolume = "shared"
+	TmpVolume    = "tmp"
+	// ConfigDir is where a set's configuration template is mounted.
+	ConfigDir = "/etc/matrixone"
+)
+
+// Port names on the containers and Services.
+const (
+	PortNameRaft    = "raft"
+	PortNameLog     = "logservice"
+	PortNameGossip  = "gossip"
+	PortNameProbe   = "probe"
+	PortNameService = "service"
+	PortNameSQL     = "sql"
+)
+
+// probeMemory is the probe sidecar's memory request and limit (it uses
+// about 55 MiB).
+var probeMemory = resource.MustParse("96Mi")
+
+// podUser is the image's user (images/matrixone/README.md); the volumes
+// are made its group's.
+const podUser = 65532
+
+// Labels are the standard labels of the children of the set named
+// instance playing component.
+func Labels(instance, component string) map[string]string {
+	return standard.Labels(App, instance, component, PartOf)
+}
+
+// Selector selects the children of the set named instance playing
+// component.
+func Selector(instance, component string) map[string]string {
+	return standard.Selector(App, instance, component)
+}
+
+// MemoryLimit is the pod's memory limit in bytes (its request when it
+// sets no limit); 0 when it sets neither.
+func MemoryLimit(r corev1.ResourceRequirements) int64 {
+	if q, ok := r.Limits[corev1.ResourceMemory]; ok {
+		return q.Value()
+	}
+	if q, ok := r.Requests[corev1.ResourceMemory]; ok {
+		return q.Value()
+	}
+	return 0
+}
+
+// Shared is the shared storage of a set's spec, as the templates take it.
+func Shared(s mov1.SharedStorage) SharedStorage {
+	if s.S3 == nil {
+		return SharedStorage{}
+	}
+	return SharedStorage{S3: &S3{Endpoint: s.S3.Endpoint, Bucket: s.S3.Bucket, KeyPrefix: s.S3.KeyPrefix, Region: s.S3.Region}}
+}
+
+// podSet is what a role's pod template is made of.
+type podSet struct {
+	// meta names the set's pods' owner and component.
+	instance, component string
+	spec                *mov1.PodSetSpec
+	shared              mov1.SharedStorage
+	// configMap holds the role's configuration template, file.
+	configMap, file string
+	ports           []corev1.ContainerPort
+	// readyPort is the port whose accepting connections makes the pod
+	// ready.
+	readyPort string
+	// sidecars run beside mo-service.
+	sidecars []corev1.Container
+}
+
+// podTemplate returns the pod template of a MatrixOne set: mo-agent
+// renders the configuration template and execs mo-service.
+//
+//   - the downward API gives mo-agent the pod's name, namespace and IP;
+//   - GOMEMLIMIT is four fifths of the memory limit, so Go collects before
+//     the kernel kills (MatrixOne's caches are sized from the same limit);
+//   - S3 credentials come from the user's Secret as the AWS SDK's variables;
+//   - the pod runs as the image's user, its volumes made its group's, with
+//     a read-only root filesystem and /tmp an emptyDir (the rendered
+//     configuration and MatrixOne's temporary files).
+func podTemplate(p podSet) corev1.PodTemplateSpec {
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: field("metadata.name")},
+		{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
+		{Name: "POD_IP", ValueFrom: field("status.podIP")},
+	}
+	if limit := MemoryLimit(p.spec.Resources); limit > 0 {
+		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", limit*4/5/mib)})
+	}
+	if s3 := p.shared.S3; s3 != nil && s3.CredentialsSecret != "" {
+		for _, key := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+			env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret}, Key: key}}})
+		}
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: ConfigVolume, MountPath: ConfigDir, ReadOnly: true},
+		{Name: TmpVolume, MountPath: "/tmp"},
+		{Name: DataVolume, MountPath: DataDir},
+	}
+	volumes := []corev1.Volume{
+		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: p.configMap}}}},
+		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if fs := p.shared.FileSystem; fs != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: SharedVolume, MountPath: SharedMountPath})
+		volumes = append(volumes, corev1.Volume{Name: SharedVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fs.ClaimName}}})
+	}
+	mo := corev1.Container{
+		Name:            ContainerName,
+		Image:           p.spec.Image,
+		ImagePullPolicy: p.spec.ImagePullPolicy,
+		Args:            []string{"run", ConfigDir + "/" + p.file},
+		Env:             env,
+		Ports:           p.ports,
+		Resources:       *p.spec.Resources.DeepCopy(),
+		VolumeMounts:    mounts,
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(p.readyPort)}},
+			PeriodSeconds: 2, FailureThreshold: 3, TimeoutSeconds: 2,
+		},
+		SecurityContext:          standard.RestrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: Labels(p.instance, p.component)},
+		Spec: corev1.PodSpec{
+			// MatrixOne needs no Kubernetes API.
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			Containers:                   append([]corev1.Container{mo}, p.sidecars...),
+			Volumes:                      volumes,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](podUser), RunAsGroup: ptr.To[int64](podUser),
+				FSGroup:        ptr.To[int64](podUser),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			// mo-service flushes and leaves its shards' membership cleanly
+			// on SIGTERM.
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+		},
+	}
+	standard.ApplyPlacement(&tmpl.Spec, p.spec.PodPlacement, spreadOverNodes(p.instance, p.component))
+	return tmpl
+}
+
+// dataClaim is the volume claim template of a set's stores.
+func dataClaim(s commonv1.StorageSpec) corev1.PersistentVolumeClaim {
+	size := resource.MustParse(mov1.DefaultStorageSize)
+	if s.Size != nil {
+		size = s.Size.DeepCopy()
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: DataVolume},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: s.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+// headlessService returns a set's headless Service: stable DNS names for
+// its pods, published before they are ready, since a log store resolves its
+// own name and its peers' while it starts.
+func headlessService(namespace, name, instance, component string, ports []corev1.ContainerPort) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: Labels(instance, component)},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 Selector(instance, component),
+		},
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort,
+			TargetPort: intstr.FromString(p.Name), Protocol: corev1.ProtocolTCP})
+	}
+	return svc
+}
+
+// spreadOverNodes prefers one pod of a set per node without requiring it
+// (a one-node cluster still schedules them all).
+func spreadOverNodes(instance, component string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: Selector(instance, component)},
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}

@@ -1,0 +1,103 @@
+package matrixone
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
+)
+
+// The controllers' RBAC, on top of the framework's (docs/design/framework.md).
+//
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+
+// Defaults of Options.
+const (
+	// DefaultResync is how often an in-sync set is observed again.
+	DefaultResync = time.Minute
+	// DefaultResyncNotReady is how often a set that is not Ready is.
+	DefaultResyncNotReady = 5 * time.Second
+	// DefaultProbeTimeout bounds one call to a probe.
+	DefaultProbeTimeout = 2 * time.Second
+	// DefaultProbeInterval is how often the probes are asked in the
+	// background.
+	DefaultProbeInterval = 5 * time.Second
+)
+
+// Options configure the MatrixOne controllers. The zero value is ready to
+// use.
+type Options struct {
+	// Resync and ResyncNotReady: how often an in-sync set is observed
+	// again, Ready or not (defaults DefaultResync, DefaultResyncNotReady).
+	Resync, ResyncNotReady time.Duration
+	// ProbeTimeout bounds one call to a log pod's probe (default
+	// DefaultProbeTimeout); ProbeInterval is how often the probes are
+	// asked in the background (default DefaultProbeInterval).
+	ProbeTimeout, ProbeInterval time.Duration
+	// ProbeAddress returns the host:port of a log pod's probe given the
+	// pod's IP (default: the IP and build.ProbePort). Tests point it at
+	// their own server.
+	ProbeAddress func(namespace, pod, ip string) string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Resync <= 0 {
+		o.Resync = DefaultResync
+	}
+	if o.ResyncNotReady <= 0 {
+		o.ResyncNotReady = DefaultResyncNotReady
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = DefaultProbeInterval
+	}
+	return o
+}
+
+// System returns the MatrixOne system for the manager's registry, with its
+// admission webhooks.
+func System(opts Options) systems.System {
+	return systems.System{
+		Name:     systems.MatrixOne,
+		Setup:    func(mgr ctrl.Manager) error { return Setup(mgr, opts) },
+		Webhooks: SetupWebhooks,
+	}
+}
+
+// Setup registers the API types and the controllers with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := mov1.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("matrixone: registering the API: %w", err)
+	}
+	if err := setupLogSets(mgr, NewLogSetController(opts)); err != nil {
+		return fmt.Errorf("matrixone: %w", err)
+	}
+	return nil
+}
+
+// newHTTPClient is the probes' client: short dials, one idle connection per
+// pod.
+func newHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: timeout}).DialContext,
+			MaxIdleConnsPerHost: 1,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+	}
+}

@@ -1,0 +1,220 @@
+package matrixone
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+)
+
+// LogSet is the kind the log service's controller reconciles.
+type LogSet = mov1.LogSet
+
+// LogContext is the framework's pass context of a LogSet.
+type LogContext = framework.Context[*LogSet]
+
+// LogSetController is the LogSet actor: Declare applies the stores and
+// observes HAKeeper, Observe restarts stale stores one at a time, Finalize
+// applies the volumes' reclaim policy.
+type LogSetController struct {
+	opts Options
+	// views keeps asking every log pod's probe for HAKeeper's view.
+	views   *probe.Collector[hakeeper.View]
+	http    *http.Client
+	trigger *framework.Trigger
+}
+
+// NewLogSetController returns a LogSet controller with opts.
+func NewLogSetController(opts Options) *LogSetController {
+	opts = opts.withDefaults()
+	if opts.ProbeAddress == nil {
+		opts.ProbeAddress = func(_, _, ip string) string { return net.JoinHostPort(ip, strconv.Itoa(build.ProbePort)) }
+	}
+	trigger := framework.NewTrigger()
+	return &LogSetController{
+		opts:    opts,
+		http:    newHTTPClient(opts.ProbeTimeout),
+		trigger: trigger,
+		views: probe.NewCollector(probe.Options[hakeeper.View]{
+			Kind:        "LogSet",
+			CallTimeout: opts.ProbeTimeout,
+			MinInterval: opts.ProbeInterval / 2,
+			Interval:    opts.ProbeInterval,
+			MaxInterval: 3 * opts.ProbeInterval,
+			Changed:     viewChanged,
+			Notify:      trigger.Enqueue,
+		}),
+	}
+}
+
+func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
+	_, err := framework.Setup(mgr, framework.Options[*LogSet]{
+		Actor:          c,
+		App:            build.App,
+		PartOf:         build.PartOf,
+		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
+		Resync:         c.opts.Resync,
+		ResyncNotReady: c.opts.ResyncNotReady,
+		Trigger:        c.trigger,
+		Customize: func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentLog))
+		},
+	})
+	return err
+}
+
+// Default applies the API's defaults (mov1.DefaultLogSet); the defaulting
+// webhook calls it too.
+func (*LogSetController) Default(l *LogSet) { mov1.DefaultLogSet(l) }
+
+// Validate checks what the CRD's schema cannot: the image reference,
+// spec.config (TOML that sets no key the operator owns, each refused with
+// its reason), the resources, and shardReplicas within replicas (also a
+// CEL rule; kept here for objects the schema never saw).
+func (*LogSetController) Validate(l *LogSet) error {
+	spec := field.NewPath("spec")
+	errs := validatePodSet(spec, build.RoleLog, &l.Spec.PodSetSpec)
+	if l.Spec.ShardReplicas > l.Spec.Replicas {
+		errs = append(errs, field.Invalid(spec.Child("shardReplicas"), l.Spec.ShardReplicas,
+			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Spec.Replicas)))
+	}
+	return errs.ToAggregate()
+}
+
+// Dependencies waits for the shared filesystem's claim: the pods cannot
+// start without it.
+func (*LogSetController) Dependencies(ctx *LogContext) ([]framework.Dependency, error) {
+	return sharedStorageDependencies(ctx.Obj.Spec.SharedStorage), nil
+}
+
+// logObserved is what Declare found, for Observe in the same pass.
+var logObserved = framework.NewPassValue[*logState]("logset")
+
+// Declare runs on every pass: it applies the headless Service, the
+// configuration template and the StatefulSet, records HAKeeper's
+// bootstrap and the service addresses, observes the stores and HAKeeper's
+// view into status and sets the conditions.
+func (c *LogSetController) Declare(ctx *LogContext) error {
+	l := ctx.Obj
+	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
+		return err
+	}
+	// Decided once: a recorded bootstrap wins over what the spec says now.
+	if l.Status.Bootstrap == nil {
+		b := build.LogBootstrap(l)
+		l.Status.Bootstrap = &b
+	}
+	text, err := build.LogConfig(l, *l.Status.Bootstrap)
+	if err != nil {
+		return framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
+	}
+	name, err := ctx.EnsureConfigMap(build.ComponentLogConfig, map[string]string{build.LogTemplateFile: text})
+	if err != nil {
+		return err
+	}
+	l.Status.ConfigRevision = name
+	sts := build.LogStatefulSet(l, name)
+	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
+		return err
+	}
+	if _, err := ctx.CollectConfigMaps(build.ComponentLogConfig); err != nil {
+		return err
+	}
+	l.Status.ServiceAddresses = build.LogServiceAddresses(l)
+	st, err := c.observe(ctx, sts)
+	if err != nil {
+		return err
+	}
+	st.setStatus(l)
+	st.setConditions(ctx)
+	logObserved.Set(ctx, st)
+	return nil
+}
+
+// Observe restarts the stores whose pods run an older revision of the pod
+// template, one at a time, the next only when it is safe (logState.
+// restartBlocked: HAKeeper runs, every shard has a leader, every store is
+// up, and the shards keep their majority without the store restarted).
+// The pods come back under their names, with their volumes, as the same
+// stores.
+func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], error) {
+	st, err := logObserved.MustGet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stale := st.stale()
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	pod := stale[0]
+	if why := st.restartBlocked(ctx.Obj, pod); why != "" {
+		ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
+		return nil, nil
+	}
+	return framework.Named("RestartStore", func(ctx *LogContext) error {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+		}
+		ctx.Log.Info("Restarting a log store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
+		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting log store %s onto revision %s",
+			pod.Name, st.sts.Status.UpdateRevision)
+		return nil
+	}), nil
+}
+
+// Finalize runs when the set is deleted. Owner references take the
+// StatefulSet, Service and ConfigMaps away; the stores' volume claims
+// follow spec.storage.reclaimPolicy: Retain (the default) keeps them, so
+// that a set re-created under the same name finds its stores' data (the
+// same identities and deployment id), and Delete deletes them.
+func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
+	l := ctx.Obj
+	c.views.Forget(groupOf(l), nil)
+	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
+		return true, nil
+	}
+	set := workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog), Volume: build.DataVolume}
+	return deleteClaims(ctx, set)
+}
+
+func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }
+
+// viewChanged reports whether two views differ in what the controller acts
+// on or shows: HAKeeper's state, the shards' members and leaders, the
+// stores' states. The ticks move all the time.
+func viewChanged(old, cur hakeeper.View) bool {
+	return old.State != cur.State || !reflect.DeepEqual(old.LogShards, cur.LogShards) ||
+		!maps.Equal(storeStates(old), storeStates(cur))
+}
+
+// storeStates maps every store of a view to its state.
+func storeStates(v hakeeper.View) map[string]string {
+	out := map[string]string{}
+	for _, s := range v.LogStores {
+		out[s.UUID] = s.State
+	}
+	for _, s := range v.TNStores {
+		out[s.UUID] = s.State
+	}
+	for _, s := range v.CNStores {
+		out[s.UUID] = s.State + "/" + s.WorkState
+	}
+	return out
+}

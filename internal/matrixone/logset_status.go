@@ -1,0 +1,284 @@
+package matrixone
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// RestartSettle is how long a restarted log store's pod must have been
+// ready before the next store restarts: its port accepts before its shard
+// replicas have caught up, and HAKeeper may still count it up from
+// heartbeats it sent before it stopped.
+const RestartSettle = 10 * time.Second
+
+// logState is what a pass observed of a log set.
+type logState struct {
+	ns string
+	// sts is the StatefulSet as applied.
+	sts *appsv1.StatefulSet
+	// pods are the stores' pods by ordinal, terminating ones left out.
+	pods map[int]*corev1.Pod
+	// view is the freshest of the probes' answers; viewOK is false when
+	// none answered, and viewErr then says what each said.
+	view    hakeeper.View
+	viewOK  bool
+	viewErr string
+	now     time.Time
+}
+
+// observe reads the stores' pods and asks their probes for HAKeeper's view,
+// concurrently and within the collector's deadline.
+func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet) (*logState, error) {
+	l := ctx.Obj
+	set := workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog)}
+	pods, err := set.Pods(ctx, ctx.Client)
+	if err != nil {
+		return nil, err
+	}
+	st := &logState{ns: l.Namespace, sts: sts, pods: map[int]*corev1.Pod{}, now: time.Now()}
+	var targets []probe.Target
+	for ordinal, p := range pods {
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		st.pods[ordinal] = p
+		if p.Status.PodIP != "" {
+			targets = append(targets, probe.Target{Group: groupOf(l), Key: p.Name,
+				Address:  c.opts.ProbeAddress(p.Namespace, p.Name, p.Status.PodIP),
+				Revision: string(p.UID) + "/" + p.Status.PodIP})
+		}
+	}
+	c.views.Forget(groupOf(l), targets)
+	results := c.views.Collect(ctx, targets, c.viewCall)
+	var views []hakeeper.View
+	var errs []string
+	for _, key := range slices.Sorted(maps.Keys(results)) {
+		if r := results[key]; r.OK() {
+			views = append(views, r.Value)
+		} else {
+			errs = append(errs, key+": "+r.Describe())
+		}
+	}
+	st.view, st.viewOK = hakeeper.Freshest(views)
+	switch {
+	case len(targets) == 0:
+		st.viewErr = "no log pod has an address yet"
+	case !st.viewOK:
+		st.viewErr = strings.Join(errs, "; ")
+	}
+	return st, nil
+}
+
+func (c *LogSetController) viewCall(ctx context.Context, t probe.Target) (hakeeper.View, error) {
+	return hakeeper.Get(ctx, c.http, "http://"+t.Address)
+}
+
+// storeID is the UUID of the store of pod.
+func (st *logState) storeID(pod string) string { return wire.StoreID(st.ns, pod) }
+
+// storeState is how HAKeeper sees the store of pod.
+func (st *logState) storeState(pod string) mov1.StoreState {
+	if !st.viewOK {
+		return mov1.StoreUnknown
+	}
+	s, ok := st.view.LogStore(st.storeID(pod))
+	switch {
+	case !ok:
+		return mov1.StoreUnknown
+	case s.State == wire.StoreUp:
+		return mov1.StoreUp
+	case s.State == wire.StoreDown:
+		return mov1.StoreDown
+	}
+	return mov1.StoreUnknown
+}
+
+// setStatus writes the stores, the shards, HAKeeper's state and the ready
+// replicas into l's status.
+func (st *logState) setStatus(l *LogSet) {
+	ready := 0
+	for _, p := range st.pods {
+		if workload.IsReady(p) {
+			ready++
+		}
+	}
+	l.Status.ReadyReplicas = int32(ready)
+	l.Status.HAKeeper = ""
+	pods := map[string]string{} // store UUID → pod
+	l.Status.Stores = nil
+	for i := range int(l.Spec.Replicas) {
+		pod := build.LogPodName(l, i)
+		pods[st.storeID(pod)] = pod
+		s := mov1.LogStoreStatus{Pod: pod, UUID: st.storeID(pod), State: st.storeState(pod)}
+		if v, ok := st.view.LogStore(s.UUID); ok && st.viewOK {
+			s.Replicas = int32(len(v.Replicas))
+		}
+		l.Status.Stores = append(l.Status.Stores, s)
+	}
+	l.Status.Shards = nil
+	if !st.viewOK {
+		return
+	}
+	l.Status.HAKeeper = st.view.State
+	for _, sh := range st.view.LogShards {
+		s := mov1.LogShardStatus{ShardID: int64(sh.ShardID), Leader: pods[sh.Replicas[sh.LeaderID]], Of: int32(sh.NumberOfReplicas)}
+		for _, uuid := range sh.Replicas {
+			if ls, ok := st.view.LogStore(uuid); ok && ls.State == wire.StoreUp {
+				s.Replicas++
+			}
+		}
+		l.Status.Shards = append(l.Status.Shards, s)
+	}
+	slices.SortFunc(l.Status.Shards, func(a, b mov1.LogShardStatus) int { return cmp.Compare(a.ShardID, b.ShardID) })
+}
+
+// notServing says why HAKeeper and the log shards do not serve; empty when
+// they do (HAKeeper running, every shard led).
+func (st *logState) notServing() (reason, message string) {
+	switch {
+	case !st.viewOK:
+		return mov1.ReasonHAKeeperUnreachable, "no view of HAKeeper: " + st.viewErr
+	case !st.view.Running():
+		return mov1.ReasonBootstrapping, "HAKeeper is " + st.view.State
+	case len(st.view.LeaderlessShards()) > 0:
+		return commonv1.ReasonNoLeader, fmt.Sprintf("log shards %v have no leader", st.view.LeaderlessShards())
+	}
+	return "", ""
+}
+
+// notReady says why the set is not Ready; empty when it is: every store's
+// pod ready on the latest revision, HAKeeper running, every shard led and
+// every store up.
+func (st *logState) notReady(l *LogSet) (reason, message string) {
+	for i := range int(l.Spec.Replicas) {
+		p, ok := st.pods[i]
+		switch {
+		case !ok:
+			return mov1.ReasonStoresDown, build.LogPodName(l, i) + " does not exist"
+		case !workload.IsReady(p):
+			return mov1.ReasonStoresDown, p.Name + " is not ready"
+		}
+	}
+	if reason, message := st.notServing(); reason != "" {
+		return reason, message
+	}
+	for i := range int(l.Spec.Replicas) {
+		pod := build.LogPodName(l, i)
+		if s := st.storeState(pod); s != mov1.StoreUp {
+			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", pod, s)
+		}
+	}
+	if stale := st.stale(); len(stale) > 0 {
+		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",
+			len(stale), st.sts.Status.UpdateRevision, stale[0].Name)
+	}
+	return "", ""
+}
+
+// setConditions sets Available (HAKeeper runs and every shard has a
+// leader), Progressing and Ready.
+func (st *logState) setConditions(ctx *LogContext) {
+	l := ctx.Obj
+	if reason, message := st.notServing(); reason != "" {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, message)
+	} else {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionTrue, mov1.ReasonShardsLed,
+			fmt.Sprintf("HAKeeper running, %d log shards led", len(st.view.LogShards)))
+	}
+	reason, message := st.notReady(l)
+	if reason != "" && reason != commonv1.ReasonRestarting && neverReady(l) {
+		reason = commonv1.ReasonCreating
+	}
+	if reason == "" {
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
+		ctx.SetReady(true, "", fmt.Sprintf("%d log stores up, HAKeeper running", l.Spec.Replicas))
+		return
+	}
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetReady(false, reason, message)
+}
+
+// neverReady reports whether the object has never been Ready.
+func neverReady(obj framework.Object) bool {
+	c := meta.FindStatusCondition(obj.StatusCore().Conditions, framework.ConditionReady)
+	return c == nil || c.Status != metav1.ConditionTrue && c.Reason == commonv1.ReasonCreating
+}
+
+// stale returns the pods that run an older revision of the pod template
+// than the StatefulSet's latest, in the order they restart: stores that
+// lead no shard first (a leader's restart costs an election), then by
+// ordinal. None while the StatefulSet controller has not yet computed the
+// latest revision.
+func (st *logState) stale() []*corev1.Pod {
+	if st.sts == nil || st.sts.Status.ObservedGeneration < st.sts.Generation || st.sts.Status.UpdateRevision == "" {
+		return nil
+	}
+	leads := map[string]int{}
+	if st.viewOK {
+		for _, sh := range st.view.LogShards {
+			leads[sh.Replicas[sh.LeaderID]]++
+		}
+	}
+	var out []*corev1.Pod
+	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
+		if p := st.pods[ordinal]; p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.sts.Status.UpdateRevision {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *corev1.Pod) int {
+		return cmp.Compare(leads[st.storeID(a.Name)], leads[st.storeID(b.Name)])
+	})
+	return out
+}
+
+// restartBlocked says why restarting pod's store now would not be safe;
+// empty when it is: every store's pod ready (the last restarted one for
+// RestartSettle), HAKeeper running, every shard led, every store up, and
+// every shard keeping a majority of its replicas up without this store. A
+// set whose shards have one replica has no majority to keep: its restart
+// stops the log service for a moment, which its user chose.
+func (st *logState) restartBlocked(l *LogSet, pod *corev1.Pod) string {
+	for i := range int(l.Spec.Replicas) {
+		p, ok := st.pods[i]
+		if !ok || !workload.IsReady(p) {
+			return build.LogPodName(l, i) + " is not ready"
+		}
+		if since, _ := workload.ReadySince(p); st.now.Sub(since) < RestartSettle {
+			return fmt.Sprintf("%s has been ready for less than %s", p.Name, RestartSettle)
+		}
+	}
+	if reason, message := st.notServing(); reason != "" {
+		return message
+	}
+	for i := range int(l.Spec.Replicas) {
+		name := build.LogPodName(l, i)
+		if s := st.storeState(name); s != mov1.StoreUp {
+			return fmt.Sprintf("the store of %s is %s to HAKeeper", name, s)
+		}
+	}
+	if l.Spec.ShardReplicas > 1 {
+		if reasons := st.view.MajorityKeptWithout(st.storeID(pod.Name)); len(reasons) > 0 {
+			return strings.Join(reasons, "; ")
+		}
+	}
+	return ""
+}

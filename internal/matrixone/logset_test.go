@@ -1,0 +1,448 @@
+package matrixone_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/matrixone"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+	"github.com/stewardhq/steward/internal/testenv"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// These tests run the LogSet controller in a manager against a real
+// kube-apiserver (envtest), with no kubelet, no StatefulSet controller and
+// no MatrixOne: the tests play the first two, and answer for the log pods'
+// probes with the views they set (the probe and the reader of its answers
+// are tested on real MatrixOne's views in package hakeeper and in the e2e).
+
+func newScheme() *k8sruntime.Scheme {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(mov1.AddToScheme(s))
+	return s
+}
+
+// fakeProbe answers GET /v1/cluster for every log pod with the view the
+// test set, or 503 while it has none.
+type fakeProbe struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	view *hakeeper.View
+}
+
+func newFakeProbe(t *testing.T) *fakeProbe {
+	p := &fakeProbe{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.view == nil || r.URL.Path != hakeeper.Path {
+			http.Error(w, "no HAKeeper", http.StatusServiceUnavailable)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(p.view)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *fakeProbe) set(v *hakeeper.View) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.view = v
+}
+
+// healthyView is HAKeeper running over the stores of pods, with shards
+// 0 and 1 replicated on every store, led by the first.
+func healthyView(ns string, pods ...string) *hakeeper.View {
+	v := &hakeeper.View{State: wire.StateRunning, Tick: 100}
+	for shard := range uint64(2) {
+		s := wire.LogShard{ShardID: shard, Replicas: map[uint64]string{}, NumberOfReplicas: uint64(len(pods)), LeaderID: 1}
+		for i, pod := range pods {
+			s.Replicas[uint64(i+1)] = wire.StoreID(ns, pod)
+		}
+		v.LogShards = append(v.LogShards, s)
+	}
+	for _, pod := range pods {
+		v.LogStores = append(v.LogStores, wire.LogStore{UUID: wire.StoreID(ns, pod), State: wire.StoreUp,
+			Replicas: []wire.Replica{{ShardID: 0}, {ShardID: 1}}})
+	}
+	return v
+}
+
+// setup gives a test a client, a namespace with the shared claim and the
+// controller running, its probes answered by the returned fake.
+func setup(t *testing.T) (client.Client, string, *fakeProbe) {
+	t.Helper()
+	cfg := server.Config(t)
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c, "mo-test-")
+	probe := newFakeProbe(t)
+	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
+	addr := strings.TrimPrefix(probe.srv.URL, "http://")
+	if err := matrixone.Setup(mgr, matrixone.Options{Resync: time.Second, ResyncNotReady: 200 * time.Millisecond,
+		ProbeInterval: 200 * time.Millisecond, ProbeAddress: func(_, _, _ string) string { return addr }}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartManager(t, mgr)
+	return c, ns, probe
+}
+
+func sharedClaim(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := c.Create(t.Context(), pvc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newLogSet(ns string) *mov1.LogSet {
+	return &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "log"},
+		Spec: mov1.LogSetSpec{Replicas: 3, SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: "shared"}}}}
+}
+
+func get(t *testing.T, c client.Client, ns, name string, obj client.Object) bool {
+	t.Helper()
+	err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func logSet(t *testing.T, c client.Client, ns string) *mov1.LogSet {
+	t.Helper()
+	l := &mov1.LogSet{}
+	if !get(t, c, ns, "log", l) {
+		t.Fatal("the LogSet is gone")
+	}
+	return l
+}
+
+func condition(l *mov1.LogSet, typ string) string {
+	cond := meta.FindStatusCondition(l.Status.Conditions, typ)
+	if cond == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
+
+// runPods plays the StatefulSet controller and the kubelet: the
+// StatefulSet's status names revision as its latest, and its pods exist,
+// ready for a minute, labelled with revision, each with an address.
+func runPods(t *testing.T, c client.Client, sts *appsv1.StatefulSet, revision string) {
+	t.Helper()
+	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
+		ReadyReplicas: *sts.Spec.Replicas, UpdateRevision: revision, CurrentRevision: revision}
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int(*sts.Spec.Replicas) {
+		runPod(t, c, sts, i, revision)
+	}
+}
+
+func runPod(t *testing.T, c client.Client, sts *appsv1.StatefulSet, ordinal int, revision string) {
+	t.Helper()
+	labels := map[string]string{appsv1.ControllerRevisionHashLabelKey: revision}
+	for k, v := range sts.Spec.Template.Labels {
+		labels[k] = v
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: fmt.Sprintf("%s-%d", sts.Name, ordinal),
+		Labels: labels}, Spec: *sts.Spec.Template.Spec.DeepCopy()}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: build.DataVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: build.DataVolume + "-" + pod.Name}}})
+	if err := c.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP = fmt.Sprintf("10.0.0.%d", ordinal+1)
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Minute))}}
+	if err := c.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pods(ns string) []string { return []string{"log-0", "log-1", "log-2"} }
+
+func TestLogSetWaitsForTheSharedClaim(t *testing.T) {
+	c, ns, _ := setup(t)
+	if err := c.Create(t.Context(), newLogSet(ns)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "DependenciesReady=False naming the claim", func() (bool, string) {
+		got := condition(logSet(t, c, ns), framework.ConditionDependenciesReady)
+		return strings.HasPrefix(got, "False") && strings.Contains(got, "shared"), got
+	})
+	if get(t, c, ns, "log", &appsv1.StatefulSet{}) {
+		t.Fatal("the StatefulSet exists before the shared claim")
+	}
+	sharedClaim(t, c, ns)
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) {
+		return get(t, c, ns, "log", &appsv1.StatefulSet{}), "not yet"
+	})
+}
+
+func TestLogSetCreatesTheStoresAndIsReadyWhenHAKeeperRuns(t *testing.T) {
+	c, ns, probe := setup(t)
+	sharedClaim(t, c, ns)
+	if err := c.Create(t.Context(), newLogSet(ns)); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+	svc := &corev1.Service{}
+	if !get(t, c, ns, "log-headless", svc) || !svc.Spec.PublishNotReadyAddresses {
+		t.Fatalf("headless Service %+v", svc.Spec)
+	}
+	cm := &corev1.ConfigMap{}
+	if !get(t, c, ns, sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name, cm) {
+		t.Fatal("no configuration ConfigMap")
+	}
+	l := logSet(t, c, ns)
+	if l.Status.Bootstrap == nil || len(l.Status.Bootstrap.InitialMembers) != 3 {
+		t.Fatalf("bootstrap not recorded: %+v", l.Status.Bootstrap)
+	}
+	for _, m := range l.Status.Bootstrap.InitialMembers {
+		if !strings.Contains(cm.Data[build.LogTemplateFile], m) {
+			t.Errorf("initial member %s is not in the template", m)
+		}
+	}
+	if got := condition(l, framework.ConditionReady); !strings.HasPrefix(got, "False Creating") {
+		t.Errorf("Ready before any pod: %s", got)
+	}
+
+	runPods(t, c, sts, "r1")
+	testenv.Eventually(t, "Ready=False, HAKeeper unreachable", func() (bool, string) {
+		got := condition(logSet(t, c, ns), commonv1.ConditionAvailable)
+		return strings.HasPrefix(got, "False "+mov1.ReasonHAKeeperUnreachable) && strings.Contains(got, "503"), got
+	})
+	probe.set(healthyView(ns, pods(ns)...))
+	testenv.Eventually(t, "Ready", func() (bool, string) {
+		got := condition(logSet(t, c, ns), framework.ConditionReady)
+		return strings.HasPrefix(got, "True"), got
+	})
+	l = logSet(t, c, ns)
+	if l.Status.HAKeeper != wire.StateRunning || l.Status.ReadyReplicas != 3 || len(l.Status.Stores) != 3 || len(l.Status.Shards) != 2 {
+		t.Fatalf("status %+v", l.Status)
+	}
+	for _, s := range l.Status.Stores {
+		if s.State != mov1.StoreUp || s.UUID != wire.StoreID(ns, s.Pod) || s.Replicas != 2 {
+			t.Errorf("store %+v", s)
+		}
+	}
+	if sh := l.Status.Shards[1]; sh.Leader != "log-0" || sh.Replicas != 3 || sh.Of != 3 {
+		t.Errorf("shard %+v", sh)
+	}
+
+	// A store HAKeeper stops hearing from: not Ready, still Available.
+	v := healthyView(ns, pods(ns)...)
+	v.LogStores[1].State = wire.StoreDown
+	probe.set(v)
+	down := wire.StoreID(ns, "log-1")
+	testenv.Eventually(t, "Ready=False StoresDown", func() (bool, string) {
+		l := logSet(t, c, ns)
+		got := condition(l, framework.ConditionReady)
+		return strings.Contains(got, mov1.ReasonStoresDown) && strings.HasPrefix(condition(l, commonv1.ConditionAvailable), "True"), got
+	})
+	for _, s := range logSet(t, c, ns).Status.Stores {
+		if (s.UUID == down) != (s.State == mov1.StoreDown) {
+			t.Errorf("store %+v", s)
+		}
+	}
+}
+
+func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
+	c, ns, probe := setup(t)
+	sharedClaim(t, c, ns)
+	if err := c.Create(t.Context(), newLogSet(ns)); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+	runPods(t, c, sts, "r1")
+	// HAKeeper does not hear from log-2: nothing may restart.
+	v := healthyView(ns, pods(ns)...)
+	v.LogStores[2].State = wire.StoreDown
+	probe.set(v)
+	testenv.Eventually(t, "log-2's store down (the set was never Ready: reason Creating)", func() (bool, string) {
+		got := condition(logSet(t, c, ns), framework.ConditionReady)
+		return strings.Contains(got, "the store of log-2 is Down to HAKeeper"), got
+	})
+
+	// A configuration change: a new template, a new revision.
+	l := logSet(t, c, ns)
+	l.Spec.Config = "[log]\nlevel = \"debug\"\n"
+	if err := c.Update(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the StatefulSet on the new template", func() (bool, string) {
+		get(t, c, ns, "log", sts)
+		return sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name != l.Status.ConfigRevision, sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name
+	})
+	sts.Status.ObservedGeneration, sts.Status.UpdateRevision = sts.Generation, "r2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := countPods(t, c, ns); n != 3 {
+		t.Fatalf("%d pods left while a store was down: a restart was not safe", n)
+	}
+
+	// Every store up: one restarts, the one leading no shard first
+	// (log-0 leads both), and no other while it is away.
+	probe.set(healthyView(ns, pods(ns)...))
+	testenv.Eventually(t, "one pod deleted", func() (bool, string) {
+		n := countPods(t, c, ns)
+		return n == 2, fmt.Sprint(n, " pods")
+	})
+	if get(t, c, ns, "log-1", &corev1.Pod{}) == false && get(t, c, ns, "log-2", &corev1.Pod{}) == false {
+		t.Fatal("two pods deleted")
+	}
+	if !get(t, c, ns, "log-0", &corev1.Pod{}) {
+		t.Fatal("the leader's store restarted first")
+	}
+	gone := "log-1"
+	if get(t, c, ns, gone, &corev1.Pod{}) {
+		gone = "log-2"
+	}
+	time.Sleep(2 * time.Second)
+	if n := countPods(t, c, ns); n != 2 {
+		t.Fatalf("%d pods while %s is away", n, gone)
+	}
+	// It comes back on the new revision; the next one goes.
+	var ordinal int
+	fmt.Sscanf(gone, "log-%d", &ordinal)
+	runPod(t, c, sts, ordinal, "r2")
+	testenv.Eventually(t, "the next pod deleted", func() (bool, string) {
+		n := countPods(t, c, ns)
+		return n == 2, fmt.Sprint(n, " pods")
+	})
+	if !get(t, c, ns, gone, &corev1.Pod{}) {
+		t.Fatalf("%s restarted twice", gone)
+	}
+}
+
+func countPods(t *testing.T, c client.Client, ns string) int {
+	t.Helper()
+	var list corev1.PodList
+	if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLogSetDeletionAppliesTheReclaimPolicy(t *testing.T) {
+	for _, policy := range []commonv1.ReclaimPolicy{commonv1.ReclaimRetain, commonv1.ReclaimDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			c, ns, _ := setup(t)
+			sharedClaim(t, c, ns)
+			l := newLogSet(ns)
+			l.Spec.Storage.ReclaimPolicy = policy
+			if err := c.Create(t.Context(), l); err != nil {
+				t.Fatal(err)
+			}
+			sts := &appsv1.StatefulSet{}
+			testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+			for i := range 3 {
+				pvc := sts.Spec.VolumeClaimTemplates[0].DeepCopy()
+				pvc.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-log-%d", i), Labels: sts.Spec.Selector.MatchLabels}
+				if err := c.Create(t.Context(), pvc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Delete(t.Context(), l); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the LogSet gone", func() (bool, string) {
+				return !get(t, c, ns, "log", &mov1.LogSet{}), "still there"
+			})
+			for i := range 3 {
+				pvc := &corev1.PersistentVolumeClaim{}
+				kept := get(t, c, ns, fmt.Sprintf("data-log-%d", i), pvc) && pvc.DeletionTimestamp.IsZero()
+				if kept != (policy == commonv1.ReclaimRetain) {
+					t.Errorf("data-log-%d kept=%v under %s", i, kept, policy)
+				}
+			}
+			if !get(t, c, ns, "shared", &corev1.PersistentVolumeClaim{}) {
+				t.Error("the user's shared claim was deleted")
+			}
+		})
+	}
+}
+
+func TestLogSetValidate(t *testing.T) {
+	ctl := matrixone.NewLogSetController(matrixone.Options{})
+	for _, tc := range []struct {
+		name   string
+		mutate func(*mov1.LogSet)
+		want   []string
+	}{
+		{"valid", func(*mov1.LogSet) {}, nil},
+		{"an owned key", func(l *mov1.LogSet) { l.Spec.Config = "[logservice]\nuuid = \"x\"\n" },
+			[]string{"spec.config", "logservice.uuid is set by the operator", "identity"}},
+		{"the bootstrap", func(l *mov1.LogSet) { l.Spec.Config = "[logservice.BootstrapConfig]\nnum-of-log-shards = 3\n" },
+			[]string{"spec.config", "logservice.BootstrapConfig", "decided once"}},
+		{"not TOML", func(l *mov1.LogSet) { l.Spec.Config = "[log" }, []string{"spec.config", "not valid TOML"}},
+		{"more shard replicas than stores", func(l *mov1.LogSet) { l.Spec.ShardReplicas = 5 },
+			[]string{"spec.shardReplicas", "must not exceed replicas (3)"}},
+		{"a request above its limit", func(l *mov1.LogSet) {
+			l.Spec.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+		}, []string{"spec.resources.requests.memory", "must not exceed the limit (1Gi)"}},
+		{"a bad image", func(l *mov1.LogSet) { l.Spec.Image = "Not An Image" }, []string{"spec.image"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLogSet("db")
+			tc.mutate(l)
+			ctl.Default(l)
+			err := ctl.Validate(l)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

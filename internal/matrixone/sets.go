@@ -1,0 +1,67 @@
+package matrixone
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+)
+
+// What every MatrixOne set's controller shares.
+
+// validatePodSet checks what every set's pods share: the image reference,
+// the user's TOML for role (build.CheckUser: it parses, and sets no key the
+// operator owns, each refused with its reason), and each resource request
+// within its limit (Kubernetes would reject the pods).
+func validatePodSet(spec *field.Path, role build.Role, s *mov1.PodSetSpec) field.ErrorList {
+	errs := standard.ValidateImage(spec.Child("image"), s.Image)
+	for _, err := range build.CheckUser(role, s.Config) {
+		errs = append(errs, field.Invalid(spec.Child("config"), "", err.Error()))
+	}
+	requests := spec.Child("resources", "requests")
+	for _, name := range slices.Sorted(maps.Keys(s.Resources.Requests)) {
+		request := s.Resources.Requests[name]
+		if limit, ok := s.Resources.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(requests.Child(string(name)), request.String(),
+				fmt.Sprintf("must not exceed the limit (%s): Kubernetes rejects such pods", limit.String())))
+		}
+	}
+	return errs
+}
+
+// sharedStorageDependencies are what a set waits for before its pods can
+// start: the shared filesystem's claim, when the shared storage is one.
+func sharedStorageDependencies(s mov1.SharedStorage) []framework.Dependency {
+	if s.FileSystem == nil {
+		return nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	claim.Name = s.FileSystem.ClaimName
+	return []framework.Dependency{{Object: claim}}
+}
+
+// deleteClaims deletes the volume claims of set (reclaim policy Delete),
+// recording an Event for each.
+func deleteClaims[T framework.Object](ctx *framework.Context[T], set workload.Set) (bool, error) {
+	claims, err := set.Claims(ctx, ctx.Client)
+	if err != nil {
+		return false, err
+	}
+	deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, func(int) bool { return true })
+	for _, name := range deleted {
+		ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted the volume claim %s (reclaimPolicy Delete)", name)
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete the volume claims: %w", err)
+	}
+	return true, nil
+}
