@@ -154,7 +154,7 @@ func condition(l *mov1.LogSet, typ string) string {
 
 // runPods plays the StatefulSet controller and the kubelet: the
 // StatefulSet's status names revision as its latest, and its pods exist,
-// ready for a minute, labelled with revision, each with an address.
+// ready for a minute, labeled with revision, each with an address.
 func runPods(t *testing.T, c client.Client, sts *appsv1.StatefulSet, revision string) {
 	t.Helper()
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
@@ -188,7 +188,8 @@ func runPod(t *testing.T, c client.Client, sts *appsv1.StatefulSet, ordinal int,
 	}
 }
 
-func pods(ns string) []string { return []string{"log-0", "log-1", "log-2"} }
+// pods are the log pods of newLogSet.
+var pods = []string{"log-0", "log-1", "log-2"}
 
 func TestLogSetWaitsForTheSharedClaim(t *testing.T) {
 	c, ns, _ := setup(t)
@@ -242,7 +243,7 @@ func TestLogSetCreatesTheStoresAndIsReadyWhenHAKeeperRuns(t *testing.T) {
 		got := condition(logSet(t, c, ns), commonv1.ConditionAvailable)
 		return strings.HasPrefix(got, "False "+mov1.ReasonHAKeeperUnreachable) && strings.Contains(got, "503"), got
 	})
-	probe.set(healthyView(ns, pods(ns)...))
+	probe.set(healthyView(ns, pods...))
 	testenv.Eventually(t, "Ready", func() (bool, string) {
 		got := condition(logSet(t, c, ns), framework.ConditionReady)
 		return strings.HasPrefix(got, "True"), got
@@ -261,7 +262,7 @@ func TestLogSetCreatesTheStoresAndIsReadyWhenHAKeeperRuns(t *testing.T) {
 	}
 
 	// A store HAKeeper stops hearing from: not Ready, still Available.
-	v := healthyView(ns, pods(ns)...)
+	v := healthyView(ns, pods...)
 	v.LogStores[1].State = wire.StoreDown
 	probe.set(v)
 	down := wire.StoreID(ns, "log-1")
@@ -287,7 +288,7 @@ func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
 	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
 	runPods(t, c, sts, "r1")
 	// HAKeeper does not hear from log-2: nothing may restart.
-	v := healthyView(ns, pods(ns)...)
+	v := healthyView(ns, pods...)
 	v.LogStores[2].State = wire.StoreDown
 	probe.set(v)
 	testenv.Eventually(t, "log-2's store down (the set was never Ready: reason Creating)", func() (bool, string) {
@@ -316,7 +317,7 @@ func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
 
 	// Every store up: one restarts, the one leading no shard first
 	// (log-0 leads both), and no other while it is away.
-	probe.set(healthyView(ns, pods(ns)...))
+	probe.set(healthyView(ns, pods...))
 	testenv.Eventually(t, "one pod deleted", func() (bool, string) {
 		n := countPods(t, c, ns)
 		return n == 2, fmt.Sprint(n, " pods")
@@ -336,8 +337,10 @@ func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
 		t.Fatalf("%d pods while %s is away", n, gone)
 	}
 	// It comes back on the new revision; the next one goes.
-	var ordinal int
-	fmt.Sscanf(gone, "log-%d", &ordinal)
+	ordinal := 1
+	if gone == "log-2" {
+		ordinal = 2
+	}
 	runPod(t, c, sts, ordinal, "r2")
 	testenv.Eventually(t, "the next pod deleted", func() (bool, string) {
 		n := countPods(t, c, ns)
