@@ -140,7 +140,8 @@ func (st *logState) setStatus(l *LogSet) {
 	}
 	l.Status.HAKeeper = st.view.State
 	for _, sh := range st.view.LogShards {
-		s := mov1.LogShardStatus{ShardID: int64(sh.ShardID), Leader: pods[sh.Replicas[sh.LeaderID]], Of: int32(sh.NumberOfReplicas)}
+		s := mov1.LogShardStatus{ShardID: int64(sh.ShardID), Leader: pods[sh.Replicas[sh.LeaderID]],
+			Of: int32(sh.NumberOfReplicas), Term: int64(sh.Term)}
 		for _, uuid := range sh.Replicas {
 			if ls, ok := st.view.LogStore(uuid); ok && ls.State == wire.StoreUp {
 				s.Replicas++

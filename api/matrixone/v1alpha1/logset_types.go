@@ -168,6 +168,10 @@ type LogShardStatus struct {
 	// hears from; of is the number it should have.
 	Replicas int32 `json:"replicas"`
 	Of       int32 `json:"of"`
+	// term is the shard's raft term: it grows with every election, and
+	// survives restarts with the stores' volumes.
+	// +optional
+	Term int64 `json:"term,omitempty"`
 }
 
 // LogSet is a MatrixOne log service: HAKeeper and the log shards on a set

@@ -1,0 +1,249 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// moLogSetName is the LogSet the log service lifecycle works on.
+const moLogSetName = "mo-log"
+
+// MatrixOne's specs, on real MatrixOne (images/matrixone, mo-service built
+// from MatrixOne's Go module). MatrixOne is a preview system: the suite
+// installs the operator with it named.
+func init() {
+	registerSystem(systems.MatrixOne, systemSpec{
+		addToScheme: mov1.AddToScheme,
+		specs:       []spec{{"log service", moLogSetSpec}},
+	})
+}
+
+// moLogSetSpec runs a LogSet of three real log stores through its life:
+// creation (HAKeeper bootstrapped by its three initial members, both log
+// shards led), the pod of shard 1's leader killed (it comes back as the
+// same store), a configuration change rolled one store at a time (never
+// two down at once), and deletion with the volumes retained, then
+// re-creation under the same name, which finds the stores' raft logs (the
+// shards' terms go on from where they were). About 1.4 GiB of memory
+// limits.
+func moLogSetSpec(t *testing.T, in specInput) {
+	installOperator(t)
+	m := &moLogScenario{scenario: newScenario(t, "mo", "logset", moLogSetName, "log"), image: in.image(t, "matrixone")}
+	m.runSteps(t, m.dumpState, []step{
+		{"create", m.create},
+		{"a killed log pod comes back as the same store", m.killLeader},
+		{"a configuration change rolls one store at a time", m.rollConfig},
+		{"delete with retained volumes and re-create", m.recreate},
+	})
+}
+
+type moLogScenario struct {
+	scenario
+	image string
+	// term is shard 1's raft term before the set was deleted.
+	term int64
+}
+
+// manifest is the LogSet: three stores, small caches from a 384 MiB
+// limit, MatrixOne's tracing and metrics off (they would write to the
+// shared storage every few seconds). logLevel is the user's [log] level.
+func (m *moLogScenario) manifest(logLevel string) string {
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: LogSet
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  replicas: 3
+  image: %s
+  imagePullPolicy: Never
+  resources:
+    limits:
+      memory: 384Mi
+  storage:
+    size: 256Mi
+  sharedStorage:
+    fileSystem:
+      claimName: mo-shared
+  config: |
+    [log]
+    level = %q
+    [observability]
+    disableTrace = true
+    disableMetric = true
+`, moLogSetName, m.ns, m.image, logLevel)
+}
+
+func (m *moLogScenario) create(t *testing.T) {
+	if _, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(m.manifest("info"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	l := m.waitReady(5 * time.Minute)
+	t.Logf("Ready after %s: HAKeeper %s, shards %+v", time.Since(start).Round(time.Second), l.Status.HAKeeper, l.Status.Shards)
+	if l.Status.HAKeeper != wire.StateRunning || len(l.Status.Shards) != 2 || l.Status.Bootstrap == nil ||
+		len(l.Status.Bootstrap.InitialMembers) != 3 || len(l.Status.ServiceAddresses) != 3 {
+		t.Errorf("status %+v", l.Status)
+	}
+	for i, s := range l.Status.Stores {
+		pod := fmt.Sprintf("%s-%d", moLogSetName, i)
+		if s.Pod != pod || s.UUID != wire.StoreID(m.ns, pod) || s.State != mov1.StoreUp || s.Replicas != 2 {
+			t.Errorf("store %d: %+v", i, s)
+		}
+	}
+	for _, sh := range l.Status.Shards {
+		if sh.Leader == "" || sh.Replicas != 3 || sh.Of != 3 {
+			t.Errorf("shard %+v", sh)
+		}
+	}
+}
+
+// killLeader deletes the pod of the store leading shard 1 (the first log
+// shard): its pod comes back under its name, with its volume, and HAKeeper
+// hears from the same store again.
+func (m *moLogScenario) killLeader(t *testing.T) {
+	l := m.waitReady(time.Minute)
+	leader := l.Status.Shards[1].Leader
+	old := m.podUID(leader)
+	if err := env.client.CoreV1().Pods(m.ns).Delete(context.Background(), leader, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	eventually(t, 3*time.Minute, leader+" re-created and its store up", func(context.Context) error {
+		if uid := m.podUID(leader); uid == "" || uid == old {
+			return fmt.Errorf("%s not re-created", leader)
+		}
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		if err := settled(l.Generation, &l.Status.StatusCore); err != nil {
+			return err
+		}
+		for _, s := range l.Status.Stores {
+			if s.Pod == leader && (s.State != mov1.StoreUp || s.UUID != wire.StoreID(m.ns, leader)) {
+				return fmt.Errorf("store %+v", s)
+			}
+		}
+		return nil
+	})
+	l = m.waitReady(time.Minute)
+	t.Logf("%s back and Ready after %s; shard 1 now led by %s (term %d)", leader, time.Since(start).Round(time.Second),
+		l.Status.Shards[1].Leader, l.Status.Shards[1].Term)
+}
+
+// rollConfig changes the user's configuration: every store restarts onto
+// the new template, one at a time, never two log pods down at once.
+func (m *moLogScenario) rollConfig(t *testing.T) {
+	before := map[string]types.UID{}
+	for i := range 3 {
+		pod := fmt.Sprintf("%s-%d", moLogSetName, i)
+		before[pod] = m.podUID(pod)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(m.manifest("debug"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	mostDown := 0
+	eventually(t, 6*time.Minute, "every store restarted onto the new configuration, the set Ready", func(ctx context.Context) error {
+		pods, err := env.client.CoreV1().Pods(m.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=log"})
+		if err != nil {
+			return err
+		}
+		down := 3
+		restarted := 0
+		for _, p := range pods.Items {
+			if podReady(&p) && p.DeletionTimestamp == nil {
+				down--
+			}
+			if p.UID != before[p.Name] {
+				restarted++
+			}
+		}
+		mostDown = max(mostDown, down)
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		if restarted < 3 {
+			return fmt.Errorf("%d of 3 stores restarted", restarted)
+		}
+		return settled(l.Generation, &l.Status.StatusCore)
+	})
+	t.Logf("Rolled in %s; at most %d log pod(s) down at once", time.Since(start).Round(time.Second), mostDown)
+	if mostDown > 1 {
+		t.Errorf("%d log pods were down at once", mostDown)
+	}
+}
+
+// recreate deletes the set under the default reclaim policy (Retain): its
+// volume claims stay; the set re-created under its name starts the same
+// stores on them, and the shards go on from their terms.
+func (m *moLogScenario) recreate(t *testing.T) {
+	l := m.waitReady(time.Minute)
+	m.term = l.Status.Shards[1].Term
+	if out, err := kubectl("delete", "logset", moLogSetName, "-n", m.ns, "--wait=true", "--timeout=2m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m.waitPods(0)
+	claims, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range claims.Items {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	want := []string{"data-mo-log-0", "data-mo-log-1", "data-mo-log-2", "mo-shared"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("claims after the deletion: %v, want %v", names, want)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(m.manifest("debug"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	l = m.waitReady(5 * time.Minute)
+	t.Logf("Re-created and Ready after %s; shard 1 at term %d (%d before the deletion)",
+		time.Since(start).Round(time.Second), l.Status.Shards[1].Term, m.term)
+	if l.Status.Shards[1].Term <= m.term {
+		t.Errorf("shard 1 is at term %d, not beyond %d: the stores started empty", l.Status.Shards[1].Term, m.term)
+	}
+}
+
+// waitReady waits until the LogSet is Ready at its generation.
+func (m *moLogScenario) waitReady(timeout time.Duration) *mov1.LogSet {
+	m.t.Helper()
+	l := &mov1.LogSet{}
+	eventually(m.t, timeout, "the LogSet Ready", func(context.Context) error {
+		m.getInto(l)
+		return settled(l.Generation, &l.Status.StatusCore)
+	})
+	return l
+}
+
+// podUID is the UID of the pod name, "" when there is none.
+func (m *moLogScenario) podUID(name string) types.UID {
+	p, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil {
+		return ""
+	}
+	return p.UID
+}
