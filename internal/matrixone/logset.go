@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -98,21 +99,26 @@ func (*LogSetController) Validate(l *LogSet) error {
 	return errs.ToAggregate()
 }
 
-// Dependencies waits for the shared filesystem's claim: the pods cannot
-// start without it.
-func (*LogSetController) Dependencies(ctx *LogContext) ([]framework.Dependency, error) {
-	return sharedStorageDependencies(ctx.Obj.Spec.SharedStorage), nil
-}
-
 // logObserved is what Declare found, for Observe in the same pass.
 var logObserved = framework.NewPassValue[*logState]("logset")
 
-// Declare runs on every pass: it applies the headless Service, the
-// configuration template and the StatefulSet, records HAKeeper's
-// bootstrap and the service addresses, observes the stores and HAKeeper's
-// view into status and sets the conditions.
+// Declare runs on every pass: once the shared filesystem's claim exists,
+// it applies the headless Service, the configuration template and the
+// StatefulSet, records HAKeeper's bootstrap and the service addresses,
+// observes the stores and HAKeeper's view into status and sets the
+// conditions.
 func (c *LogSetController) Declare(ctx *LogContext) error {
 	l := ctx.Obj
+	why, err := sharedStorageMissing(ctx, ctx.Reader, l.Namespace, l.Spec.SharedStorage)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonWaitingForSharedStorage, why)
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForSharedStorage, why)
+		ctx.SetReady(false, mov1.ReasonWaitingForSharedStorage, why)
+		return nil
+	}
 	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
 		return err
 	}
@@ -155,9 +161,9 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 // The pods come back under their names, with their volumes, as the same
 // stores.
 func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], error) {
-	st, err := logObserved.MustGet(ctx)
-	if err != nil {
-		return nil, err
+	st, ok := logObserved.Get(ctx)
+	if !ok { // Declare waits for the shared storage
+		return nil, nil
 	}
 	stale := st.stale()
 	if len(stale) == 0 {

@@ -196,9 +196,9 @@ func TestLogSetWaitsForTheSharedClaim(t *testing.T) {
 	if err := c.Create(t.Context(), newLogSet(ns)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "DependenciesReady=False naming the claim", func() (bool, string) {
-		got := condition(logSet(t, c, ns), framework.ConditionDependenciesReady)
-		return strings.HasPrefix(got, "False") && strings.Contains(got, "shared"), got
+	testenv.Eventually(t, "Ready=False naming the claim", func() (bool, string) {
+		got := condition(logSet(t, c, ns), framework.ConditionReady)
+		return strings.HasPrefix(got, "False "+mov1.ReasonWaitingForSharedStorage) && strings.Contains(got, "PersistentVolumeClaim shared"), got
 	})
 	if get(t, c, ns, "log", &appsv1.StatefulSet{}) {
 		t.Fatal("the StatefulSet exists before the shared claim")

@@ -1,12 +1,15 @@
 package matrixone
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -38,15 +41,22 @@ func validatePodSet(spec *field.Path, role build.Role, s *mov1.PodSetSpec) field
 	return errs
 }
 
-// sharedStorageDependencies are what a set waits for before its pods can
-// start: the shared filesystem's claim, when the shared storage is one.
-func sharedStorageDependencies(s mov1.SharedStorage) []framework.Dependency {
+// sharedStorageMissing says why a set's pods cannot start yet for want of
+// the shared filesystem's claim; empty when it exists, or the storage is
+// S3. The claim is the user's, outside the manager's cache (which holds
+// only Steward's claims), so it is read from the API server.
+func sharedStorageMissing(ctx context.Context, r client.Reader, namespace string, s mov1.SharedStorage) (string, error) {
 	if s.FileSystem == nil {
-		return nil
+		return "", nil
 	}
-	claim := &corev1.PersistentVolumeClaim{}
-	claim.Name = s.FileSystem.ClaimName
-	return []framework.Dependency{{Object: claim}}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.FileSystem.ClaimName}, &corev1.PersistentVolumeClaim{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("waiting for the shared storage's PersistentVolumeClaim %s", s.FileSystem.ClaimName), nil
+	case err != nil:
+		return "", fmt.Errorf("get the shared storage's claim %s: %w", s.FileSystem.ClaimName, err)
+	}
+	return "", nil
 }
 
 // deleteClaims deletes the volume claims of set (reclaim policy Delete),
