@@ -14,9 +14,9 @@ import (
 
 // The controllers' RBAC, on top of the framework's (docs/design/framework.md).
 //
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets;tnsets;cnsets;proxysets,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/status;tnsets/status;cnsets/status;proxysets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/finalizers;tnsets/finalizers;cnsets/finalizers;proxysets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
@@ -82,11 +82,21 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mov1.AddToScheme(mgr.GetScheme()); err != nil {
 		return fmt.Errorf("matrixone: registering the API: %w", err)
 	}
-	if err := setupLogSets(mgr, NewLogSetController(opts)); err != nil {
-		return fmt.Errorf("matrixone: %w", err)
+	for _, setup := range []func(ctrl.Manager) error{
+		func(mgr ctrl.Manager) error { return setupLogSets(mgr, NewLogSetController(opts)) },
+		NewTNSetController(opts).setup,
+		NewCNSetController(opts).setup,
+		NewProxySetController(opts).setup,
+	} {
+		if err := setup(mgr); err != nil {
+			return fmt.Errorf("matrixone: %w", err)
+		}
 	}
 	return nil
 }
+
+// httpClient is the probes' HTTP client.
+type httpClient = http.Client
 
 // newHTTPClient is the probes' client: short dials, one idle connection per
 // pod.

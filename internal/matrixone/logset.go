@@ -2,11 +2,6 @@ package matrixone
 
 import (
 	"fmt"
-	"maps"
-	"net"
-	"net/http"
-	"reflect"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +14,8 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
-	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
 )
 
 // LogSet is the kind the log service's controller reconciles.
@@ -35,34 +28,16 @@ type LogContext = framework.Context[*LogSet]
 // observes HAKeeper, Observe restarts stale stores one at a time, Finalize
 // applies the volumes' reclaim policy.
 type LogSetController struct {
-	opts Options
-	// views keeps asking every log pod's probe for HAKeeper's view.
-	views   *probe.Collector[hakeeper.View]
-	http    *http.Client
+	opts    Options
+	views   *viewReader
 	trigger *framework.Trigger
 }
 
 // NewLogSetController returns a LogSet controller with opts.
 func NewLogSetController(opts Options) *LogSetController {
 	opts = opts.withDefaults()
-	if opts.ProbeAddress == nil {
-		opts.ProbeAddress = func(_, _, ip string) string { return net.JoinHostPort(ip, strconv.Itoa(build.ProbePort)) }
-	}
 	trigger := framework.NewTrigger()
-	return &LogSetController{
-		opts:    opts,
-		http:    newHTTPClient(opts.ProbeTimeout),
-		trigger: trigger,
-		views: probe.NewCollector(probe.Options[hakeeper.View]{
-			Kind:        "LogSet",
-			CallTimeout: opts.ProbeTimeout,
-			MinInterval: opts.ProbeInterval / 2,
-			Interval:    opts.ProbeInterval,
-			MaxInterval: 3 * opts.ProbeInterval,
-			Changed:     viewChanged,
-			Notify:      trigger.Enqueue,
-		}),
-	}
+	return &LogSetController{opts: opts, trigger: trigger, views: newViewReader("LogSet", opts, trigger)}
 }
 
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
@@ -192,7 +167,7 @@ func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], 
 // same identities and deployment id), and Delete deletes them.
 func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	l := ctx.Obj
-	c.views.Forget(groupOf(l), nil)
+	c.views.forget(groupOf(l))
 	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}
@@ -201,26 +176,3 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 }
 
 func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }
-
-// viewChanged reports whether two views differ in what the controller acts
-// on or shows: HAKeeper's state, the shards' members and leaders, the
-// stores' states. The ticks move all the time.
-func viewChanged(old, cur hakeeper.View) bool {
-	return old.State != cur.State || !reflect.DeepEqual(old.LogShards, cur.LogShards) ||
-		!maps.Equal(storeStates(old), storeStates(cur))
-}
-
-// storeStates maps every store of a view to its state.
-func storeStates(v hakeeper.View) map[string]string {
-	out := map[string]string{}
-	for _, s := range v.LogStores {
-		out[s.UUID] = s.State
-	}
-	for _, s := range v.TNStores {
-		out[s.UUID] = s.State
-	}
-	for _, s := range v.CNStores {
-		out[s.UUID] = s.State + "/" + s.WorkState
-	}
-	return out
-}

@@ -2,7 +2,6 @@ package matrixone
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
@@ -55,41 +53,13 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet) (*l
 		return nil, err
 	}
 	st := &logState{ns: l.Namespace, sts: sts, pods: map[int]*corev1.Pod{}, now: time.Now()}
-	var targets []probe.Target
 	for ordinal, p := range pods {
-		if !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		st.pods[ordinal] = p
-		if p.Status.PodIP != "" {
-			targets = append(targets, probe.Target{Group: groupOf(l), Key: p.Name,
-				Address:  c.opts.ProbeAddress(p.Namespace, p.Name, p.Status.PodIP),
-				Revision: string(p.UID) + "/" + p.Status.PodIP})
+		if p.DeletionTimestamp.IsZero() {
+			st.pods[ordinal] = p
 		}
 	}
-	c.views.Forget(groupOf(l), targets)
-	results := c.views.Collect(ctx, targets, c.viewCall)
-	var views []hakeeper.View
-	var errs []string
-	for _, key := range slices.Sorted(maps.Keys(results)) {
-		if r := results[key]; r.OK() {
-			views = append(views, r.Value)
-		} else {
-			errs = append(errs, key+": "+r.Describe())
-		}
-	}
-	st.view, st.viewOK = hakeeper.Freshest(views)
-	switch {
-	case len(targets) == 0:
-		st.viewErr = "no log pod has an address yet"
-	case !st.viewOK:
-		st.viewErr = strings.Join(errs, "; ")
-	}
+	st.view, st.viewOK, st.viewErr = c.views.read(ctx, groupOf(l), pods)
 	return st, nil
-}
-
-func (c *LogSetController) viewCall(ctx context.Context, t probe.Target) (hakeeper.View, error) {
-	return hakeeper.Get(ctx, c.http, "http://"+t.Address)
 }
 
 // storeID is the UUID of the store of pod.

@@ -6,6 +6,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/matrixone/build"
@@ -19,13 +20,26 @@ import (
 //
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-logset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=logsets,verbs=create;update,versions=v1alpha1,name=mlogset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-logset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=logsets,verbs=create;update,versions=v1alpha1,name=vlogset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-tnset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=tnsets,verbs=create;update,versions=v1alpha1,name=mtnset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-tnset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=tnsets,verbs=create;update,versions=v1alpha1,name=vtnset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-cnset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=cnsets,verbs=create;update,versions=v1alpha1,name=mcnset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-cnset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=cnsets,verbs=create;update,versions=v1alpha1,name=vcnset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-proxyset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=mproxyset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-proxyset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=vproxyset.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the MatrixOne sets' webhooks on
 // mgr.GetWebhookServer() (framework.SetupWebhooks). It is the system's
 // Webhooks function; Setup must have registered the API types.
 func SetupWebhooks(mgr ctrl.Manager) error {
-	if err := framework.SetupWebhooks[*LogSet](mgr, NewLogSetController(Options{})); err != nil {
-		return fmt.Errorf("matrixone: %w", err)
+	for _, setup := range []func() error{
+		func() error { return framework.SetupWebhooks[*LogSet](mgr, NewLogSetController(Options{})) },
+		func() error { return framework.SetupWebhooks[*mov1.TNSet](mgr, NewTNSetController(Options{})) },
+		func() error { return framework.SetupWebhooks[*mov1.CNSet](mgr, NewCNSetController(Options{})) },
+		func() error { return framework.SetupWebhooks[*mov1.ProxySet](mgr, NewProxySetController(Options{})) },
+	} {
+		if err := setup(); err != nil {
+			return fmt.Errorf("matrixone: %w", err)
+		}
 	}
 	return nil
 }

@@ -27,6 +27,38 @@ func DefaultLogSet(l *LogSet) {
 	defaultStorage(&s.Storage)
 }
 
+// DefaultTNSet applies the TNSet's defaults in memory (see DefaultLogSet).
+func DefaultTNSet(t *TNSet) {
+	defaultPodSet(&t.Spec.PodSetSpec)
+	defaultStorage(&t.Spec.Storage)
+}
+
+// DefaultCNSet applies the CNSet's defaults in memory (see DefaultLogSet).
+func DefaultCNSet(c *CNSet) {
+	if c.Spec.Replicas == nil {
+		one := int32(1)
+		c.Spec.Replicas = &one
+	}
+	if c.Spec.ProxyEnabled == nil {
+		yes := true
+		c.Spec.ProxyEnabled = &yes
+	}
+	defaultPodSet(&c.Spec.PodSetSpec)
+	defaultStorage(&c.Spec.Storage)
+}
+
+// DefaultProxySet applies the ProxySet's defaults in memory (see
+// DefaultLogSet).
+func DefaultProxySet(p *ProxySet) {
+	if p.Spec.Replicas == 0 {
+		p.Spec.Replicas = 1
+	}
+	if p.Spec.ServiceType == "" {
+		p.Spec.ServiceType = "ClusterIP"
+	}
+	defaultPodSet(&p.Spec.PodSetSpec)
+}
+
 func defaultPodSet(s *PodSetSpec) {
 	if s.Image == "" {
 		s.Image = DefaultImage

@@ -18,7 +18,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &LogSet{}, &LogSetList{})
+	s.AddKnownTypes(GroupVersion, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
+		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -1,0 +1,379 @@
+package matrixone
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// storeKind is what the store set controller needs to know of one of the
+// kinds it runs (TNSet, CNSet, ProxySet): how to read its spec as a
+// build.StoreSet, where its status is, and its defaults.
+type storeKind[T framework.Object] struct {
+	kind string
+	role build.Role
+	// set reads obj's spec, joining the LogSet log.
+	set func(obj T, log *mov1.LogSet) build.StoreSet
+	// logSet is the LogSet obj names.
+	logSet   func(obj T) string
+	status   func(obj T) *mov1.StoreSetStatus
+	defaults func(obj T)
+	// reclaim is the stores' volumes' reclaim policy; "" without volumes.
+	reclaim func(obj T) commonv1.ReclaimPolicy
+}
+
+// StoreSetController is the actor of a TNSet, CNSet or ProxySet: Declare
+// waits for what the role needs, applies the stores and observes them
+// through HAKeeper, Observe restarts stale stores one at a time, Finalize
+// applies the volumes' reclaim policy.
+type StoreSetController[T framework.Object] struct {
+	opts    Options
+	k       storeKind[T]
+	views   *viewReader
+	trigger *framework.Trigger
+}
+
+func newStoreSetController[T framework.Object](opts Options, k storeKind[T]) *StoreSetController[T] {
+	opts = opts.withDefaults()
+	trigger := framework.NewTrigger()
+	return &StoreSetController[T]{opts: opts, k: k, trigger: trigger, views: newViewReader(k.kind, opts, trigger)}
+}
+
+func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
+	component := build.StoreSet{Role: c.k.role}.Component()
+	_, err := framework.Setup(mgr, framework.Options[T]{
+		Actor:          c,
+		App:            build.App,
+		PartOf:         build.PartOf,
+		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
+		Resync:         c.opts.Resync,
+		ResyncNotReady: c.opts.ResyncNotReady,
+		Trigger:        c.trigger,
+		Customize: func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, component))
+		},
+	})
+	return err
+}
+
+// Default applies the kind's defaults; the defaulting webhook calls it too.
+func (c *StoreSetController[T]) Default(obj T) { c.k.defaults(obj) }
+
+// Validate checks what the CRD's schema cannot (validatePodSet).
+func (c *StoreSetController[T]) Validate(obj T) error {
+	s := c.k.set(obj, &mov1.LogSet{})
+	return validatePodSet(field.NewPath("spec"), c.k.role, s.Pods).ToAggregate()
+}
+
+// Dependencies waits for the LogSet to be Available: HAKeeper running and
+// every log shard led. (A store started earlier only retries; this keeps
+// the set's status saying what it waits for.)
+func (c *StoreSetController[T]) Dependencies(ctx *framework.Context[T]) ([]framework.Dependency, error) {
+	log := &mov1.LogSet{}
+	log.Name = c.k.logSet(ctx.Obj)
+	return []framework.Dependency{{Object: log, Ready: func(obj client.Object) (bool, string) {
+		cond := meta.FindStatusCondition(obj.(*mov1.LogSet).Status.Conditions, commonv1.ConditionAvailable)
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			return false, "not Available (HAKeeper running, every log shard led)"
+		}
+		return true, ""
+	}}}, nil
+}
+
+// storeState is what a pass observed of a store set.
+type storeState struct {
+	set  build.StoreSet
+	sts  *appsv1.StatefulSet
+	pods map[int]*corev1.Pod
+	view hakeeper.View
+	// viewOK is false when no log pod's probe answered; viewErr says why.
+	viewOK  bool
+	viewErr string
+	now     time.Time
+}
+
+var storeObserved = framework.NewPassValue[*storeState]("storeset")
+
+// Declare runs on every pass: it reads HAKeeper's view through the
+// LogSet's probes; a CNSet not yet created waits until HAKeeper hears from
+// a TN (a CN started before one gives up after 30 s); then it applies the
+// headless Service, the configuration template, the StatefulSet and, for
+// CNs and proxies, the SQL Service; it observes the stores into status and
+// sets the conditions.
+func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
+	obj := ctx.Obj
+	log := ctx.Dependencies[0].(*mov1.LogSet)
+	st := &storeState{set: c.k.set(obj, log), pods: map[int]*corev1.Pod{}, now: time.Now()}
+	logPods, err := workload.Set{Namespace: log.Namespace, Name: log.Name, Selector: build.Selector(log.Name, build.ComponentLog)}.Pods(ctx, ctx.Client)
+	if err != nil {
+		return err
+	}
+	st.view, st.viewOK, st.viewErr = c.views.read(ctx, groupOf(obj), logPods)
+	status := c.k.status(obj)
+	if c.k.role == build.RoleCN && status.ConfigRevision == "" && !st.tnUp() {
+		why := "waiting for HAKeeper to hear from a TN"
+		if !st.viewOK {
+			why += ": no view of HAKeeper: " + st.viewErr
+		}
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonWaitingForTN, why)
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForTN, why)
+		ctx.SetReady(false, mov1.ReasonWaitingForTN, why)
+		return nil
+	}
+	if err := ctx.Apply(st.set.HeadlessService(), st.set.Component()); err != nil {
+		return err
+	}
+	text, err := st.set.Config()
+	if err != nil {
+		return framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
+	}
+	name, err := ctx.EnsureConfigMap(st.set.ConfigComponent(), map[string]string{st.set.TemplateFile(): text})
+	if err != nil {
+		return err
+	}
+	status.ConfigRevision = name
+	st.sts = st.set.StatefulSet(name)
+	if err := ctx.Apply(st.sts, st.set.Component()); err != nil {
+		return err
+	}
+	if st.set.ServesSQL() {
+		if err := ctx.Apply(st.set.SQLService(), st.set.Component()); err != nil {
+			return err
+		}
+		status.SQLAddress = st.set.SQLAddress()
+	}
+	if _, err := ctx.CollectConfigMaps(st.set.ConfigComponent()); err != nil {
+		return err
+	}
+	pods, err := workload.Set{Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Selector: build.Selector(obj.GetName(), st.set.Component())}.Pods(ctx, ctx.Client)
+	if err != nil {
+		return err
+	}
+	for ordinal, p := range pods {
+		if p.DeletionTimestamp.IsZero() {
+			st.pods[ordinal] = p
+		}
+	}
+	st.setStatus(status)
+	st.setConditions(ctx, obj)
+	storeObserved.Set(ctx, st)
+	return nil
+}
+
+// Observe restarts the stores whose pods run an older revision, one at a
+// time, the next only when every store's pod has been ready for
+// RestartSettle and HAKeeper hears from every store. A set of one store
+// (a TN) restarts it anyway: there is no other to keep serving.
+func (c *StoreSetController[T]) Observe(ctx *framework.Context[T]) (framework.Action[T], error) {
+	st, ok := storeObserved.Get(ctx)
+	if !ok {
+		return nil, nil
+	}
+	stale := st.stale()
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	pod := stale[0]
+	if why := st.restartBlocked(); why != "" && st.set.Replicas > 1 {
+		ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
+		return nil, nil
+	}
+	return framework.Named("RestartStore", func(ctx *framework.Context[T]) error {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+		}
+		ctx.Log.Info("Restarting a store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
+		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting %s onto revision %s", pod.Name, st.sts.Status.UpdateRevision)
+		return nil
+	}), nil
+}
+
+// Finalize applies the volumes' reclaim policy when the set is deleted
+// (see LogSetController.Finalize).
+func (c *StoreSetController[T]) Finalize(ctx *framework.Context[T]) (bool, error) {
+	obj := ctx.Obj
+	c.views.forget(groupOf(obj))
+	if c.k.reclaim(obj) != commonv1.ReclaimDelete {
+		return true, nil
+	}
+	component := build.StoreSet{Role: c.k.role}.Component()
+	return deleteClaims(ctx, workload.Set{Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Selector: build.Selector(obj.GetName(), component), Volume: build.DataVolume})
+}
+
+// RenderChildren returns the children a new set of obj's spec gets, for
+// the API server to validate at admission (framework.ChildRenderer). The
+// LogSet is not read at admission: its shared storage is left out.
+func (c *StoreSetController[T]) RenderChildren(obj T) []framework.RenderedChild {
+	s := c.k.set(obj, &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Name: c.k.logSet(obj)}})
+	children := []framework.RenderedChild{
+		{Object: s.HeadlessService()},
+		{Object: s.StatefulSet(obj.GetName() + "-config"), Sources: statefulSetSources},
+	}
+	if s.ServesSQL() {
+		children = append(children, framework.RenderedChild{Object: s.SQLService()})
+	}
+	return children
+}
+
+// tnUp reports whether HAKeeper hears from a TN store.
+func (st *storeState) tnUp() bool {
+	return st.viewOK && slices.ContainsFunc(st.view.TNStores, func(s wire.TNStore) bool { return s.State == wire.StoreUp })
+}
+
+// store is how HAKeeper sees the store of pod.
+func (st *storeState) store(pod string) mov1.StoreStatus {
+	s := mov1.StoreStatus{Pod: pod, UUID: wire.StoreID(st.set.Namespace, pod), State: mov1.StoreUnknown}
+	if !st.viewOK {
+		return s
+	}
+	state := func(v string) mov1.StoreState {
+		switch v {
+		case wire.StoreUp:
+			return mov1.StoreUp
+		case wire.StoreDown:
+			return mov1.StoreDown
+		}
+		return mov1.StoreUnknown
+	}
+	switch st.set.Role {
+	case build.RoleTN:
+		if i := slices.IndexFunc(st.view.TNStores, func(t wire.TNStore) bool { return t.UUID == s.UUID }); i >= 0 {
+			s.State = state(st.view.TNStores[i].State)
+		}
+	case build.RoleCN:
+		if i := slices.IndexFunc(st.view.CNStores, func(c wire.CNStore) bool { return c.UUID == s.UUID }); i >= 0 {
+			s.State, s.WorkState = state(st.view.CNStores[i].State), st.view.CNStores[i].WorkState
+		}
+	case build.RoleProxy:
+		// HAKeeper lists the proxies it hears from, with no state.
+		if slices.ContainsFunc(st.view.ProxyStores, func(p wire.ProxyStore) bool { return p.UUID == s.UUID }) {
+			s.State = mov1.StoreUp
+		}
+	}
+	return s
+}
+
+func (st *storeState) setStatus(status *mov1.StoreSetStatus) {
+	ready := 0
+	for _, p := range st.pods {
+		if workload.IsReady(p) {
+			ready++
+		}
+	}
+	status.ReadyReplicas = int32(ready)
+	status.Stores = nil
+	for i := range int(st.set.Replicas) {
+		status.Stores = append(status.Stores, st.store(st.set.PodName(i)))
+	}
+}
+
+// notReady says why the set is not Ready; empty when every store's pod
+// is ready on the latest revision and HAKeeper hears from every store.
+func (st *storeState) notReady() (reason, message string) {
+	if !st.viewOK {
+		return mov1.ReasonHAKeeperUnreachable, "no view of HAKeeper: " + st.viewErr
+	}
+	for i := range int(st.set.Replicas) {
+		name := st.set.PodName(i)
+		p, ok := st.pods[i]
+		switch {
+		case !ok:
+			return mov1.ReasonStoresDown, name + " does not exist"
+		case !workload.IsReady(p):
+			return mov1.ReasonStoresDown, name + " is not ready"
+		}
+		if s := st.store(name); s.State != mov1.StoreUp {
+			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", name, s.State)
+		}
+	}
+	if stale := st.stale(); len(stale) > 0 {
+		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",
+			len(stale), st.sts.Status.UpdateRevision, stale[0].Name)
+	}
+	return "", ""
+}
+
+// setConditions sets Available (a store of the set is up), Progressing
+// and Ready.
+func (st *storeState) setConditions(ctx interface {
+	SetCondition(t string, status metav1.ConditionStatus, reason, message string)
+	SetReady(ready bool, reason, message string)
+}, obj framework.Object) {
+	up := 0
+	for i := range int(st.set.Replicas) {
+		if st.store(st.set.PodName(i)).State == mov1.StoreUp {
+			up++
+		}
+	}
+	if up > 0 {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionTrue, mov1.ReasonStoresServing,
+			fmt.Sprintf("%d of %d stores up", up, st.set.Replicas))
+	} else {
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonStoresDown, "no store is up")
+	}
+	reason, message := st.notReady()
+	if reason != "" && reason != commonv1.ReasonRestarting && neverReady(obj) {
+		reason = commonv1.ReasonCreating
+	}
+	if reason == "" {
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
+		ctx.SetReady(true, "", fmt.Sprintf("%d stores up", st.set.Replicas))
+		return
+	}
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	ctx.SetReady(false, reason, message)
+}
+
+// stale returns the pods on an older revision, by ordinal; none while the
+// StatefulSet controller has not computed the latest revision.
+func (st *storeState) stale() []*corev1.Pod {
+	if st.sts == nil || st.sts.Status.ObservedGeneration < st.sts.Generation || st.sts.Status.UpdateRevision == "" {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
+		if p := st.pods[ordinal]; p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.sts.Status.UpdateRevision {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// restartBlocked says why restarting a store now would leave the set
+// without its others: empty when every store's pod has been ready for
+// RestartSettle and HAKeeper hears from every store.
+func (st *storeState) restartBlocked() string {
+	for i := range int(st.set.Replicas) {
+		p, ok := st.pods[i]
+		if !ok || !workload.IsReady(p) {
+			return st.set.PodName(i) + " is not ready"
+		}
+		if since, _ := workload.ReadySince(p); st.now.Sub(since) < RestartSettle {
+			return fmt.Sprintf("%s has been ready for less than %s", p.Name, RestartSettle)
+		}
+		if s := st.store(p.Name); s.State != mov1.StoreUp {
+			return fmt.Sprintf("the store of %s is %s to HAKeeper", p.Name, s.State)
+		}
+	}
+	return ""
+}

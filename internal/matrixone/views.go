@@ -1,0 +1,112 @@
+package matrixone
+
+import (
+	"context"
+	"maps"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+)
+
+// viewReader reads HAKeeper's view through the log pods' probes for one
+// controller: a probe collector that asks every log pod concurrently,
+// within its deadline, and in the background, and enqueues the object
+// whose group it is when an answer changes.
+type viewReader struct {
+	views   *probe.Collector[hakeeper.View]
+	http    *httpClient
+	address func(namespace, pod, ip string) string
+}
+
+func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewReader {
+	address := opts.ProbeAddress
+	if address == nil {
+		address = func(_, _, ip string) string { return net.JoinHostPort(ip, strconv.Itoa(build.ProbePort)) }
+	}
+	return &viewReader{
+		http:    newHTTPClient(opts.ProbeTimeout),
+		address: address,
+		views: probe.NewCollector(probe.Options[hakeeper.View]{
+			Kind:        kind,
+			CallTimeout: opts.ProbeTimeout,
+			MinInterval: opts.ProbeInterval / 2,
+			Interval:    opts.ProbeInterval,
+			MaxInterval: 3 * opts.ProbeInterval,
+			Changed:     viewChanged,
+			Notify:      trigger.Enqueue,
+		}),
+	}
+}
+
+// read asks the probes of the log pods (those with an address, not
+// terminating) for the view, on behalf of the object of group, and returns
+// the freshest answer (hakeeper.Freshest); ok is false when none answered,
+// and why then says what each said.
+func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod) (view hakeeper.View, ok bool, why string) {
+	var targets []probe.Target
+	for _, p := range logPods {
+		if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" {
+			targets = append(targets, probe.Target{Group: group, Key: p.Name,
+				Address:  r.address(p.Namespace, p.Name, p.Status.PodIP),
+				Revision: string(p.UID) + "/" + p.Status.PodIP})
+		}
+	}
+	r.views.Forget(group, targets)
+	if len(targets) == 0 {
+		return view, false, "no log pod has an address yet"
+	}
+	results := r.views.Collect(ctx, targets, func(ctx context.Context, t probe.Target) (hakeeper.View, error) {
+		return hakeeper.Get(ctx, r.http, "http://"+t.Address)
+	})
+	var views []hakeeper.View
+	var errs []string
+	for _, key := range slices.Sorted(maps.Keys(results)) {
+		if res := results[key]; res.OK() {
+			views = append(views, res.Value)
+		} else {
+			errs = append(errs, key+": "+res.Describe())
+		}
+	}
+	if view, ok = hakeeper.Freshest(views); !ok {
+		return view, false, strings.Join(errs, "; ")
+	}
+	return view, true, ""
+}
+
+// forget drops the targets of the object of group, which is gone.
+func (r *viewReader) forget(group string) { r.views.Forget(group, nil) }
+
+// viewChanged reports whether two views differ in what the controllers act
+// on or show: HAKeeper's state, the shards' members and leaders, the
+// stores' states. The ticks move all the time.
+func viewChanged(old, cur hakeeper.View) bool {
+	return old.State != cur.State || !reflect.DeepEqual(old.LogShards, cur.LogShards) ||
+		!maps.Equal(storeStates(old), storeStates(cur))
+}
+
+// storeStates maps every store of a view to its state.
+func storeStates(v hakeeper.View) map[string]string {
+	out := map[string]string{}
+	for _, s := range v.LogStores {
+		out[s.UUID] = s.State
+	}
+	for _, s := range v.TNStores {
+		out[s.UUID] = s.State
+	}
+	for _, s := range v.CNStores {
+		out[s.UUID] = s.State + "/" + s.WorkState
+	}
+	for _, s := range v.ProxyStores {
+		out[s.UUID] = "present"
+	}
+	return out
+}
