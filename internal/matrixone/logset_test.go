@@ -66,6 +66,36 @@ func newFakeProbe(t *testing.T) *fakeProbe {
 	return p
 }
 
+// hakeeperView is a view a test changes and publishes through its probe.
+type hakeeperView struct {
+	hakeeper.View
+	probe *fakeProbe
+}
+
+// publish has the probe answer a copy of the view.
+func (v *hakeeperView) publish() {
+	data, err := json.Marshal(v.View)
+	if err != nil {
+		panic(err)
+	}
+	var copied hakeeper.View
+	if err := json.Unmarshal(data, &copied); err != nil {
+		panic(err)
+	}
+	v.probe.set(&copied)
+}
+
+// get2 gets the object name into obj, failing the test when it is gone.
+func get2[T client.Object](t *testing.T, c client.Client, ns, name string, obj T) T {
+	t.Helper()
+	if !get(t, c, ns, name, obj) {
+		t.Fatalf("%s is gone", name)
+	}
+	return obj
+}
+
+var eventually = testenv.Eventually
+
 func (p *fakeProbe) set(v *hakeeper.View) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -144,8 +174,8 @@ func logSet(t *testing.T, c client.Client, ns string) *mov1.LogSet {
 	return l
 }
 
-func condition(l *mov1.LogSet, typ string) string {
-	cond := meta.FindStatusCondition(l.Status.Conditions, typ)
+func condition(obj framework.Object, typ string) string {
+	cond := meta.FindStatusCondition(obj.StatusCore().Conditions, typ)
 	if cond == nil {
 		return "none"
 	}
@@ -175,8 +205,10 @@ func runPod(t *testing.T, c client.Client, sts *appsv1.StatefulSet, ordinal int,
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: fmt.Sprintf("%s-%d", sts.Name, ordinal),
 		Labels: labels}, Spec: *sts.Spec.Template.Spec.DeepCopy()}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: build.DataVolume, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: build.DataVolume + "-" + pod.Name}}})
+	if len(sts.Spec.VolumeClaimTemplates) > 0 {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: build.DataVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: build.DataVolume + "-" + pod.Name}}})
+	}
 	if err := c.Create(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
