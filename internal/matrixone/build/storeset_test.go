@@ -103,4 +103,3 @@ func TestStoreSetChildren(t *testing.T) {
 		})
 	}
 }
-
