@@ -344,8 +344,14 @@ func (m *moTrial) view(ctx context.Context) (hakeeper.View, error) {
 // trySQL runs a statement through the proxy as root (MatrixOne's default
 // password: the controllers will generate one).
 func (m *moTrial) trySQL(query string) (string, error) {
-	out, err := kubectl("exec", "-n", m.ns, "client", "--", "/smoke", "sql",
-		"--server", fmt.Sprintf("mo-proxy-0.mo-proxy.%s.svc:%d", m.ns, build.SQLPort), "--user", "root", "--password", "111", query)
+	return moSQL(m.ns, fmt.Sprintf("mo-proxy-0.mo-proxy.%s.svc:%d", m.ns, build.SQLPort), query)
+}
+
+// moSQL runs a statement on MatrixOne at server (host:port) as root, with
+// MatrixOne's default password, from the client pod of ns.
+func moSQL(ns, server, query string) (string, error) {
+	out, err := kubectl("exec", "-n", ns, "client", "--", "/smoke", "sql",
+		"--server", server, "--user", "root", "--password", "111", query)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w: %s", query, err, strings.TrimSpace(out))
 	}

@@ -1,0 +1,309 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// moClusterSpec runs MatrixOne's sets together on real MatrixOne: a
+// LogSet of one store, a TNSet, a CNSet of two and a ProxySet, created at
+// once (each waits for what it needs), then SQL through the proxy's
+// Service, with a client writing through it while the TN pod is killed,
+// a CN pod is killed, and the CNs' configuration is rolled; every
+// acknowledged write is there after each. About 2.6 GiB of memory limits.
+func moClusterSpec(t *testing.T, in specInput) {
+	installOperator(t)
+	m := &moCluster{scenario: newScenario(t, "moc", "matrixone", "mo", "cn"), image: in.image(t, "matrixone")}
+	m.runSteps(t, m.dumpState, []step{
+		{"create the sets together", m.create},
+		{"the TN pod killed under writes", m.killTN},
+		{"a CN pod killed under writes", m.killCN},
+		{"a CN configuration change rolled under writes", m.rollCNs},
+	})
+}
+
+type moCluster struct {
+	scenario
+	image string
+	// next is the id of the next row the writer inserts.
+	next int
+}
+
+// The sets' names.
+const (
+	moClusterLog   = "mo-log"
+	moClusterTN    = "mo-tn"
+	moClusterCN    = "mo-cn"
+	moClusterProxy = "mo-proxy"
+)
+
+// manifests are the four sets; cnLogLevel is the CNs' [log] level.
+func (m *moCluster) manifests(cnLogLevel string) string {
+	quiet := `    [observability]
+    disableTrace = true
+    disableMetric = true
+`
+	common := fmt.Sprintf("  image: %s\n  imagePullPolicy: Never\n", m.image)
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: LogSet
+metadata: {name: %[1]s, namespace: %[5]s}
+spec:
+  replicas: 1
+%[6]s  resources: {limits: {memory: 384Mi}}
+  storage: {size: 256Mi}
+  sharedStorage: {fileSystem: {claimName: mo-shared}}
+  config: |
+%[7]s---
+apiVersion: matrixone.steward.dev/v1alpha1
+kind: TNSet
+metadata: {name: %[2]s, namespace: %[5]s}
+spec:
+  logSet: %[1]s
+%[6]s  resources: {limits: {memory: 768Mi}}
+  storage: {size: 512Mi}
+  config: |
+%[7]s---
+apiVersion: matrixone.steward.dev/v1alpha1
+kind: CNSet
+metadata: {name: %[3]s, namespace: %[5]s}
+spec:
+  logSet: %[1]s
+  replicas: 2
+%[6]s  resources: {limits: {memory: 640Mi}}
+  storage: {size: 256Mi}
+  config: |
+    [log]
+    level = %[8]q
+%[7]s---
+apiVersion: matrixone.steward.dev/v1alpha1
+kind: ProxySet
+metadata: {name: %[4]s, namespace: %[5]s}
+spec:
+  logSet: %[1]s
+%[6]s  resources: {limits: {memory: 192Mi}}
+  config: |
+%[7]s`, moClusterLog, moClusterTN, moClusterCN, moClusterProxy, m.ns, common, quiet, cnLogLevel)
+}
+
+func (m *moCluster) create(t *testing.T) {
+	if _, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(m.manifests("info"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m.startClient()
+	m.waitAllReady(6 * time.Minute)
+	t.Logf("Every set Ready after %s", time.Since(start).Round(time.Second))
+	cn := &mov1.CNSet{}
+	m.get(moClusterCN, cn)
+	for i, s := range cn.Status.Stores {
+		if s.UUID != wire.StoreID(m.ns, fmt.Sprintf("%s-%d", moClusterCN, i)) || s.State != mov1.StoreUp || s.WorkState != wire.WorkStateWorking {
+			t.Errorf("CN store %d: %+v", i, s)
+		}
+	}
+	proxy := &mov1.ProxySet{}
+	m.get(moClusterProxy, proxy)
+	if proxy.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns) {
+		t.Errorf("the proxy's SQL address %q", proxy.Status.SQLAddress)
+	}
+	var out string
+	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
+		var err error
+		out, err = m.sql("select version()")
+		return err
+	})
+	t.Logf("SQL through %s: %s", proxy.Status.SQLAddress, strings.TrimSpace(out))
+	if _, err := m.sql("create database if not exists e2e"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killTN deletes the TN's pod under writes: it comes back on its volume.
+func (m *moCluster) killTN(t *testing.T) {
+	m.underWrites(t, func() {
+		m.deletePod(moClusterTN + "-0")
+		m.waitAllReady(4 * time.Minute)
+	})
+}
+
+// killCN deletes a CN's pod under writes: the proxy sends new sessions to
+// the other.
+func (m *moCluster) killCN(t *testing.T) {
+	m.underWrites(t, func() {
+		m.deletePod(moClusterCN + "-1")
+		m.waitAllReady(4 * time.Minute)
+	})
+}
+
+// rollCNs changes the CNs' configuration under writes: they restart one
+// at a time.
+func (m *moCluster) rollCNs(t *testing.T) {
+	before := map[string]string{}
+	for i := range 2 {
+		pod := fmt.Sprintf("%s-%d", moClusterCN, i)
+		before[pod] = string(m.podUID(pod))
+	}
+	m.underWrites(t, func() {
+		if out, err := kubectlStdin(m.manifests("debug"), "apply", "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		eventually(t, 5*time.Minute, "both CNs restarted and every set Ready", func(context.Context) error {
+			for pod, uid := range before {
+				if now := string(m.podUID(pod)); now == "" || now == uid {
+					return fmt.Errorf("%s not restarted", pod)
+				}
+			}
+			return m.allReady()
+		})
+	})
+}
+
+// underWrites runs action while a client inserts rows through the proxy,
+// one after another, then checks that every acknowledged row is there. A
+// write that failed may still have been applied; only acknowledged ones
+// are required.
+func (m *moCluster) underWrites(t *testing.T, action func()) {
+	var mu sync.Mutex
+	var acked []int
+	failed := 0
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := m.next
+			m.next++
+			_, err := m.sql(fmt.Sprintf("insert into e2e.t values (%d)", id))
+			mu.Lock()
+			if err == nil {
+				acked = append(acked, id)
+			} else {
+				failed++
+			}
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	action()
+	time.Sleep(3 * time.Second) // a few writes after the action too
+	close(stop)
+	<-done
+	t.Logf("%d writes acknowledged, %d failed, in %s", len(acked), failed, time.Since(start).Round(time.Second))
+	if len(acked) == 0 {
+		t.Fatal("no write acknowledged")
+	}
+	var out string
+	eventually(t, time.Minute, "reading the rows back", func(context.Context) error {
+		var err error
+		out, err = m.sql("select id from e2e.t order by id")
+		return err
+	})
+	have := map[int]bool{}
+	for _, f := range strings.Fields(out) {
+		if id, err := strconv.Atoi(f); err == nil {
+			have[id] = true
+		}
+	}
+	missing := 0
+	for _, id := range acked {
+		if !have[id] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d acknowledged writes are missing", missing, len(acked))
+	}
+}
+
+func (m *moCluster) sql(query string) (string, error) {
+	return moSQL(m.ns, fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), query)
+}
+
+func (m *moCluster) get(name string, obj client.Object) {
+	m.t.Helper()
+	if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: name}, obj); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// allReady says which set is not Ready at its generation; nil when all
+// are.
+func (m *moCluster) allReady() error {
+	for name, obj := range map[string]client.Object{moClusterLog: &mov1.LogSet{}, moClusterTN: &mov1.TNSet{},
+		moClusterCN: &mov1.CNSet{}, moClusterProxy: &mov1.ProxySet{}} {
+		if err := m.c.Get(context.Background(), client.ObjectKey{Namespace: m.ns, Name: name}, obj); err != nil {
+			return err
+		}
+		core := obj.(interface{ StatusCore() *commonv1.StatusCore }).StatusCore()
+		if err := settled(obj.GetGeneration(), core); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (m *moCluster) waitAllReady(timeout time.Duration) {
+	m.t.Helper()
+	eventually(m.t, timeout, "every MatrixOne set Ready", func(context.Context) error { return m.allReady() })
+}
+
+// deletePod deletes the pod name and waits until its replacement is
+// ready.
+func (m *moCluster) deletePod(name string) {
+	m.t.Helper()
+	old := m.podUID(name)
+	if err := env.client.CoreV1().Pods(m.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		m.t.Fatal(err)
+	}
+	eventually(m.t, 3*time.Minute, name+" re-created and ready", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err
+		case string(p.UID) == old:
+			return fmt.Errorf("%s not re-created yet", name)
+		case !podReady(p):
+			return fmt.Errorf("%s not ready", name)
+		}
+		return nil
+	})
+}
+
+// podUID is the UID of the pod name, "" when there is none.
+func (m *moCluster) podUID(name string) string {
+	p, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil {
+		return ""
+	}
+	return string(p.UID)
+}
