@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -163,10 +164,10 @@ func (m *moCluster) killCN(t *testing.T) {
 // rollCNs changes the CNs' configuration under writes: they restart one
 // at a time.
 func (m *moCluster) rollCNs(t *testing.T) {
-	before := map[string]string{}
+	before := map[string]types.UID{}
 	for i := range 2 {
 		pod := fmt.Sprintf("%s-%d", moClusterCN, i)
-		before[pod] = string(m.podUID(pod))
+		before[pod] = m.podUID(pod)
 	}
 	m.underWrites(t, func() {
 		if out, err := kubectlStdin(m.manifests("debug"), "apply", "-f", "-"); err != nil {
@@ -174,7 +175,7 @@ func (m *moCluster) rollCNs(t *testing.T) {
 		}
 		eventually(t, 5*time.Minute, "both CNs restarted and every set Ready", func(context.Context) error {
 			for pod, uid := range before {
-				if now := string(m.podUID(pod)); now == "" || now == uid {
+				if now := m.podUID(pod); now == "" || now == uid {
 					return fmt.Errorf("%s not restarted", pod)
 				}
 			}
@@ -290,7 +291,7 @@ func (m *moCluster) deletePod(name string) {
 		switch {
 		case err != nil:
 			return err
-		case string(p.UID) == old:
+		case p.UID == old:
 			return fmt.Errorf("%s not re-created yet", name)
 		case !podReady(p):
 			return fmt.Errorf("%s not ready", name)
@@ -300,10 +301,4 @@ func (m *moCluster) deletePod(name string) {
 }
 
 // podUID is the UID of the pod name, "" when there is none.
-func (m *moCluster) podUID(name string) string {
-	p, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil || p.DeletionTimestamp != nil {
-		return ""
-	}
-	return string(p.UID)
-}
+func (m *moCluster) podUID(name string) types.UID { return livePodUID(m.ns, name) }

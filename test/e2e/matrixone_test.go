@@ -240,8 +240,12 @@ func (m *moLogScenario) waitReady(timeout time.Duration) *mov1.LogSet {
 }
 
 // podUID is the UID of the pod name, "" when there is none.
-func (m *moLogScenario) podUID(name string) types.UID {
-	p, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), name, metav1.GetOptions{})
+func (m *moLogScenario) podUID(name string) types.UID { return livePodUID(m.ns, name) }
+
+// livePodUID is the UID of the pod ns/name, "" when there is none or it is
+// being deleted.
+func livePodUID(ns, name string) types.UID {
+	p, err := env.client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil || p.DeletionTimestamp != nil {
 		return ""
 	}
