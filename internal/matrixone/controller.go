@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/matrixone/mosql"
 	"github.com/stewardhq/steward/internal/systems"
 )
 
@@ -19,7 +20,8 @@ import (
 // +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/finalizers;tnsets/finalizers;cnsets/finalizers;proxysets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;update;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
 
 // Defaults of Options.
@@ -33,6 +35,10 @@ const (
 	// DefaultProbeInterval is how often the probes are asked in the
 	// background.
 	DefaultProbeInterval = 5 * time.Second
+	// DefaultDrainSettle is the least time a CN drains, however soon it
+	// holds no session: a proxy learns of the work state within a few
+	// seconds, and until then may still send it a new session.
+	DefaultDrainSettle = 15 * time.Second
 )
 
 // Options configure the MatrixOne controllers. The zero value is ready to
@@ -49,6 +55,12 @@ type Options struct {
 	// pod's IP (default: the IP and build.ProbePort). Tests point it at
 	// their own server.
 	ProbeAddress func(namespace, pod, ip string) string
+	// Admin sets CNs' work state and counts their sessions (default
+	// mosql.Client, SQL to a CN). Tests with no CN to reach stand in.
+	Admin mosql.Admin
+	// DrainSettle is the least time a CN drains (default
+	// DefaultDrainSettle).
+	DrainSettle time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -63,6 +75,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProbeInterval <= 0 {
 		o.ProbeInterval = DefaultProbeInterval
+	}
+	if o.Admin == nil {
+		o.Admin = mosql.Client{}
+	}
+	if o.DrainSettle <= 0 {
+		o.DrainSettle = DefaultDrainSettle
 	}
 	return o
 }

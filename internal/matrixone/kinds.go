@@ -1,6 +1,8 @@
 package matrixone
 
 import (
+	"time"
+
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/matrixone/build"
@@ -43,6 +45,12 @@ func NewCNSetController(opts Options) *StoreSetController[*mov1.CNSet] {
 		status:   func(c *mov1.CNSet) *mov1.StoreSetStatus { return &c.Status },
 		defaults: mov1.DefaultCNSet,
 		reclaim:  func(c *mov1.CNSet) commonv1.ReclaimPolicy { return c.Spec.Storage.ReclaimPolicy },
+		drainTimeout: func(c *mov1.CNSet) time.Duration {
+			if c.Spec.DrainTimeout == nil {
+				return mov1.DefaultDrainTimeout
+			}
+			return c.Spec.DrainTimeout.Duration
+		},
 	})
 }
 

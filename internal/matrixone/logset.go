@@ -78,7 +78,8 @@ func (*LogSetController) Validate(l *LogSet) error {
 var logObserved = framework.NewPassValue[*logState]("logset")
 
 // Declare runs on every pass: once the shared filesystem's claim exists,
-// it applies the headless Service, the configuration template and the
+// it generates root's password Secret when spec.rootPassword names none,
+// applies the headless Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
 // conditions.
@@ -93,6 +94,10 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForSharedStorage, why)
 		ctx.SetReady(false, mov1.ReasonWaitingForSharedStorage, why)
 		return nil
+	}
+	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
+	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
+		return err
 	}
 	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
 		return err
@@ -164,12 +169,16 @@ func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], 
 // StatefulSet, Service and ConfigMaps away; the stores' volume claims
 // follow spec.storage.reclaimPolicy: Retain (the default) keeps them, so
 // that a set re-created under the same name finds its stores' data (the
-// same identities and deployment id), and Delete deletes them.
+// same identities and deployment id), and Delete deletes them. Root's
+// password Secret, when Steward generated it, goes with them.
 func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	l := ctx.Obj
 	c.views.forget(groupOf(l))
 	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
+	}
+	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, l.Namespace, l.RootPasswordSecret(), build.ComponentCredentials); err != nil {
+		return false, err
 	}
 	set := workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog), Volume: build.DataVolume}
 	return deleteClaims(ctx, set)

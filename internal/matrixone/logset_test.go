@@ -124,6 +124,12 @@ func healthyView(ns string, pods ...string) *hakeeper.View {
 // controller running, its probes answered by the returned fake.
 func setup(t *testing.T) (client.Client, string, *fakeProbe) {
 	t.Helper()
+	return setupWith(t, func(*matrixone.Options) {})
+}
+
+// setupWith is setup with options changed by opts.
+func setupWith(t *testing.T, opts func(*matrixone.Options)) (client.Client, string, *fakeProbe) {
+	t.Helper()
 	cfg := server.Config(t)
 	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
@@ -133,8 +139,10 @@ func setup(t *testing.T) (client.Client, string, *fakeProbe) {
 	probe := newFakeProbe(t)
 	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	addr := strings.TrimPrefix(probe.srv.URL, "http://")
-	if err := matrixone.Setup(mgr, matrixone.Options{Resync: time.Second, ResyncNotReady: 200 * time.Millisecond,
-		ProbeInterval: 200 * time.Millisecond, ProbeAddress: func(_, _, _ string) string { return addr }}); err != nil {
+	o := matrixone.Options{Resync: time.Second, ResyncNotReady: 200 * time.Millisecond,
+		ProbeInterval: 200 * time.Millisecond, ProbeAddress: func(_, _, _ string) string { return addr }}
+	opts(&o)
+	if err := matrixone.Setup(mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, mgr)

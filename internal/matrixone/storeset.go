@@ -38,6 +38,9 @@ type storeKind[T framework.Object] struct {
 	defaults func(obj T)
 	// reclaim is the stores' volumes' reclaim policy; "" without volumes.
 	reclaim func(obj T) commonv1.ReclaimPolicy
+	// drainTimeout bounds a store's drain before it leaves or restarts;
+	// nil for kinds whose stores do not drain (all but CNs).
+	drainTimeout func(obj T) time.Duration
 }
 
 // StoreSetController is the actor of a TNSet, CNSet or ProxySet: Declare
@@ -150,7 +153,21 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 		return err
 	}
 	status.ConfigRevision = name
-	st.sts = st.set.StatefulSet(name)
+	pods, err := workload.Set{Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Selector: build.Selector(obj.GetName(), st.set.Component())}.Pods(ctx, ctx.Client)
+	if err != nil {
+		return err
+	}
+	for ordinal, p := range pods {
+		if p.DeletionTimestamp.IsZero() {
+			st.pods[ordinal] = p
+		}
+	}
+	applied := st.set
+	if c.k.drainTimeout != nil {
+		applied.Replicas = st.keptReplicas() // leaving CNs stay until drained
+	}
+	st.sts = applied.StatefulSet(name)
 	if err := ctx.Apply(st.sts, st.set.Component()); err != nil {
 		return err
 	}
@@ -163,30 +180,23 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 	if _, err := ctx.CollectConfigMaps(st.set.ConfigComponent()); err != nil {
 		return err
 	}
-	pods, err := workload.Set{Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Selector: build.Selector(obj.GetName(), st.set.Component())}.Pods(ctx, ctx.Client)
-	if err != nil {
-		return err
-	}
-	for ordinal, p := range pods {
-		if p.DeletionTimestamp.IsZero() {
-			st.pods[ordinal] = p
-		}
-	}
 	st.setStatus(status)
 	st.setConditions(ctx, obj)
 	storeObserved.Set(ctx, st)
 	return nil
 }
 
-// Observe restarts the stores whose pods run an older revision, one at a
-// time, the next only when every store's pod has been ready for
+// Observe runs the CNs' drains (observeDrains), and for the other kinds
+// restarts the stores whose pods run an older revision, one at a time, the next only when every store's pod has been ready for
 // RestartSettle and HAKeeper hears from every store. A set of one store
 // (a TN) restarts it anyway: there is no other to keep serving.
 func (c *StoreSetController[T]) Observe(ctx *framework.Context[T]) (framework.Action[T], error) {
 	st, ok := storeObserved.Get(ctx)
 	if !ok {
 		return nil, nil
+	}
+	if c.k.drainTimeout != nil {
+		return c.observeDrains(ctx, st)
 	}
 	stale := st.stale()
 	if len(stale) == 0 {
@@ -197,14 +207,7 @@ func (c *StoreSetController[T]) Observe(ctx *framework.Context[T]) (framework.Ac
 		ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
 		return nil, nil
 	}
-	return framework.Named("RestartStore", func(ctx *framework.Context[T]) error {
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
-			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
-		}
-		ctx.Log.Info("Restarting a store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
-		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting %s onto revision %s", pod.Name, st.sts.Status.UpdateRevision)
-		return nil
-	}), nil
+	return c.restart(st, pod), nil
 }
 
 // Finalize applies the volumes' reclaim policy when the set is deleted
@@ -305,6 +308,9 @@ func (st *storeState) notReady() (reason, message string) {
 		if s := st.store(name); s.State != mov1.StoreUp {
 			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", name, s.State)
 		}
+	}
+	if leaving := st.leaving(); len(leaving) > 0 {
+		return mov1.ReasonDraining, fmt.Sprintf("%d CNs leave the set once drained, first %s", len(leaving), leaving[0].Name)
 	}
 	if stale := st.stale(); len(stale) > 0 {
 		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",

@@ -98,7 +98,7 @@ func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
 // servers.
 func (c *Controller) bootstrapped(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	rootPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	rootPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
 	if err != nil {
 		return false, err
 	}
@@ -134,11 +134,11 @@ func (c *Controller) createUsers(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	rootPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	rootPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
 	if err != nil {
 		return false, err
 	}
-	operatorPW, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	operatorPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return false, err
 	}

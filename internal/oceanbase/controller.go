@@ -1,15 +1,11 @@
 package oceanbase
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -191,7 +187,7 @@ func (c *Controller) Declare(ctx *Context) error {
 	ob := ctx.Obj
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
 		newSecret := func(pw string) *corev1.Secret { return build.PasswordSecret(ob, name, pw) }
-		if err := ensurePasswordSecret(ctx, ctx.Client, ctx.Log, ob.Namespace, name, newSecret); err != nil {
+		if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
 			return err
 		}
 	}
@@ -286,56 +282,10 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 		return false, fmt.Errorf("delete the volume claims: %w", err)
 	}
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
-		if err := deleteGeneratedSecret(ctx, ctx.Client, ob.Namespace, name); err != nil {
+		if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, ob.Namespace, name, build.ComponentCredentials); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
-// ensurePasswordSecret creates the Secret that newSecret returns, with a
-// random password, when no Secret has its name. It never changes an
-// existing Secret. The Secret has no owner: with the Retain policy it
-// outlives its object, like the data it opens.
-func ensurePasswordSecret(ctx context.Context, c client.Client, log logr.Logger, namespace, name string,
-	newSecret func(password string) *corev1.Secret) error {
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.Create(ctx, newSecret(rand.Text())); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Secret %s: %w", name, err)
-	}
-	log.Info("Generated a password Secret", "secret", name)
-	return nil
-}
-
-// deleteGeneratedSecret deletes Secret name if it is one the controller
-// generated (component credentials); the user's Secret stays.
-func deleteGeneratedSecret(ctx context.Context, c client.Client, namespace, name string) error {
-	s := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
-	if apierrors.IsNotFound(err) || err == nil && s.Labels["app.kubernetes.io/component"] != build.ComponentCredentials {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := client.IgnoreNotFound(c.Delete(ctx, s)); err != nil {
-		return fmt.Errorf("delete Secret %s: %w", name, err)
-	}
-	return nil
-}
-
-// password reads the password in Secret name (key "password").
-func password(ctx context.Context, r client.Reader, namespace, name string) (string, error) {
-	s := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
-		return "", fmt.Errorf("read Secret %s: %w", name, err)
-	}
-	p, ok := s.Data["password"]
-	if !ok {
-		return "", framework.InvalidSpec(fmt.Errorf("secret %s has no key \"password\"", name))
-	}
-	return string(p), nil
-}

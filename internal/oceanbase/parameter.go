@@ -340,7 +340,7 @@ func (*ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
 func operatorDB(ctx context.Context, r client.Reader, l *logins, ob *Cluster) (*sql.DB, error) {
 	ob = ob.DeepCopy()
 	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := password(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
+	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -220,7 +221,7 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 // returned: the pods are still reconciled.
 func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
-	pw, err := password(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	pw, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err == nil {
 		cl.db, err = c.logins.operator(ctx, ob.UID, cl.hosts(), pw)
 	}

@@ -203,7 +203,7 @@ var observedTenant = framework.NewPassValue[*tenantState]("tenant")
 func (c *TenantController) Declare(ctx *TenantContext) error {
 	t := ctx.Obj
 	newSecret := func(pw string) *corev1.Secret { return build.TenantPasswordSecret(t, pw) }
-	if err := ensurePasswordSecret(ctx, ctx.Client, ctx.Log, t.Namespace, t.Spec.RootPassword, newSecret); err != nil {
+	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
 		return err
 	}
 	st, err := c.observe(ctx)
@@ -251,7 +251,7 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
 func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, ob *Cluster) (*sql.DB, error) {
 	ob = ob.DeepCopy()
 	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := password(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
+	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +406,7 @@ func (c *TenantController) Finalize(ctx *TenantContext) (bool, error) {
 	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
 	if apierrors.IsNotFound(err) || err == nil && ob.DeletionTimestamp != nil {
 		ctx.Log.Info("The cluster is gone; nothing to drop", "cluster", t.Spec.Cluster)
-		return true, deleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+		return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
 	}
 	if err != nil {
 		return false, err
@@ -419,7 +419,7 @@ func (c *TenantController) Finalize(ctx *TenantContext) (bool, error) {
 	if !done || err != nil {
 		return false, err
 	}
-	return true, deleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
 }
 
 // setupTenantWebhooks registers the OBTenant's defaulting and validating

@@ -134,7 +134,7 @@ func (c *TenantController) setRootPassword(ctx *TenantContext) (bool, error) {
 		return false, err
 	}
 	t := ctx.Obj
-	pw, err := password(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+	pw, err := framework.ReadPassword(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
 	if err != nil {
 		return false, err
 	}

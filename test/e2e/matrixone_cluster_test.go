@@ -44,6 +44,8 @@ type moCluster struct {
 	image string
 	// next is the id of the next row the writer inserts.
 	next int
+	// rootPassword is root's, read once from the generated Secret.
+	rootPassword string
 }
 
 // The sets' names.
@@ -187,11 +189,13 @@ func (m *moCluster) rollCNs(t *testing.T) {
 // underWrites runs action while a client inserts rows through the proxy,
 // one after another, then checks that every acknowledged row is there. A
 // write that failed may still have been applied; only acknowledged ones
-// are required.
+// are required. The action starts once a write went through, and the
+// writes go on until a few more went through after it: the cluster must
+// serve again.
 func (m *moCluster) underWrites(t *testing.T, action func()) {
 	var mu sync.Mutex
 	var acked []int
-	failed := 0
+	var failures []string
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -209,19 +213,37 @@ func (m *moCluster) underWrites(t *testing.T, action func()) {
 			if err == nil {
 				acked = append(acked, id)
 			} else {
-				failed++
+				failures = append(failures, err.Error())
 			}
 			mu.Unlock()
 		}
 	}()
+	ackedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked)
+	}
+	eventually(t, time.Minute, "a first write acknowledged", func(context.Context) error {
+		if ackedCount() == 0 {
+			return fmt.Errorf("no write acknowledged yet")
+		}
+		return nil
+	})
+	stopWriter := sync.OnceFunc(func() { close(stop); <-done })
+	defer stopWriter()
 	start := time.Now()
 	action()
-	time.Sleep(3 * time.Second) // a few writes after the action too
-	close(stop)
-	<-done
-	t.Logf("%d writes acknowledged, %d failed, in %s", len(acked), failed, time.Since(start).Round(time.Second))
-	if len(acked) == 0 {
-		t.Fatal("no write acknowledged")
+	after := ackedCount()
+	eventually(t, 3*time.Minute, "writes acknowledged after the action", func(context.Context) error {
+		if n := ackedCount() - after; n < 3 {
+			return fmt.Errorf("%d writes acknowledged after the action", n)
+		}
+		return nil
+	})
+	stopWriter()
+	t.Logf("%d writes acknowledged, %d failed, in %s", len(acked), len(failures), time.Since(start).Round(time.Second))
+	if len(failures) > 0 {
+		t.Logf("the first failure: %s", failures[0])
 	}
 	var out string
 	eventually(t, time.Minute, "reading the rows back", func(context.Context) error {
@@ -247,7 +269,20 @@ func (m *moCluster) underWrites(t *testing.T, action func()) {
 }
 
 func (m *moCluster) sql(query string) (string, error) {
-	return moSQL(m.ns, fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), query)
+	return moSQL(m.ns, fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), m.password(), query)
+}
+
+// password is root's, from the Secret the LogSet generated.
+func (m *moCluster) password() string {
+	m.t.Helper()
+	if m.rootPassword == "" {
+		s, err := env.client.CoreV1().Secrets(m.ns).Get(context.Background(), moClusterLog+"-root", metav1.GetOptions{})
+		if err != nil {
+			m.t.Fatalf("root's password: %v", err)
+		}
+		m.rootPassword = string(s.Data["password"])
+	}
+	return m.rootPassword
 }
 
 func (m *moCluster) get(name string, obj client.Object) {

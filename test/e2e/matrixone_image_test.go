@@ -344,14 +344,14 @@ func (m *moTrial) view(ctx context.Context) (hakeeper.View, error) {
 // trySQL runs a statement through the proxy as root (MatrixOne's default
 // password: the controllers will generate one).
 func (m *moTrial) trySQL(query string) (string, error) {
-	return moSQL(m.ns, fmt.Sprintf("mo-proxy-0.mo-proxy.%s.svc:%d", m.ns, build.SQLPort), query)
+	return moSQL(m.ns, fmt.Sprintf("mo-proxy-0.mo-proxy.%s.svc:%d", m.ns, build.SQLPort), "111", query)
 }
 
 // moSQL runs a statement on MatrixOne at server (host:port) as root, with
-// MatrixOne's default password, from the client pod of ns.
-func moSQL(ns, server, query string) (string, error) {
+// password, from the client pod of ns.
+func moSQL(ns, server, password, query string) (string, error) {
 	out, err := kubectl("exec", "-n", ns, "client", "--", "/smoke", "sql",
-		"--server", server, "--user", "root", "--password", "111", query)
+		"--server", server, "--user", "root", "--password", password, query)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w: %s", query, err, strings.TrimSpace(out))
 	}

@@ -1,13 +1,19 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // DefaultStorageSize is each store's volume unless spec.storage.size says.
 const DefaultStorageSize = "1Gi"
+
+// DefaultDrainTimeout is a CNSet's spec.drainTimeout unless it says.
+const DefaultDrainTimeout = 5 * time.Minute
 
 // DefaultLogSet applies the LogSet's defaults in memory, for objects the
 // schema has not defaulted (the controller calls it every pass; the webhook
@@ -22,6 +28,9 @@ func DefaultLogSet(l *LogSet) {
 	}
 	if s.LogShards == 0 {
 		s.LogShards = 1
+	}
+	if s.RootPassword == "" && l.Name != "" {
+		s.RootPassword = l.RootPasswordSecret()
 	}
 	defaultPodSet(&s.PodSetSpec)
 	defaultStorage(&s.Storage)
@@ -38,6 +47,9 @@ func DefaultCNSet(c *CNSet) {
 	if c.Spec.Replicas == nil {
 		one := int32(1)
 		c.Spec.Replicas = &one
+	}
+	if c.Spec.DrainTimeout == nil {
+		c.Spec.DrainTimeout = &metav1.Duration{Duration: DefaultDrainTimeout}
 	}
 	if c.Spec.ProxyEnabled == nil {
 		yes := true

@@ -81,6 +81,29 @@ type LogSetSpec struct {
 	// no table data there but MatrixOne configures it on every role.
 	// +required
 	SharedStorage SharedStorage `json:"sharedStorage"`
+
+	// rootPassword names the Secret, in the LogSet's namespace, whose key
+	// "password" is the password of root, the sys account's
+	// administrator: the first CN sets it when it bootstraps the catalog,
+	// and the operator logs in with it to drain CNs. Steward generates the
+	// Secret, with a random password, when none has this name; it keeps
+	// it when the LogSet is deleted unless storage.reclaimPolicy is
+	// Delete, like the data it opens. Default "<name>-root"; immutable
+	// (MatrixOne reads it only at its first bootstrap: change the password
+	// with ALTER USER, then the Secret).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rootPassword is immutable: MatrixOne read it at its bootstrap"
+	RootPassword string `json:"rootPassword,omitempty"`
+}
+
+// RootPasswordSecret is the name of the Secret of root's password
+// (spec.rootPassword, or its default).
+func (l *LogSet) RootPasswordSecret() string {
+	if l.Spec.RootPassword != "" {
+		return l.Spec.RootPassword
+	}
+	return l.Name + "-root"
 }
 
 // LogSetStatus is the observed state of a log service.

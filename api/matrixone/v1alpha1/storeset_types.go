@@ -15,6 +15,24 @@ const (
 	ReasonWaitingForTN = "WaitingForTN"
 	// ReasonStoresServing: the set's stores are up (Available=True).
 	ReasonStoresServing = "StoresServing"
+	// ReasonDraining: CNs that leave the set (scale-in) or restart are
+	// draining: the proxy moves their sessions to the other CNs.
+	ReasonDraining = "Draining"
+)
+
+// Reasons of the Events the store set controllers record, next to
+// EventStoreRestarted.
+const (
+	// EventDraining: a CN was set draining before it leaves or restarts.
+	EventDraining = "Draining"
+	// EventDrained: a draining CN holds no session any more.
+	EventDrained = "Drained"
+	// EventDrainTimedOut: a CN still held sessions at spec.drainTimeout
+	// and leaves or restarts anyway; those sessions are cut.
+	EventDrainTimedOut = "DrainTimedOut"
+	// EventUndrained: a CN HAKeeper had as draining, which the set keeps
+	// (after its restart, or a scale-in undone), was set working again.
+	EventUndrained = "Undrained"
 )
 
 // TNSetSpec is the desired state of MatrixOne's transaction node: one TN
@@ -67,6 +85,15 @@ type CNSetSpec struct {
 	// true; can change (restarts the CNs).
 	// +optional
 	ProxyEnabled *bool `json:"proxyEnabled,omitempty"`
+
+	// drainTimeout bounds a CN's drain before it leaves the set or
+	// restarts: the CN is set draining, the proxy moves its sessions to
+	// the other CNs between two statements, and it goes when it holds no
+	// session, or at this timeout with the sessions it still holds (an
+	// event says how many). Default 5m; can change.
+	// +optional
+	// +kubebuilder:default="5m"
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
 	// The CNs' image, resources, configuration and placement.
 	PodSetSpec `json:",inline"`

@@ -5,6 +5,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -78,6 +79,11 @@ func (in *CNSetSpec) DeepCopyInto(out *CNSetSpec) {
 	if in.ProxyEnabled != nil {
 		in, out := &in.ProxyEnabled, &out.ProxyEnabled
 		*out = new(bool)
+		**out = **in
+	}
+	if in.DrainTimeout != nil {
+		in, out := &in.DrainTimeout, &out.DrainTimeout
+		*out = new(v1.Duration)
 		**out = **in
 	}
 	in.PodSetSpec.DeepCopyInto(&out.PodSetSpec)

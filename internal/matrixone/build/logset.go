@@ -23,7 +23,20 @@ const (
 	// ComponentLogConfig: the log stores' configuration template
 	// ConfigMaps.
 	ComponentLogConfig = "log-config"
+	// ComponentCredentials: the generated Secret of root's password.
+	ComponentCredentials = "credentials"
 )
+
+// RootPasswordSecret returns the Secret of root's password the LogSet
+// generates when spec.rootPassword names none. It has no owner: under the
+// Retain policy it outlives the LogSet, like the data it opens.
+func RootPasswordSecret(l *mov1.LogSet, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.RootPasswordSecret(), Labels: Labels(l.Name, ComponentCredentials)},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{PasswordKey: password},
+	}
+}
 
 // LogTemplateFile is the log stores' template in their ConfigMap.
 const LogTemplateFile = "log.toml"

@@ -22,6 +22,14 @@ const (
 	ComponentProxy = "proxy"
 )
 
+// EnvDefaultPassword is the environment variable MatrixOne takes root's
+// password from when it bootstraps the catalog; PasswordKey is its key in
+// the LogSet's rootPassword Secret.
+const (
+	EnvDefaultPassword = "DEFAULT_PASSWORD"
+	PasswordKey        = "password"
+)
+
 // StoreSet is a TNSet, CNSet or ProxySet as its builders take it: what
 // the three kinds share, read from each kind's spec by its controller.
 type StoreSet struct {
@@ -137,6 +145,13 @@ func (s StoreSet) StatefulSet(configMap string) *appsv1.StatefulSet {
 		instance: s.Name, component: s.Component(), spec: s.Pods, shared: s.Log.Spec.SharedStorage,
 		configMap: configMap, file: s.TemplateFile(), ports: ports, readyPort: ports[0].Name,
 	})
+	if s.Role == RoleCN {
+		// The CN that bootstraps the catalog sets root's password from
+		// it; later starts ignore it.
+		c := &tmpl.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: EnvDefaultPassword, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Log.RootPasswordSecret()}, Key: PasswordKey}}})
+	}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: Labels(s.Name, s.Component())},
 		Spec: appsv1.StatefulSetSpec{

@@ -1,0 +1,329 @@
+package matrixone
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/mosql"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// A CN leaves its set (scale-in) or restarts only after a drain: the
+// controller sets it Draining in HAKeeper (mo_ctl), the proxies stop
+// sending it new sessions and move its sessions, between two statements,
+// to Working CNs, and when it holds none (or at spec.drainTimeout) the
+// StatefulSet may remove it, or the controller restart it. The drain is
+// recorded on the pod, so that it survives an operator restart, and goes
+// with the pod: a restarted CN starts undrained, and the controller sets
+// it Working again in HAKeeper, which remembers the work state of a store
+// that comes back soon.
+const (
+	// AnnotationDrainStarted is when the controller set the pod's CN
+	// draining (RFC 3339).
+	AnnotationDrainStarted = "matrixone.steward.dev/drain-started"
+	// AnnotationDrained is when the drain ended (RFC 3339): the CN held no
+	// session, or the timeout passed. The pod may go.
+	AnnotationDrained = "matrixone.steward.dev/drained"
+)
+
+// drainOf is the pod's drain as its annotations record it: started is
+// zero when the pod is not draining.
+func drainOf(p *corev1.Pod) (started time.Time, done bool) {
+	started, _ = time.Parse(time.RFC3339, p.Annotations[AnnotationDrainStarted])
+	_, done = p.Annotations[AnnotationDrained]
+	return started, done
+}
+
+// leaving returns the pods above the spec's replicas, by ordinal: they
+// leave the set once drained.
+func (st *storeState) leaving() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
+		if ordinal >= int(st.set.Replicas) {
+			out = append(out, st.pods[ordinal])
+		}
+	}
+	return out
+}
+
+// keptReplicas is the StatefulSet's replicas: the spec's, or while a
+// leaving CN has not drained, enough to keep every pod (the StatefulSet
+// removes the highest ordinals first).
+func (st *storeState) keptReplicas() int32 {
+	leaving := st.leaving()
+	for _, p := range leaving {
+		if _, done := drainOf(p); !done {
+			last := leaving[len(leaving)-1]
+			ordinal, _ := strconv.Atoi(last.Name[len(st.set.Name)+1:])
+			return int32(ordinal + 1)
+		}
+	}
+	return st.set.Replicas
+}
+
+// workState is HAKeeper's work state of the CN of pod; "" when unknown.
+func (st *storeState) workState(pod string) string {
+	return st.store(pod).WorkState
+}
+
+// serving returns a CN the controller may send its statements to and the
+// proxies may move sessions to: ready, kept by the set, not draining, and
+// Working to HAKeeper. nil when there is none.
+func (st *storeState) serving() *corev1.Pod {
+	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
+		p := st.pods[ordinal]
+		if started, _ := drainOf(p); ordinal >= int(st.set.Replicas) || !started.IsZero() || !workload.IsReady(p) {
+			continue
+		}
+		if s := st.store(p.Name); s.State == mov1.StoreUp && s.WorkState == wire.WorkStateWorking {
+			return p
+		}
+	}
+	return nil
+}
+
+// observeDrains returns the next step of the CNs' drains, in this order:
+// set Working again the CNs the set keeps that HAKeeper has draining (a
+// restarted CN, a scale-in undone); start, confirm and end the drains of
+// the leaving CNs; drain the next CN to restart, then restart it (a set of
+// one CN restarts it undrained: no other CN could take its sessions).
+func (c *StoreSetController[T]) observeDrains(ctx *framework.Context[T], st *storeState) (framework.Action[T], error) {
+	if a := c.undrain(st); a != nil {
+		return a, nil
+	}
+	timeout := c.k.drainTimeout(ctx.Obj)
+	if leaving := st.leaving(); len(leaving) > 0 {
+		return c.drainStep(ctx, st, leaving, timeout)
+	}
+	stale := st.stale()
+	if len(stale) == 0 {
+		return nil, nil
+	}
+	pod := stale[0]
+	if started, _ := drainOf(pod); started.IsZero() {
+		if why := st.restartBlocked(); why != "" && st.set.Replicas > 1 {
+			ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
+			return nil, nil
+		}
+	}
+	if st.set.Replicas > 1 {
+		if a, err := c.drainStep(ctx, st, []*corev1.Pod{pod}, timeout); a != nil || err != nil {
+			return a, err
+		}
+		if _, done := drainOf(pod); !done {
+			return nil, nil
+		}
+	}
+	return c.restart(st, pod), nil
+}
+
+// undrain returns an action that sets Working the CNs the set keeps and
+// HAKeeper has Draining or Drained, clearing their pods' drain; nil when
+// there are none. A CN to restart that is draining stays so.
+func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
+	var restarting string
+	if stale := st.stale(); len(stale) > 0 {
+		restarting = stale[0].Name
+	}
+	var pods []*corev1.Pod
+	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
+		p := st.pods[ordinal]
+		if ordinal >= int(st.set.Replicas) || p.Name == restarting || !workload.IsReady(p) {
+			continue
+		}
+		started, _ := drainOf(p)
+		s := st.store(p.Name)
+		if !started.IsZero() || s.State == mov1.StoreUp && (s.WorkState == wire.WorkStateDraining || s.WorkState == wire.WorkStateDrained) {
+			pods = append(pods, p)
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	return framework.Named("UndrainCN", func(ctx *framework.Context[T]) error {
+		for _, p := range pods {
+			// Through the CN itself: it is up, and mo_ctl goes to HAKeeper.
+			if err := c.setWorkState(ctx, st, p, p, mosql.Working); err != nil {
+				return err
+			}
+			if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained); err != nil {
+				return err
+			}
+			ctx.Log.Info("Set a CN working again", "pod", p.Name)
+			ctx.Event(corev1.EventTypeNormal, mov1.EventUndrained, "Set %s working again: the set keeps it", p.Name)
+		}
+		return nil
+	})
+}
+
+// drainStep returns the next step of the drain of pods: start it, have
+// HAKeeper record it, end it when the CNs hold no session or at timeout;
+// nil while they drain, or when they all drained.
+func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeState, pods []*corev1.Pod,
+	timeout time.Duration) (framework.Action[T], error) {
+	var start []*corev1.Pod
+	for _, p := range pods {
+		if started, _ := drainOf(p); started.IsZero() {
+			start = append(start, p)
+		}
+	}
+	via := st.serving()
+	if len(start) > 0 {
+		return c.startDrain(st, start, via), nil
+	}
+	for _, p := range pods {
+		started, done := drainOf(p)
+		if done {
+			continue
+		}
+		ws := st.workState(p.Name)
+		since := st.now.Sub(started)
+		switch {
+		case via == nil && st.set.Replicas == 0:
+			return c.endDrain(p, "no CN is left to take its sessions", corev1.EventTypeNormal), nil
+		case since >= timeout:
+			why := fmt.Sprintf("the drain did not end within %s (spec.drainTimeout): sessions it still held are cut", timeout)
+			return c.endDrain(p, why, corev1.EventTypeWarning), nil
+		case via == nil:
+			setDraining(ctx, fmt.Sprintf("%s drains: no other CN is serving to take its sessions (%s of %s)", p.Name, since.Round(time.Second), timeout))
+			return nil, nil
+		case ws != wire.WorkStateDraining && ws != wire.WorkStateDrained:
+			// Not recorded yet (HAKeeper's view lags), or the statement
+			// was lost: mo_ctl again, as often as the view says so.
+			if since > c.opts.DrainSettle {
+				return c.startDrain(st, []*corev1.Pod{p}, via), nil
+			}
+			setDraining(ctx, fmt.Sprintf("%s drains: HAKeeper does not say Draining yet", p.Name))
+			return nil, nil
+		}
+		n, err := c.sessions(ctx, st, via, p)
+		if err != nil {
+			setDraining(ctx, fmt.Sprintf("%s drains; counting its sessions failed: %v", p.Name, err))
+			return nil, nil
+		}
+		if n > 0 || since < c.opts.DrainSettle {
+			setDraining(ctx, fmt.Sprintf("%s drains: %d sessions after %s (timeout %s)", p.Name, n, since.Round(time.Second), timeout))
+			return nil, nil
+		}
+		return c.endDrain(p, "it holds no session", corev1.EventTypeNormal), nil
+	}
+	return nil, nil
+}
+
+func setDraining[T framework.Object](ctx *framework.Context[T], message string) {
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonDraining, message)
+	ctx.SetReady(false, mov1.ReasonDraining, message)
+}
+
+// startDrain records the drain's start on each pod, then sets its CN
+// Draining through the CN via (through itself when there is none).
+func (c *StoreSetController[T]) startDrain(st *storeState, pods []*corev1.Pod, via *corev1.Pod) framework.Action[T] {
+	return framework.Named("DrainCN", func(ctx *framework.Context[T]) error {
+		for _, p := range pods {
+			if started, _ := drainOf(p); started.IsZero() {
+				now := map[string]string{AnnotationDrainStarted: st.now.UTC().Format(time.RFC3339)}
+				if err := annotate(ctx, ctx.Client, p, now); err != nil {
+					return err
+				}
+				ctx.Log.Info("Draining a CN", "pod", p.Name)
+				ctx.Event(corev1.EventTypeNormal, mov1.EventDraining, "Draining %s: its sessions move to the other CNs", p.Name)
+			}
+			through := via
+			if through == nil {
+				through = p
+			}
+			if err := c.setWorkState(ctx, st, through, p, mosql.Draining); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// endDrain records the end of pod's drain: it may go.
+func (c *StoreSetController[T]) endDrain(pod *corev1.Pod, why, eventType string) framework.Action[T] {
+	return framework.Named("EndDrain", func(ctx *framework.Context[T]) error {
+		done := map[string]string{AnnotationDrained: time.Now().UTC().Format(time.RFC3339)}
+		if err := annotate(ctx, ctx.Client, pod, done); err != nil {
+			return err
+		}
+		reason := mov1.EventDrained
+		if eventType == corev1.EventTypeWarning {
+			reason = mov1.EventDrainTimedOut
+		}
+		ctx.Log.Info("A CN's drain ended", "pod", pod.Name, "why", why)
+		ctx.Event(eventType, reason, "%s drained: %s", pod.Name, why)
+		return nil
+	})
+}
+
+// restart deletes pod: the StatefulSet re-creates it on the latest
+// revision.
+func (c *StoreSetController[T]) restart(st *storeState, pod *corev1.Pod) framework.Action[T] {
+	return framework.Named("RestartStore", func(ctx *framework.Context[T]) error {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+		}
+		ctx.Log.Info("Restarting a store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
+		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting %s onto revision %s", pod.Name, st.sts.Status.UpdateRevision)
+		return nil
+	})
+}
+
+// target is the CN via as the admin reaches it: its pod's SQL address,
+// as root with the LogSet's password.
+func (c *StoreSetController[T]) target(ctx *framework.Context[T], st *storeState, via *corev1.Pod) (mosql.Target, error) {
+	password, err := framework.ReadPassword(ctx, ctx.Reader, st.set.Namespace, st.set.Log.RootPasswordSecret())
+	if err != nil {
+		return mosql.Target{}, err
+	}
+	return mosql.Target{Addr: net.JoinHostPort(via.Status.PodIP, strconv.Itoa(build.SQLPort)), Password: password}, nil
+}
+
+func (c *StoreSetController[T]) setWorkState(ctx *framework.Context[T], st *storeState, via, pod *corev1.Pod, state mosql.WorkState) error {
+	t, err := c.target(ctx, st, via)
+	if err != nil {
+		return err
+	}
+	return c.opts.Admin.SetWorkState(ctx, t, wire.StoreID(st.set.Namespace, pod.Name), state)
+}
+
+func (c *StoreSetController[T]) sessions(ctx *framework.Context[T], st *storeState, via, pod *corev1.Pod) (int, error) {
+	t, err := c.target(ctx, st, via)
+	if err != nil {
+		return 0, err
+	}
+	return c.opts.Admin.Sessions(ctx, t, wire.StoreID(st.set.Namespace, pod.Name))
+}
+
+// annotate sets the annotations set on pod and removes those named
+// remove, in one merge patch.
+func annotate(ctx context.Context, c client.Client, pod *corev1.Pod, set map[string]string, remove ...string) error {
+	p := pod.DeepCopy()
+	base := client.MergeFrom(pod)
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	maps.Copy(p.Annotations, set)
+	for _, k := range remove {
+		delete(p.Annotations, k)
+	}
+	if err := c.Patch(ctx, p, base); err != nil {
+		return fmt.Errorf("annotate pod %s: %w", pod.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package matrixone_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/matrixone"
+	"github.com/stewardhq/steward/internal/matrixone/mosql"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// fakeAdmin stands in for MatrixOne's SQL in envtests, where no CN runs:
+// a work state set goes into the test's view of HAKeeper, as HAKeeper
+// would record it, and each CN holds the sessions the test says.
+type fakeAdmin struct {
+	mu       sync.Mutex
+	view     *hakeeperView
+	sessions map[string]int // by store UUID
+	password string         // the password of every call
+	calls    []string
+}
+
+func (a *fakeAdmin) SetWorkState(_ context.Context, t mosql.Target, uuid string, state mosql.WorkState) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.password = t.Password
+	a.calls = append(a.calls, fmt.Sprintf("%s:%d", uuid, state))
+	if a.view == nil {
+		return fmt.Errorf("no HAKeeper")
+	}
+	for i := range a.view.CNStores {
+		if a.view.CNStores[i].UUID == uuid {
+			a.view.CNStores[i].WorkState = map[mosql.WorkState]string{mosql.Working: wire.WorkStateWorking, mosql.Draining: wire.WorkStateDraining}[state]
+		}
+	}
+	a.view.publish()
+	return nil
+}
+
+func (a *fakeAdmin) Sessions(_ context.Context, t mosql.Target, uuid string) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.password = t.Password
+	return a.sessions[uuid], nil
+}
+
+func (a *fakeAdmin) setSessions(uuid string, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sessions[uuid] = n
+}
+
+func (a *fakeAdmin) setView(v *hakeeperView) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.view = v
+}
+
+// workState is the CN's work state in the view, read under the lock.
+func (a *fakeAdmin) workState(uuid string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.view.CNStores {
+		if s.UUID == uuid {
+			return s.WorkState
+		}
+	}
+	return ""
+}
+
+func (a *fakeAdmin) lastPassword() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.password
+}
+
+// readyCNs runs a LogSet, a TN and the CNSet "cn" of replicas CNs (spec
+// changed by edit), and waits until the CNSet is Ready.
+func readyCNs(t *testing.T, replicas int32, timeout time.Duration) (client.Client, string, *fakeAdmin, *hakeeperView) {
+	t.Helper()
+	admin := &fakeAdmin{sessions: map[string]int{}}
+	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.Admin = admin; o.DrainSettle = time.Second })
+	view := readyLogSet(t, c, ns, probe)
+	tn := &mov1.TNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tn"}, Spec: mov1.TNSetSpec{LogSet: "log"}}
+	cn := &mov1.CNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cn"},
+		Spec: mov1.CNSetSpec{LogSet: "log", Replicas: ptr.To(replicas), DrainTimeout: &metav1.Duration{Duration: timeout}}}
+	for _, obj := range []client.Object{tn, cn} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tnSts := &appsv1.StatefulSet{}
+	eventually(t, "the TN's StatefulSet", func() (bool, string) { return get(t, c, ns, "tn", tnSts), "not yet" })
+	runPods(t, c, tnSts, "t1")
+	view.TNStores = []wire.TNStore{{UUID: wire.StoreID(ns, "tn-0"), State: wire.StoreUp}}
+	view.publish()
+	cnSts := &appsv1.StatefulSet{}
+	eventually(t, "the CNs' StatefulSet", func() (bool, string) { return get(t, c, ns, "cn", cnSts), "not yet" })
+	runPods(t, c, cnSts, "c1")
+	for i := range int(replicas) {
+		view.CNStores = append(view.CNStores, wire.CNStore{UUID: wire.StoreID(ns, fmt.Sprintf("cn-%d", i)),
+			State: wire.StoreUp, WorkState: wire.WorkStateWorking})
+	}
+	view.publish()
+	admin.setView(view)
+	eventually(t, "the CNSet Ready", func() (bool, string) {
+		got := condition(get2(t, c, ns, "cn", &mov1.CNSet{}), framework.ConditionReady)
+		return strings.HasPrefix(got, "True"), got
+	})
+	return c, ns, admin, view
+}
+
+// scaleCNs sets the CNSet's replicas.
+func scaleCNs(t *testing.T, c client.Client, ns string, replicas int32) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cn := get2(t, c, ns, "cn", &mov1.CNSet{})
+		cn.Spec.Replicas = ptr.To(replicas)
+		return c.Update(t.Context(), cn)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stsReplicas(t *testing.T, c client.Client, ns string) int32 {
+	return *get2(t, c, ns, "cn", &appsv1.StatefulSet{}).Spec.Replicas
+}
+
+func TestCNScaleInDrainsFirst(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 3, time.Hour)
+	cn1, cn2 := wire.StoreID(ns, "cn-1"), wire.StoreID(ns, "cn-2")
+	admin.setSessions(cn1, 1)
+	admin.setSessions(cn2, 2)
+	scaleCNs(t, c, ns, 1)
+
+	eventually(t, "cn-1 and cn-2 draining", func() (bool, string) {
+		return admin.workState(cn1) == wire.WorkStateDraining && admin.workState(cn2) == wire.WorkStateDraining,
+			admin.workState(cn1) + " " + admin.workState(cn2)
+	})
+	for _, name := range []string{"cn-1", "cn-2"} {
+		pod := get2(t, c, ns, name, &corev1.Pod{})
+		if pod.Annotations[matrixone.AnnotationDrainStarted] == "" {
+			t.Errorf("%s has no drain start: %v", name, pod.Annotations)
+		}
+	}
+	root := get2(t, c, ns, "log-root", &corev1.Secret{})
+	if got := admin.lastPassword(); got == "" || got != string(root.Data["password"]) {
+		t.Errorf("the admin logged in with %q, not root's generated password", got)
+	}
+	eventually(t, "the CNSet Draining, saying how many sessions remain", func() (bool, string) {
+		got := condition(get2(t, c, ns, "cn", &mov1.CNSet{}), commonv1.ConditionProgressing)
+		return strings.Contains(got, mov1.ReasonDraining) && strings.Contains(got, "sessions"), got
+	})
+
+	// cn-1 holds no session any more: it is drained, but the StatefulSet
+	// keeps every pod while cn-2 drains (it removes the highest first).
+	admin.setSessions(cn1, 0)
+	eventually(t, "cn-1 drained", func() (bool, string) {
+		pod := get2(t, c, ns, "cn-1", &corev1.Pod{})
+		return pod.Annotations[matrixone.AnnotationDrained] != "", fmt.Sprint(pod.Annotations)
+	})
+	time.Sleep(2 * time.Second)
+	if got := stsReplicas(t, c, ns); got != 3 {
+		t.Fatalf("the StatefulSet has %d replicas while cn-2 holds sessions", got)
+	}
+
+	admin.setSessions(cn2, 0)
+	eventually(t, "the StatefulSet scaled in to 1", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		return got == 1, fmt.Sprint(got)
+	})
+	if ws := admin.workState(wire.StoreID(ns, "cn-0")); ws != wire.WorkStateWorking {
+		t.Errorf("the CN kept is %s", ws)
+	}
+}
+
+func TestCNDrainTimesOut(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, 3*time.Second)
+	admin.setSessions(wire.StoreID(ns, "cn-1"), 5)
+	scaleCNs(t, c, ns, 1)
+	eventually(t, "the StatefulSet scaled in at the timeout", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		cn := get2(t, c, ns, "cn", &mov1.CNSet{})
+		return got == 1, fmt.Sprint(got, " ", condition(cn, framework.ConditionSynced), "; ", condition(cn, commonv1.ConditionProgressing))
+	})
+	events := &corev1.EventList{}
+	if err := c.List(t.Context(), events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events.Items {
+		if e.Reason == mov1.EventDrainTimedOut && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "cn-1") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no DrainTimedOut warning about cn-1")
+	}
+}
+
+func TestCNScaleInUndoneSetsTheCNWorkingAgain(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	cn1 := wire.StoreID(ns, "cn-1")
+	admin.setSessions(cn1, 1)
+	scaleCNs(t, c, ns, 1)
+	eventually(t, "cn-1 draining", func() (bool, string) {
+		return admin.workState(cn1) == wire.WorkStateDraining, admin.workState(cn1)
+	})
+	scaleCNs(t, c, ns, 2)
+	eventually(t, "cn-1 working again, its drain cleared, the set Ready", func() (bool, string) {
+		pod := get2(t, c, ns, "cn-1", &corev1.Pod{})
+		ready := condition(get2(t, c, ns, "cn", &mov1.CNSet{}), framework.ConditionReady)
+		return admin.workState(cn1) == wire.WorkStateWorking && pod.Annotations[matrixone.AnnotationDrainStarted] == "" &&
+			strings.HasPrefix(ready, "True"), admin.workState(cn1) + " " + ready
+	})
+	if got := stsReplicas(t, c, ns); got != 2 {
+		t.Errorf("the StatefulSet has %d replicas", got)
+	}
+}
+
+func TestCNRestartDrainsFirst(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	old := get2(t, c, ns, "cn-0", &corev1.Pod{})
+	// A new revision: every pod is stale.
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cn-0 draining before its restart", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	time.Sleep(2 * time.Second)
+	if get2(t, c, ns, "cn-0", &corev1.Pod{}).UID != old.UID {
+		t.Fatal("cn-0 restarted while it held a session")
+	}
+	admin.setSessions(cn0, 0)
+	eventually(t, "cn-0 restarted once drained", func() (bool, string) {
+		p := &corev1.Pod{}
+		return !get(t, c, ns, "cn-0", p) || p.DeletionTimestamp != nil, "still there"
+	})
+	// The StatefulSet re-creates it on the new revision; HAKeeper still has
+	// its store Draining: the controller sets it Working.
+	runPod(t, c, sts, 0, "c2")
+	eventually(t, "the restarted cn-0 working again", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateWorking, admin.workState(cn0)
+	})
+}
