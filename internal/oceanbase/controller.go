@@ -288,4 +288,3 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	}
 	return true, nil
 }
-
