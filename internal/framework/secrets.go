@@ -19,7 +19,7 @@ const PasswordKey = "password"
 // changes an existing Secret: the system holds the password (or its
 // digest) from its first start. newSecret should give the Secret no owner,
 // so that under a Retain policy it outlives its object like the data it
-// opens, and label it with a component DeleteGeneratedSecret recognises.
+// opens, and label it with a component DeleteGeneratedSecret recognizes.
 //
 // The existence check reads c (the manager's cache, which holds only
 // Steward's Secrets), then live (the API server) for a user's Secret of

@@ -97,15 +97,6 @@ type LogSetSpec struct {
 	RootPassword string `json:"rootPassword,omitempty"`
 }
 
-// RootPasswordSecret is the name of the Secret of root's password
-// (spec.rootPassword, or its default).
-func (l *LogSet) RootPasswordSecret() string {
-	if l.Spec.RootPassword != "" {
-		return l.Spec.RootPassword
-	}
-	return l.Name + "-root"
-}
-
 // LogSetStatus is the observed state of a log service.
 type LogSetStatus struct {
 	// conditions (Ready, Available, Progressing, Synced, and the
@@ -236,3 +227,12 @@ func (l *LogSet) StatusCore() *commonv1.StatusCore { return &l.Status.StatusCore
 
 // IsPaused reports spec.paused (framework.Pausable).
 func (l *LogSet) IsPaused() bool { return l.Spec.Paused }
+
+// RootPasswordSecret is the name of the Secret of root's password
+// (spec.rootPassword, or its default).
+func (l *LogSet) RootPasswordSecret() string {
+	if l.Spec.RootPassword != "" {
+		return l.Spec.RootPassword
+	}
+	return l.Name + "-root"
+}

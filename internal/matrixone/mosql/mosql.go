@@ -17,9 +17,9 @@ const User = "root"
 type WorkState int
 
 const (
-	// Working: the proxy sends new sessions to the CN.
+	// Working means the proxy sends new sessions to the CN.
 	Working WorkState = 1
-	// Draining: the proxy sends no new sessions and moves the CN's
+	// Draining means the proxy sends no new sessions and moves the CN's
 	// sessions to Working CNs, each between two statements.
 	Draining WorkState = 2
 )
