@@ -30,12 +30,16 @@ import (
 // acknowledged write is there after each. About 2.6 GiB of memory limits.
 func moClusterSpec(t *testing.T, in specInput) {
 	installOperator(t)
-	m := &moCluster{scenario: newScenario(t, "moc", "matrixone", "mo", "cn"), image: in.image(t, "matrixone")}
+	// The scenario's object is the CNSet: patch scales it, and the dump
+	// shows it whole.
+	m := &moCluster{scenario: newScenario(t, "moc", "cnset", moClusterCN, "cn"), image: in.image(t, "matrixone")}
 	m.runSteps(t, m.dumpState, []step{
 		{"create the sets together", m.create},
 		{"the TN pod killed under writes", m.killTN},
 		{"a CN pod killed under writes", m.killCN},
 		{"a CN configuration change rolled under writes", m.rollCNs},
+		{"CNs scaled 2 to 3 to 1 under writes, sessions keeping their variables", m.scaleCNs},
+		{"the operator killed in the middle of a CN drain", m.operatorKilledMidDrain},
 	})
 }
 
@@ -337,3 +341,179 @@ func (m *moCluster) deletePod(name string) {
 
 // podUID is the UID of the pod name, "" when there is none.
 func (m *moCluster) podUID(name string) types.UID { return livePodUID(m.ns, name) }
+
+// scaleCNs scales the CNs out to 3, opens sessions through the proxy that
+// set a variable and read it every 2 s, then scales in to 1 under writes:
+// the two leaving CNs drain, the proxy moves their sessions to the CN that
+// stays, and every session still reads its variable, never broken.
+func (m *moCluster) scaleCNs(t *testing.T) {
+	m.patch(`{"spec":{"replicas":3}}`)
+	m.waitCNs(3)
+	const sessions, reads = 3, 60
+	type result struct {
+		out string
+		err error
+	}
+	results := make(chan result, sessions)
+	for i := range sessions {
+		go func() {
+			statements := []string{fmt.Sprintf("set @v = %d", 100+i)}
+			for range reads {
+				statements = append(statements, "pause 2s", "select @v")
+			}
+			out, err := m.session(statements)
+			results <- result{out, err}
+		}()
+	}
+	time.Sleep(8 * time.Second) // the sessions connected and set their variable
+	onLeaving := m.sessionsOn(t, moClusterCN+"-1", moClusterCN+"-2")
+	if onLeaving == 0 {
+		t.Fatal("no session on the CNs that leave: the drain would move nothing")
+	}
+	m.underWrites(t, func() {
+		m.patch(`{"spec":{"replicas":1}}`)
+		m.waitCNs(1)
+	})
+	if len(results) > 0 {
+		t.Fatal("a session ended before the scale-in did: it proves nothing")
+	}
+	for range sessions {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("a session broke: %v", r.err)
+			continue
+		}
+		lines := strings.Fields(r.out)
+		if len(lines) != reads {
+			t.Errorf("a session read %d values, not %d", len(lines), reads)
+		}
+		for _, l := range lines {
+			if l != lines[0] {
+				t.Errorf("a session's variable changed from %s to %s", lines[0], l)
+				break
+			}
+		}
+	}
+	m.expectDrained(t, moClusterCN+"-1", moClusterCN+"-2")
+}
+
+// operatorKilledMidDrain scales the CNs in from 2 to 1 under writes and
+// kills the leading operator replica as soon as cn-1's drain started
+// (the drain lasts DrainSettle, 15 s, at least): the operator that takes
+// over finds the drain on the pod and finishes it.
+func (m *moCluster) operatorKilledMidDrain(t *testing.T) {
+	m.patch(`{"spec":{"replicas":2}}`)
+	m.waitCNs(2)
+	leaving := moClusterCN + "-1"
+	m.underWrites(t, func() {
+		m.patch(`{"spec":{"replicas":1}}`)
+		var started time.Time
+		eventually(t, time.Minute, leaving+" draining", func(ctx context.Context) error {
+			p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, leaving, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if started, err = time.Parse(time.RFC3339, p.Annotations["matrixone.steward.dev/drain-started"]); err != nil {
+				return fmt.Errorf("no drain yet: %v", p.Annotations)
+			}
+			return nil
+		})
+		identity, pod := leaseHolder(t)
+		if pod == "" {
+			t.Fatalf("no operator replica leads (Lease holder %q)", identity)
+		}
+		if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		operatorKilled = true
+		t.Logf("Killed the operator %s %s after the drain started", pod, time.Since(started).Round(time.Second))
+		m.waitCNs(1)
+	})
+	m.expectDrained(t, leaving)
+}
+
+// waitCNs waits until the CNSet is Ready with n CNs, and only n pods.
+func (m *moCluster) waitCNs(n int) {
+	m.t.Helper()
+	start := time.Now()
+	eventually(m.t, 5*time.Minute, fmt.Sprintf("the CNSet Ready with %d CNs", n), func(ctx context.Context) error {
+		cn := &mov1.CNSet{}
+		if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: moClusterCN}, cn); err != nil {
+			return err
+		}
+		if err := settled(cn.Generation, &cn.Status.StatusCore); err != nil {
+			return err
+		}
+		pods, err := env.client.CoreV1().Pods(m.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=cn"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != n || int(cn.Status.ReadyReplicas) != n {
+			return fmt.Errorf("%d pods, %d ready", len(pods.Items), cn.Status.ReadyReplicas)
+		}
+		return nil
+	})
+	m.t.Logf("The CNSet Ready with %d CNs after %s", n, time.Since(start).Round(time.Second))
+}
+
+// session runs statements on one connection through the proxy (the smoke
+// client's sql-session) and returns what it printed.
+func (m *moCluster) session(statements []string) (string, error) {
+	args := []string{"exec", "-n", m.ns, "client", "--", "/smoke", "sql-session", "--timeout", "10m",
+		"--server", fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), "--user", "root", "--password", m.password()}
+	out, err := kubectl(append(args, statements...)...)
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// sessionsOn counts the client sessions the CNs of pods hold, from
+// processlist(), and logs every CN's.
+func (m *moCluster) sessionsOn(t *testing.T, pods ...string) int {
+	t.Helper()
+	out, err := m.sql("select node_id, count(*) from processlist() p group by node_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Sessions by CN:\n%s", out)
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			continue
+		}
+		for _, pod := range pods {
+			if fields[0] == wire.StoreID(m.ns, pod) {
+				count, _ := strconv.Atoi(fields[1])
+				n += count
+			}
+		}
+	}
+	return n
+}
+
+// expectDrained checks the CNSet's events: each of pods drained before it
+// went, none at the timeout.
+func (m *moCluster) expectDrained(t *testing.T, pods ...string) {
+	t.Helper()
+	events, err := env.client.CoreV1().Events(m.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		found := false
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name != moClusterCN || !strings.HasPrefix(e.Message, pod+" drained") {
+				continue
+			}
+			if e.Reason != mov1.EventDrained {
+				t.Errorf("%s: %s %s", pod, e.Reason, e.Message)
+			}
+			found = true
+		}
+		if !found {
+			t.Errorf("no event says %s drained", pod)
+		}
+	}
+}

@@ -21,13 +21,13 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|obsim-knobs JSON")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|sql-session STATEMENT...|obsim-knobs JSON")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
 	addr := flags.String("listen", ":8080", "address serve listens on")
 	dataDir := flags.String("data", "/data", "volume serve writes to")
-	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck; GPSS gRPC address of gpss; observer address of sql and obsim-knobs")
+	zkServer := flags.String("server", "", "ZooKeeper connect string of zkwrite and zkcheck; GPSS gRPC address of gpss; MySQL server of sql and sql-session; observer of obsim-knobs")
 	user := flags.String("user", "root", "user of sql (user@tenant)")
 	password := flags.String("password", "", "password of sql")
 	zkRoot := flags.String("root", "/e2e", "parent znode of zkwrite and zkcheck")
@@ -65,6 +65,8 @@ func main() {
 		gpssJobs(ctx, *zkServer, flags.Args())
 	case "sql":
 		obSQL(ctx, *zkServer, *user, *password, flags.Arg(0))
+	case "sql-session":
+		sqlSession(ctx, *zkServer, *user, *password, flags.Args())
 	case "obsim-knobs":
 		obsimKnobs(ctx, *zkServer, flags.Arg(0))
 	default:

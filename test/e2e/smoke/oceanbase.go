@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -18,6 +19,38 @@ import (
 // (user@tenant), as a MySQL client would, and prints each row of its
 // answer on a line, the columns separated by tabs and NULL as NULL.
 func obSQL(ctx context.Context, server, user, password, query string) {
+	db := openSQL(server, user, password)
+	defer db.Close()
+	printRows(ctx, db, query)
+}
+
+// sqlSession runs statements one after another on one connection to the
+// MySQL server at server, printing each one's rows; a statement "pause D"
+// waits for the duration D instead. A MatrixOne proxy may move the
+// session to another CN between two statements: its variables must
+// follow it.
+func sqlSession(ctx context.Context, server, user, password string, statements []string) {
+	db := openSQL(server, user, password)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		fail("sql %s as %s: %v", server, user, err)
+	}
+	defer conn.Close()
+	for _, st := range statements {
+		if d, ok := strings.CutPrefix(st, "pause "); ok {
+			pause, err := time.ParseDuration(d)
+			if err != nil {
+				fail("%s: %v", st, err)
+			}
+			time.Sleep(pause)
+			continue
+		}
+		printRows(ctx, conn, st)
+	}
+}
+
+func openSQL(server, user, password string) *sql.DB {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", server
 	cfg.AllowNativePasswords = true
@@ -25,11 +58,17 @@ func obSQL(ctx context.Context, server, user, password, query string) {
 	if err != nil {
 		fail("sql: %v", err)
 	}
-	db := sql.OpenDB(conn)
-	defer db.Close()
+	return sql.OpenDB(conn)
+}
+
+// printRows prints each row of query's answer on a line, the columns
+// separated by tabs and NULL as NULL.
+func printRows(ctx context.Context, db interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, query string) {
 	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
-		fail("sql %s as %s: %v", server, user, err)
+		fail("sql %q: %v", query, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
