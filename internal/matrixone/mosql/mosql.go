@@ -64,11 +64,14 @@ func (c Client) SetWorkState(ctx context.Context, t Target, uuid string, state W
 	})
 }
 
-// Sessions counts the rows of processlist() whose node_id is uuid.
+// Sessions counts the rows of processlist() whose node_id is uuid, but
+// for the task service's: MatrixOne's task runners connect to every CN
+// as SQL clients of database mo_task, for the CN's life, and never move.
 func (c Client) Sessions(ctx context.Context, t Target, uuid string) (int, error) {
 	var n int
 	err := c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
-		if err := db.QueryRowContext(ctx, "select count(*) from processlist() p where p.node_id = ?", uuid).Scan(&n); err != nil {
+		const query = "select count(*) from processlist() p where p.node_id = ? and (p.db is null or p.db <> 'mo_task')"
+		if err := db.QueryRowContext(ctx, query, uuid).Scan(&n); err != nil {
 			return fmt.Errorf("count the sessions of CN %s: %w", uuid, err)
 		}
 		return nil
