@@ -15,9 +15,9 @@ import (
 
 // The controllers' RBAC, on top of the framework's (docs/design/framework.md).
 //
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets;tnsets;cnsets;proxysets,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/status;tnsets/status;cnsets/status;proxysets/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=logsets/finalizers;tnsets/finalizers;cnsets/finalizers;proxysets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=matrixoneclusters;logsets;tnsets;cnsets;proxysets,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=matrixoneclusters/status;logsets/status;tnsets/status;cnsets/status;proxysets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=matrixoneclusters/finalizers;logsets/finalizers;tnsets/finalizers;cnsets/finalizers;proxysets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
@@ -105,6 +105,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		NewTNSetController(opts).setup,
 		NewCNSetController(opts).setup,
 		NewProxySetController(opts).setup,
+		func(mgr ctrl.Manager) error { return setupClusters(mgr, NewClusterController(), opts.withDefaults()) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

@@ -19,6 +19,7 @@ import (
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
@@ -62,6 +63,14 @@ func (a *fakeAdmin) setSessions(uuid string, n int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sessions[uuid] = n
+}
+
+// edit changes the view under the lock and publishes it.
+func (a *fakeAdmin) edit(f func(v *hakeeper.View)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f(&a.view.View)
+	a.view.publish()
 }
 
 func (a *fakeAdmin) setView(v *hakeeperView) {

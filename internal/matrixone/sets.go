@@ -21,12 +21,18 @@ import (
 
 // What every MatrixOne set's controller shares.
 
-// validatePodSet checks what every set's pods share: the image reference,
-// the user's TOML for role (build.CheckUser: it parses, and sets no key the
-// operator owns, each refused with its reason), and each resource request
-// within its limit (Kubernetes would reject the pods).
+// validatePodSet checks what every set's pods share: the image reference
+// and the role's pods (validateRole).
 func validatePodSet(spec *field.Path, role build.Role, s *mov1.PodSetSpec) field.ErrorList {
-	errs := standard.ValidateImage(spec.Child("image"), s.Image)
+	return append(standard.ValidateImage(spec.Child("image"), s.Image), validateRole(spec, role, &s.RoleSpec)...)
+}
+
+// validateRole checks a role's pods: the user's TOML for role
+// (build.CheckUser: it parses, and sets no key the operator owns, each
+// refused with its reason), and each resource request within its limit
+// (Kubernetes would reject the pods).
+func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.ErrorList {
+	var errs field.ErrorList
 	for _, err := range build.CheckUser(role, s.Config) {
 		errs = append(errs, field.Invalid(spec.Child("config"), "", err.Error()))
 	}

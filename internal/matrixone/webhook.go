@@ -12,12 +12,14 @@ import (
 	"github.com/stewardhq/steward/internal/matrixone/build"
 )
 
-// The admission webhooks of the MatrixOne sets. The CRDs' schemas default
+// The admission webhooks of the MatrixOne cluster and sets. The CRDs' schemas default
 // and check what a schema can; the webhooks add Default, Validate (the
 // image, the user's TOML, the resources) and the API server's validation
 // of the children a spec makes (RenderChildren). The controllers apply the
 // same Default and Validate on every pass, so they are safe without them.
 //
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-matrixonecluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=matrixoneclusters,verbs=create;update,versions=v1alpha1,name=mmatrixonecluster.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-matrixonecluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=matrixoneclusters,verbs=create;update,versions=v1alpha1,name=vmatrixonecluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-logset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=logsets,verbs=create;update,versions=v1alpha1,name=mlogset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-logset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=logsets,verbs=create;update,versions=v1alpha1,name=vlogset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-tnset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=tnsets,verbs=create;update,versions=v1alpha1,name=mtnset.steward.dev,admissionReviewVersions=v1
@@ -36,6 +38,7 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 		func() error { return framework.SetupWebhooks[*mov1.TNSet](mgr, NewTNSetController(Options{})) },
 		func() error { return framework.SetupWebhooks[*mov1.CNSet](mgr, NewCNSetController(Options{})) },
 		func() error { return framework.SetupWebhooks[*mov1.ProxySet](mgr, NewProxySetController(Options{})) },
+		func() error { return framework.SetupWebhooks[*Cluster](mgr, NewClusterController()) },
 	} {
 		if err := setup(); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

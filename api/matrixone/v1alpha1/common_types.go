@@ -30,6 +30,19 @@ type PodSetSpec struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
+	// The pods' resources, configuration and placement.
+	RoleSpec `json:",inline"`
+
+	// paused stops the controller from acting on the set (its pods keep
+	// running). Default false; can change.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// RoleSpec is what every set says of its pods but the image: their
+// resources, configuration and placement. A MatrixOneCluster says it per
+// role.
+type RoleSpec struct {
 	// resources are the MatrixOne container's requests and limits. The
 	// memory limit sizes MatrixOne's caches and Go's soft memory limit
 	// (GOMEMLIMIT, four fifths of it): without one MatrixOne sizes its
@@ -53,11 +66,6 @@ type PodSetSpec struct {
 	// tolerations, topologySpreadConstraints and priorityClassName.
 	// Default: none but that spreading; can change (restarts the pods).
 	commonv1.PodPlacement `json:",inline"`
-
-	// paused stops the controller from acting on the set (its pods keep
-	// running). Default false; can change.
-	// +optional
-	Paused bool `json:"paused,omitempty"`
 }
 
 // SharedStorage is where MatrixOne keeps table data (its SHARED file

@@ -36,6 +36,14 @@ func DefaultLogSet(l *LogSet) {
 	defaultStorage(&s.Storage)
 }
 
+// DefaultMatrixOneCluster applies the cluster's own defaults in memory
+// (see DefaultLogSet); its sets default the rest.
+func DefaultMatrixOneCluster(c *MatrixOneCluster) {
+	if c.Spec.Image == "" {
+		c.Spec.Image = DefaultImage
+	}
+}
+
 // DefaultTNSet applies the TNSet's defaults in memory (see DefaultLogSet).
 func DefaultTNSet(t *TNSet) {
 	defaultPodSet(&t.Spec.PodSetSpec)

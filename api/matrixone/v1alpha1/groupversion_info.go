@@ -18,7 +18,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
+	s.AddKnownTypes(GroupVersion, &MatrixOneCluster{}, &MatrixOneClusterList{}, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
 		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

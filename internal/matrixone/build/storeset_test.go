@@ -14,7 +14,7 @@ import (
 func storeSet(role Role) StoreSet {
 	log := newLogSet()
 	log.Status.ServiceAddresses = LogServiceAddresses(log)
-	pods := &mov1.PodSetSpec{Image: mov1.DefaultImage, Config: "[log]\nlevel = \"info\"\n"}
+	pods := &mov1.PodSetSpec{Image: mov1.DefaultImage, RoleSpec: mov1.RoleSpec{Config: "[log]\nlevel = \"info\"\n"}}
 	s := StoreSet{Namespace: "db", Name: "mo-" + strings.ToLower(string(role)), Role: role, Replicas: 2, Pods: pods, Log: log,
 		Storage: &commonv1.StorageSpec{}, ServiceType: corev1.ServiceTypeClusterIP}
 	switch role {

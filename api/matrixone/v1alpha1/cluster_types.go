@@ -1,0 +1,247 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+)
+
+// Reasons of the MatrixOneCluster's conditions.
+const (
+	// ReasonSetsNotReady: a set the cluster made is not Ready (the message
+	// names the first, in the rollout order, and why).
+	ReasonSetsNotReady = "SetsNotReady"
+	// ReasonRollingOut: a change waits for the sets before it in the
+	// rollout order (log service, CN groups, TN, proxy) to be Ready.
+	ReasonRollingOut = "RollingOut"
+	// ReasonSetsReady: every set is Ready at its generation.
+	ReasonSetsReady = "SetsReady"
+)
+
+// MatrixOneClusterSpec is a whole MatrixOne cluster: a log service, a TN,
+// groups of CNs and a proxy, made as a LogSet, a TNSet, CNSets and a
+// ProxySet that the cluster owns. A change reaches the sets one at a
+// time, in the order log service, CN groups (their CNs drain before they
+// restart), TN, proxy: each when the sets before it are Ready.
+type MatrixOneClusterSpec struct {
+	// image is every role's MatrixOne image (images/matrixone). Default
+	// "localhost/matrixone:1.2.4"; can change (rolls out in order).
+	// +optional
+	// +kubebuilder:default="localhost/matrixone:1.2.4"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// imagePullPolicy is every pod's image pull policy. Default: unset
+	// (Kubernetes' default); can change.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// sharedStorage is the cluster's shared storage (table data); see
+	// LogSet. Required; immutable.
+	// +required
+	SharedStorage SharedStorage `json:"sharedStorage"`
+
+	// rootPassword names the Secret of root's password (key "password"),
+	// generated when absent; see LogSet. Default "<name>-log-root";
+	// immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rootPassword is immutable: MatrixOne read it at its bootstrap"
+	RootPassword string `json:"rootPassword,omitempty"`
+
+	// logService is the log service (LogSet "<name>-log").
+	// +optional
+	// +kubebuilder:default={}
+	LogService LogServiceSpec `json:"logService,omitempty"`
+
+	// tn is the transaction node (TNSet "<name>-tn").
+	// +optional
+	// +kubebuilder:default={}
+	TN TNSpec `json:"tn,omitempty"`
+
+	// cnGroups are the groups of CNs (a CNSet "<name>-<group>" each),
+	// rolled out in their order here. At least one; a group removed is
+	// scaled to zero (its CNs drain) and then deleted.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	CNGroups []CNGroupSpec `json:"cnGroups"`
+
+	// proxy is the proxies (ProxySet "<name>-proxy") clients connect to;
+	// status.sqlAddress is theirs.
+	// +optional
+	// +kubebuilder:default={}
+	Proxy ProxySpec `json:"proxy,omitempty"`
+
+	// paused stops the controller from acting on the cluster (the sets
+	// keep running as they are). Default false; can change.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// LogServiceSpec is a MatrixOneCluster's log service; the fields are the
+// LogSet's.
+type LogServiceSpec struct {
+	// replicas is the number of log stores. Default 3; immutable.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logService.replicas is immutable"
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// shardReplicas is the number of replicas of each log shard. Default:
+	// replicas, at most 3; immutable.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logService.shardReplicas is immutable"
+	ShardReplicas int32 `json:"shardReplicas,omitempty"`
+
+	// logShards is the number of log shards. Default 1; immutable.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logService.logShards is immutable"
+	LogShards int32 `json:"logShards,omitempty"`
+
+	// The log stores' resources, configuration and placement.
+	RoleSpec `json:",inline"`
+
+	// storage is each log store's volume. Default: 1Gi, retained.
+	// +optional
+	// +kubebuilder:default={}
+	Storage commonv1.StorageSpec `json:"storage,omitempty"`
+}
+
+// TNSpec is a MatrixOneCluster's TN.
+type TNSpec struct {
+	// The TN's resources, configuration and placement.
+	RoleSpec `json:",inline"`
+
+	// storage is the TN's volume. Default: 1Gi, retained.
+	// +optional
+	// +kubebuilder:default={}
+	Storage commonv1.StorageSpec `json:"storage,omitempty"`
+}
+
+// CNGroupSpec is a group of CNs of a MatrixOneCluster.
+type CNGroupSpec struct {
+	// name names the group: its CNSet is "<cluster>-<name>". Required; a
+	// DNS label.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// replicas is the number of CNs. Default 1; 0 to 64; can change
+	// (leaving CNs drain first).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// drainTimeout bounds a CN's drain (see CNSet). Default 5m.
+	// +optional
+	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
+
+	// The CNs' resources, configuration and placement.
+	RoleSpec `json:",inline"`
+
+	// storage is each CN's volume. Default: 1Gi, retained.
+	// +optional
+	// +kubebuilder:default={}
+	Storage commonv1.StorageSpec `json:"storage,omitempty"`
+}
+
+// ProxySpec is a MatrixOneCluster's proxies.
+type ProxySpec struct {
+	// replicas is the number of proxies. Default 1; 1 to 16.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// The proxies' resources, configuration and placement.
+	RoleSpec `json:",inline"`
+
+	// serviceType is the SQL Service's type. Default ClusterIP.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+// SetStatus is one set of a MatrixOneCluster as the cluster saw it.
+type SetStatus struct {
+	// kind is the set's kind (LogSet, TNSet, CNSet, ProxySet).
+	Kind string `json:"kind"`
+	// name is the set's name.
+	Name string `json:"name"`
+	// ready is the set's Ready condition at its generation.
+	Ready bool `json:"ready"`
+	// reason is the set's Ready reason when it is not ready, or why the
+	// cluster has not passed the set its change yet.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// MatrixOneClusterStatus is the observed state of a MatrixOneCluster.
+type MatrixOneClusterStatus struct {
+	// conditions (Ready, Progressing, Synced, and the framework's),
+	// observedGeneration, and operation.
+	commonv1.StatusCore `json:",inline"`
+
+	// sets are the cluster's sets in rollout order.
+	// +optional
+	// +listType=atomic
+	Sets []SetStatus `json:"sets,omitempty"`
+
+	// sqlAddress is where clients connect: the proxies' Service.
+	// +optional
+	SQLAddress string `json:"sqlAddress,omitempty"`
+
+	// rootPasswordSecret names the Secret of root's password.
+	// +optional
+	RootPasswordSecret string `json:"rootPasswordSecret,omitempty"`
+}
+
+// MatrixOneCluster is a whole MatrixOne cluster made of the sets it owns.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mo,categories={steward,matrixone}
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="SQL",type=string,JSONPath=`.status.sqlAddress`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MatrixOneCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired cluster; sharedStorage and cnGroups are required.
+	Spec MatrixOneClusterSpec `json:"spec"`
+	// status is the observed cluster.
+	// +optional
+	Status MatrixOneClusterStatus `json:"status,omitempty"`
+}
+
+// MatrixOneClusterList is a list of MatrixOneClusters.
+//
+// +kubebuilder:object:root=true
+type MatrixOneClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MatrixOneCluster `json:"items"`
+}
+
+// StatusCore returns the status the framework owns (framework.Object).
+func (c *MatrixOneCluster) StatusCore() *commonv1.StatusCore { return &c.Status.StatusCore }
+
+// IsPaused reports spec.paused (framework.Pausable).
+func (c *MatrixOneCluster) IsPaused() bool { return c.Spec.Paused }
