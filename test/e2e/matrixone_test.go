@@ -28,7 +28,7 @@ const moLogSetName = "mo-log"
 func init() {
 	registerSystem(systems.MatrixOne, systemSpec{
 		addToScheme: mov1.AddToScheme,
-		specs:       []spec{{"log service", moLogSetSpec}, {"cluster", moClusterSpec}},
+		specs:       []spec{{"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}},
 	})
 }
 

@@ -1,0 +1,235 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+)
+
+// moUmbrellaSpec runs a MatrixOneCluster on real MatrixOne: one object
+// making the log service, the TN, a group of two CNs and the proxy (named
+// as the cluster spec's sets, so its writer and checks serve here too),
+// Ready and serving SQL with the generated root password; a configuration
+// change to every role at once, rolled in the order log service, CNs, TN,
+// proxy under writes; then deletion with the volumes retained and
+// re-creation, which finds every acknowledged row. About 2.6 GiB of
+// memory limits.
+func moUmbrellaSpec(t *testing.T, in specInput) {
+	installOperator(t)
+	m := &moCluster{scenario: newScenario(t, "mou", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
+	u := &moUmbrella{moCluster: m}
+	m.runSteps(t, m.dumpState, []step{
+		{"create", u.create},
+		{"a configuration change rolled in order under writes", u.rollInOrder},
+		{"delete with retained volumes and re-create", u.recreate},
+	})
+}
+
+type moUmbrella struct {
+	*moCluster
+}
+
+func (u *moUmbrella) manifest(level string) string {
+	config := fmt.Sprintf("    config: |\n      [log]\n      level = %q\n      [observability]\n      disableTrace = true\n      disableMetric = true\n", level)
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: MatrixOneCluster
+metadata: {name: mo, namespace: %[1]s}
+spec:
+  image: %[2]s
+  imagePullPolicy: Never
+  sharedStorage: {fileSystem: {claimName: mo-shared}}
+  logService:
+    replicas: 1
+    resources: {limits: {memory: 384Mi}}
+    storage: {size: 256Mi}
+%[3]s  tn:
+    resources: {limits: {memory: 768Mi}}
+    storage: {size: 512Mi}
+%[3]s  cnGroups:
+  - name: cn
+    replicas: 2
+    resources: {limits: {memory: 640Mi}}
+    storage: {size: 256Mi}
+%[3]s  proxy:
+    resources: {limits: {memory: 192Mi}}
+%[3]s`, u.ns, u.image, config)
+}
+
+func (u *moUmbrella) get() *mov1.MatrixOneCluster {
+	u.t.Helper()
+	mc := &mov1.MatrixOneCluster{}
+	u.getInto(mc)
+	return mc
+}
+
+func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
+	u.t.Helper()
+	mc := &mov1.MatrixOneCluster{}
+	eventually(u.t, timeout, "the MatrixOneCluster Ready", func(context.Context) error {
+		u.getInto(mc)
+		return settled(mc.Generation, &mc.Status.StatusCore)
+	})
+	return mc
+}
+
+func (u *moUmbrella) create(t *testing.T) {
+	if _, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	u.startClient()
+	mc := u.waitReady(6 * time.Minute)
+	t.Logf("Ready after %s: SQL at %s, root's password in Secret %s", time.Since(start).Round(time.Second),
+		mc.Status.SQLAddress, mc.Status.RootPasswordSecret)
+	if mc.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, u.ns) || mc.Status.RootPasswordSecret != moClusterLog+"-root" {
+		t.Errorf("status %+v", mc.Status)
+	}
+	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
+		_, err := u.sql("create database if not exists e2e")
+		return err
+	})
+	if _, err := u.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rollInOrder changes every role's configuration at once, under writes;
+// the pods restart in the order log store, CNs, TN, proxy: each role's
+// first new pod is created after the previous role's last.
+func (u *moUmbrella) rollInOrder(t *testing.T) {
+	before := u.podUIDs(t)
+	u.underWrites(t, func() {
+		if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		eventually(t, 10*time.Minute, "every pod restarted and the cluster Ready", func(ctx context.Context) error {
+			now := u.podUIDs(t)
+			for pod, uid := range before {
+				if now[pod] == uid {
+					return fmt.Errorf("%s not restarted", pod)
+				}
+			}
+			mc := &mov1.MatrixOneCluster{}
+			u.getInto(mc)
+			return settled(mc.Generation, &mc.Status.StatusCore)
+		})
+	})
+	created := map[string][2]time.Time{} // by role: first and last pod created
+	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		role := p.Labels["app.kubernetes.io/component"]
+		at := p.CreationTimestamp.Time
+		span, ok := created[role]
+		if !ok || at.Before(span[0]) {
+			span[0] = at
+		}
+		if !ok || at.After(span[1]) {
+			span[1] = at
+		}
+		created[role] = span
+	}
+	order := []string{"log", "cn", "tn", "proxy"}
+	var line []string
+	for _, role := range order {
+		line = append(line, fmt.Sprintf("%s %s..%s", role, created[role][0].Format("15:04:05"), created[role][1].Format("15:04:05")))
+	}
+	t.Logf("Pods created: %s", strings.Join(line, ", "))
+	for i := 1; i < len(order); i++ {
+		if prev, next := created[order[i-1]][1], created[order[i]][0]; !next.After(prev) {
+			t.Errorf("%s's first pod (%s) was created before %s's last (%s)", order[i], next.Format(time.TimeOnly), order[i-1], prev.Format(time.TimeOnly))
+		}
+	}
+}
+
+// recreate deletes the cluster (the default reclaim policy, Retain, keeps
+// the volumes and the generated password), re-creates it, and finds every
+// row written so far.
+func (u *moUmbrella) recreate(t *testing.T) {
+	out, err := u.sql("select count(*) from e2e.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.TrimSpace(out)
+	if out, err := kubectl("delete", "matrixonecluster", "mo", "-n", u.ns, "--wait=true", "--timeout=3m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	eventually(t, 3*time.Minute, "every MatrixOne pod gone", func(ctx context.Context) error {
+		pods, err := env.client.CoreV1().Pods(u.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left", len(pods.Items))
+		}
+		return nil
+	})
+	claims, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range claims.Items {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	want := []string{"data-mo-cn-0", "data-mo-cn-1", "data-mo-log-0", "data-mo-tn-0", "mo-shared"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("claims after the deletion: %v, want %v", names, want)
+	}
+	if _, err := env.client.CoreV1().Secrets(u.ns).Get(context.Background(), moClusterLog+"-root", metav1.GetOptions{}); err != nil {
+		t.Fatalf("root's password Secret after the deletion: %v", err)
+	}
+	start := time.Now()
+	if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	u.waitReady(6 * time.Minute)
+	var after string
+	eventually(t, 2*time.Minute, "the rows read back", func(context.Context) error {
+		out, err := u.sql("select count(*) from e2e.t")
+		after = strings.TrimSpace(out)
+		return err
+	})
+	t.Logf("Re-created and Ready after %s; %s rows before the deletion, %s after", time.Since(start).Round(time.Second), rows, after)
+	if n, _ := strconv.Atoi(rows); n == 0 || after != rows {
+		t.Errorf("%s rows after the re-creation, %s before", after, rows)
+	}
+}
+
+// podUIDs are the UIDs of the cluster's pods, by name.
+func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
+	t.Helper()
+	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = string(p.UID)
+		}
+	}
+	return out
+}
