@@ -160,6 +160,10 @@ func TestClusterRollsOutInOrder(t *testing.T) {
 	eventually(t, "the CNs' change passed", func() (bool, string) {
 		return get2(t, c, ns, "mo-a", &mov1.CNSet{}).Spec.Config == debug, "not yet"
 	})
+	// The CNs' StatefulSet has not even computed its new revision (its
+	// controller is played below): the CNSet is not Ready, and the TN
+	// waits.
+	time.Sleep(2 * time.Second)
 	if get2(t, c, ns, "mo-tn", &mov1.TNSet{}).Spec.Config == debug {
 		t.Fatal("the TN got its change with the CNs")
 	}
@@ -197,6 +201,11 @@ func TestClusterRetiresARemovedGroup(t *testing.T) {
 		sts := get2(t, c, ns, "mo-b", &appsv1.StatefulSet{})
 		return *sts.Spec.Replicas == 0, fmt.Sprint(*sts.Spec.Replicas)
 	})
+	sts := get2(t, c, ns, "mo-b", &appsv1.StatefulSet{})
+	sts.Status.ObservedGeneration, sts.Status.Replicas, sts.Status.ReadyReplicas = sts.Generation, 0, 0
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mo-b-0"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -158,6 +158,9 @@ func (st *logState) notReady(l *LogSet) (reason, message string) {
 			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", pod, s)
 		}
 	}
+	if why := revisionPending(st.sts); why != "" {
+		return commonv1.ReasonRestarting, why
+	}
 	if stale := st.stale(); len(stale) > 0 {
 		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",
 			len(stale), st.sts.Status.UpdateRevision, stale[0].Name)

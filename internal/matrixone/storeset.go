@@ -312,6 +312,9 @@ func (st *storeState) notReady() (reason, message string) {
 	if leaving := st.leaving(); len(leaving) > 0 {
 		return mov1.ReasonDraining, fmt.Sprintf("%d CNs leave the set once drained, first %s", len(leaving), leaving[0].Name)
 	}
+	if why := revisionPending(st.sts); why != "" {
+		return commonv1.ReasonRestarting, why
+	}
 	if stale := st.stale(); len(stale) > 0 {
 		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",
 			len(stale), st.sts.Status.UpdateRevision, stale[0].Name)

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The MatrixOne demo (make demo-matrixone): on the local cluster, with
+# Steward installed running MatrixOne (a preview system), the sample
+# MatrixOneCluster on real MatrixOne: three log stores, a TN, two CNs and a
+# proxy. It waits until the cluster is Ready, then connects with a MySQL
+# client (Debian's, installed when missing) through a port-forward to the
+# proxy's Service, as root with the generated password, and writes and
+# reads a row. About 3.5 GiB of memory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kubectl=${KUBECTL:-.cache/localkube/bin/kubectl}
+ns=${NAMESPACE:-default}
+
+"$kubectl" -n "$ns" apply -f - <<'YAML'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: matrixone-shared}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 5Gi}}
+YAML
+"$kubectl" -n "$ns" apply -f config/samples/matrixone_v1alpha1_matrixonecluster.yaml
+"$kubectl" -n "$ns" wait matrixonecluster/matrixone --for=condition=Ready --timeout=10m
+"$kubectl" -n "$ns" get matrixonecluster,logset,tnset,cnset,proxyset,pods -o wide
+
+if ! command -v mysql >/dev/null; then
+	echo "Installing Debian's MySQL client"
+	apt-get install -y -qq default-mysql-client >/dev/null
+fi
+secret=$("$kubectl" -n "$ns" get matrixonecluster/matrixone -o jsonpath='{.status.rootPasswordSecret}')
+password=$("$kubectl" -n "$ns" get secret "$secret" -o jsonpath='{.data.password}' | base64 -d)
+"$kubectl" -n "$ns" port-forward service/matrixone-proxy 16001:6001 >/dev/null &
+forward=$!
+trap 'kill $forward 2>/dev/null || true' EXIT
+for _ in $(seq 30); do
+	if mysql -h 127.0.0.1 -P 16001 -u root -p"$password" -e 'select 1' >/dev/null 2>&1; then break; fi
+	sleep 1
+done
+echo; echo "SQL through the proxy (mysql -h 127.0.0.1 -P 16001 -u root, password in Secret $secret):"
+mysql -h 127.0.0.1 -P 16001 -u root -p"$password" -t -e "
+select version();
+create database if not exists demo;
+create table if not exists demo.greetings (at datetime, said varchar(64));
+insert into demo.greetings values (now(), 'hello from Steward');
+select * from demo.greetings;"
+echo
+echo "MatrixOne is Ready. Connect yourself with:"
+echo "  $kubectl -n $ns port-forward service/matrixone-proxy 16001:6001 &"
+echo "  mysql -h 127.0.0.1 -P 16001 -u root -p\"\$($kubectl -n $ns get secret $secret -o jsonpath='{.data.password}' | base64 -d)\""
