@@ -103,12 +103,12 @@ func (c *ClusterController) Declare(ctx *ClusterContext) error {
 	held := ""
 	readySoFar := true
 	for _, s := range order {
-		st, err := c.applyInOrder(ctx, s, readySoFar)
+		st, waits, err := c.applyInOrder(ctx, s, readySoFar)
 		if err != nil {
 			return err
 		}
-		if st.Reason != "" && held == "" && !st.Ready {
-			held = fmt.Sprintf("%s %s: %s", st.Kind, st.Name, st.Reason)
+		if waits && held == "" {
+			held = fmt.Sprintf("%s %s", st.Kind, st.Name)
 		}
 		readySoFar = readySoFar && st.Ready
 		mc.Status.Sets = append(mc.Status.Sets, st)
@@ -124,8 +124,9 @@ func (c *ClusterController) Declare(ctx *ClusterContext) error {
 
 // applyInOrder applies s when it is new, when its spec is the desired
 // one already, or when every set before it is Ready (readySoFar), and
-// returns its status; a change held back says so in the status' reason.
-func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar bool) (mov1.SetStatus, error) {
+// returns its status, and whether a change to it waits (its status' reason
+// says so).
+func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar bool) (_ mov1.SetStatus, waits bool, _ error) {
 	kind := kindOf(s.obj)
 	st := mov1.SetStatus{Kind: kind, Name: s.obj.GetName()}
 	live := s.obj.DeepCopyObject().(framework.Object)
@@ -133,15 +134,15 @@ func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar 
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return st, fmt.Errorf("get %s %s: %w", kind, s.obj.GetName(), err)
+		return st, false, fmt.Errorf("get %s %s: %w", kind, s.obj.GetName(), err)
 	case !readySoFar && !equality.Semantic.DeepEqual(s.spec(live), s.spec(s.obj)):
 		// Held back: the live set keeps its spec until the sets before
 		// it are Ready.
 		st.Reason = "its change waits for the sets before it to be Ready"
-		return st, nil
+		return st, true, nil
 	}
 	if err := ctx.Apply(s.obj, s.component); err != nil {
-		return st, err
+		return st, false, err
 	}
 	st.Ready, st.Reason = framework.IsReady(s.obj)
 	if !st.Ready {
@@ -149,7 +150,7 @@ func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar 
 			st.Reason += ": " + cond.Message
 		}
 	}
-	return st, nil
+	return st, false, nil
 }
 
 // retireGroups scales each CNSet of a group no longer in the spec to zero
@@ -197,7 +198,7 @@ func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
 		message := fmt.Sprintf("%s %s: %s", s.Kind, s.Name, s.Reason)
 		reason := mov1.ReasonSetsNotReady
 		if held != "" {
-			reason, message = mov1.ReasonRollingOut, message+"; held back: "+held
+			reason, message = mov1.ReasonRollingOut, message+"; the change to "+held+" waits for it"
 		}
 		if neverReady(ctx.Obj) {
 			reason = commonv1.ReasonCreating

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/stewardhq/steward/test/smokeimage"
 )
 
 // env is what every test of the suite shares.
@@ -95,27 +97,7 @@ func setup() error {
 	if env.client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "steward-e2e-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "smoke")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./smoke")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build smoke: %w: %s", err, out)
-	}
-	archive := filepath.Join(tmp, "smoke.tar")
-	if out, err := command(filepath.Join(env.binDir, "mkimage"), "--tag", smokeImage,
-		"--file", bin+":/smoke:0755", "--entrypoint", "/smoke", "--cmd", "serve",
-		"--user", "65532:65532", "--output", archive); err != nil {
-		return fmt.Errorf("mkimage: %w: %s", err, out)
-	}
-	if out, err := localkube("load-image", archive); err != nil {
-		return fmt.Errorf("load smoke image: %w: %s", err, out)
-	}
-	return nil
+	return smokeimage.Build(env.root, env.binDir, smokeImage)
 }
 
 func localkube(args ...string) (string, error) {

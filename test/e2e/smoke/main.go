@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|sql-session STATEMENT...|obsim-knobs JSON")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|sql-session STATEMENT...|sql-wait|obsim-knobs JSON")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
@@ -65,6 +65,8 @@ func main() {
 		gpssJobs(ctx, *zkServer, flags.Args())
 	case "sql":
 		obSQL(ctx, *zkServer, *user, *password, flags.Arg(0))
+	case "sql-wait":
+		sqlWait(ctx, *zkServer, *user, *password)
 	case "sql-session":
 		sqlSession(ctx, *zkServer, *user, *password, flags.Args())
 	case "obsim-knobs":

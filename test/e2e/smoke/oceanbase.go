@@ -50,6 +50,30 @@ func sqlSession(ctx context.Context, server, user, password string, statements [
 	}
 }
 
+// sqlWait asks the MySQL server at server "select 1" every 100 ms until it
+// answers, then prints "served" and the time it did (RFC 3339, in
+// nanoseconds): the benchmarks' probe of when SQL is served.
+func sqlWait(ctx context.Context, server, user, password string) {
+	db := openSQL(server, user, password)
+	defer db.Close()
+	db.SetMaxIdleConns(0) // a new connection, through the proxy, each time
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		var one int
+		err := db.QueryRowContext(attempt, "select 1").Scan(&one)
+		cancel()
+		if err == nil {
+			fmt.Println("served", time.Now().UTC().Format(time.RFC3339Nano))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			fail("sql-wait %s: %v", server, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func openSQL(server, user, password string) *sql.DB {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", server

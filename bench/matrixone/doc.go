@@ -1,0 +1,23 @@
+// Package matrixone benchmarks the MatrixOne system on a local cluster
+// with real MatrixOne (make bench; bench-setup installs Steward with
+// matrixone among its systems). Each cluster is one log store, a TN, a CN
+// and a proxy (about 2 GiB of memory limits); one runs at a time.
+//
+//   - BenchmarkCreate, in each of a few rounds: the same four roles started
+//     by hand — the StatefulSets, Services and configuration Steward's
+//     builders make, created directly, the CN once the TN's pod is ready
+//     (a CN started before any TN gives up after 30 s), no operator — and
+//     a MatrixOneCluster applied to Steward. For each it reports the time
+//     from the first create to the first "select 1" answered through the
+//     proxy (a probe pod asks every 100 ms, each time on a new
+//     connection), the ratio of Steward's to the hand's (the physical
+//     limit: the same pods, started as early as their dependencies allow),
+//     and the operator's API requests and writes per cluster beyond its
+//     idle baseline.
+//   - BenchmarkIdle holds a Ready cluster for a minute and counts the
+//     changes to it, its sets and their children (any writer), and the
+//     operator's writes beyond leader election: the target is zero.
+//
+// They print figures and assert nothing about time. Run them with
+// `make bench BENCH_PACKAGES=./bench/matrixone`.
+package matrixone
