@@ -67,13 +67,6 @@ spec:
 %[3]s`, u.ns, u.image, config)
 }
 
-func (u *moUmbrella) get() *mov1.MatrixOneCluster {
-	u.t.Helper()
-	mc := &mov1.MatrixOneCluster{}
-	u.getInto(mc)
-	return mc
-}
-
 func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
 	u.t.Helper()
 	mc := &mov1.MatrixOneCluster{}
@@ -121,7 +114,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 		if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		eventually(t, 10*time.Minute, "every pod restarted and the cluster Ready", func(ctx context.Context) error {
+		eventually(t, 10*time.Minute, "every pod restarted and the cluster Ready", func(context.Context) error {
 			now := u.podUIDs(t)
 			for pod, uid := range before {
 				if now[pod] == uid {
