@@ -26,8 +26,11 @@ import (
 // LogSet of one store, a TNSet, a CNSet of two and a ProxySet, created at
 // once (each waits for what it needs), then SQL through the proxy's
 // Service, with a client writing through it while the TN pod is killed,
-// a CN pod is killed, and the CNs' configuration is rolled; every
-// acknowledged write is there after each. About 2.6 GiB of memory limits.
+// the log pod is killed, a CN pod is killed, the CNs' configuration is
+// rolled (each CN drained first), the CNs are scaled 2 → 3 → 1 (sessions
+// keep their variables through the drain), and the operator is killed in
+// the middle of a drain; every acknowledged write is there after each.
+// About 2.6 GiB of memory limits (3.2 GiB with three CNs).
 func moClusterSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	// The scenario's object is the CNSet: patch scales it, and the dump
@@ -36,6 +39,7 @@ func moClusterSpec(t *testing.T, in specInput) {
 	m.runSteps(t, m.dumpState, []step{
 		{"create the sets together", m.create},
 		{"the TN pod killed under writes", m.killTN},
+		{"the log pod killed under writes", m.killLog},
 		{"a CN pod killed under writes", m.killCN},
 		{"a CN configuration change rolled under writes", m.rollCNs},
 		{"CNs scaled 2 to 3 to 1 under writes, sessions keeping their variables", m.scaleCNs},
@@ -154,6 +158,16 @@ func (m *moCluster) create(t *testing.T) {
 func (m *moCluster) killTN(t *testing.T) {
 	m.underWrites(t, func() {
 		m.deletePod(moClusterTN + "-0")
+		m.waitAllReady(4 * time.Minute)
+	})
+}
+
+// killLog deletes the log store's pod under writes: the cluster's one log
+// store (HAKeeper and the log shard) comes back on its volume as the same
+// store, and the writes go on.
+func (m *moCluster) killLog(t *testing.T) {
+	m.underWrites(t, func() {
+		m.deletePod(moClusterLog + "-0")
 		m.waitAllReady(4 * time.Minute)
 	})
 }
