@@ -258,8 +258,7 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 # The MatrixOne demo, beside make demo: its image builds MatrixOne from its
 # Go module (about 15 minutes on 2 cores the first time; cached after), so
 # make demo stays quick. It installs Steward with MatrixOne, a preview
-# system, added to the default ones.
-MATRIXONE_DEMO_SYSTEMS := zookeeper\,gpss\,oceanbase\,matrixone
+# system, added to the default ones (hack/demo-matrixone-values.yaml).
 
 .PHONY: demo-matrixone
 demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, create the sample MatrixOneCluster (real MatrixOne, about 3.5 GiB) and run SQL through its proxy with a MySQL client.
@@ -267,7 +266,7 @@ demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar
 	@installed=$$($(KUBECTL) -n steward-system get deployment/steward-controller-manager -o name 2>/dev/null || true); \
-	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone HELM_INSTALL_FLAGS="--set systems=$(MATRIXONE_DEMO_SYSTEMS)"; \
+	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone HELM_INSTALL_FLAGS="-f $(CURDIR)/hack/demo-matrixone-values.yaml"; \
 	if [ -n "$$installed" ]; then \
 		$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager; \
 		$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m; \

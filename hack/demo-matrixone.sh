@@ -25,6 +25,8 @@ YAML
 
 if ! command -v mysql >/dev/null; then
 	echo "Installing Debian's MySQL client"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
 	apt-get install -y -qq default-mysql-client >/dev/null
 fi
 secret=$("$kubectl" -n "$ns" get matrixonecluster/matrixone -o jsonpath='{.status.rootPasswordSecret}')
