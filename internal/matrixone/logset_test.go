@@ -265,10 +265,12 @@ func TestLogSetCreatesTheStoresAndIsReadyWhenHAKeeperRuns(t *testing.T) {
 	if !get(t, c, ns, sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name, cm) {
 		t.Fatal("no configuration ConfigMap")
 	}
-	l := logSet(t, c, ns)
-	if l.Status.Bootstrap == nil || len(l.Status.Bootstrap.InitialMembers) != 3 {
-		t.Fatalf("bootstrap not recorded: %+v", l.Status.Bootstrap)
-	}
+	// The pass that creates the StatefulSet patches the status after it.
+	l := &mov1.LogSet{}
+	testenv.Eventually(t, "the bootstrap recorded", func() (bool, string) {
+		l = logSet(t, c, ns)
+		return l.Status.Bootstrap != nil && len(l.Status.Bootstrap.InitialMembers) == 3, fmt.Sprintf("%+v", l.Status.Bootstrap)
+	})
 	for _, m := range l.Status.Bootstrap.InitialMembers {
 		if !strings.Contains(cm.Data[build.LogTemplateFile], m) {
 			t.Errorf("initial member %s is not in the template", m)
