@@ -89,13 +89,7 @@ spec:
 }
 
 func (m *moLogScenario) create(t *testing.T) {
-	if _, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSharedClaim(t, m.ns)
 	start := time.Now()
 	if out, err := kubectlStdin(m.manifest("info"), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -237,6 +231,19 @@ func (m *moLogScenario) recreate(t *testing.T) {
 		return nil
 	})
 	t.Logf("Shard 1 at term %d", l.Status.Shards[1].Term)
+}
+
+// createSharedClaim creates mo-shared, the ReadWriteMany claim every
+// MatrixOne spec's cluster uses as its shared storage.
+func createSharedClaim(t *testing.T, ns string) {
+	t.Helper()
+	if _, err := env.client.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitReady waits until the LogSet is Ready at its generation.

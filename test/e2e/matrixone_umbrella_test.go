@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -78,13 +76,7 @@ func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
 }
 
 func (u *moUmbrella) create(t *testing.T) {
-	if _, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Create(context.Background(), &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSharedClaim(t, u.ns)
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
