@@ -26,8 +26,7 @@ const PasswordKey = "password"
 // that name: a pass reads, and never writes, once the Secret exists.
 func EnsurePasswordSecret(ctx context.Context, c client.Client, live client.Reader, log logr.Logger,
 	newSecret func(password string) *corev1.Secret) error {
-	secret := newSecret(rand.Text())
-	key := client.ObjectKeyFromObject(secret)
+	key := client.ObjectKeyFromObject(newSecret(""))
 	err := c.Get(ctx, key, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		err = live.Get(ctx, key, &corev1.Secret{})
@@ -35,6 +34,7 @@ func EnsurePasswordSecret(ctx context.Context, c client.Client, live client.Read
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
+	secret := newSecret(rand.Text()) // a password only for a Secret to create
 	switch err := c.Create(ctx, secret); {
 	case apierrors.IsAlreadyExists(err):
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,20 +65,21 @@ func (st *storeState) leaving() []*corev1.Pod {
 // leaving CN has not drained, enough to keep every pod (the StatefulSet
 // removes the highest ordinals first).
 func (st *storeState) keptReplicas() int32 {
-	leaving := st.leaving()
-	for _, p := range leaving {
+	kept := st.set.Replicas
+	undrained := false
+	for ordinal, p := range st.pods {
+		if ordinal < int(st.set.Replicas) {
+			continue
+		}
+		kept = max(kept, int32(ordinal+1))
 		if _, done := drainOf(p); !done {
-			last := leaving[len(leaving)-1]
-			ordinal, _ := strconv.Atoi(last.Name[len(st.set.Name)+1:])
-			return int32(ordinal + 1)
+			undrained = true
 		}
 	}
-	return st.set.Replicas
-}
-
-// workState is HAKeeper's work state of the CN of pod; "" when unknown.
-func (st *storeState) workState(pod string) string {
-	return st.store(pod).WorkState
+	if !undrained {
+		return st.set.Replicas
+	}
+	return kept
 }
 
 // serving returns a CN the controller may send its statements to and the
@@ -190,7 +192,7 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 		if done {
 			continue
 		}
-		ws := st.workState(p.Name)
+		ws := st.store(p.Name).WorkState
 		since := st.now.Sub(started)
 		switch {
 		case via == nil && st.set.Replicas == 0:
@@ -287,7 +289,13 @@ func (c *StoreSetController[T]) restart(st *storeState, pod *corev1.Pod) framewo
 // target is the CN via as the admin reaches it: its pod's SQL address,
 // as root with the LogSet's password.
 func (c *StoreSetController[T]) target(ctx *framework.Context[T], st *storeState, via *corev1.Pod) (mosql.Target, error) {
-	password, err := framework.ReadPassword(ctx, ctx.Reader, st.set.Namespace, st.set.Log.RootPasswordSecret())
+	// The cache holds a generated Secret; a user's is read from the API
+	// server.
+	name := st.set.Log.RootPasswordSecret()
+	password, err := framework.ReadPassword(ctx, ctx.Client, st.set.Namespace, name)
+	if apierrors.IsNotFound(err) {
+		password, err = framework.ReadPassword(ctx, ctx.Reader, st.set.Namespace, name)
+	}
 	if err != nil {
 		return mosql.Target{}, err
 	}
