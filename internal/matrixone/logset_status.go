@@ -203,7 +203,7 @@ func neverReady(obj framework.Object) bool {
 // ordinal. None while the StatefulSet controller has not yet computed the
 // latest revision.
 func (st *logState) stale() []*corev1.Pod {
-	if st.sts == nil || st.sts.Status.ObservedGeneration < st.sts.Generation || st.sts.Status.UpdateRevision == "" {
+	if !workload.RevisionKnown(st.sts) {
 		return nil
 	}
 	leads := map[string]int{}

@@ -54,7 +54,7 @@ func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.Err
 // MatrixOneCluster pass the next set its change before this one
 // restarted: found by the e2e). Empty when it has.
 func revisionPending(sts *appsv1.StatefulSet) string {
-	if sts == nil || sts.Status.ObservedGeneration >= sts.Generation && sts.Status.UpdateRevision != "" {
+	if sts == nil || workload.RevisionKnown(sts) {
 		return ""
 	}
 	return fmt.Sprintf("the StatefulSet %s has not computed the revision of generation %d yet", sts.Name, sts.Generation)

@@ -358,7 +358,7 @@ func (st *storeState) setConditions(ctx interface {
 // stale returns the pods on an older revision, by ordinal; none while the
 // StatefulSet controller has not computed the latest revision.
 func (st *storeState) stale() []*corev1.Pod {
-	if st.sts == nil || st.sts.Status.ObservedGeneration < st.sts.Generation || st.sts.Status.UpdateRevision == "" {
+	if !workload.RevisionKnown(st.sts) {
 		return nil
 	}
 	var out []*corev1.Pod

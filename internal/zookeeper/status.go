@@ -257,7 +257,7 @@ func (e *ensemble) hasQuorum() bool {
 // revisionKnown reports whether the StatefulSet's controller has seen its
 // latest template, so that status.updateRevision names it.
 func (e *ensemble) revisionKnown() bool {
-	return e.sts != nil && e.sts.Status.ObservedGeneration >= e.sts.Generation && e.sts.Status.UpdateRevision != ""
+	return workload.RevisionKnown(e.sts)
 }
 
 // stale returns the servers whose pods run an older revision of the pod

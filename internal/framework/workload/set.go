@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -82,4 +83,11 @@ func Ordinal(name, prefix string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// RevisionKnown reports whether a StatefulSet's controller has seen its
+// latest pod template, so that status.updateRevision names it: until then
+// no pod can be told stale, and a set must not call itself up to date.
+func RevisionKnown(sts *appsv1.StatefulSet) bool {
+	return sts != nil && sts.Status.ObservedGeneration >= sts.Generation && sts.Status.UpdateRevision != ""
 }
