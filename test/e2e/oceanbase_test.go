@@ -344,6 +344,15 @@ func (o *obScenario) podDeleted(t *testing.T) {
 	ob := o.waitReady(3, time.Minute)
 	before := o.waitServers(3)
 	pod, addr := notRootService(ob)
+	// Ask the RootService's observer: through the client Service a query
+	// could go to the deleted pod and hang past the window in which
+	// OceanBase shows the server out of service (a CI run missed it so).
+	for _, s := range ob.Status.Servers {
+		if s.Address == ob.Status.RootService {
+			o.via = s.Pod
+		}
+	}
+	defer func() { o.via = "" }()
 	old, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
