@@ -116,6 +116,10 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 		return err
 	}
 	l.Status.ConfigRevision = name
+	stores, err := ensureStores(ctx)
+	if err != nil {
+		return err
+	}
 	sts := build.LogStatefulSet(l, name)
 	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
 		return err
@@ -124,12 +128,19 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 		return err
 	}
 	l.Status.ServiceAddresses = build.LogServiceAddresses(l)
-	st, err := c.observe(ctx, sts)
+	st, err := c.observe(ctx, sts, stores)
 	if err != nil {
 		return err
 	}
+	// From now on a store on a new volume starts only once HAKeeper
+	// confirms it is new (mo-agent's package identity).
+	if st.viewOK && st.view.Running() && stores[build.BootstrappedKey] == "" {
+		if err := recordStores(ctx, map[string]string{build.BootstrappedKey: "true"}); err != nil {
+			return err
+		}
+	}
 	st.setStatus(l)
-	st.setConditions(ctx)
+	st.replace = st.setConditions(ctx)
 	logObserved.Set(ctx, st)
 	return nil
 }
@@ -144,6 +155,9 @@ func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], 
 	st, ok := logObserved.Get(ctx)
 	if !ok { // Declare waits for the shared storage
 		return nil, nil
+	}
+	if st.replace != nil {
+		return st.replaceStore(*st.replace), nil
 	}
 	stale := st.stale()
 	if len(stale) == 0 {
@@ -180,8 +194,10 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, l.Namespace, l.RootPasswordSecret(), build.ComponentCredentials); err != nil {
 		return false, err
 	}
-	set := workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog), Volume: build.DataVolume}
-	return deleteClaims(ctx, set)
+	if err := deleteStores(ctx); err != nil {
+		return false, err
+	}
+	return deleteClaims(ctx, logSet(l))
 }
 
 func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }

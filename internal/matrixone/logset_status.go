@@ -41,18 +41,22 @@ type logState struct {
 	viewOK  bool
 	viewErr string
 	now     time.Time
+	// stores is the stores ConfigMap's data: the UUIDs of replaced stores
+	// by pod.
+	stores map[string]string
+	// replace is the failed store to replace in this pass, if any.
+	replace *downStore
 }
 
 // observe reads the stores' pods and asks their probes for HAKeeper's view,
 // concurrently and within the collector's deadline.
-func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet) (*logState, error) {
+func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, stores map[string]string) (*logState, error) {
 	l := ctx.Obj
-	set := workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog)}
-	pods, err := set.Pods(ctx, ctx.Client)
+	pods, err := logSet(l).Pods(ctx, ctx.Client)
 	if err != nil {
 		return nil, err
 	}
-	st := &logState{ns: l.Namespace, sts: sts, pods: map[int]*corev1.Pod{}, now: time.Now()}
+	st := &logState{ns: l.Namespace, sts: sts, pods: map[int]*corev1.Pod{}, now: time.Now(), stores: stores}
 	for ordinal, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
 			st.pods[ordinal] = p
@@ -62,8 +66,14 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet) (*l
 	return st, nil
 }
 
-// storeID is the UUID of the store of pod.
-func (st *logState) storeID(pod string) string { return wire.StoreID(st.ns, pod) }
+// storeID is the UUID of the store of pod: a replacement's, or the one of
+// the pod's name.
+func (st *logState) storeID(pod string) string {
+	if uuid := st.stores[pod]; uuid != "" {
+		return uuid
+	}
+	return wire.StoreID(st.ns, pod)
+}
 
 // storeState is how HAKeeper sees the store of pod.
 func (st *logState) storeState(pod string) mov1.StoreState {
@@ -158,6 +168,9 @@ func (st *logState) notReady(l *LogSet) (reason, message string) {
 			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", pod, s)
 		}
 	}
+	if under := st.underReplicated(); under != "" {
+		return mov1.ReasonReplicasMissing, under
+	}
 	if why := revisionPending(st.sts); why != "" {
 		return commonv1.ReasonRestarting, why
 	}
@@ -169,8 +182,25 @@ func (st *logState) notReady(l *LogSet) (reason, message string) {
 }
 
 // setConditions sets Available (HAKeeper runs and every shard has a
-// leader), Progressing and Ready.
-func (st *logState) setConditions(ctx *LogContext) {
+// leader), StoresHealthy, Progressing and Ready, and returns the store to
+// replace now, if any.
+func (st *logState) setConditions(ctx *LogContext) *downStore {
+	l := ctx.Obj
+	reason, message, replace := st.storesHealth(l)
+	ctx.SetCondition(mov1.ConditionStoresHealthy, conditionStatus(reason == mov1.ReasonAllStoresUp), reason, message)
+	st.setServing(ctx)
+	return replace
+}
+
+func conditionStatus(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// setServing sets Available, Progressing and Ready.
+func (st *logState) setServing(ctx *LogContext) {
 	l := ctx.Obj
 	if reason, message := st.notServing(); reason != "" {
 		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, message)

@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +49,7 @@ func moLogSetSpec(t *testing.T, in specInput) {
 		{"create", m.create},
 		{"a killed log pod comes back as the same store", m.killLeader},
 		{"a configuration change rolls one store at a time", m.rollConfig},
+		{"a store whose volume is lost is refused, then replaced", m.volumeLost},
 		{"delete with retained volumes and re-create", m.recreate},
 	})
 }
@@ -61,6 +64,8 @@ type moLogScenario struct {
 // manifest is the LogSet: three stores, small caches from a 384 MiB
 // limit, MatrixOne's tracing and metrics off (they would write to the
 // shared storage every few seconds). logLevel is the user's [log] level.
+// A failed store is replaced after 45 s, HAKeeper expires one after 30 s
+// (10 m and 5 m by default): the volume-lost step waits for both.
 func (m *moLogScenario) manifest(logLevel string) string {
 	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
 kind: LogSet
@@ -69,6 +74,7 @@ metadata:
   namespace: %s
 spec:
   replicas: 3
+  storeFailureTimeout: 45s
   image: %s
   imagePullPolicy: Never
   resources:
@@ -85,6 +91,8 @@ spec:
     [observability]
     disableTrace = true
     disableMetric = true
+    [logservice.HAKeeperConfig]
+    log-store-timeout = "30s"
 `, moLogSetName, m.ns, m.image, logLevel)
 }
 
@@ -185,6 +193,90 @@ func (m *moLogScenario) rollConfig(t *testing.T) {
 	if mostDown > 1 {
 		t.Errorf("%d log pods were down at once", mostDown)
 	}
+}
+
+// volumeLost deletes the volume claim and the pod of a store that leads no
+// shard, as when its node and local volume are gone: the pod comes back on
+// an empty volume, and mo-agent refuses to start it as the store HAKeeper
+// knows (it would rejoin its shards with none of what it acknowledged).
+// Once it has been down for storeFailureTimeout, with the other two up, the
+// operator replaces it: a new UUID, a new volume, to which HAKeeper gives
+// the replicas of the store it expired. The set is Ready again with every
+// shard on three stores.
+func (m *moLogScenario) volumeLost(t *testing.T) {
+	l := m.waitReady(time.Minute)
+	var pod string
+	for _, s := range l.Status.Stores {
+		if !slices.ContainsFunc(l.Status.Shards, func(sh mov1.LogShardStatus) bool { return sh.Leader == s.Pod }) {
+			pod = s.Pod
+		}
+	}
+	old := wire.StoreID(m.ns, pod)
+	start := time.Now()
+	if out, err := kubectl("delete", "pvc", "-n", m.ns, "data-"+pod, "--wait=false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if out, err := kubectl("delete", "pod", "-n", m.ns, pod, "--wait=false"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	eventually(t, 3*time.Minute, pod+" refused to start on an empty volume", func(ctx context.Context) error {
+		p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if term := c.LastTerminationState.Terminated; c.Name == "mo" && term != nil {
+				if !strings.Contains(term.Message, "HAKeeper knows store "+old) {
+					return fmt.Errorf("the container ended otherwise: %s", term.Message)
+				}
+				t.Logf("%s refused after %s: %s", pod, time.Since(start).Round(time.Second), lastLine(term.Message))
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: %s", p.Status.Phase, p.Status.Message)
+	})
+	eventually(t, 2*time.Minute, "StoresHealthy=False while "+pod+" is down", func(context.Context) error {
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		c := meta.FindStatusCondition(l.Status.Conditions, mov1.ConditionStoresHealthy)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, pod) {
+			return fmt.Errorf("StoresHealthy %+v", c)
+		}
+		return nil
+	})
+	newStore := wire.StoreID(m.ns, pod+"#1")
+	eventually(t, 4*time.Minute, pod+" replaced by store "+newStore+", the set Ready", func(context.Context) error {
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		if err := settled(l.Generation, &l.Status.StatusCore); err != nil {
+			return err
+		}
+		for _, s := range l.Status.Stores {
+			if s.Pod == pod && (s.UUID != newStore || s.State != mov1.StoreUp || s.Replicas != 2) {
+				return fmt.Errorf("store %+v", s)
+			}
+		}
+		for _, sh := range l.Status.Shards {
+			if sh.Replicas != 3 || sh.Leader == "" {
+				return fmt.Errorf("shard %+v", sh)
+			}
+		}
+		if !meta.IsStatusConditionTrue(l.Status.Conditions, mov1.ConditionStoresHealthy) {
+			return fmt.Errorf("StoresHealthy is not True: %+v", meta.FindStatusCondition(l.Status.Conditions, mov1.ConditionStoresHealthy))
+		}
+		return nil
+	})
+	out, _ := kubectl("get", "events", "-n", m.ns, "--field-selector", "reason="+mov1.EventStoreReplaced, "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(out, newStore) {
+		t.Errorf("no StoreReplaced event names %s: %q", newStore, out)
+	}
+	t.Logf("%s replaced and every shard on three stores %s after its volume was lost; %s", pod, time.Since(start).Round(time.Second), out)
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // recreate deletes the set under the default reclaim policy (Retain): its

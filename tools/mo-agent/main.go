@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stewardhq/steward/tools/mo-agent/identity"
 	"github.com/stewardhq/steward/tools/mo-agent/render"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
@@ -41,7 +43,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mo-agent run TEMPLATE [-- MO-SERVICE-ARGS...] | mo-agent probe --listen ADDR --hakeeper ADDR[,ADDR...] | mo-agent store-id NAMESPACE POD")
+	fmt.Fprintln(os.Stderr, "usage: mo-agent run [--dir DIR] [--volume DIR [--stores DIR] [--hakeeper ADDR[,ADDR...]]] TEMPLATE [-- MO-SERVICE-ARGS...] | mo-agent probe --listen ADDR --hakeeper ADDR[,ADDR...] | mo-agent store-id NAMESPACE POD")
 	os.Exit(2)
 }
 
@@ -52,6 +54,9 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	moService := fs.String("mo-service", "/mo-service", "the mo-service binary")
 	dir := fs.String("dir", os.TempDir(), "where the rendered configuration is written")
+	volume := fs.String("volume", "", "a log store's volume: its UUID is recorded there (package identity)")
+	stores := fs.String("stores", "", "with --volume: where the operator's stores ConfigMap is mounted")
+	hakeeper := fs.String("hakeeper", "", "with --volume: HAKeeper client addresses, comma separated, asked before a new volume starts after the bootstrap")
 	_ = fs.Parse(args)
 	if fs.NArg() < 1 {
 		usage()
@@ -67,6 +72,15 @@ func run(args []string) error {
 	env, err := render.Env(os.LookupEnv)
 	if err != nil {
 		return err
+	}
+	if *volume != "" {
+		known := func(ctx context.Context, uuid string) (bool, error) {
+			return knownLogStore(ctx, strings.Split(*hakeeper, ","), uuid)
+		}
+		r := identity.Resolver{Namespace: env[render.PodNamespace], Pod: env[render.PodName], Volume: *volume, Stores: *stores, Known: known}
+		if env[render.StoreUUID], err = r.Resolve(context.Background()); err != nil {
+			return fmt.Errorf("the store's identity: %w", err)
+		}
 	}
 	config, err := render.Render(string(data), env)
 	if err != nil {

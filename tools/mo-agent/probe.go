@@ -118,3 +118,28 @@ func viewOf(state pb.CheckerState, details pb.ClusterDetails) *wire.View {
 	sort.Slice(v.ProxyStores, func(i, j int) bool { return v.ProxyStores[i].UUID < v.ProxyStores[j].UUID })
 	return v
 }
+
+// knownLogStore asks HAKeeper, within a minute, whether it knows the log
+// store uuid; HAKeeper must be running to say.
+func knownLogStore(ctx context.Context, addresses []string, uuid string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p := &probe{addresses: addresses}
+	var view *wire.View
+	var err error
+	for view == nil {
+		if view, err = p.view(ctx); err != nil {
+			select {
+			case <-ctx.Done():
+				return false, err
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+	_ = p.client.Close()
+	if view.State != wire.StateRunning {
+		return false, fmt.Errorf("HAKeeper is %s", view.State)
+	}
+	_, known := view.LogStore(uuid)
+	return known, nil
+}

@@ -109,6 +109,11 @@ type LogServiceSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logService.logShards is immutable"
 	LogShards int32 `json:"logShards,omitempty"`
 
+	// storeFailureTimeout is how long a log store is down before it is
+	// replaced (see LogSet). Default 10m; "0s" never replaces.
+	// +optional
+	StoreFailureTimeout *metav1.Duration `json:"storeFailureTimeout,omitempty"`
+
 	// The log stores' resources, configuration and placement.
 	RoleSpec `json:",inline"`
 

@@ -15,6 +15,11 @@ const DefaultStorageSize = "1Gi"
 // DefaultDrainTimeout is a CNSet's spec.drainTimeout unless it says.
 const DefaultDrainTimeout = 5 * time.Minute
 
+// DefaultStoreFailureTimeout is a LogSet's spec.storeFailureTimeout unless
+// it says: twice HAKeeper's default log-store-timeout, so that HAKeeper has
+// given up on the store first.
+const DefaultStoreFailureTimeout = 10 * time.Minute
+
 // DefaultLogSet applies the LogSet's defaults in memory, for objects the
 // schema has not defaulted (the controller calls it every pass; the webhook
 // with it). It never replaces a value that is set.
@@ -28,6 +33,9 @@ func DefaultLogSet(l *LogSet) {
 	}
 	if s.LogShards == 0 {
 		s.LogShards = 1
+	}
+	if s.StoreFailureTimeout == nil {
+		s.StoreFailureTimeout = &metav1.Duration{Duration: DefaultStoreFailureTimeout}
 	}
 	if s.RootPassword == "" && l.Name != "" {
 		s.RootPassword = l.RootPasswordSecret()

@@ -26,11 +26,44 @@ const (
 	ReasonWaitingForSharedStorage = "WaitingForSharedStorage"
 )
 
+// ConditionStoresHealthy says whether every log store is up, and when one
+// is not, what happens to it: it is down (StoreDown), replaced once down
+// for spec.storeFailureTimeout, or not replaced and why
+// (ReplacementBlocked, ReplacementDisabled); or every store is up but a
+// shard runs fewer replicas than it should (ReplicasMissing: HAKeeper has
+// yet to put them on a store that replaced a failed one).
+const ConditionStoresHealthy = "StoresHealthy"
+
+// Reasons of the StoresHealthy condition.
+const (
+	// ReasonAllStoresUp: every store's pod is ready and HAKeeper hears from
+	// its store (StoresHealthy=True).
+	ReasonAllStoresUp = "AllStoresUp"
+	// ReasonStoreDown: a store is down, for less than
+	// spec.storeFailureTimeout.
+	ReasonStoreDown = "StoreDown"
+	// ReasonReplacementBlocked: a store has been down for
+	// spec.storeFailureTimeout but replacing it now would not be safe; the
+	// message says why.
+	ReasonReplacementBlocked = "ReplacementBlocked"
+	// ReasonReplacementDisabled: a store has been down for long, and
+	// spec.storeFailureTimeout is 0.
+	ReasonReplacementDisabled = "ReplacementDisabled"
+	// ReasonReplicasMissing: every store is up, but a shard runs fewer
+	// replicas than it should (a replaced store not yet given the failed
+	// one's by HAKeeper, or a restarted one not yet reporting them); also
+	// Ready's reason then.
+	ReasonReplicasMissing = "ReplicasMissing"
+)
+
 // Reasons of the Events the LogSet controller records.
 const (
 	// EventStoreRestarted: a log store's pod was deleted to restart it onto
 	// the latest revision.
 	EventStoreRestarted = "StoreRestarted"
+	// EventStoreReplaced: a failed log store's volume claim and pod were
+	// deleted, so that its pod comes back as a new store.
+	EventStoreReplaced = "StoreReplaced"
 )
 
 // LogSetSpec is the desired state of a MatrixOne log service: HAKeeper and
@@ -67,6 +100,20 @@ type LogSetSpec struct {
 	// +kubebuilder:validation:Maximum=8
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logShards is immutable: HAKeeper's bootstrap fixed it"
 	LogShards int32 `json:"logShards,omitempty"`
+
+	// storeFailureTimeout is how long a log store must be down (its pod
+	// not ready, HAKeeper not hearing from it) before the operator
+	// replaces it: deletes its volume claim and its pod, so that the pod
+	// comes back on a new volume as a new store, to which HAKeeper gives
+	// the replicas the failed one held once it expires it
+	// (logservice.HAKeeperConfig.log-store-timeout, 5m by default). A store
+	// is replaced only while every shard keeps a majority of its replicas
+	// on the other stores, one store at a time; never when the shards have
+	// one replica. "0s" turns replacement off: the StoresHealthy condition
+	// then says a store has failed. Default 10m; can change.
+	// +optional
+	// +kubebuilder:default="10m"
+	StoreFailureTimeout *metav1.Duration `json:"storeFailureTimeout,omitempty"`
 
 	// The log stores' image, resources, configuration and placement.
 	PodSetSpec `json:",inline"`
@@ -160,7 +207,8 @@ type LogBootstrap struct {
 type LogStoreStatus struct {
 	// pod is the store's pod.
 	Pod string `json:"pod"`
-	// uuid is the store's UUID (derived from its pod's namespace and name).
+	// uuid is the store's UUID: the one of its pod's namespace and name,
+	// or the new store's that replaced a failed one.
 	UUID string `json:"uuid"`
 	// state is how HAKeeper sees the store.
 	State StoreState `json:"state"`

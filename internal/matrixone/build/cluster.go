@@ -40,7 +40,8 @@ func Sets(c *mov1.MatrixOneCluster) ClusterSets {
 	out := ClusterSets{
 		Log: &mov1.LogSet{ObjectMeta: meta(logName), Spec: mov1.LogSetSpec{
 			Replicas: s.LogService.Replicas, ShardReplicas: s.LogService.ShardReplicas, LogShards: s.LogService.LogShards,
-			PodSetSpec: pods(s.LogService.RoleSpec), Storage: *s.LogService.Storage.DeepCopy(),
+			StoreFailureTimeout: s.LogService.StoreFailureTimeout,
+			PodSetSpec:          pods(s.LogService.RoleSpec), Storage: *s.LogService.Storage.DeepCopy(),
 			SharedStorage: *s.SharedStorage.DeepCopy(), RootPassword: s.RootPassword,
 		}},
 		TN: &mov1.TNSet{ObjectMeta: meta(c.Name + "-tn"), Spec: mov1.TNSetSpec{

@@ -25,6 +25,8 @@ const (
 	ComponentLogConfig = "log-config"
 	// ComponentCredentials: the generated Secret of root's password.
 	ComponentCredentials = "credentials"
+	// ComponentLogStores: the log stores' identities ConfigMap.
+	ComponentLogStores = "log-stores"
 )
 
 // RootPasswordSecret returns the Secret of root's password the LogSet
@@ -45,6 +47,38 @@ const LogTemplateFile = "log.toml"
 // members: MatrixOne takes IDs from this range for members named in the
 // configuration (its K8SIDRangeStart) and allocates others above it.
 const HAKeeperReplicaIDBase = 131072
+
+// LogStoresName names a LogSet's stores ConfigMap: the UUID each replaced
+// store's pod takes on its new volume (by pod name), and, once HAKeeper has
+// bootstrapped, the key identity.BootstrappedFile, after which a store on
+// a new volume starts only when HAKeeper does not know its UUID. It has no
+// owner: under the Retain policy it outlives the LogSet with the volumes,
+// whose stores it names.
+func LogStoresName(l *mov1.LogSet) string { return l.Name + "-stores" }
+
+// StoresDir is where a log pod mounts its set's stores ConfigMap.
+const StoresDir = "/etc/steward/stores"
+
+// BootstrappedKey is the stores ConfigMap's key that says HAKeeper has
+// bootstrapped (mo-agent's identity.BootstrappedFile).
+const BootstrappedKey = "bootstrapped"
+
+// LogStores returns the stores ConfigMap with data.
+func LogStores(l *mov1.LogSet, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: LogStoresName(l), Labels: Labels(l.Name, ComponentLogStores)},
+		Data:       data,
+	}
+}
+
+// ReplacementStoreID is the UUID of the generation-th store to run in pod
+// (the first, generation 0, is wire.StoreID of the pod's name).
+func ReplacementStoreID(l *mov1.LogSet, pod string, generation int) string {
+	if generation == 0 {
+		return wire.StoreID(l.Namespace, pod)
+	}
+	return wire.StoreID(l.Namespace, fmt.Sprintf("%s#%d", pod, generation))
+}
 
 // LogHeadlessName names a LogSet's headless Service.
 func LogHeadlessName(l *mov1.LogSet) string { return l.Name + "-headless" }
@@ -129,7 +163,11 @@ func LogHeadlessService(l *mov1.LogSet) *corev1.Service {
 //   - Parallel pod management: the initial members bootstrap HAKeeper
 //     together, and a store that does not start must not hold the others;
 //   - a volume per store, kept for life with the store's identity;
-//   - the probe sidecar serves HAKeeper's view to the controller.
+//   - the probe sidecar serves HAKeeper's view to the controller;
+//   - mo-agent records the store's UUID on its volume and reads a new
+//     volume's from the stores ConfigMap (LogStoresName), mounted optional
+//     and out of the template's hash: the operator changes it to replace a
+//     store without restarting the others.
 func LogStatefulSet(l *mov1.LogSet, configMap string) *appsv1.StatefulSet {
 	probe := corev1.Container{
 		Name:            ProbeContainerName,
@@ -159,6 +197,11 @@ func LogStatefulSet(l *mov1.LogSet, configMap string) *appsv1.StatefulSet {
 				configMap: configMap, file: LogTemplateFile,
 				ports: logPorts(), readyPort: PortNameLog,
 				sidecars: []corev1.Container{probe},
+				runFlags: []string{"--volume", DataDir, "--stores", StoresDir,
+					"--hakeeper", strings.Join(LogServiceAddresses(l), ",")},
+				volumes: []corev1.Volume{{Name: StoresVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: LogStoresName(l)}, Optional: ptr.To(true)}}}},
+				mounts: []corev1.VolumeMount{{Name: StoresVolume, MountPath: StoresDir, ReadOnly: true}},
 			}),
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{dataClaim(l.Spec.Storage)},
 		},

@@ -154,8 +154,18 @@ func TestLogStatefulSet(t *testing.T) {
 			}
 			pod := sts.Spec.Template.Spec
 			mo := pod.Containers[0]
-			if mo.Args[0] != "run" || mo.Args[1] != ConfigDir+"/"+LogTemplateFile || mo.Image != mov1.DefaultImage {
-				t.Errorf("container %+v", mo)
+			// mo-agent records the store's identity on its volume, and
+			// reads a replaced store's from the stores ConfigMap.
+			wantArgs := []string{"run", "--volume", DataDir, "--stores", StoresDir, "--hakeeper",
+				"mo-log-0.mo-log-headless.db.svc:32001,mo-log-1.mo-log-headless.db.svc:32001,mo-log-2.mo-log-headless.db.svc:32001",
+				ConfigDir + "/" + LogTemplateFile}
+			if !slices.Equal(mo.Args, wantArgs) || mo.Image != mov1.DefaultImage {
+				t.Errorf("container args %q, image %s", mo.Args, mo.Image)
+			}
+			stores := pod.Volumes[len(pod.Volumes)-1]
+			if stores.ConfigMap == nil || stores.ConfigMap.Name != "mo-log-stores" || !*stores.ConfigMap.Optional ||
+				!slices.Contains(mo.VolumeMounts, corev1.VolumeMount{Name: StoresVolume, MountPath: StoresDir, ReadOnly: true}) {
+				t.Errorf("stores volume %+v, mounts %+v", stores, mo.VolumeMounts)
 			}
 			if *pod.SecurityContext.RunAsUser != 65532 || !*mo.SecurityContext.ReadOnlyRootFilesystem {
 				t.Errorf("security %+v %+v", pod.SecurityContext, mo.SecurityContext)

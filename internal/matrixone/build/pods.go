@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,7 @@ const (
 	DataVolume   = "data"
 	SharedVolume = "shared"
 	TmpVolume    = "tmp"
+	StoresVolume = "stores"
 	// ConfigDir is where a set's configuration template is mounted.
 	ConfigDir = "/etc/matrixone"
 )
@@ -104,6 +106,11 @@ type podSet struct {
 	readyPort string
 	// sidecars run beside mo-service.
 	sidecars []corev1.Container
+	// runFlags are mo-agent run's flags before the template; volumes and
+	// mounts are more of the pod's volumes and mo-service's mounts.
+	runFlags []string
+	volumes  []corev1.Volume
+	mounts   []corev1.VolumeMount
 }
 
 // podTemplate returns the pod template of a MatrixOne set: mo-agent
@@ -149,11 +156,12 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		volumes = append(volumes, corev1.Volume{Name: SharedVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fs.ClaimName}}})
 	}
+	mounts, volumes = append(mounts, p.mounts...), append(volumes, p.volumes...)
 	mo := corev1.Container{
 		Name:            ContainerName,
 		Image:           p.spec.Image,
 		ImagePullPolicy: p.spec.ImagePullPolicy,
-		Args:            []string{"run", ConfigDir + "/" + p.file},
+		Args:            slices.Concat([]string{"run"}, p.runFlags, []string{ConfigDir + "/" + p.file}),
 		Env:             env,
 		Ports:           p.ports,
 		Resources:       *p.spec.Resources.DeepCopy(),

@@ -119,7 +119,7 @@ func threeStores(down ...string) View {
 		if slices.Contains(down, s) {
 			state = wire.StoreDown
 		}
-		v.LogStores = append(v.LogStores, wire.LogStore{UUID: s, State: state})
+		v.LogStores = append(v.LogStores, wire.LogStore{UUID: s, State: state, Replicas: []wire.Replica{{ShardID: 0}, {ShardID: 1}}})
 	}
 	return v
 }
@@ -148,6 +148,11 @@ func TestMajorityKeptWithout(t *testing.T) {
 		{name: "a shard with a replica missing still needs a majority of its configured count", view: func() View {
 			v := threeStores()
 			delete(v.LogShards[0].Replicas, 131074) // c's replica of shard 0 was removed
+			return v
+		}(), without: []string{"b"}, want: "log shard 0 would keep 1 of its 3 replicas up, and needs 2"},
+		{name: "a member whose store has not started its replica counts as down", view: func() View {
+			v := threeStores()
+			v.LogStores[2].Replicas = []wire.Replica{{ShardID: 1}} // c was just added to shard 0
 			return v
 		}(), without: []string{"b"}, want: "log shard 0 would keep 1 of its 3 replicas up, and needs 2"},
 	} {

@@ -7,9 +7,11 @@ import (
 )
 
 // MajorityKeptWithout checks that every log shard keeps a majority of its
-// members up (HAKeeper hears from them) without the log stores named in
-// uuids: the condition for replacing a failed store, or taking one down on
-// purpose. It returns nil when it holds, and otherwise one reason per shard
+// members up (HAKeeper hears from their stores, which report running the
+// shard's replica) without the log stores named in uuids: the condition
+// for replacing a failed store, or taking one down on purpose. A member
+// HAKeeper has just added to a store that has not started its replica yet
+// is not counted. It returns nil when it holds, and otherwise one reason per shard
 // that would lose its majority, in shard order, naming the counts.
 //
 // Stores HAKeeper no longer hears from already count as lost, so a store
@@ -31,7 +33,7 @@ func (v *View) MajorityKeptWithout(uuids ...string) []string {
 			switch {
 			case slices.Contains(uuids, store):
 				leaving++
-			case v.logStoreUp(store):
+			case v.RunsReplica(store, s.ShardID):
 				up++
 			}
 		}

@@ -142,8 +142,9 @@ func (v *View) LogStore(uuid string) (LogStore, bool) {
 	return v.LogStores[i], true
 }
 
-// logStoreUp reports whether HAKeeper hears from the log store with uuid.
-func (v *View) logStoreUp(uuid string) bool {
+// RunsReplica reports whether HAKeeper hears from the log store with uuid
+// and the store reports running a replica of shard.
+func (v *View) RunsReplica(uuid string, shard uint64) bool {
 	s, ok := v.LogStore(uuid)
-	return ok && s.State == StoreUp
+	return ok && s.State == StoreUp && slices.ContainsFunc(s.Replicas, func(r Replica) bool { return r.ShardID == shard })
 }

@@ -1,0 +1,152 @@
+package matrixone_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/testenv"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
+)
+
+// TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority: a
+// store down past storeFailureTimeout is not replaced while another store
+// is down too; once the others are up its new UUID is recorded, then its
+// volume claim and pod are deleted; the new store shows in status.
+func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testing.T) {
+	c, ns, probe := setup(t)
+	sharedClaim(t, c, ns)
+	l := newLogSet(ns)
+	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	if err := c.Create(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+	runPods(t, c, sts, "r1")
+	for _, pod := range pods {
+		claim(t, c, ns, build.DataVolume+"-"+pod)
+	}
+	probe.set(healthyView(ns, pods...))
+	testenv.Eventually(t, "StoresHealthy, and the bootstrap recorded for mo-agent", func() (bool, string) {
+		stores := &corev1.ConfigMap{}
+		got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy)
+		return strings.HasPrefix(got, "True "+mov1.ReasonAllStoresUp) && get(t, c, ns, "log-stores", stores) &&
+			stores.Data[build.BootstrappedKey] == "true" && len(stores.OwnerReferences) == 0, got
+	})
+
+	// log-2 has been unready for a minute, and HAKeeper does not hear
+	// from log-1 either: the shards' majority is in doubt.
+	unready(t, c, ns, "log-2", time.Minute)
+	v := healthyView(ns, pods...)
+	v.LogStores[1].State, v.LogStores[2].State = wire.StoreDown, wire.StoreDown
+	probe.set(v)
+	testenv.Eventually(t, "ReplacementBlocked", func() (bool, string) {
+		got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy)
+		return strings.HasPrefix(got, "False "+mov1.ReasonReplacementBlocked) && strings.Contains(got, "log-1"), got
+	})
+	time.Sleep(time.Second)
+	if !get(t, c, ns, "log-2", &corev1.Pod{}) || gone(t, c, ns, build.DataVolume+"-log-2") {
+		t.Fatal("a store was replaced while the majority was in doubt")
+	}
+
+	// log-1 is heard again: log-2's store is replaced.
+	v.LogStores[1].State = wire.StoreUp
+	probe.set(v)
+	newStore := build.ReplacementStoreID(l, "log-2", 1)
+	testenv.Eventually(t, "log-2's claim and pod deleted, its new store recorded", func() (bool, string) {
+		stores := &corev1.ConfigMap{}
+		get(t, c, ns, "log-stores", stores)
+		return stores.Data["log-2"] == newStore && gone(t, c, ns, build.DataVolume+"-log-2") && !get(t, c, ns, "log-2", &corev1.Pod{}),
+			fmt.Sprint(stores.Data)
+	})
+	for _, pod := range []string{"log-0", "log-1"} {
+		if !get(t, c, ns, pod, &corev1.Pod{}) || gone(t, c, ns, build.DataVolume+"-"+pod) {
+			t.Fatalf("%s or its claim was deleted too", pod)
+		}
+	}
+	testenv.Eventually(t, "a StoreReplaced event", func() (bool, string) {
+		var events corev1.EventList
+		if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.Reason == mov1.EventStoreReplaced && strings.Contains(e.Message, newStore) {
+				return true, e.Message
+			}
+		}
+		return false, "none"
+	})
+
+	// The pod comes back as the new store; HAKeeper has expired the old
+	// one and not yet added its replicas to the new one.
+	runPod(t, c, sts, 2, "r1")
+	v = healthyView(ns, "log-0", "log-1")
+	for i := range v.LogShards {
+		v.LogShards[i].NumberOfReplicas = 3
+	}
+	v.LogStores = append(v.LogStores, wire.LogStore{UUID: wire.StoreID(ns, "log-2"), State: wire.StoreDown},
+		wire.LogStore{UUID: newStore, State: wire.StoreUp})
+	probe.set(v)
+	testenv.Eventually(t, "ReplicasMissing, the new store in status", func() (bool, string) {
+		l := logSet(t, c, ns)
+		got := condition(l, mov1.ConditionStoresHealthy)
+		return strings.HasPrefix(got, "False "+mov1.ReasonReplicasMissing) && len(l.Status.Stores) == 3 &&
+			l.Status.Stores[2].UUID == newStore && l.Status.Stores[2].State == mov1.StoreUp, got
+	})
+	// HAKeeper makes it a member of both shards, then it runs their
+	// replicas.
+	v.LogShards[0].Replicas[3], v.LogShards[1].Replicas[3] = newStore, newStore
+	probe.set(v)
+	time.Sleep(time.Second)
+	if got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy); !strings.HasPrefix(got, "False "+mov1.ReasonReplicasMissing) {
+		t.Fatalf("healthy before the new store runs its replicas: %s", got)
+	}
+	v.LogStores[len(v.LogStores)-1].Replicas = []wire.Replica{{ShardID: 0}, {ShardID: 1}}
+	probe.set(v)
+	testenv.Eventually(t, "StoresHealthy again", func() (bool, string) {
+		got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy)
+		return strings.HasPrefix(got, "True"), got
+	})
+}
+
+// claim creates a bound-looking volume claim.
+func claim(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := c.Create(t.Context(), pvc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gone reports whether the claim name is deleted or being deleted.
+func gone(t *testing.T, c client.Client, ns, name string) bool {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{}
+	return !get(t, c, ns, name, pvc) || !pvc.DeletionTimestamp.IsZero()
+}
+
+// unready marks pod not ready for d.
+func unready(t *testing.T, c client.Client, ns, name string, d time.Duration) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if !get(t, c, ns, name, pod) {
+		t.Fatalf("no pod %s", name)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-d))}}
+	if err := c.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
