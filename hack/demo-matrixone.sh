@@ -11,14 +11,6 @@ cd "$(dirname "$0")/.."
 kubectl=${KUBECTL:-.cache/localkube/bin/kubectl}
 ns=${NAMESPACE:-default}
 
-"$kubectl" -n "$ns" apply -f - <<'YAML'
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: matrixone-shared}
-spec:
-  accessModes: [ReadWriteMany]
-  resources: {requests: {storage: 5Gi}}
-YAML
 "$kubectl" -n "$ns" apply -f config/samples/matrixone_v1alpha1_matrixonecluster.yaml
 "$kubectl" -n "$ns" wait matrixonecluster/matrixone --for=condition=Ready --timeout=10m
 "$kubectl" -n "$ns" get matrixonecluster,logset,tnset,cnset,proxyset,pods -o wide

@@ -67,6 +67,7 @@ func (*ClusterController) Validate(c *Cluster) error {
 		errs = append(errs, validateRole(spec.Child("cnGroups").Index(i), build.RoleCN, &c.Spec.CNGroups[i].RoleSpec)...)
 	}
 	errs = append(errs, validateRole(spec.Child("proxy"), build.RoleProxy, &c.Spec.Proxy.RoleSpec)...)
+	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), c.Spec.SharedStorage)...)
 	if l := c.Spec.LogService; l.Replicas > 0 && l.ShardReplicas > l.Replicas {
 		errs = append(errs, field.Invalid(spec.Child("logService", "shardReplicas"), l.ShardReplicas,
 			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Replicas)))

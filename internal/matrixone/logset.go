@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,13 +61,14 @@ func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 // webhook calls it too.
 func (*LogSetController) Default(l *LogSet) { mov1.DefaultLogSet(l) }
 
-// Validate checks what the CRD's schema cannot: the image reference,
-// spec.config (TOML that sets no key the operator owns, each refused with
+// Validate checks what the CRD's schema cannot: the image reference, a
+// shared claim's size, spec.config (TOML that sets no key the operator owns, each refused with
 // its reason), the resources, and shardReplicas within replicas (also a
 // CEL rule; kept here for objects the schema never saw).
 func (*LogSetController) Validate(l *LogSet) error {
 	spec := field.NewPath("spec")
 	errs := validatePodSet(spec, build.RoleLog, &l.Spec.PodSetSpec)
+	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), l.Spec.SharedStorage)...)
 	if l.Spec.ShardReplicas > l.Spec.Replicas {
 		errs = append(errs, field.Invalid(spec.Child("shardReplicas"), l.Spec.ShardReplicas,
 			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Spec.Replicas)))
@@ -77,15 +79,15 @@ func (*LogSetController) Validate(l *LogSet) error {
 // logObserved is what Declare found, for Observe in the same pass.
 var logObserved = framework.NewPassValue[*logState]("logset")
 
-// Declare runs on every pass: once the shared filesystem's claim exists,
-// it generates root's password Secret when spec.rootPassword names none,
+// Declare runs on every pass: once the shared filesystem's claim exists
+// (made here when the spec sizes it), it generates root's password Secret when spec.rootPassword names none,
 // applies the headless Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
 // conditions.
 func (c *LogSetController) Declare(ctx *LogContext) error {
 	l := ctx.Obj
-	why, err := sharedStorageMissing(ctx, ctx.Reader, l.Namespace, l.Spec.SharedStorage)
+	why, err := ensureSharedClaim(ctx)
 	if err != nil {
 		return err
 	}
@@ -197,7 +199,69 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	if err := deleteStores(ctx); err != nil {
 		return false, err
 	}
+	if err := deleteSharedClaim(ctx); err != nil {
+		return false, err
+	}
 	return deleteClaims(ctx, logSet(l))
 }
 
 func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }
+
+// ensureSharedClaim makes the shared filesystem claim when the spec sizes it
+// and no claim has its name (a user's claim of that name is used as it
+// is); otherwise it says why the set waits for the user's claim, if it
+// does. Steward's claim is read from the cache, a user's from the API
+// server.
+func ensureSharedClaim(ctx *LogContext) (string, error) {
+	l := ctx.Obj
+	claim := build.SharedClaim(l)
+	if claim == nil {
+		return sharedStorageMissing(ctx, ctx.Reader, l.Namespace, l.Spec.SharedStorage)
+	}
+	err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
+	if apierrors.IsNotFound(err) {
+		err = ctx.Reader.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
+	}
+	if !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	switch err := ctx.Client.Create(ctx, claim); {
+	case apierrors.IsAlreadyExists(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("create the shared filesystem claim %s: %w", claim.Name, err)
+	}
+	ctx.Log.Info("Created the shared filesystem claim", "claim", claim.Name, "size", claim.Spec.Resources.Requests.Storage())
+	ctx.Event(corev1.EventTypeNormal, mov1.EventSharedClaimCreated, "Created the shared filesystem claim %s (%s)",
+		claim.Name, claim.Spec.Resources.Requests.Storage())
+	return "", nil
+}
+
+// deleteSharedClaim deletes the shared filesystem claim if this set made it
+// (its labels say so); a user's claim stays.
+func deleteSharedClaim(ctx *LogContext) error {
+	l := ctx.Obj
+	fs := l.Spec.SharedStorage.FileSystem
+	if fs == nil {
+		return nil
+	}
+	claim := &corev1.PersistentVolumeClaim{}
+	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: fs.ClaimName}, claim)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	want := build.Labels(l.Name, build.ComponentShared)
+	for k, v := range want {
+		if claim.Labels[k] != v {
+			return nil
+		}
+	}
+	if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
+		return fmt.Errorf("delete the shared filesystem claim %s: %w", claim.Name, err)
+	}
+	ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted the shared filesystem claim %s (reclaimPolicy Delete)", claim.Name)
+	return nil
+}

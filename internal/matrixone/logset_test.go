@@ -18,6 +18,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -468,6 +469,9 @@ func TestLogSetValidate(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 		}, []string{"spec.resources.requests.memory", "must not exceed the limit (1Gi)"}},
 		{"a bad image", func(l *mov1.LogSet) { l.Spec.Image = "Not An Image" }, []string{"spec.image"}},
+		{"a shared claim to make, sized", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.Size = ptr.To(resource.MustParse("5Gi")) }, nil},
+		{"a shared claim to make of size zero", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.Size = ptr.To(resource.MustParse("0")) },
+			[]string{"spec.sharedStorage.fileSystem.size", "must be positive"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLogSet("db")
@@ -487,6 +491,45 @@ func TestLogSetValidate(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%q lacks %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestLogSetMakesTheSharedClaimItsSpecSizes: with fileSystem.size the
+// LogSet makes the shared claim, unowned; deleting the set keeps it, and
+// the stores ConfigMap, under Retain and deletes both under Delete.
+func TestLogSetMakesTheSharedClaimItsSpecSizes(t *testing.T) {
+	for _, policy := range []commonv1.ReclaimPolicy{commonv1.ReclaimRetain, commonv1.ReclaimDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			c, ns, _ := setup(t)
+			l := newLogSet(ns)
+			l.Spec.SharedStorage.FileSystem = &mov1.FileSystemStorage{ClaimName: "made", Size: ptr.To(resource.MustParse("2Gi")),
+				StorageClassName: ptr.To("shared-class")}
+			l.Spec.Storage.ReclaimPolicy = policy
+			if err := c.Create(t.Context(), l); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", &appsv1.StatefulSet{}), "not yet" })
+			claim := &corev1.PersistentVolumeClaim{}
+			if !get(t, c, ns, "made", claim) {
+				t.Fatal("no shared claim")
+			}
+			if claim.Spec.AccessModes[0] != corev1.ReadWriteMany || claim.Spec.Resources.Requests.Storage().String() != "2Gi" ||
+				*claim.Spec.StorageClassName != "shared-class" || len(claim.OwnerReferences) != 0 {
+				t.Errorf("claim %+v %+v", claim.ObjectMeta, claim.Spec)
+			}
+			if err := c.Delete(t.Context(), l); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "the LogSet gone", func() (bool, string) {
+				return !get(t, c, ns, "log", &mov1.LogSet{}), "still there"
+			})
+			claim = &corev1.PersistentVolumeClaim{}
+			kept := get(t, c, ns, "made", claim) && claim.DeletionTimestamp.IsZero()
+			stores := get(t, c, ns, "log-stores", &corev1.ConfigMap{})
+			if kept != (policy == commonv1.ReclaimRetain) || stores != kept {
+				t.Errorf("under %s: shared claim kept %v, stores ConfigMap kept %v", policy, kept, stores)
 			}
 		})
 	}

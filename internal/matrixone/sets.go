@@ -48,6 +48,16 @@ func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.Err
 	return errs
 }
 
+// validateSharedStorage checks what the schema cannot: a shared filesystem
+// claim Steward makes needs a positive size (the API server would refuse
+// the claim on every pass).
+func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorList {
+	if fs := s.FileSystem; fs != nil && fs.Size != nil && fs.Size.Sign() <= 0 {
+		return field.ErrorList{field.Invalid(path.Child("fileSystem", "size"), fs.Size.String(), "must be positive")}
+	}
+	return nil
+}
+
 // revisionPending says why a set cannot yet tell which of its pods are
 // stale: its StatefulSet's controller has not observed the latest pod
 // template (a set that reported Ready meanwhile would let a

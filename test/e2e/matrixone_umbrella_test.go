@@ -47,7 +47,7 @@ metadata: {name: mo, namespace: %[1]s}
 spec:
   image: %[2]s
   imagePullPolicy: Never
-  sharedStorage: {fileSystem: {claimName: mo-shared}}
+  sharedStorage: {fileSystem: {claimName: mo-shared, size: 1Gi}}
   logService:
     replicas: 1
     resources: {limits: {memory: 384Mi}}
@@ -75,8 +75,9 @@ func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
 	return mc
 }
 
+// create applies the cluster alone: its LogSet makes the shared claim the
+// spec sizes.
 func (u *moUmbrella) create(t *testing.T) {
-	createSharedClaim(t, u.ns)
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -87,6 +88,10 @@ func (u *moUmbrella) create(t *testing.T) {
 		mc.Status.SQLAddress, mc.Status.RootPasswordSecret)
 	if mc.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, u.ns) || mc.Status.RootPasswordSecret != moClusterLog+"-root" {
 		t.Errorf("status %+v", mc.Status)
+	}
+	claim, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Get(context.Background(), "mo-shared", metav1.GetOptions{})
+	if err != nil || claim.Labels["app.kubernetes.io/component"] != "shared" || len(claim.OwnerReferences) != 0 {
+		t.Errorf("the shared claim the LogSet makes: %v %+v", err, claim)
 	}
 	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
 		_, err := u.sql("create database if not exists e2e")

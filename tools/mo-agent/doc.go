@@ -2,9 +2,11 @@
 // its own Go module because it imports MatrixOne (cgo, about 750 packages),
 // which the operator's module must never do.
 //
-//	mo-agent run TEMPLATE [-- MO-SERVICE-ARGS...]
+//	mo-agent run [--volume DIR --stores DIR --hakeeper ADDRS] TEMPLATE [-- MO-SERVICE-ARGS...]
 //	    renders the pod's configuration from TEMPLATE (the operator's
-//	    ConfigMap) and replaces itself with /mo-service -cfg <rendered>.
+//	    ConfigMap) and replaces itself with /mo-service -cfg <rendered>;
+//	    with --volume (log stores), the store's UUID is the one recorded
+//	    on its volume (package identity).
 //	mo-agent probe --listen ADDR --hakeeper HOST:PORT[,HOST:PORT...]
 //	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster.
 //	mo-agent store-id NAMESPACE POD

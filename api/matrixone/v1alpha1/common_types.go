@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
@@ -91,12 +92,25 @@ type SharedStorage struct {
 // FileSystemStorage is a shared filesystem claim.
 type FileSystemStorage struct {
 	// claimName is a PersistentVolumeClaim in the set's namespace, with
-	// access mode ReadWriteMany; the user's (a MatrixOneCluster creates
-	// its own). The set's pods wait for it to exist.
+	// access mode ReadWriteMany. The sets wait for it to exist.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ClaimName string `json:"claimName"`
+
+	// size, when set, has Steward make the claim when none has claimName:
+	// the LogSet creates it (ReadWriteMany, this size, storageClassName)
+	// before its stores, with no owner, and deletes it with its stores'
+	// volumes only under storage.reclaimPolicy Delete. Unset, the claim is
+	// the user's, and is never touched. Immutable.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// storageClassName is the class of the claim Steward makes. Default:
+	// the cluster's default class. Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
 // S3Storage is a location in an S3-compatible object store.

@@ -64,6 +64,9 @@ const (
 	// EventStoreReplaced: a failed log store's volume claim and pod were
 	// deleted, so that its pod comes back as a new store.
 	EventStoreReplaced = "StoreReplaced"
+	// EventSharedClaimCreated: the LogSet made the shared filesystem claim
+	// its spec sizes.
+	EventSharedClaimCreated = "SharedClaimCreated"
 )
 
 // LogSetSpec is the desired state of a MatrixOne log service: HAKeeper and

@@ -27,6 +27,9 @@ const (
 	ComponentCredentials = "credentials"
 	// ComponentLogStores: the log stores' identities ConfigMap.
 	ComponentLogStores = "log-stores"
+	// ComponentShared: the shared filesystem claim a LogSet makes when
+	// its spec sizes it.
+	ComponentShared = "shared"
 )
 
 // RootPasswordSecret returns the Secret of root's password the LogSet
@@ -37,6 +40,25 @@ func RootPasswordSecret(l *mov1.LogSet, password string) *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.RootPasswordSecret(), Labels: Labels(l.Name, ComponentCredentials)},
 		Type:       corev1.SecretTypeOpaque,
 		StringData: map[string]string{PasswordKey: password},
+	}
+}
+
+// SharedClaim returns the shared filesystem claim l makes, nil when its
+// spec gives no size (the claim is the user's, or the storage is S3). It
+// has no owner: the table data outlives the LogSet unless its reclaim
+// policy says Delete.
+func SharedClaim(l *mov1.LogSet) *corev1.PersistentVolumeClaim {
+	fs := l.Spec.SharedStorage.FileSystem
+	if fs == nil || fs.Size == nil {
+		return nil
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: fs.ClaimName, Labels: Labels(l.Name, ComponentShared)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: fs.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: fs.Size.DeepCopy()}},
+		},
 	}
 }
 
