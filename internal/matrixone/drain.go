@@ -39,6 +39,11 @@ const (
 	// AnnotationDrained is when the drain ended (RFC 3339): the CN held no
 	// session, or the timeout passed. The pod may go.
 	AnnotationDrained = "matrixone.steward.dev/drained"
+	// AnnotationLocksMoving is when the controller announced the CN's
+	// restart to the TN's lock table allocator (RFC 3339), once the CN
+	// held no session: the allocator moves the CN's lock tables to other
+	// CNs, and the drain ends when it says the CN may stop.
+	AnnotationLocksMoving = "matrixone.steward.dev/locks-moving"
 )
 
 // drainOf is the pod's drain as its annotations record it: started is
@@ -134,8 +139,9 @@ func (c *StoreSetController[T]) observeDrains(ctx *framework.Context[T], st *sto
 }
 
 // undrain returns an action that sets Working the CNs the set keeps and
-// HAKeeper has Draining or Drained, clearing their pods' drain; nil when
-// there are none. A CN to restart that is draining stays so.
+// HAKeeper has Draining or Drained, clearing their pods' drain, or
+// restarts them when their lock tables had moved; nil when there are none.
+// A CN to restart that is draining stays so.
 func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 	var restarting string
 	if stale := st.stale(); len(stale) > 0 {
@@ -158,11 +164,23 @@ func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 	}
 	return framework.Named("UndrainCN", func(ctx *framework.Context[T]) error {
 		for _, p := range pods {
+			if _, moving := p.Annotations[AnnotationLocksMoving]; moving {
+				// MatrixOne cannot take an announced lock service restart
+				// back: the CN would refuse new transactions. Its restart
+				// gives it a new lock service; it comes back undrained.
+				if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})); err != nil {
+					return fmt.Errorf("delete pod %s: %w", p.Name, err)
+				}
+				ctx.Log.Info("Restarting a CN the set keeps after its lock tables moved", "pod", p.Name)
+				ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted,
+					"Restarting %s: the set keeps it, and its lock tables had moved away", p.Name)
+				continue
+			}
 			// Through the CN itself: it is up, and mo_ctl goes to HAKeeper.
 			if err := c.setWorkState(ctx, st, p, p, mosql.Working); err != nil {
 				return err
 			}
-			if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained); err != nil {
+			if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained, AnnotationLocksMoving); err != nil {
 				return err
 			}
 			ctx.Log.Info("Set a CN working again", "pod", p.Name)
@@ -221,9 +239,40 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 			setDraining(ctx, fmt.Sprintf("%s drains: %d sessions after %s (timeout %s)", p.Name, n, since.Round(time.Second), timeout))
 			return nil, nil
 		}
-		return c.endDrain(p, "it holds no session", corev1.EventTypeNormal), nil
+		return c.moveLocks(ctx, st, p)
 	}
 	return nil, nil
+}
+
+// moveLocks is the last step of a drain: MatrixOne's lock service restart
+// handshake. A CN that stops while it holds lock tables leaves every
+// transaction that locks a row of one of them waiting until the TN's lock
+// table allocator gives up on the CN (a write stall of tens of seconds,
+// seen after a scale-in). So once the CN holds no session, the controller
+// announces its restart to the allocator, which moves its lock tables to
+// other CNs as its transactions end, and the drain ends when the
+// allocator says the CN may stop (or at the drain's timeout).
+func (c *StoreSetController[T]) moveLocks(ctx *framework.Context[T], st *storeState, p *corev1.Pod) (framework.Action[T], error) {
+	uuid := wire.StoreID(st.set.Namespace, p.Name)
+	if _, announced := p.Annotations[AnnotationLocksMoving]; !announced {
+		return framework.Named("MoveLocks", func(ctx *framework.Context[T]) error {
+			if _, err := c.views.lockRestart(ctx, st.logPods, uuid, true); err != nil {
+				return fmt.Errorf("announce the restart of %s's lock service: %w", p.Name, err)
+			}
+			ctx.Log.Info("Moving a CN's lock tables", "pod", p.Name)
+			return annotate(ctx, ctx.Client, p, map[string]string{AnnotationLocksMoving: st.now.UTC().Format(time.RFC3339)})
+		}), nil
+	}
+	status, err := c.views.lockRestart(ctx, st.logPods, uuid, false)
+	switch {
+	case err != nil:
+		setDraining(ctx, fmt.Sprintf("%s drains: asking whether its lock tables moved failed: %v", p.Name, err))
+		return nil, nil
+	case !status.CanRestart:
+		setDraining(ctx, fmt.Sprintf("%s drains: its lock tables move to other CNs (%d transactions hold locks there)", p.Name, status.RemainTxn))
+		return nil, nil
+	}
+	return c.endDrain(p, "it holds no session and its lock tables moved", corev1.EventTypeNormal), nil
 }
 
 func setDraining[T framework.Object](ctx *framework.Context[T], message string) {

@@ -33,6 +33,9 @@ type fakeAdmin struct {
 	sessions map[string]int // by store UUID
 	password string         // the password of every call
 	calls    []string
+	// probe answers the log pods' probes, the lock service handshake
+	// included.
+	probe *fakeProbe
 }
 
 func (a *fakeAdmin) SetWorkState(_ context.Context, t mosql.Target, uuid string, state mosql.WorkState) error {
@@ -103,6 +106,7 @@ func readyCNs(t *testing.T, replicas int32, timeout time.Duration) (client.Clien
 	t.Helper()
 	admin := &fakeAdmin{sessions: map[string]int{}}
 	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.Admin = admin; o.DrainSettle = time.Second })
+	admin.probe = probe
 	view := readyLogSet(t, c, ns, probe)
 	tn := &mov1.TNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tn"}, Spec: mov1.TNSetSpec{LogSet: "log"}}
 	cn := &mov1.CNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cn"},
@@ -188,7 +192,23 @@ func TestCNScaleInDrainsFirst(t *testing.T) {
 		t.Fatalf("the StatefulSet has %d replicas while cn-2 holds sessions", got)
 	}
 
+	if !admin.probe.wasAnnounced(ns, "cn-1") {
+		t.Error("cn-1 drained without announcing its restart to the lock table allocator")
+	}
+
+	// cn-2 holds no session either, but its lock tables have not moved:
+	// it stays until the allocator says it may stop.
+	admin.probe.holdLocks(ns, "cn-2", true)
 	admin.setSessions(cn2, 0)
+	eventually(t, "cn-2's restart announced, the CNSet saying its lock tables move", func() (bool, string) {
+		got := condition(get2(t, c, ns, "cn", &mov1.CNSet{}), commonv1.ConditionProgressing)
+		return admin.probe.wasAnnounced(ns, "cn-2") && strings.Contains(got, "lock tables move"), got
+	})
+	time.Sleep(2 * time.Second)
+	if got := stsReplicas(t, c, ns); got != 3 {
+		t.Fatalf("the StatefulSet has %d replicas while cn-2's lock tables move", got)
+	}
+	admin.probe.holdLocks(ns, "cn-2", false)
 	eventually(t, "the StatefulSet scaled in to 1", func() (bool, string) {
 		got := stsReplicas(t, c, ns)
 		return got == 1, fmt.Sprint(got)
@@ -240,6 +260,25 @@ func TestCNScaleInUndoneSetsTheCNWorkingAgain(t *testing.T) {
 	if got := stsReplicas(t, c, ns); got != 2 {
 		t.Errorf("the StatefulSet has %d replicas", got)
 	}
+}
+
+// TestCNScaleInUndoneAfterItsLocksMovedRestartsTheCN: MatrixOne cannot
+// take an announced lock service restart back, so a CN the set keeps
+// after its lock tables moved is restarted rather than set working.
+func TestCNScaleInUndoneAfterItsLocksMovedRestartsTheCN(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	admin.probe.holdLocks(ns, "cn-1", true)
+	old := get2(t, c, ns, "cn-1", &corev1.Pod{})
+	scaleCNs(t, c, ns, 1)
+	eventually(t, "cn-1's lock tables moving", func() (bool, string) {
+		pod := get2(t, c, ns, "cn-1", &corev1.Pod{})
+		return pod.Annotations[matrixone.AnnotationLocksMoving] != "", fmt.Sprint(pod.Annotations)
+	})
+	scaleCNs(t, c, ns, 2)
+	eventually(t, "cn-1 restarted", func() (bool, string) {
+		pod := &corev1.Pod{}
+		return !get(t, c, ns, "cn-1", pod) || pod.UID != old.UID || !pod.DeletionTimestamp.IsZero(), string(pod.UID)
+	})
 }
 
 func TestCNRestartDrainsFirst(t *testing.T) {

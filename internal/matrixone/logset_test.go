@@ -45,26 +45,57 @@ func newScheme() *k8sruntime.Scheme {
 }
 
 // fakeProbe answers GET /v1/cluster for every log pod with the view the
-// test set, or 503 while it has none.
+// test set, or 503 while it has none; and the CNs' lock service restart
+// handshake: a CN may stop once its restart was announced, unless the
+// test holds its locks.
 type fakeProbe struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	view *hakeeper.View
+	// announced and heldLocks are by CN UUID.
+	announced, heldLocks map[string]bool
 }
 
 func newFakeProbe(t *testing.T) *fakeProbe {
-	p := &fakeProbe{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &fakeProbe{announced: map[string]bool{}, heldLocks: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc(hakeeper.Path, func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.view == nil || r.URL.Path != hakeeper.Path {
+		if p.view == nil {
 			http.Error(w, "no HAKeeper", http.StatusServiceUnavailable)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(p.view)
-	}))
+	})
+	mux.HandleFunc(wire.LockRestartPath, func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		uuid := r.PathValue("uuid")
+		if r.Method == http.MethodPost {
+			p.announced[uuid] = true
+			_ = json.NewEncoder(w).Encode(map[string]bool{"ok": true})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(wire.LockRestart{CanRestart: p.announced[uuid] && !p.heldLocks[uuid]})
+	})
+	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	return p
+}
+
+// holdLocks has the CN of pod keep its lock tables (held) or let them move.
+func (p *fakeProbe) holdLocks(ns, pod string, held bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.heldLocks[wire.StoreID(ns, pod)] = held
+}
+
+// wasAnnounced reports whether the restart of pod's CN was announced.
+func (p *fakeProbe) wasAnnounced(ns, pod string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.announced[wire.StoreID(ns, pod)]
 }
 
 // hakeeperView is a view a test changes and publishes through its probe.

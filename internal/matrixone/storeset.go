@@ -113,6 +113,9 @@ type storeState struct {
 	viewOK  bool
 	viewErr string
 	now     time.Time
+	// logPods are the LogSet's pods, whose probes run the CNs' lock
+	// service restart handshake.
+	logPods map[int]*corev1.Pod
 }
 
 var storeObserved = framework.NewPassValue[*storeState]("storeset")
@@ -131,6 +134,7 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 	if err != nil {
 		return err
 	}
+	st.logPods = logPods
 	st.view, st.viewOK, st.viewErr = c.views.read(ctx, groupOf(obj), logPods)
 	status := c.k.status(obj)
 	if c.k.role == build.RoleCN && status.ConfigRevision == "" && !st.tnUp() {

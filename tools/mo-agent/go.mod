@@ -2,7 +2,10 @@ module github.com/stewardhq/steward/tools/mo-agent
 
 go 1.26.0
 
-require github.com/matrixorigin/matrixone v1.2.4
+require (
+	github.com/matrixorigin/matrixone v1.2.4
+	go.uber.org/zap v1.24.0
+)
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
@@ -112,7 +115,6 @@ require (
 	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/ratelimit v0.2.0 // indirect
-	go.uber.org/zap v1.24.0 // indirect
 	golang.org/x/crypto v0.21.0 // indirect
 	golang.org/x/exp v0.0.0-20231006140011-7918f672742d // indirect
 	golang.org/x/mod v0.16.0 // indirect

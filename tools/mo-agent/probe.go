@@ -46,28 +46,67 @@ func (p *probe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *probe) view(ctx context.Context) (*wire.View, error) {
-	// One call at a time: the view is cheap and the operator asks every few
-	// seconds, so a queue is simpler than a pool of clients.
+	state, err := p.state(ctx)
+	if err != nil {
+		return nil, err
+	}
+	details, err := p.details(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return viewOf(state, details), nil
+}
+
+// state is HAKeeper's checker state.
+func (p *probe) state(ctx context.Context) (pb.CheckerState, error) {
+	var state pb.CheckerState
+	err := p.call(ctx, func(c logservice.ClusterHAKeeperClient) (err error) {
+		state, err = c.GetClusterState(ctx)
+		return err
+	})
+	return state, err
+}
+
+// details are HAKeeper's cluster details.
+func (p *probe) details(ctx context.Context) (pb.ClusterDetails, error) {
+	var details pb.ClusterDetails
+	err := p.call(ctx, func(c logservice.ClusterHAKeeperClient) (err error) {
+		details, err = c.GetClusterDetails(ctx)
+		return err
+	})
+	return details, err
+}
+
+// close closes the HAKeeper client, if any.
+func (p *probe) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil {
+		_ = p.client.Close()
+		p.client = nil
+	}
+}
+
+// call runs f with the HAKeeper client, connecting first when there is
+// none. One call at a time: the operator asks every few seconds, so a
+// queue is simpler than a pool of clients.
+func (p *probe) call(ctx context.Context, f func(logservice.ClusterHAKeeperClient) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.client == nil {
 		c, err := logservice.NewLogHAKeeperClient(ctx, logservice.HAKeeperClientConfig{ServiceAddresses: p.addresses})
 		if err != nil {
-			return nil, fmt.Errorf("connect to HAKeeper: %w", err)
+			return fmt.Errorf("connect to HAKeeper: %w", err)
 		}
 		p.client = c
 	}
-	state, err := p.client.GetClusterState(ctx)
-	if err == nil {
-		var details pb.ClusterDetails
-		if details, err = p.client.GetClusterDetails(ctx); err == nil {
-			return viewOf(state, details), nil
-		}
+	err := f(p.client)
+	if err != nil {
+		// Reconnect next time: HAKeeper may have moved to another store.
+		err = errors.Join(err, p.client.Close())
+		p.client = nil
 	}
-	// Reconnect next time: HAKeeper may have moved to another store.
-	err = errors.Join(err, p.client.Close())
-	p.client = nil
-	return nil, err
+	return err
 }
 
 func viewOf(state pb.CheckerState, details pb.ClusterDetails) *wire.View {
@@ -136,7 +175,7 @@ func knownLogStore(ctx context.Context, addresses []string, uuid string) (bool, 
 			}
 		}
 	}
-	_ = p.client.Close()
+	p.close()
 	if view.State != wire.StateRunning {
 		return false, fmt.Errorf("HAKeeper is %s", view.State)
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // Path is where mo-agent serves the view.
@@ -28,25 +31,52 @@ func (e *StatusError) Error() string {
 // Get asks the mo-agent at baseURL (http://host:port) for the view. It
 // honors ctx's deadline.
 func Get(ctx context.Context, client *http.Client, baseURL string) (View, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+Path, http.NoBody)
+	var v View
+	return v, call(ctx, client, http.MethodGet, baseURL, Path, &v)
+}
+
+// StartLockRestart has the mo-agent at baseURL announce the restart of the
+// CN uuid to the TN's lock table allocator, which then moves the CN's lock
+// tables to other CNs as its transactions end (wire.LockRestartPath).
+func StartLockRestart(ctx context.Context, client *http.Client, baseURL, uuid string) error {
+	return call(ctx, client, http.MethodPost, baseURL, lockRestartPath(uuid), nil)
+}
+
+// LockRestartStatus asks the mo-agent at baseURL whether the CN uuid, whose
+// restart was announced, may stop.
+func LockRestartStatus(ctx context.Context, client *http.Client, baseURL, uuid string) (wire.LockRestart, error) {
+	var r wire.LockRestart
+	return r, call(ctx, client, http.MethodGet, baseURL, lockRestartPath(uuid), &r)
+}
+
+func lockRestartPath(uuid string) string {
+	return strings.Replace(wire.LockRestartPath, "{uuid}", url.PathEscape(uuid), 1)
+}
+
+// call sends method to the mo-agent at baseURL's path and decodes its JSON
+// answer into out (nil: ignored).
+func call(ctx context.Context, client *http.Client, method, baseURL, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(baseURL, "/")+path, http.NoBody)
 	if err != nil {
-		return View{}, err
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return View{}, err
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return View{}, fmt.Errorf("read the view: %w", err)
+		return fmt.Errorf("read %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return View{}, &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body[:min(len(body), 256)]))}
+		return &StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(body[:min(len(body), 256)]))}
 	}
-	var v View
-	if err := json.Unmarshal(body, &v); err != nil {
-		return View{}, fmt.Errorf("decode the view: %w", err)
+	if out == nil {
+		return nil
 	}
-	return v, nil
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode %s %s: %w", method, path, err)
+	}
+	return nil
 }

@@ -148,3 +148,18 @@ func (v *View) RunsReplica(uuid string, shard uint64) bool {
 	s, ok := v.LogStore(uuid)
 	return ok && s.State == StoreUp && slices.ContainsFunc(s.Replicas, func(r Replica) bool { return r.ShardID == shard })
 }
+
+// LockRestartPath is the probe's path of a CN's lock service restart
+// handshake (POST starts it, GET answers a LockRestart); {uuid} is the CN's.
+const LockRestartPath = "/v1/cn/{uuid}/restart"
+
+// LockRestart is whether a CN whose restart was announced to the TN's lock
+// table allocator may stop: its lock tables have moved to other CNs.
+type LockRestart struct {
+	// CanRestart is the allocator's answer: the CN's lock tables have
+	// moved. It is true too for a CN the allocator does not know.
+	CanRestart bool `json:"canRestart"`
+	// RemainTxn is how many transactions still hold locks on the CN; -1
+	// while the allocator cannot tell.
+	RemainTxn int32 `json:"remainTxn"`
+}
