@@ -8,7 +8,9 @@
 //	    with --volume (log stores), the store's UUID is the one recorded
 //	    on its volume (package identity).
 //	mo-agent probe --listen ADDR --hakeeper HOST:PORT[,HOST:PORT...]
-//	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster.
+//	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster,
+//	    and a CN's lock service restart handshake with the TN's lock table
+//	    allocator on POST and GET /v1/cn/{uuid}/restart.
 //	mo-agent store-id NAMESPACE POD
 //	    prints the store UUID the pod runs as (wire.StoreID).
 //
