@@ -164,30 +164,38 @@ func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 	}
 	return framework.Named("UndrainCN", func(ctx *framework.Context[T]) error {
 		for _, p := range pods {
-			if _, moving := p.Annotations[AnnotationLocksMoving]; moving {
-				// MatrixOne cannot take an announced lock service restart
-				// back: the CN would refuse new transactions. Its restart
-				// gives it a new lock service; it comes back undrained.
-				if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})); err != nil {
-					return fmt.Errorf("delete pod %s: %w", p.Name, err)
-				}
-				ctx.Log.Info("Restarting a CN the set keeps after its lock tables moved", "pod", p.Name)
-				ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted,
-					"Restarting %s: the set keeps it, and its lock tables had moved away", p.Name)
-				continue
-			}
-			// Through the CN itself: it is up, and mo_ctl goes to HAKeeper.
-			if err := c.setWorkState(ctx, st, p, p, mosql.Working); err != nil {
+			if err := c.undrainOne(ctx, st, p); err != nil {
 				return err
 			}
-			if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained, AnnotationLocksMoving); err != nil {
-				return err
-			}
-			ctx.Log.Info("Set a CN working again", "pod", p.Name)
-			ctx.Event(corev1.EventTypeNormal, mov1.EventUndrained, "Set %s working again: the set keeps it", p.Name)
 		}
 		return nil
 	})
+}
+
+// undrainOne sets the CN of p Working and clears its drain; or restarts it
+// when its lock tables had moved: MatrixOne cannot take an announced lock
+// service restart back (the CN would refuse new transactions), and a
+// restart gives the CN a new lock service. It comes back undrained.
+func (c *StoreSetController[T]) undrainOne(ctx *framework.Context[T], st *storeState, p *corev1.Pod) error {
+	if _, moving := p.Annotations[AnnotationLocksMoving]; moving {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})); err != nil {
+			return fmt.Errorf("delete pod %s: %w", p.Name, err)
+		}
+		ctx.Log.Info("Restarting a CN the set keeps after its lock tables moved", "pod", p.Name)
+		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted,
+			"Restarting %s: the set keeps it, and its lock tables had moved away", p.Name)
+		return nil
+	}
+	// Through the CN itself: it is up, and mo_ctl goes to HAKeeper.
+	if err := c.setWorkState(ctx, st, p, p, mosql.Working); err != nil {
+		return err
+	}
+	if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained, AnnotationLocksMoving); err != nil {
+		return err
+	}
+	ctx.Log.Info("Set a CN working again", "pod", p.Name)
+	ctx.Event(corev1.EventTypeNormal, mov1.EventUndrained, "Set %s working again: the set keeps it", p.Name)
+	return nil
 }
 
 // drainStep returns the next step of the drain of pods: start it, have

@@ -59,7 +59,7 @@ type fakeProbe struct {
 func newFakeProbe(t *testing.T) *fakeProbe {
 	p := &fakeProbe{announced: map[string]bool{}, heldLocks: map[string]bool{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc(hakeeper.Path, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(hakeeper.Path, func(w http.ResponseWriter, _ *http.Request) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.view == nil {

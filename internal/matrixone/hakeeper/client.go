@@ -32,7 +32,8 @@ func (e *StatusError) Error() string {
 // honors ctx's deadline.
 func Get(ctx context.Context, client *http.Client, baseURL string) (View, error) {
 	var v View
-	return v, call(ctx, client, http.MethodGet, baseURL, Path, &v)
+	err := call(ctx, client, http.MethodGet, baseURL, Path, &v)
+	return v, err
 }
 
 // StartLockRestart has the mo-agent at baseURL announce the restart of the
@@ -46,7 +47,8 @@ func StartLockRestart(ctx context.Context, client *http.Client, baseURL, uuid st
 // restart was announced, may stop.
 func LockRestartStatus(ctx context.Context, client *http.Client, baseURL, uuid string) (wire.LockRestart, error) {
 	var r wire.LockRestart
-	return r, call(ctx, client, http.MethodGet, baseURL, lockRestartPath(uuid), &r)
+	err := call(ctx, client, http.MethodGet, baseURL, lockRestartPath(uuid), &r)
+	return r, err
 }
 
 func lockRestartPath(uuid string) string {
