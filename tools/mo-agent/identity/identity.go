@@ -145,11 +145,11 @@ func writeFile(path, content string) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(content + "\n")
-	if err == nil {
-		err = f.Sync()
+	_, werr := f.WriteString(content + "\n")
+	if werr == nil {
+		werr = f.Sync()
 	}
-	if err = errors.Join(err, f.Close()); err != nil {
+	if err := errors.Join(werr, f.Close()); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
