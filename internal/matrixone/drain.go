@@ -227,7 +227,8 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 			why := fmt.Sprintf("the drain did not end within %s (spec.drainTimeout): sessions it still held are cut", timeout)
 			return c.endDrain(p, why, corev1.EventTypeWarning), nil
 		case via == nil:
-			setDraining(ctx, fmt.Sprintf("%s drains: no other CN is serving to take its sessions (%s of %s)", p.Name, since.Round(time.Second), timeout))
+			setDraining(ctx, fmt.Sprintf("%s drains since %s: no other CN is serving to take its sessions (timeout %s)",
+				p.Name, started.UTC().Format(time.RFC3339), timeout))
 			return nil, nil
 		case ws != wire.WorkStateDraining && ws != wire.WorkStateDrained:
 			// Not recorded yet (HAKeeper's view lags), or the statement
@@ -244,7 +245,10 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 			return nil, nil
 		}
 		if n > 0 || since < c.opts.DrainSettle {
-			setDraining(ctx, fmt.Sprintf("%s drains: %d sessions after %s (timeout %s)", p.Name, n, since.Round(time.Second), timeout))
+			// The start, not the time since: the message stays the same
+			// from pass to pass while the count does, and status is not
+			// rewritten every pass.
+			setDraining(ctx, fmt.Sprintf("%s drains since %s: %d sessions (timeout %s)", p.Name, started.UTC().Format(time.RFC3339), n, timeout))
 			return nil, nil
 		}
 		return c.moveLocks(ctx, st, p)

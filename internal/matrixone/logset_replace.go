@@ -68,9 +68,12 @@ func deleteStores(ctx *LogContext) error {
 // downStore is a store whose pod is not ready.
 type downStore struct {
 	pod *corev1.Pod
-	// name is the pod's name; down is how long it has not been ready.
-	name string
-	down time.Duration
+	// name is the pod's name; since is when it stopped being ready, and
+	// down how long ago that was. Messages name since, which stays the
+	// same from pass to pass: a duration would rewrite status every pass.
+	name  string
+	since time.Time
+	down  time.Duration
 }
 
 // downStores returns the set's stores whose pods are not ready (or do not
@@ -84,21 +87,23 @@ func (st *logState) downStores(l *LogSet) []downStore {
 		case !ok:
 			out = append(out, downStore{name: name})
 		case !workload.IsReady(p):
-			out = append(out, downStore{pod: p, name: name, down: unreadyFor(p, st.now)})
+			since := unreadySince(p)
+			out = append(out, downStore{pod: p, name: name, since: since, down: st.now.Sub(since)})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b downStore) int { return cmp.Compare(b.down, a.down) })
 	return out
 }
 
-// unreadyFor is how long pod has not been ready at now: since its Ready
-// condition turned false, or since it was created when it has none (not
-// scheduled).
-func unreadyFor(pod *corev1.Pod, now time.Time) time.Duration {
-	if d := workload.UnreadyFor(pod, now); d > 0 {
-		return d
+// unreadySince is when pod stopped being ready: when its Ready condition
+// turned false, or when it was created if it has none (not scheduled).
+func unreadySince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
 	}
-	return now.Sub(pod.CreationTimestamp.Time)
+	return pod.CreationTimestamp.Time
 }
 
 // storesHealth says how the set's stores are, for the StoresHealthy
@@ -113,18 +118,21 @@ func (st *logState) storesHealth(l *LogSet) (reason, message string, replace *do
 	}
 	d := down[0]
 	timeout := l.Spec.StoreFailureTimeout.Duration
+	since := d.since.UTC().Format(time.RFC3339)
 	switch {
+	case d.pod == nil:
+		return mov1.ReasonStoreDown, d.name + " does not exist", nil
 	case timeout == 0:
-		return mov1.ReasonReplacementDisabled, fmt.Sprintf("%s has not been ready for %s; storeFailureTimeout is 0, so it is not replaced",
-			d.name, d.down.Round(time.Second)), nil
-	case d.pod == nil || d.down < timeout:
-		return mov1.ReasonStoreDown, fmt.Sprintf("%s has not been ready for %s; it is replaced after %s if the shards keep their majority without it",
-			d.name, d.down.Round(time.Second), timeout), nil
+		return mov1.ReasonReplacementDisabled, fmt.Sprintf("%s has not been ready since %s; storeFailureTimeout is 0, so it is not replaced",
+			d.name, since), nil
+	case d.down < timeout:
+		return mov1.ReasonStoreDown, fmt.Sprintf("%s has not been ready since %s; it is replaced after %s if the shards keep their majority without it",
+			d.name, since, timeout), nil
 	}
 	if why := st.replacementBlocked(l, d); why != "" {
-		return mov1.ReasonReplacementBlocked, fmt.Sprintf("%s has not been ready for %s and is not replaced: %s", d.name, d.down.Round(time.Second), why), nil
+		return mov1.ReasonReplacementBlocked, fmt.Sprintf("%s has not been ready since %s and is not replaced: %s", d.name, since, why), nil
 	}
-	return mov1.ReasonStoreDown, fmt.Sprintf("%s has not been ready for %s: replacing its store", d.name, d.down.Round(time.Second)), &d
+	return mov1.ReasonStoreDown, fmt.Sprintf("%s has not been ready since %s: replacing its store", d.name, since), &d
 }
 
 // replacementBlocked says why replacing d's store now would not be safe;
