@@ -233,6 +233,14 @@ func lostAddrs(ob *Cluster, pod string) []string {
 	return out
 }
 
+// isLostAddr reports whether addr is the address of a lost server of any
+// pod: OceanBase still lists it, so a recovering pod whose re-created
+// Service got it (a freed IP, allocated again: a CI run saw one pod get
+// the other's lost address) needs another.
+func isLostAddr(ob *Cluster, addr string) bool {
+	return slices.ContainsFunc(ob.Status.LostServers, func(l obv1.OBLostServer) bool { return l.Address == addr })
+}
+
 // recoveringPods are the pods of status.lostServers, each once, in order.
 func recoveringPods(ob *Cluster) []obv1.OBLostServer {
 	var out []obv1.OBLostServer
@@ -245,8 +253,8 @@ func recoveringPods(ob *Cluster) []obv1.OBLostServer {
 }
 
 // readdress gives each recovering observer a new address: its Service,
-// while it has a lost address (a re-created Service may get a freed IP
-// again), is deleted, and Declare creates it again with a new IP on the
+// while it has a lost address, its own or another pod's (a re-created
+// Service may get a freed IP again), is deleted, and Declare creates it again with a new IP on the
 // next pass; then the pod, older than its Service, is restarted, so that
 // its entrypoint resolves the new address. A pod whose address is already
 // a server is never restarted.
@@ -263,7 +271,7 @@ func (c *Controller) readdress(ctx *Context) (bool, error) {
 		switch {
 		case addr == "":
 			done = false // Declare applies it again
-		case slices.Contains(lostAddrs(ob, l.Pod), addr):
+		case isLostAddr(ob, addr):
 			done = false
 			if err := deleteWithUID(ctx, svc); err != nil {
 				return false, fmt.Errorf("delete Service %s: %w", svc.Name, err)
@@ -312,7 +320,7 @@ func deleteWithUID(ctx *Context, obj client.Object) error {
 func replacement(ob *Cluster, cl *cluster, pod string) (svc *corev1.Service, addr string, p *corev1.Pod) {
 	svc = cl.svcs[pod]
 	addr = svcAddr(svc)
-	if addr == "" || slices.Contains(lostAddrs(ob, pod), addr) {
+	if addr == "" || isLostAddr(ob, addr) {
 		return nil, "", nil
 	}
 	p = cl.pod(pod)

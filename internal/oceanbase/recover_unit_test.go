@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
@@ -104,6 +105,32 @@ func TestMajorityServes(t *testing.T) {
 			}
 			if !got && !strings.Contains(why, "majority") {
 				t.Errorf("the reason does not say why: %q", why)
+			}
+		})
+	}
+}
+
+// TestReplacementNeedsAnAddressNoLostServerHas: a recovering pod's
+// re-created Service may get any freed IP again, its own lost address or
+// another lost pod's (a CI run saw the second); neither is a replacement.
+func TestReplacementNeedsAnAddressNoLostServerHas(t *testing.T) {
+	ob := &Cluster{}
+	ob.Status.LostServers = []obv1.OBLostServer{{Pod: "ob-z1-0", Address: "10.0.0.89:2882"}, {Pod: "ob-z1-1", Address: "10.0.0.78:2882"}}
+	created := metav1.Now()
+	for _, tc := range []struct {
+		name, ip string
+		want     bool
+	}{
+		{"its own lost address", "10.0.0.78", false},
+		{"the other pod's lost address", "10.0.0.89", false},
+		{"a new address", "10.0.0.177", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := &cluster{svcs: map[string]*corev1.Service{"ob-z1-1": {
+				ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Spec: corev1.ServiceSpec{ClusterIP: tc.ip}}}}
+			svc, addr, _ := replacement(ob, cl, "ob-z1-1")
+			if (svc != nil) != tc.want || tc.want && addr != tc.ip+":2882" {
+				t.Errorf("replacement = %v, %q; want a replacement: %v", svc != nil, addr, tc.want)
 			}
 		})
 	}
