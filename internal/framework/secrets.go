@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -20,47 +21,77 @@ const PasswordKey = "password"
 // digest) from its first start. newSecret should give the Secret no owner,
 // so that under a Retain policy it outlives its object like the data it
 // opens, and label it with a component DeleteGeneratedSecret recognizes.
-//
-// The existence check reads c (the manager's cache, which holds only
-// Steward's Secrets), then live (the API server) for a user's Secret of
-// that name: a pass reads, and never writes, once the Secret exists.
+// A password is drawn only for a Secret to create; a pass reads, and never
+// writes, once the Secret exists (CreateIfAbsent).
 func EnsurePasswordSecret(ctx context.Context, c client.Client, live client.Reader, log logr.Logger,
 	newSecret func(password string) *corev1.Secret) error {
 	key := client.ObjectKeyFromObject(newSecret(""))
-	err := c.Get(ctx, key, &corev1.Secret{})
+	created, err := CreateIfAbsent(ctx, c, live, key, &corev1.Secret{},
+		func() client.Object { return newSecret(rand.Text()) })
+	if err != nil {
+		return fmt.Errorf("ensure Secret %s: %w", key.Name, err)
+	}
+	if created {
+		log.Info("Generated a password Secret", "secret", key.Name)
+	}
+	return nil
+}
+
+// CreateIfAbsent creates the object create returns unless one of obj's kind
+// exists under key: it reads c (the manager's cache) into obj, then live
+// (the API server, for an object the cache does not hold, such as a
+// user's), and creates only when neither has it; another writer's
+// concurrent create counts as found. create is called only for an object
+// to create. It reports whether it created one; otherwise obj holds the
+// object found.
+func CreateIfAbsent(ctx context.Context, c client.Client, live client.Reader, key client.ObjectKey, obj client.Object,
+	create func() client.Object) (bool, error) {
+	err := c.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
-		err = live.Get(ctx, key, &corev1.Secret{})
+		err = live.Get(ctx, key, obj)
 	}
 	if !apierrors.IsNotFound(err) {
-		return err
+		return false, err
 	}
-	secret := newSecret(rand.Text()) // a password only for a Secret to create
-	switch err := c.Create(ctx, secret); {
+	switch err := c.Create(ctx, create()); {
 	case apierrors.IsAlreadyExists(err):
-		return nil
+		return false, live.Get(ctx, key, obj)
 	case err != nil:
-		return fmt.Errorf("create Secret %s: %w", secret.Name, err)
+		return false, err
 	}
-	log.Info("Generated a password Secret", "secret", secret.Name)
-	return nil
+	return true, nil
 }
 
 // DeleteGeneratedSecret deletes Secret namespace/name if its component
 // label says the controller generated it; a user's Secret of that name
 // stays.
 func DeleteGeneratedSecret(ctx context.Context, c client.Client, namespace, name, component string) error {
-	s := &corev1.Secret{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)
-	if apierrors.IsNotFound(err) || err == nil && s.Labels["app.kubernetes.io/component"] != component {
-		return nil
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	_, err := DeleteGenerated(ctx, c, s, map[string]string{"app.kubernetes.io/component": component})
+	return err
+}
+
+// DeleteGenerated deletes the object of obj's kind and key (its namespace
+// and name) if its labels include labels: the controller made it. Another
+// object of that name (a user's) stays. It reports whether it deleted one.
+func DeleteGenerated(ctx context.Context, c client.Client, obj client.Object, labels map[string]string) (bool, error) {
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := client.IgnoreNotFound(c.Delete(ctx, s)); err != nil {
-		return fmt.Errorf("delete Secret %s: %w", name, err)
+	for k, v := range labels {
+		if obj.GetLabels()[k] != v {
+			return false, nil
+		}
 	}
-	return nil
+	uid := obj.GetUID()
+	if err := client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid})); err != nil {
+		return false, fmt.Errorf("delete %s: %w", obj.GetName(), err)
+	}
+	return true, nil
 }
 
 // ReadPassword reads the password (PasswordKey) in Secret namespace/name;

@@ -19,6 +19,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
@@ -268,14 +269,21 @@ func (c *StoreSetController[T]) moveLocks(ctx *framework.Context[T], st *storeSt
 	uuid := wire.StoreID(st.set.Namespace, p.Name)
 	if _, announced := p.Annotations[AnnotationLocksMoving]; !announced {
 		return framework.Named("MoveLocks", func(ctx *framework.Context[T]) error {
-			if _, err := c.views.lockRestart(ctx, st.logPods, uuid, true); err != nil {
+			err := c.views.viaLogPod(st.logPods, func(base string) error {
+				return hakeeper.StartLockRestart(ctx, c.views.http, base, uuid)
+			})
+			if err != nil {
 				return fmt.Errorf("announce the restart of %s's lock service: %w", p.Name, err)
 			}
 			ctx.Log.Info("Moving a CN's lock tables", "pod", p.Name)
 			return annotate(ctx, ctx.Client, p, map[string]string{AnnotationLocksMoving: st.now.UTC().Format(time.RFC3339)})
 		}), nil
 	}
-	status, err := c.views.lockRestart(ctx, st.logPods, uuid, false)
+	var status wire.LockRestart
+	err := c.views.viaLogPod(st.logPods, func(base string) (err error) {
+		status, err = hakeeper.LockRestartStatus(ctx, c.views.http, base, uuid)
+		return err
+	})
 	switch {
 	case err != nil:
 		setDraining(ctx, fmt.Sprintf("%s drains: asking whether its lock tables moved failed: %v", p.Name, err))

@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -205,35 +204,33 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	return deleteClaims(ctx, logSet(l))
 }
 
+// logSet is the workload view of l's stores: their pods and volume claims.
+func logSet(l *LogSet) workload.Set {
+	return workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog), Volume: build.DataVolume}
+}
+
 func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }
 
 // ensureSharedClaim makes the shared filesystem claim when the spec sizes it
 // and no claim has its name (a user's claim of that name is used as it
 // is); otherwise it says why the set waits for the user's claim, if it
-// does. Steward's claim is read from the cache, a user's from the API
-// server.
+// does.
 func ensureSharedClaim(ctx *LogContext) (string, error) {
 	l := ctx.Obj
 	claim := build.SharedClaim(l)
 	if claim == nil {
 		return sharedStorageMissing(ctx, ctx.Reader, l.Namespace, l.Spec.SharedStorage)
 	}
-	err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
-	if apierrors.IsNotFound(err) {
-		err = ctx.Reader.Get(ctx, client.ObjectKeyFromObject(claim), &corev1.PersistentVolumeClaim{})
+	created, err := framework.CreateIfAbsent(ctx, ctx.Client, ctx.Reader, client.ObjectKeyFromObject(claim),
+		&corev1.PersistentVolumeClaim{}, func() client.Object { return claim })
+	if err != nil {
+		return "", fmt.Errorf("ensure the shared filesystem claim %s: %w", claim.Name, err)
 	}
-	if !apierrors.IsNotFound(err) {
-		return "", err
+	if created {
+		ctx.Log.Info("Created the shared filesystem claim", "claim", claim.Name, "size", claim.Spec.Resources.Requests.Storage())
+		ctx.Event(corev1.EventTypeNormal, mov1.EventSharedClaimCreated, "Created the shared filesystem claim %s (%s)",
+			claim.Name, claim.Spec.Resources.Requests.Storage())
 	}
-	switch err := ctx.Client.Create(ctx, claim); {
-	case apierrors.IsAlreadyExists(err):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("create the shared filesystem claim %s: %w", claim.Name, err)
-	}
-	ctx.Log.Info("Created the shared filesystem claim", "claim", claim.Name, "size", claim.Spec.Resources.Requests.Storage())
-	ctx.Event(corev1.EventTypeNormal, mov1.EventSharedClaimCreated, "Created the shared filesystem claim %s (%s)",
-		claim.Name, claim.Spec.Resources.Requests.Storage())
 	return "", nil
 }
 
@@ -245,23 +242,13 @@ func deleteSharedClaim(ctx *LogContext) error {
 	if fs == nil {
 		return nil
 	}
-	claim := &corev1.PersistentVolumeClaim{}
-	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: fs.ClaimName}, claim)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: fs.ClaimName}}
+	deleted, err := framework.DeleteGenerated(ctx, ctx.Client, claim, build.Labels(l.Name, build.ComponentShared))
 	if err != nil {
-		return err
+		return fmt.Errorf("the shared filesystem claim: %w", err)
 	}
-	want := build.Labels(l.Name, build.ComponentShared)
-	for k, v := range want {
-		if claim.Labels[k] != v {
-			return nil
-		}
+	if deleted {
+		ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted the shared filesystem claim %s (reclaimPolicy Delete)", fs.ClaimName)
 	}
-	if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
-		return fmt.Errorf("delete the shared filesystem claim %s: %w", claim.Name, err)
-	}
-	ctx.Event(corev1.EventTypeNormal, commonv1.EventVolumeDeleted, "Deleted the shared filesystem claim %s (reclaimPolicy Delete)", claim.Name)
 	return nil
 }

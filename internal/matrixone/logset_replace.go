@@ -32,13 +32,8 @@ import (
 func ensureStores(ctx *LogContext) (map[string]string, error) {
 	l := ctx.Obj
 	cm := &corev1.ConfigMap{}
-	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: build.LogStoresName(l)}, cm)
-	if apierrors.IsNotFound(err) {
-		cm = build.LogStores(l, nil)
-		if err = ctx.Client.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
-			err = ctx.Reader.Get(ctx, client.ObjectKeyFromObject(cm), cm)
-		}
-	}
+	_, err := framework.CreateIfAbsent(ctx, ctx.Client, ctx.Reader, client.ObjectKey{Namespace: l.Namespace, Name: build.LogStoresName(l)},
+		cm, func() client.Object { return build.LogStores(l, nil) })
 	if err != nil {
 		return nil, fmt.Errorf("the stores ConfigMap %s: %w", build.LogStoresName(l), err)
 	}
@@ -62,7 +57,9 @@ func recordStores(ctx *LogContext, data map[string]string) error {
 // deleteStores deletes the set's stores ConfigMap (reclaimPolicy Delete:
 // the volumes whose stores it names are gone).
 func deleteStores(ctx *LogContext) error {
-	return client.IgnoreNotFound(ctx.Client.Delete(ctx, build.LogStores(ctx.Obj, nil)))
+	l := ctx.Obj
+	_, err := framework.DeleteGenerated(ctx, ctx.Client, build.LogStores(l, nil), build.Labels(l.Name, build.ComponentLogStores))
+	return err
 }
 
 // downStore is a store whose pod is not ready.
@@ -87,23 +84,12 @@ func (st *logState) downStores(l *LogSet) []downStore {
 		case !ok:
 			out = append(out, downStore{name: name})
 		case !workload.IsReady(p):
-			since := unreadySince(p)
+			since := workload.UnreadySince(p)
 			out = append(out, downStore{pod: p, name: name, since: since, down: st.now.Sub(since)})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b downStore) int { return cmp.Compare(b.down, a.down) })
 	return out
-}
-
-// unreadySince is when pod stopped being ready: when its Ready condition
-// turned false, or when it was created if it has none (not scheduled).
-func unreadySince(pod *corev1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return pod.CreationTimestamp.Time
 }
 
 // storesHealth says how the set's stores are, for the StoresHealthy
@@ -233,9 +219,4 @@ func (st *logState) replaceStore(d downStore) framework.Action[*LogSet] {
 			d.name, old, d.down.Round(time.Second), uuid)
 		return nil
 	})
-}
-
-// logSet is the workload view of l's stores.
-func logSet(l *LogSet) workload.Set {
-	return workload.Set{Namespace: l.Namespace, Name: l.Name, Selector: build.Selector(l.Name, build.ComponentLog), Volume: build.DataVolume}
 }

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +33,7 @@ func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testin
 	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
 	runPods(t, c, sts, "r1")
 	for _, pod := range pods {
-		claim(t, c, ns, build.DataVolume+"-"+pod)
+		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
 	}
 	probe.set(healthyView(ns, pods...))
 	testenv.Eventually(t, "StoresHealthy, and the bootstrap recorded for mo-agent", func() (bool, string) {
@@ -117,17 +116,6 @@ func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testin
 		got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy)
 		return strings.HasPrefix(got, "True"), got
 	})
-}
-
-// claim creates a bound-looking volume claim.
-func claim(t *testing.T, c client.Client, ns, name string) {
-	t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	if err := c.Create(t.Context(), pvc); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // gone reports whether the claim name is deleted or being deleted.

@@ -187,16 +187,13 @@ func (st *logState) notReady(l *LogSet) (reason, message string) {
 func (st *logState) setConditions(ctx *LogContext) *downStore {
 	l := ctx.Obj
 	reason, message, replace := st.storesHealth(l)
-	ctx.SetCondition(mov1.ConditionStoresHealthy, conditionStatus(reason == mov1.ReasonAllStoresUp), reason, message)
+	healthy := metav1.ConditionFalse
+	if reason == mov1.ReasonAllStoresUp {
+		healthy = metav1.ConditionTrue
+	}
+	ctx.SetCondition(mov1.ConditionStoresHealthy, healthy, reason, message)
 	st.setServing(ctx)
 	return replace
-}
-
-func conditionStatus(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }
 
 // setServing sets Available, Progressing and Ready.

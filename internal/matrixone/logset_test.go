@@ -183,8 +183,14 @@ func setupWith(t *testing.T, opts func(*matrixone.Options)) (client.Client, stri
 
 func sharedClaim(t *testing.T, c client.Client, ns string) {
 	t.Helper()
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+	createClaim(t, c, ns, "shared", corev1.ReadWriteMany)
+}
+
+// createClaim creates a 1Gi volume claim.
+func createClaim(t *testing.T, c client.Client, ns, name string, mode corev1.PersistentVolumeAccessMode) {
+	t.Helper()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{mode},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	if err := c.Create(t.Context(), pvc); err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 	obj := ctx.Obj
 	log := ctx.Dependencies[0].(*mov1.LogSet)
 	st := &storeState{set: c.k.set(obj, log), pods: map[int]*corev1.Pod{}, now: time.Now()}
-	logPods, err := workload.Set{Namespace: log.Namespace, Name: log.Name, Selector: build.Selector(log.Name, build.ComponentLog)}.Pods(ctx, ctx.Client)
+	logPods, err := logSet(log).Pods(ctx, ctx.Client)
 	if err != nil {
 		return err
 	}

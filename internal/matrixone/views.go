@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
-	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // viewReader reads HAKeeper's view through the log pods' probes for one
@@ -29,7 +27,6 @@ type viewReader struct {
 	views   *probe.Collector[hakeeper.View]
 	http    *httpClient
 	address func(namespace, pod, ip string) string
-	timeout time.Duration
 }
 
 func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewReader {
@@ -40,7 +37,6 @@ func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewR
 	return &viewReader{
 		http:    newHTTPClient(opts.ProbeTimeout),
 		address: address,
-		timeout: opts.ProbeTimeout,
 		views: probe.NewCollector(probe.Options[hakeeper.View]{
 			Kind:        kind,
 			CallTimeout: opts.ProbeTimeout,
@@ -88,36 +84,26 @@ func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*co
 	return view, true, ""
 }
 
-// lockRestart runs a step of the lock service restart handshake of the CN
-// uuid through the first log pod's probe that answers (in ordinal order):
-// it starts the handshake when start is set, and otherwise asks whether
-// the CN may stop.
-func (r *viewReader) lockRestart(ctx context.Context, logPods map[int]*corev1.Pod, uuid string, start bool) (wire.LockRestart, error) {
+// viaLogPod runs call against the first log pod's probe that answers (in
+// ordinal order), each call bounded by the probes' HTTP client's timeout:
+// the CNs' lock service restart handshake goes through any of them.
+func (r *viewReader) viaLogPod(logPods map[int]*corev1.Pod, call func(baseURL string) error) error {
 	var errs []error
 	for _, ordinal := range slices.Sorted(maps.Keys(logPods)) {
 		p := logPods[ordinal]
 		if !p.DeletionTimestamp.IsZero() || p.Status.PodIP == "" {
 			continue
 		}
-		base := "http://" + r.address(p.Namespace, p.Name, p.Status.PodIP)
-		callCtx, cancel := context.WithTimeout(ctx, r.timeout)
-		var status wire.LockRestart
-		var err error
-		if start {
-			err = hakeeper.StartLockRestart(callCtx, r.http, base, uuid)
-		} else {
-			status, err = hakeeper.LockRestartStatus(callCtx, r.http, base, uuid)
-		}
-		cancel()
+		err := call("http://" + r.address(p.Namespace, p.Name, p.Status.PodIP))
 		if err == nil {
-			return status, nil
+			return nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 	}
 	if len(errs) == 0 {
-		return wire.LockRestart{}, errors.New("no log pod has an address")
+		return errors.New("no log pod has an address")
 	}
-	return wire.LockRestart{}, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // forget drops the targets of the object of group, which is gone.

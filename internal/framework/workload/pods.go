@@ -38,6 +38,20 @@ func UnreadyFor(pod *corev1.Pod, now time.Time) time.Duration {
 	return now.Sub(c.LastTransitionTime.Time)
 }
 
+// UnreadySince returns when the pod stopped being ready: when its Ready
+// condition turned false, or when it was created if it has none (not
+// scheduled yet). Zero for a ready pod.
+func UnreadySince(pod *corev1.Pod) time.Time {
+	c := readyCondition(pod)
+	switch {
+	case c != nil && c.Status == corev1.ConditionTrue:
+		return time.Time{}
+	case c != nil && !c.LastTransitionTime.IsZero():
+		return c.LastTransitionTime.Time
+	}
+	return pod.CreationTimestamp.Time
+}
+
 func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
