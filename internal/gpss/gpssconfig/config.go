@@ -100,6 +100,14 @@ var OwnedKeys = []string{
 // Render returns gpss.json: user's configuration (a JSON object, possibly
 // empty) with the owned keys set. Output is deterministic (keys sorted), so
 // that its hash names its content.
+//
+// GPSS reads keys in any letter case, so each owned key, and each object
+// on the way to it, is in the output once, spelled as OwnedKeys spells it:
+// a user's "listenaddress" block is renamed ListenAddress (the same block
+// to GPSS), a user's value of an owned key in another case ("cluster.id")
+// gives way to the operator's, and two keys alike but for case on an owned
+// key's way are an error, since GPSS would take one of them. Validate
+// refuses all of these first; Render does not rely on it.
 func Render(user []byte, owned Owned) ([]byte, error) {
 	doc := map[string]any{}
 	if len(bytes.TrimSpace(user)) > 0 {
@@ -110,7 +118,14 @@ func Render(user []byte, owned Owned) ([]byte, error) {
 	set := func(path string, v any) error {
 		keys := strings.Split(path, ".")
 		m := doc
-		for i, k := range keys[:len(keys)-1] {
+		for i, k := range keys {
+			if err := spellAsOwned(m, k, keys[:i]); err != nil {
+				return err
+			}
+			if i == len(keys)-1 {
+				m[k] = v
+				return nil
+			}
 			next, ok := m[k]
 			if !ok {
 				child := map[string]any{}
@@ -123,7 +138,6 @@ func Render(user []byte, owned Owned) ([]byte, error) {
 			}
 			m = child
 		}
-		m[keys[len(keys)-1]] = v
 		return nil
 	}
 	for _, kv := range []struct {
@@ -145,4 +159,30 @@ func Render(user []byte, owned Owned) ([]byte, error) {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
 	return append(out, '\n'), nil
+}
+
+// spellAsOwned renames the key of m that is key but for letter case (the
+// same key to GPSS) to key, so that m holds it once; two such keys are an
+// error. parents are the owned keys leading to m, for the message.
+func spellAsOwned(m map[string]any, key string, parents []string) error {
+	var alike []string
+	for k := range m {
+		if strings.EqualFold(k, key) {
+			alike = append(alike, k)
+		}
+	}
+	switch {
+	case len(alike) > 1:
+		slices.Sort(alike)
+		where := ""
+		if len(parents) > 0 {
+			where = " in " + strings.Join(parents, ".")
+		}
+		return fmt.Errorf("configuration: %s%s differ only by letter case, and GPSS would read one of them as %s",
+			strings.Join(alike, " and "), where, key)
+	case len(alike) == 1 && alike[0] != key:
+		m[key] = m[alike[0]]
+		delete(m, alike[0])
+	}
+	return nil
 }

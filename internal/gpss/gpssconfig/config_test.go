@@ -2,6 +2,8 @@ package gpssconfig
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +74,59 @@ func TestRenderOwnsItsKeysAndKeepsTheRest(t *testing.T) {
 	}
 }
 
+// GPSS reads gpss.json's keys in any letter case, as encoding/json does:
+// a user's "cluster" is GPSS's Cluster. The rendered file must hold each
+// owned key once, with the operator's value, whatever case the user wrote
+// (Validate refuses such a configuration; Render must not depend on it).
+func TestRenderHoldsEachOwnedKeyOnceInAnyLetterCase(t *testing.T) {
+	owned := Owned{ClusterID: "orders", EtcdEndpoints: []string{"http://e-0:2379"},
+		GRPCPort: 5000, GpfdistPort: 8080, ClusterPort: 5001}
+	out, err := Render([]byte(`{"cluster":{"id":"other","ETCD":{"endpoints":["http://elsewhere:2379"]}},"listenaddress":{"DebugPort":9000}}`), owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(out)
+	if err != nil {
+		t.Fatalf("Render's output does not parse: %v\n%s", err, out)
+	}
+	if c.Cluster == nil || c.Cluster.ID != "orders" || strings.Join(c.Cluster.Etcd.Endpoints, ",") != "http://e-0:2379" {
+		t.Errorf("GPSS would read cluster %+v from:\n%s", c.Cluster, out)
+	}
+	var doc map[string]map[string]any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if strings.Join(keys, ",") != "Cluster,Gpfdist,ListenAddress" || len(doc["Cluster"]) != 3 ||
+		doc["ListenAddress"]["DebugPort"] != float64(9000) {
+		t.Errorf("want the user's keys spelled as the operator's, each once, the user's DebugPort kept:\n%s", out)
+	}
+	if _, err := Render([]byte(`{"Cluster":{},"cluster":{}}`), owned); err == nil || !strings.Contains(err.Error(), "letter case") {
+		t.Errorf("Render of Cluster and cluster: %v, want an error (GPSS would take one of them)", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(`{"Cluster":{"Id":"a"},"cluster":{"ID":"b","Etcd":{}},"Other":{"Id":"c"}}`), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"Cluster.Id":   "[[Cluster Id] [cluster ID]]",
+		"CLUSTER.etcd": "[[cluster Etcd]]",
+		"Cluster.Port": "[]",
+		"Id":           "[]",
+	} {
+		if got := fmt.Sprint(Find(doc, key)); got != want {
+			t.Errorf("Find(%s) = %s, want %s", key, got, want)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	taken := map[string]int{"spec.ports.grpc": 5000, "spec.ports.gpfdist": 8080, "spec.ports.cluster": 5001}
 	for _, tc := range []struct {
@@ -99,6 +154,26 @@ func TestValidate(t *testing.T) {
 			want: []string{"spec.config[ListenAddress][DebugPort]: Duplicate value: \"8080, already the port of spec.ports.gpfdist\""}},
 		{name: "two of the file's ports alike", config: `{"A":{"Port":7000},"B":{"MetricsPort":7000}}`,
 			want: []string{"spec.config[B][MetricsPort]: Duplicate value: \"7000, already the port of spec.config[A][Port]\""}},
+		// GPSS reads keys in any letter case (issue 27): an owned key in
+		// another case is the owned key.
+		{name: "the cluster id in lower case", config: `{"cluster":{"id":"other"}}`,
+			want: []string{"spec.config[cluster][id]: Forbidden: set by the operator from spec.clusterID; remove it from config"}},
+		{name: "the etcd endpoints in mixed case", config: `{"CLUSTER":{"etcd":{"EndPoints":["x:2379"]}}}`,
+			want: []string{"spec.config[CLUSTER][etcd][EndPoints]: Forbidden: set by the operator from spec.etcd"}},
+		{name: "an owned block in another case, its owned keys absent", config: `{"listenaddress":{"DebugPort":9000}}`},
+		{name: "two keys alike but for case", config: `{"Logging":{"BackendLevel":"info"},"logging":{"BackendLevel":"debug"}}`,
+			want: []string{"spec.config[logging]: Duplicate value: \"logging, the same key as Logging to GPSS"}},
+		{name: "nested keys alike but for case", config: `{"Logging":{"BackendLevel":"info","backendlevel":"debug"},"Tasks":[{"Name":"a","NAME":"b"}]}`,
+			want: []string{
+				"spec.config[Logging][backendlevel]: Duplicate value: \"backendlevel, the same key as BackendLevel to GPSS",
+				"spec.config[Tasks][0][Name]: Duplicate value: \"Name, the same key as NAME to GPSS",
+			}},
+		{name: "the cluster id twice", config: `{"Cluster":{"Id":"a"},"cluster":{"id":"b"}}`,
+			want: []string{
+				"spec.config[Cluster][Id]: Forbidden: set by the operator from spec.clusterID",
+				"spec.config[cluster][id]: Forbidden: set by the operator from spec.clusterID",
+				"spec.config[cluster]: Duplicate value: \"cluster, the same key as Cluster to GPSS",
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := Validate([]byte(tc.config), field.NewPath("spec", "config"), taken)

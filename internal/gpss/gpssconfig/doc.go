@@ -6,5 +6,6 @@
 // It is GPSS's format, not the simulator's: the controller renders with it,
 // and Steward's GPSS simulator reads what it rendered with the same rules a
 // GPSS server applies (invalid JSON, or no Cluster.Id in a cluster, refuses
-// to start).
+// to start; keys match in any letter case, as encoding/json matches them,
+// which is why the operator's keys are owned in every case).
 package gpssconfig

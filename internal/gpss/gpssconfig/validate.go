@@ -13,10 +13,15 @@ import (
 
 // Validate checks a user's configuration (the API's spec.config, at path)
 // before anything is rendered from it: a JSON object, none of the keys the
-// operator owns (OwnedKeys: each has its own spec field), and every port
+// operator owns (OwnedKeys: each has its own spec field) in any letter
+// case, no two keys of an object alike but for letter case, and every port
 // (a key named Port or ending in Port, as DebugPort) a number in 1-65535
 // that no other port in the file or in taken (the owned ports, by the
 // spec field that sets each) uses.
+//
+// Letter case matters because GPSS reads gpss.json as encoding/json does,
+// matching keys in any case: "cluster" is its Cluster, and of two keys
+// alike but for case it silently takes one.
 func Validate(user []byte, path *field.Path, taken map[string]int) field.ErrorList {
 	var errs field.ErrorList
 	var doc map[string]any
@@ -24,11 +29,12 @@ func Validate(user []byte, path *field.Path, taken map[string]int) field.ErrorLi
 		return append(errs, field.Invalid(path, string(user), "must be a JSON object"))
 	}
 	for _, key := range OwnedKeys {
-		if _, ok := Lookup(doc, key); ok {
-			errs = append(errs, field.Forbidden(dotted(path, key),
+		for _, keys := range Find(doc, key) {
+			errs = append(errs, field.Forbidden(keyPath(path, keys),
 				"set by the operator from "+ownerField[key]+"; remove it from config"))
 		}
 	}
+	errs = append(errs, keysAlikeButForCase(doc, path)...)
 	// Ports, in a stable order: the owned ones by their spec fields, then
 	// the file's by their paths.
 	type port struct {
@@ -45,7 +51,7 @@ func Validate(user []byte, path *field.Path, taken map[string]int) field.ErrorLi
 		if !strings.HasSuffix(last, "Port") {
 			return
 		}
-		p := dotted(path, strings.Join(keys, "."))
+		p := keyPath(path, keys)
 		f, ok := v.(float64)
 		if !ok || f != math.Trunc(f) || !ValidPort(int(f)) {
 			errs = append(errs, field.Invalid(p, v, "must be a port number, 1-65535"))
@@ -75,20 +81,58 @@ var ownerField = map[string]string{
 	"Cluster.Etcd.Endpoints": "spec.etcd",
 }
 
-// Lookup returns the value at dottedKey ("Cluster.Etcd.Endpoints") in a
-// decoded gpss.json, and whether it is there.
-func Lookup(doc map[string]any, dottedKey string) (any, bool) {
-	var v any = doc
-	for _, k := range strings.Split(dottedKey, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
+// Find returns where a decoded gpss.json holds dottedKey
+// ("Cluster.Etcd.Endpoints") as GPSS reads it: each key matched in any
+// letter case, as encoding/json matches a struct's fields
+// (strings.EqualFold is its rule). Each path is the keys as the document
+// spells them, in key order; more than one means GPSS would read the key
+// from several places and keep one.
+func Find(doc map[string]any, dottedKey string) [][]string {
+	paths, values := [][]string{nil}, []any{doc}
+	for _, want := range strings.Split(dottedKey, ".") {
+		var nextPaths [][]string
+		var nextValues []any
+		for i, v := range values {
+			m, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if strings.EqualFold(k, want) {
+					nextPaths = append(nextPaths, append(slices.Clone(paths[i]), k))
+					nextValues = append(nextValues, m[k])
+				}
+			}
 		}
-		if v, ok = m[k]; !ok {
-			return nil, false
+		paths, values = nextPaths, nextValues
+	}
+	return paths
+}
+
+// keysAlikeButForCase refuses every key of an object in v (at path) that
+// differs only by letter case from another key of the same object: GPSS
+// would take one of them and drop the other without a word.
+func keysAlikeButForCase(v any, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch v := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		for i, k := range keys {
+			for _, earlier := range keys[:i] {
+				if strings.EqualFold(k, earlier) {
+					errs = append(errs, field.Duplicate(path.Key(k), fmt.Sprintf(
+						"%s, the same key as %s to GPSS, which reads keys in any letter case and would take only one", k, earlier)))
+					break
+				}
+			}
+			errs = append(errs, keysAlikeButForCase(v[k], path.Key(k))...)
+		}
+	case []any:
+		for i, e := range v {
+			errs = append(errs, keysAlikeButForCase(e, path.Index(i))...)
 		}
 	}
-	return v, true
+	return errs
 }
 
 // walk calls fn for every leaf and object member of doc, in key order,
@@ -106,8 +150,10 @@ func walk(v any, keys []string, fn func(keys []string, v any)) {
 	}
 }
 
-func dotted(path *field.Path, key string) *field.Path {
-	for _, k := range strings.Split(key, ".") {
+// keyPath is the field path of the document's keys under path
+// (spec.config[Cluster][Id]).
+func keyPath(path *field.Path, keys []string) *field.Path {
+	for _, k := range keys {
 		path = path.Key(k)
 	}
 	return path

@@ -3,8 +3,9 @@
 // in real pods, against a real etcd.
 //
 // What it shares with GPSS is the surface Steward's controller uses: it
-// reads gpss.json with GPSS's rules (gpssconfig.Parse: it refuses to start on
-// invalid JSON or a cluster without Cluster.Id), serves GPSS's gRPC job API
+// reads gpss.json with GPSS's rules (gpssconfig.Parse: keys in any letter
+// case; it refuses to start on invalid JSON or a cluster without
+// Cluster.Id), serves GPSS's gRPC job API
 // (gpss.JobService: submit, start, stop, list, remove) and a subset of its
 // Batch Data API (api.Gpss: connect, open, write, close) on
 // ListenAddress.Port, and answers Greenplum segments on Gpfdist.Port for the

@@ -67,6 +67,8 @@ func New(rawConfig []byte, name string, knobs Knobs, log *slog.Logger) (*Server,
 		running: map[string]Job{}, stopping: map[string]bool{}, sessions: map[string]*session{}}, nil
 }
 
+// refusedKeys are the keys of raw this version refuses, found in any
+// letter case, as GPSS reads its keys (gpssconfig.Find).
 func refusedKeys(raw []byte, keys []string) []string {
 	var doc map[string]any
 	if json.Unmarshal(raw, &doc) != nil {
@@ -74,7 +76,7 @@ func refusedKeys(raw []byte, keys []string) []string {
 	}
 	var found []string
 	for _, key := range keys {
-		if _, ok := gpssconfig.Lookup(doc, key); ok {
+		if len(gpssconfig.Find(doc, key)) > 0 {
 			found = append(found, key)
 		}
 	}

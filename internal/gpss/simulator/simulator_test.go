@@ -272,6 +272,11 @@ func TestNewRefusesWhatGPSSRefuses(t *testing.T) {
 		{name: "a version that refuses a key", config: good, knobs: simulator.Knobs{Version: "2.1", RefuseKeys: []string{"Cluster.Legacy"}},
 			wantErr: "version 2.1 does not accept Cluster.Legacy"},
 		{name: "a refused key that is absent", config: good, knobs: simulator.Knobs{RefuseKeys: []string{"Cluster.Other"}}},
+		// GPSS reads keys in any letter case, as encoding/json does.
+		{name: "a refused key in another letter case", config: strings.Replace(good, `"Legacy"`, `"legacy"`, 1),
+			knobs: simulator.Knobs{Version: "2.1", RefuseKeys: []string{"Cluster.Legacy"}}, wantErr: "version 2.1 does not accept Cluster.Legacy"},
+		{name: "every key in another letter case",
+			config: `{"listenaddress":{"port":5000},"GPFDIST":{"Port":8080},"cluster":{"id":"c","etcd":{"endpoints":["http://e:2379"]}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := simulator.New([]byte(tc.config), "gpss-0", tc.knobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
