@@ -131,6 +131,9 @@ type Controller struct {
 	// sent is the membership change each cluster's scale step sent last,
 	// until a later run reads its outcome (reportLostReply).
 	sent map[types.UID]memberChange
+	// commits is each cluster's last committed membership change
+	// (membersCommitted).
+	commits map[types.UID]memberCommit
 }
 
 // New returns a controller with opts.
@@ -159,6 +162,7 @@ func New(opts Options) *Controller {
 		}),
 		zxidsAt: map[types.UID]time.Time{},
 		sent:    map[types.UID]memberChange{},
+		commits: map[types.UID]memberCommit{},
 	}
 }
 

@@ -246,8 +246,9 @@ func (c *Controller) committed(ctx *Context, before, after zkclient.Config, reas
 	c.mu.Unlock()
 	ids := after.IDs()
 	ctx.Obj.Status.Members = toInt32(ids)
-	// The voting views cached before the change are stale now.
-	c.stats.Forget(framework.Group(ctx.Obj), nil)
+	// The voting views heard before the change are stale now.
+	e, _ := observed.Get(ctx)
+	c.membersCommitted(ctx.Obj, e, ids)
 	if after.Version != before.Version {
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
 		ctx.Event(corev1.EventTypeNormal, reason, "%s; members %v (configuration version %#x)", message, ids, after.Version)

@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -85,7 +86,19 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
+	op := ctx.Operation()
+	c.observeServers(ctx, zk, e, pods, op != nil && op.Phase == commonv1.PhaseRunning)
+	c.fillStatus(zk, e)
+	return e, nil
+}
+
+// observeServers probes the server pods and reads their answers into e
+// (readAnswers). An operation's steps (wait) decide on answers at most a
+// second old and wait for them, up to the probe deadline; every other pass
+// reads what the background probes last heard and never waits.
+func (c *Controller) observeServers(ctx context.Context, zk *Cluster, e *ensemble, pods map[int]*corev1.Pod, wait bool) {
 	group := framework.Group(zk)
+	last := c.lastCommit(zk)
 	var targets []probe.Target
 	for ordinal, pod := range pods {
 		e.highestPodOrdinal = max(e.highestPodOrdinal, ordinal)
@@ -103,37 +116,103 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	// Every server is asked again at once when any server pod changes: a
 	// member's answer depends on its peers (a survivor that was not
 	// serving serves again once replacements join, without its own pod
-	// changing), and Ready waited up to a probe interval for it.
-	revision := ensembleRevision(pods)
+	// changing), and Ready waited up to a probe interval for it. So it is
+	// after a committed membership change: the voting views change.
+	revision := ensembleRevision(pods) + last.revision()
 	for i := range targets {
 		targets[i].Revision = revision
 	}
-	// An operation's steps decide on answers at most a second old and wait
-	// for them (up to the probe deadline); every other pass reads what the
-	// background probes last heard and never waits.
 	var results map[string]probe.Result[zkclient.Observation]
-	if op := ctx.Operation(); op != nil && op.Phase == commonv1.PhaseRunning {
+	if wait {
 		results = ObserveEnsemble(ctx, c.stats, c.http, targets)
 	} else {
 		results = WatchEnsemble(c.stats, c.http, targets)
 	}
 	c.stats.Forget(group, targets)
-	for _, s := range e.servers {
+	e.readAnswers(results, fromInt32(zk.Status.Members), last)
+}
+
+// readAnswers gives each server its answer (results, by pod UID) and finds
+// the leader and the committed membership: the leader's voting view, else
+// statusMembers.
+//
+// An answer from before the scale step's last committed change (last)
+// still names the leader while the server's next answer is not in:
+// adding or removing another member does not move leadership
+// (membersCommitted forgets every answer when the leader itself left).
+// Its voting view may predate the change, so the membership is then the
+// committed one. Of two servers answering as leader (a stale answer and a
+// new leader's), the later answer wins.
+func (e *ensemble) readAnswers(results map[string]probe.Result[zkclient.Observation], statusMembers []int, last memberCommit) {
+	e.leader = nil
+	for _, o := range e.ordinals() {
+		s := e.servers[o]
 		r, ok := results[string(s.pod.UID)]
 		if !ok {
 			r = probe.Result[zkclient.Observation]{Err: errors.New("the pod has no IP yet")}
 		}
 		s.result = r
-		if s.serving() && s.result.Value.Stat.Role == zkclient.RoleLeader {
+		switch {
+		case !s.serving() || r.Value.Stat.Role != zkclient.RoleLeader:
+		case last.predates(r.ValueAt) && !slices.Contains(last.members, s.id()):
+			// It led before the change removed it, and hands over.
+		case e.leader == nil || r.ValueAt.After(e.leader.result.ValueAt):
 			e.leader = s
 		}
 	}
-	e.members = fromInt32(zk.Status.Members)
-	if e.leader != nil {
+	e.members = statusMembers
+	switch {
+	case e.leader == nil:
+	case last.predates(e.leader.result.ValueAt):
+		e.members = slices.Clone(last.members)
+	default:
 		e.members = slices.Clone(e.leader.result.Value.Voting)
 	}
-	c.fillStatus(zk, e)
-	return e, nil
+}
+
+// memberCommit is the last membership change a cluster's scale step
+// committed: when, and the members since.
+type memberCommit struct {
+	at      time.Time
+	members []int
+}
+
+// revision is the commit's part of the probe targets' Revision, so that a
+// commit has every server asked again at once.
+func (m memberCommit) revision() string {
+	if m.at.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("members %v at %d", m.members, m.at.UnixNano())
+}
+
+// predates reports whether an answer obtained at valueAt came before the
+// commit, so that its voting view may not show it.
+func (m memberCommit) predates(valueAt time.Time) bool { return valueAt.Before(m.at) }
+
+// membersCommitted records that the scale step committed members for zk
+// while e was observed. The servers' answers are kept: forgetting them
+// left status.leader empty, although the same server led throughout, until
+// every server had answered again (issue 27: about 6 s of a scale-out);
+// readAnswers takes the membership from the commit until the leader
+// answers again. When the leader itself left (or none was known), a new
+// one is being elected and servers that served may be looking for it:
+// every answer is forgotten, and the next answers say so.
+func (c *Controller) membersCommitted(zk *Cluster, e *ensemble, members []int) {
+	c.mu.Lock()
+	c.commits[zk.UID] = memberCommit{at: time.Now(), members: slices.Clone(members)}
+	c.mu.Unlock()
+	if e == nil || e.leader == nil || !slices.Contains(members, e.leader.id()) {
+		c.stats.Forget(framework.Group(zk), nil)
+	}
+}
+
+// lastCommit returns the last membership change committed for zk by this
+// operator process, zero when none was.
+func (c *Controller) lastCommit(zk *Cluster) memberCommit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commits[zk.UID]
 }
 
 // fillStatus writes what e observed into zk's status.
@@ -206,6 +285,7 @@ func (c *Controller) forgetCluster(zk *Cluster) {
 	defer c.mu.Unlock()
 	delete(c.zxidsAt, zk.UID)
 	delete(c.sent, zk.UID)
+	delete(c.commits, zk.UID)
 }
 
 // previousServer is a server as status last recorded it.
