@@ -3,11 +3,12 @@
 // It is not GPSS; internal/gpss/simulator says what it models.
 //
 //	gpss-simulator [--name NAME] [CONFIG]   serve (CONFIG: gpss.json, default /etc/gpss/gpss.json)
-//	gpss-simulator --version                print the simulated version
+//	gpss-simulator --version                print the simulated version ("gpss-simulator 1.1")
 //
 // Like gpss it takes the configuration file as its argument. The instance
 // name defaults to the host name (the pod's name). Knobs are environment
-// variables (GPSS_SIM_*, see simulator.Knobs).
+// variables (GPSS_SIM_*, see simulator.Knobs); each image sets
+// GPSS_SIM_VERSION to its tag's version (images/gpss-simulator).
 package main
 
 import (
@@ -38,7 +39,7 @@ func run() error {
 		return err
 	}
 	if *version {
-		fmt.Println("gpss-simulator", knobs.Version)
+		fmt.Println(simulator.VersionLine(knobs.Version))
 		return nil
 	}
 	path := "/etc/gpss/gpss.json"

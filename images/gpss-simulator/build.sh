@@ -3,8 +3,11 @@
 # import`): one layer holding the static gpss-simulator binary, run as a
 # numeric non-root user, with GPSS's contract: the configuration file is
 # the argument (docs/gpss.md). It is NOT GPSS: internal/gpss/simulator says
-# what it models. Two tags of the same content, so that the tests can
-# upgrade from one to the other and back.
+# what it models. Two images, tags 1.0 and 1.1, so that the tests can
+# upgrade from one to the other and back: the same binary (one layer they
+# share), each image reporting its own tag's version (GPSS_SIM_VERSION=1.1
+# for localhost/gpss-simulator:1.1), which --version, gpfdist's
+# X-GPFDIST-VERSION and the instance's log say. The archive holds both.
 #
 #   build.sh           build the image
 #   build.sh inputs    print what the image is made from (hack/images.sh)
@@ -12,10 +15,11 @@
 #
 # Environment:
 #   OUT      archive to write (default: _output/images/gpss-simulator.tar)
-#   TAG      image references, space separated
+#   TAG      image references, space separated, one image each
 #            (default: localhost/gpss-simulator:1.0 localhost/gpss-simulator:1.1)
-#   ENV      K=V settings baked into the image, space separated (knobs:
-#            GPSS_SIM_*, see internal/gpss/simulator)
+#   ENV      K=V settings baked into every image, space separated (knobs:
+#            GPSS_SIM_*, see internal/gpss/simulator); a GPSS_SIM_VERSION
+#            here replaces the tags' versions
 #   MKIMAGE  a prebuilt mkimage binary; default: `go run` it
 set -euo pipefail
 
@@ -44,13 +48,51 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go -C "$repo" build -trimpath -ldflags '-s -w' -o "$tmp/gpss-simulator" ./cmd/gpss-simulator
 
-args=()
-for t in $TAG; do args+=(--tag "$t"); done
-for e in $ENV; do args+=(--env "$e"); done
+# version prints the version a reference's tag names (1.1 for
+# localhost/gpss-simulator:1.1; latest without a tag).
+version() {
+	local last=${1##*/}
+	if [[ $last == *:* ]]; then echo "${last##*:}"; else echo latest; fi
+}
+
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
-"${mkimage[@]}" "${args[@]}" \
-	--file "$tmp/gpss-simulator:/gpss-simulator:0755" \
-	--entrypoint /gpss-simulator \
-	--user 65532:65532 \
-	--expose 5000 --expose 8080 --expose 5001 \
-	--output "$OUT"
+n=0
+for t in $TAG; do
+	n=$((n + 1))
+	args=(--tag "$t")
+	for e in $ENV; do args+=(--env "$e"); done
+	if [[ " $ENV" != *" GPSS_SIM_VERSION="* ]]; then
+		args+=(--env "GPSS_SIM_VERSION=$(version "$t")")
+	fi
+	"${mkimage[@]}" "${args[@]}" \
+		--file "$tmp/gpss-simulator:/gpss-simulator:0755" \
+		--entrypoint /gpss-simulator \
+		--user 65532:65532 \
+		--expose 5000 --expose 8080 --expose 5001 \
+		--output "$tmp/image-$n.tar" >/dev/null
+done
+if ((n == 0)); then
+	echo "$0: TAG names no image" >&2
+	exit 2
+fi
+
+# One docker-archive of every image: their blobs (the shared layer once,
+# each image's config) and one manifest.json listing them all, which
+# `ctr images import` and `docker load` read image by image. mkimage writes
+# each manifest.json as one JSON array on one line.
+mkdir "$tmp/archive"
+entries=()
+for i in $(seq 1 "$n"); do
+	tar -xf "$tmp/image-$i.tar" -C "$tmp/archive" --exclude=manifest.json
+	manifest=$(tar -xOf "$tmp/image-$i.tar" manifest.json)
+	if [[ $manifest != \[*\] ]]; then
+		echo "$0: the manifest.json of image $i is not a JSON array: $manifest" >&2
+		exit 1
+	fi
+	manifest=${manifest#[}
+	entries+=("${manifest%]}")
+done
+(IFS=,; printf '[%s]' "${entries[*]}") >"$tmp/archive/manifest.json"
+(cd "$tmp/archive" && find . -type f -printf '%P\n' | LC_ALL=C sort) >"$tmp/files"
+tar -cf "$OUT.tmp" -C "$tmp/archive" --owner=0 --group=0 --numeric-owner --mtime=@0 -T "$tmp/files"
+mv "$OUT.tmp" "$OUT"

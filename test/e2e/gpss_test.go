@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,7 +146,9 @@ func (g *gpssScenario) scale(t *testing.T) {
 	}
 }
 
-// upgrade moves to a new tag and back, one instance at a time.
+// upgrade moves to a new tag and back, one instance at a time. After each,
+// every instance reports its tag's version (each of the simulator's images
+// says its own): the new version runs, not only the pods name its image.
 func (g *gpssScenario) upgrade(t *testing.T) {
 	for _, image := range []string{g.next, g.image} {
 		start := time.Now()
@@ -156,7 +159,50 @@ func (g *gpssScenario) upgrade(t *testing.T) {
 		}
 		t.Logf("Rolled to %s in %s (previous %s)", image, time.Since(start).Round(time.Second), st.PreviousImage)
 		g.allRunningOnce(2)
+		g.instancesRun(2, imageVersion(image))
 	}
+}
+
+// instancesRun checks that each of the first n instances runs version, as a
+// user would check it: the serving process logged it when it started to
+// serve, and the instance's binary says it to --version (gpss --version).
+func (g *gpssScenario) instancesRun(n int, version string) {
+	g.t.Helper()
+	serving := regexp.MustCompile(`msg=Serving .*version=(\S+)`)
+	for i := range n {
+		pod := fmt.Sprintf("%s-%d", gpssName, i)
+		eventually(g.t, 30*time.Second, pod+" reports version "+version, func(context.Context) error {
+			out, err := kubectl("exec", "-n", g.ns, pod, "--", "/gpss-simulator", "--version")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			if got, want := strings.TrimSpace(out), "gpss-simulator "+version; got != want {
+				return fmt.Errorf("--version says %q, want %q", got, want)
+			}
+			logs, err := kubectl("logs", "-n", g.ns, pod)
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, logs)
+			}
+			m := serving.FindAllStringSubmatch(logs, -1)
+			if len(m) == 0 {
+				return fmt.Errorf("its log has no Serving line yet:\n%s", logs)
+			}
+			if got := m[len(m)-1][1]; got != version {
+				return fmt.Errorf("the serving process logged version %q, want %q", got, version)
+			}
+			return nil
+		})
+	}
+}
+
+// imageVersion is the version an image reference's tag names
+// (localhost/gpss-simulator:1.1 is 1.1).
+func imageVersion(ref string) string {
+	last := ref[strings.LastIndex(ref, "/")+1:]
+	if i := strings.LastIndex(last, ":"); i >= 0 {
+		return last[i+1:]
+	}
+	return "latest"
 }
 
 // brokenImage sets an image whose instances never start: the rollout halts on

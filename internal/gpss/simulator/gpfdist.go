@@ -7,15 +7,14 @@ import (
 	"strings"
 )
 
-// gpfdistVersion is what X-GPFDIST-VERSION says.
-const gpfdistVersion = "steward-gpss-simulator"
-
 // serveGpfdist answers a Greenplum segment's request for a job's data, as
 // gpfdist does: GET /<job name or id> with X-GP-PROTO. It serves only the
 // jobs this instance runs (a segment asking another instance gets 404, as
 // an external table pointing at the wrong instance would) and, having no
-// data source, ends every stream at once.
+// data source, ends every stream at once. Every answer, refusals too, says
+// the version in X-GPFDIST-VERSION, as gpfdist's do.
 func (s *Server) serveGpfdist(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-GPFDIST-VERSION", VersionLine(s.knobs.Version))
 	proto := r.Header.Get("X-GP-PROTO")
 	if proto != "0" && proto != "1" {
 		http.Error(w, "missing or unsupported X-GP-PROTO", http.StatusBadRequest)
@@ -33,7 +32,6 @@ func (s *Server) serveGpfdist(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain")
 	h.Set("Expires", "0")
-	h.Set("X-GPFDIST-VERSION", gpfdistVersion)
 	h.Set("X-GP-PROTO", proto)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "close")

@@ -10,8 +10,11 @@ import (
 // environment variables, so that one binary can be built into a "good" and
 // a "bad" version of GPSS.
 type Knobs struct {
-	// Version is what the simulator reports as its version
-	// (GPSS_SIM_VERSION; default "simulator").
+	// Version is what the simulator reports as its version: --version,
+	// gpfdist's X-GPFDIST-VERSION and the instance's record in etcd
+	// (GPSS_SIM_VERSION; default "simulator"). Each image of the simulator
+	// sets it to its tag's version (images/gpss-simulator), so that an
+	// upgrade shows in what the instances say, not only in the pod's image.
 	Version string
 	// FailStart, when set, makes the simulator exit with this message
 	// before it listens: a version that never becomes ready
@@ -46,3 +49,8 @@ func KnobsFromEnv(getenv func(string) string) (Knobs, error) {
 	}
 	return k, nil
 }
+
+// VersionLine is how an instance states its version, in --version and in
+// gpfdist's X-GPFDIST-VERSION: "gpss-simulator 1.1", the simulator's
+// name first, since it is not GPSS.
+func VersionLine(version string) string { return "gpss-simulator " + version }

@@ -290,6 +290,30 @@ func TestNewRefusesWhatGPSSRefuses(t *testing.T) {
 	}
 }
 
+// TestInstanceReportsItsVersion: what an instance says of its version
+// (gpfdist's X-GPFDIST-VERSION, on every answer) is its knob's, so that an
+// upgrade to another image shows in the instances themselves.
+func TestInstanceReportsItsVersion(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	for _, version := range []string{"1.0", "1.1"} {
+		in := start(t, etcd, "c-"+version, "gpss-0", simulator.Knobs{Version: version})
+		for _, proto := range []string{"1", ""} { // a job it does not run; no X-GP-PROTO
+			req, _ := http.NewRequest(http.MethodGet, "http://"+in.GpfdistAddr+"/nothing", http.NoBody)
+			if proto != "" {
+				req.Header.Set("X-GP-PROTO", proto)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got, want := resp.Header.Get("X-GPFDIST-VERSION"), "gpss-simulator "+version; got != want {
+				t.Errorf("X-GPFDIST-VERSION of version %s (HTTP %d): %q, want %q", version, resp.StatusCode, got, want)
+			}
+		}
+	}
+}
+
 func TestKnobsFromEnv(t *testing.T) {
 	env := map[string]string{"GPSS_SIM_VERSION": "2.0.1", "GPSS_SIM_STOP_DELAY": "1.5s", "GPSS_SIM_REFUSE_KEYS": "A.B, C"}
 	k, err := simulator.KnobsFromEnv(func(k string) string { return env[k] })
