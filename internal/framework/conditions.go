@@ -95,14 +95,15 @@ func Transitions(before, after []metav1.Condition) []Transition {
 // same (Progressing True from Scaling to QuorumAtRisk): each asks the user
 // to look.
 var warningReasons = map[string]bool{
-	ReasonInvalidSpec:           true,
-	ReasonTerminalError:         true,
-	ReasonReconcileError:        true,
-	ReasonDependencyError:       true,
-	ReasonOperationFailed:       true,
-	commonv1.ReasonQuorumAtRisk: true,
-	commonv1.ReasonNoQuorum:     true,
-	commonv1.ReasonNoLeader:     true,
+	ReasonInvalidSpec:            true,
+	ReasonTerminalError:          true,
+	ReasonReconcileError:         true,
+	ReasonDependencyError:        true,
+	ReasonOperationFailed:        true,
+	commonv1.ReasonQuorumAtRisk:  true,
+	commonv1.ReasonNoQuorum:      true,
+	commonv1.ReasonNoLeader:      true,
+	commonv1.ReasonRolloutHalted: true,
 }
 
 // WarningChanges returns the conditions of after whose status stayed the

@@ -12,7 +12,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,9 +165,19 @@ func (c *Context[T]) configMaps(component string) ([]corev1.ConfigMap, error) {
 // needs any more, and returns their names. It never deletes one ensured in
 // this pass or referenced in the namespace by a Pod, the pod template of a
 // StatefulSet, Deployment, DaemonSet, ReplicaSet, Job or CronJob, or a
-// ControllerRevision (the history kubectl rollout undo uses), and keeps the
+// ControllerRevision of a workload the object does not control (the
+// history kubectl rollout undo uses), and keeps the
 // Options.ConfigRevisions most recently used unreferenced ones for
 // rollback.
+//
+// The revision history of the object's own workloads is not a reference:
+// a StatefulSet keeps ten ControllerRevisions by default, each naming the
+// ConfigMap its template had, and counting them kept every superseded
+// ConfigMap of a cluster for ten changes. Rolling back is the object's
+// (its spec renders the old content again, and EnsureConfigMap re-creates
+// a collected ConfigMap), never kubectl rollout undo on a workload the
+// operator would set back at once; so one rule holds for every system:
+// what pods and templates use, plus the Options.ConfigRevisions newest.
 func (c *Context[T]) CollectConfigMaps(component string) ([]string, error) {
 	ns := c.Obj.GetNamespace()
 	cms, err := c.configMaps(component)
@@ -221,22 +234,36 @@ func sortNewestFirst(cms []*corev1.ConfigMap) {
 }
 
 // referencedConfigMaps returns the names of the ConfigMaps referenced by
-// the pods, workload templates and controller revisions of namespace ns.
+// the pods, workload templates and controller revisions of namespace ns,
+// leaving out the revisions of workloads the object controls.
 func (c *Context[T]) referencedConfigMaps(ns string) (map[string]bool, error) {
 	used := map[string]bool{}
 	lists := []client.ObjectList{
 		&corev1.PodList{}, &appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &appsv1.DaemonSetList{},
 		&appsv1.ReplicaSetList{}, &batchv1.JobList{}, &batchv1.CronJobList{}, &appsv1.ControllerRevisionList{},
 	}
+	owned := map[types.UID]bool{} // workloads the object controls
 	for _, list := range lists {
 		if err := c.Client.List(c, list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("list %T: %w", list, err)
+		}
+		if revisions, ok := list.(*appsv1.ControllerRevisionList); ok {
+			revisions.Items = slices.DeleteFunc(revisions.Items, func(cr appsv1.ControllerRevision) bool {
+				ref := metav1.GetControllerOf(&cr)
+				return ref != nil && owned[ref.UID]
+			})
 		}
 		for _, spec := range podSpecs(list) {
 			for _, n := range ReferencedConfigMaps(spec) {
 				used[n] = true
 			}
 		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok && metav1.IsControlledBy(obj, c.Obj) {
+				owned[obj.GetUID()] = true
+			}
+			return nil
+		})
 	}
 	return used, nil
 }

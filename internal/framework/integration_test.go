@@ -1,6 +1,7 @@
 package framework_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -244,6 +246,9 @@ func TestConfigRollout(t *testing.T) {
 		if got := framework.ReferencedConfigMaps(&d.Spec.Template.Spec); !slices.Equal(got, []string{names[v]}) {
 			t.Fatalf("the Deployment references %v, want [%s]", got, names[v])
 		}
+		// The history a StatefulSet of the Widget's would keep: its own
+		// revisions do not keep superseded ConfigMaps.
+		create(t, c, ownRevision(&d, v))
 		var cm corev1.ConfigMap
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: names[v]}, &cm); err != nil {
 			t.Fatal(err)
@@ -265,7 +270,7 @@ func TestConfigRollout(t *testing.T) {
 		}
 	}
 	// Revision 5 is in use, 1 is pinned, 4 and 3 are kept for rollback and
-	// 2 is collected.
+	// 2 is collected although the Deployment's revision 2 names it.
 	want := []string{names[1], names[3], names[4], names[5]}
 	slices.Sort(want)
 	testenv.Eventually(t, "old revisions to be collected", func() (bool, string) {
@@ -604,5 +609,22 @@ func TestChangedProbeAnswerStartsAPass(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if n := a.observes.Load() - observes; n > 3 {
 		t.Errorf("%d passes after one change of answer, want about 1", n)
+	}
+}
+
+// ownRevision returns a ControllerRevision of d's template, numbered n and
+// controlled by d, as a StatefulSet's controller records its history.
+func ownRevision(d *appsv1.Deployment, n int) *appsv1.ControllerRevision {
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": d.Spec.Template}})
+	if err != nil {
+		panic(err)
+	}
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: d.Namespace, Name: fmt.Sprintf("%s-%d", d.Name, n),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+		},
+		Data:     k8sruntime.RawExtension{Raw: data},
+		Revision: int64(n),
 	}
 }

@@ -178,6 +178,7 @@ func (c *Controller) Declare(ctx *Context) error {
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
 		return err
 	}
+	recordRevision(g, cl)
 	c.setConditions(ctx, cl)
 	observed.Set(ctx, cl)
 	return nil
@@ -196,7 +197,6 @@ func (c *Controller) applyInstances(ctx *Context, cl *cluster) error {
 	if err != nil {
 		return err
 	}
-	g.Status.ConfigRevision = name
 	replicas := desiredReplicas(g, cl, ctx.Operation())
 	for i := range int(replicas) {
 		if err := ctx.Apply(build.GpfdistService(g, i), build.ComponentGpfdist); err != nil {
@@ -227,9 +227,10 @@ func (c *Controller) deleteDepartedServices(ctx *Context, cl *cluster, replicas 
 }
 
 // Observe starts a scale-in when the StatefulSet has more instances than
-// spec.replicas, and starts jobs a scale-in stopped if it ended (aborted,
-// say) before it started them again. Scaling out and everything else
-// Declare applies.
+// spec.replicas, a rollout when an instance runs an earlier pod template
+// than the StatefulSet's latest, and starts jobs a scale-in stopped if it
+// ended (aborted, say) before it started them again. Scaling out and
+// everything else Declare applies.
 func (c *Controller) Observe(ctx *Context) (Action, error) {
 	g := ctx.Obj
 	cl, err := observed.MustGet(ctx)
@@ -239,8 +240,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	switch {
 	case cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) > g.Spec.Replicas:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(*cl.sts.Spec.Replicas, g.Spec.Replicas)), nil
-	case len(stale(g, cl)) > 0:
-		return framework.StartFlow[*Cluster](flowRollout, rolloutTrigger(g.Spec.Image)), nil
+	case len(stale(cl)) > 0:
+		return framework.StartFlow[*Cluster](flowRollout, rolloutTrigger(cl.sts.Status.UpdateRevision)), nil
 	case len(g.Status.StoppedJobs) > 0:
 		return framework.Named("StartStoppedJobs", func(ctx *Context) error {
 			_, err := c.startStoppedJobs(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,8 @@ func ready(g *gpssv1.GpssCluster) (bool, string) {
 func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool) {
 	t.Helper()
 	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
-		ReadyReplicas: *sts.Spec.Replicas, AvailableReplicas: *sts.Spec.Replicas}
+		ReadyReplicas: *sts.Spec.Replicas, AvailableReplicas: *sts.Spec.Replicas,
+		UpdateRevision: sts.Name + "-1", CurrentRevision: sts.Name + "-1"}
 	if err := c.Status().Update(t.Context(), sts); err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +128,10 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 		return
 	}
 	for i := range int(*sts.Spec.Replicas) {
+		labels := map[string]string{appsv1.ControllerRevisionHashLabelKey: sts.Status.UpdateRevision}
+		maps.Copy(labels, sts.Spec.Template.Labels)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: fmt.Sprintf("%s-%d", sts.Name, i),
-			Labels: sts.Spec.Template.Labels}, Spec: *sts.Spec.Template.Spec.DeepCopy()}
+			Labels: labels, Annotations: sts.Spec.Template.Annotations}, Spec: *sts.Spec.Template.Spec.DeepCopy()}
 		if err := c.Create(t.Context(), pod); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +207,7 @@ func TestCreateWaitsForTheEtcdThenMakesTheInstances(t *testing.T) {
 	st := cluster(t, c, ns, "orders").Status
 	if st.ReadyReplicas != 3 || len(st.Instances) != 3 || !st.Instances[2].Ready || st.Instances[2].Image != "gpss:2.0" ||
 		st.CurrentImage != "gpss:2.0" || st.GRPCEndpoint != "orders-grpc."+ns+".svc.cluster.local:5000" ||
-		st.Instances[0].GpfdistAddress != "orders-0-gpfdist."+ns+".svc.cluster.local:8080" {
+		st.Instances[0].GpfdistAddress != "orders-0-gpfdist."+ns+".svc.cluster.local:8080" || st.ConfigRevision != cm.Name {
 		t.Errorf("status: %+v", st)
 	}
 }

@@ -114,6 +114,32 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	return cl, nil
 }
 
+// stale returns the ordinals of the instances whose pods run another pod
+// template than the StatefulSet's latest (its status.updateRevision), sorted;
+// none while the StatefulSet has not computed that revision, when no pod
+// can be told stale. Any change of the template counts (image, gpss.json,
+// resources, the etcd's endpoints, placement), not only the image.
+func stale(cl *cluster) []int {
+	if !workload.RevisionKnown(cl.sts) {
+		return nil
+	}
+	var out []int
+	for ordinal, p := range cl.pods {
+		if p.Labels[appsv1.ControllerRevisionHashLabelKey] != cl.sts.Status.UpdateRevision {
+			out = append(out, ordinal)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// upToDate reports whether spec.replicas instances exist, each ready on the
+// StatefulSet's latest template.
+func (cl *cluster) upToDate(g *Cluster) bool {
+	return workload.RevisionKnown(cl.sts) && len(cl.pods) == int(g.Spec.Replicas) &&
+		cl.readyPods() == len(cl.pods) && len(stale(cl)) == 0
+}
+
 // instancesStatus fills status.instances, readyReplicas and the images.
 func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 	g := ctx.Obj
@@ -122,7 +148,6 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 		n = max(n, ordinal+1)
 	}
 	var instances []gpssv1.InstanceStatus
-	images := map[string]bool{}
 	for ordinal := range n {
 		in := gpssv1.InstanceStatus{Name: build.PodName(g, ordinal)}
 		if ordinal < int(g.Spec.Replicas) {
@@ -131,21 +156,35 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 		if p, ok := cl.pods[ordinal]; ok {
 			in.Ready = workload.IsReady(p)
 			in.Image = podImage(p)
-			images[in.Image] = true
 		}
 		instances = append(instances, in)
 	}
 	g.Status.Instances = instances
 	g.Status.ReadyReplicas = int32(cl.readyPods())
-	// currentImage moves only when every instance runs the spec's image
-	// and is ready.
-	if len(images) == 1 && images[g.Spec.Image] && len(cl.pods) == int(g.Spec.Replicas) &&
-		cl.readyPods() == len(cl.pods) && g.Status.CurrentImage != g.Spec.Image {
+}
+
+// recordRevision moves status.currentImage and status.configRevision to
+// what the instances run, once every instance runs the latest template and
+// is ready: status never names an image or a gpss.json that some instance
+// does not run yet.
+func recordRevision(g *Cluster, cl *cluster) {
+	if !cl.upToDate(g) {
+		return
+	}
+	var p *corev1.Pod
+	for _, p = range cl.pods {
+		break
+	}
+	if p == nil {
+		return
+	}
+	if img := podImage(p); img != g.Status.CurrentImage {
 		if g.Status.CurrentImage != "" {
 			g.Status.PreviousImage = g.Status.CurrentImage
 		}
-		g.Status.CurrentImage = g.Spec.Image
+		g.Status.CurrentImage = img
 	}
+	g.Status.ConfigRevision = p.Annotations[build.ConfigRevisionAnnotation]
 }
 
 // gpfdistAddress is where the instance's gpfdist is reached from outside
@@ -206,7 +245,8 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 }
 
 // notReady says why the cluster is not Ready; an empty reason when it is:
-// the etcd ready, spec.replicas instances, each ready on the spec's image.
+// the etcd ready, spec.replicas instances, each ready on the latest pod
+// template, and no job that a scale-in stopped waiting to run again.
 func notReady(g *Cluster, cl *cluster) (reason, message string) {
 	want := int(g.Spec.Replicas)
 	switch {
@@ -216,16 +256,21 @@ func notReady(g *Cluster, cl *cluster) (reason, message string) {
 		return commonv1.ReasonCreating, "creating the instances"
 	case int(ptr.Deref(cl.sts.Spec.Replicas, 0)) != want:
 		return commonv1.ReasonScaling, fmt.Sprintf("%d instances, want %d", ptr.Deref(cl.sts.Spec.Replicas, 0), want)
+	case len(g.Status.StoppedJobs) > 0:
+		return commonv1.ReasonScaling, fmt.Sprintf("%d jobs stopped for a scale-in do not run again yet", len(g.Status.StoppedJobs))
+	case !workload.RevisionKnown(cl.sts):
+		return ReasonInstancesNotReady, "the StatefulSet's controller has not observed its latest spec yet"
 	case len(cl.pods) != want:
 		return ReasonInstancesNotReady, fmt.Sprintf("%d of %d instance pods exist", len(cl.pods), want)
 	}
+	if old := stale(cl); len(old) > 0 {
+		p := cl.pods[old[len(old)-1]]
+		return commonv1.ReasonRestarting, fmt.Sprintf("%d of %d instances run an earlier pod template (%s runs revision %s, the latest is %s)",
+			len(old), want, p.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey], cl.sts.Status.UpdateRevision)
+	}
 	for _, ordinal := range slices.Sorted(maps.Keys(cl.pods)) {
-		p := cl.pods[ordinal]
-		if img := podImage(p); img != g.Spec.Image {
-			return commonv1.ReasonRestarting, fmt.Sprintf("%s runs %s, want %s", p.Name, img, g.Spec.Image)
-		}
-		if !workload.IsReady(p) {
-			return ReasonInstancesNotReady, p.Name + " is not ready"
+		if p := cl.pods[ordinal]; !workload.IsReady(p) {
+			return ReasonInstancesNotReady, workload.NotReadyMessage(p)
 		}
 	}
 	return "", ""

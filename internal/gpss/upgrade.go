@@ -16,23 +16,28 @@ import (
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
 
-// The rollout flow moves the instances to spec.image (or back: a rollback
-// is a rollout to the previous image) one at a time: the StatefulSet
-// updates OnDelete, and the flow deletes one instance's pod, then waits
-// until every instance is ready and no job is in error (the restarted
-// instance runs its jobs again) before the next. An instance on the new
-// image that does not become ready within spec.rolloutHaltSeconds halts the
-// rollout: the flow keeps waiting, Progressing and Ready say
-// ReasonRolloutHalted and how to roll back, and no other instance is
-// touched. Setting spec.image back interrupts the flow; the rollout that
-// follows restarts the instances that are not ready first (restarting an
-// instance that serves nothing cannot hurt), so a crash-looping instance
-// is rolled back at once.
+// The rollout flow moves the instances onto the StatefulSet's latest pod
+// template one at a time, whatever changed in it: spec.image (a rollback
+// is a rollout to the previous image), spec.config (a new gpss.json
+// ConfigMap), spec.resources, the etcd's endpoints, placement. The
+// StatefulSet updates OnDelete, and the flow deletes one instance's pod,
+// then waits until every instance is ready and no job is in error (the
+// restarted instance runs its jobs again) before the next. An instance on
+// the new template that does not become ready within
+// spec.rolloutHaltSeconds halts the rollout: the flow keeps waiting,
+// Progressing and Ready say ReasonRolloutHalted and how to roll back (a
+// Warning Event records it once), and no other instance is touched.
+// Changing the spec again (setting spec.image back, say) makes a new
+// latest template and interrupts the flow; the rollout that follows
+// restarts the instances that are not ready first (restarting an instance
+// that serves nothing cannot hurt), so a crash-looping instance is rolled
+// back at once.
 const (
 	flowRollout          = "rollout"
 	stepRestartInstances = "restart-instances"
-	// ReasonRolloutHalted: an instance on the new image is not ready.
-	ReasonRolloutHalted = "RolloutHalted"
+	// ReasonRolloutHalted: an instance on the new pod template is not
+	// ready.
+	ReasonRolloutHalted = commonv1.ReasonRolloutHalted
 )
 
 func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {
@@ -43,41 +48,35 @@ func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {
 	}
 }
 
-func rolloutTrigger(image string) string { return "image " + image }
+// rolloutTrigger names the StatefulSet revision a rollout moves to.
+func rolloutTrigger(revision string) string { return "revision " + revision }
 
-// stale returns the ordinals of the instances whose pods run another image
-// than spec.image, sorted.
-func stale(g *Cluster, cl *cluster) []int {
-	var out []int
-	for ordinal, p := range cl.pods {
-		if podImage(p) != g.Spec.Image {
-			out = append(out, ordinal)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// InterruptFlow ends a rollout whose target image is no longer spec.image
-// (a rollback, or another upgrade): Observe starts the rollout to the new
-// target in the same pass (framework.FlowInterrupter).
+// InterruptFlow ends a rollout whose target is no longer the StatefulSet's
+// latest pod template (a rollback, another change): Observe starts the
+// rollout to the new target in the same pass (framework.FlowInterrupter).
 func (c *Controller) InterruptFlow(ctx *Context, op *commonv1.Operation) (string, bool) {
-	g := ctx.Obj
-	if op.Name == flowRollout && op.Trigger != rolloutTrigger(g.Spec.Image) {
-		return fmt.Sprintf("spec.image is now %s", g.Spec.Image), true
+	cl, ok := observed.Get(ctx)
+	if !ok || op.Name != flowRollout || !workload.RevisionKnown(cl.sts) {
+		return "", false
+	}
+	if rev := cl.sts.Status.UpdateRevision; op.Trigger != rolloutTrigger(rev) {
+		return fmt.Sprintf("the pod template changed again (revision %s)", rev), true
 	}
 	return "", false
 }
 
 // restartInstances restarts the next instance, or waits; done when every
-// instance runs spec.image and is ready.
+// instance runs the latest pod template and is ready.
 func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 	g := ctx.Obj
 	cl, err := observed.MustGet(ctx)
 	if err != nil {
 		return false, err
 	}
-	old := stale(g, cl)
+	if !workload.RevisionKnown(cl.sts) {
+		return false, nil
+	}
+	old := stale(cl)
 	// Not ready and on an old image: nothing to lose by restarting it.
 	for _, ordinal := range old {
 		if p := cl.pods[ordinal]; !workload.IsReady(p) {
@@ -91,8 +90,14 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 			continue
 		}
 		if unready := workload.UnreadyFor(p, now); unready > time.Duration(g.Spec.RolloutHaltSeconds)*time.Second {
-			msg := fmt.Sprintf("%s runs %s and has not been ready for %s; set spec.image back to %s to roll back",
-				p.Name, g.Spec.Image, unready.Round(time.Second), g.Status.CurrentImage)
+			// The time it turned unready, not for how long: a message that
+			// changed every pass would rewrite status every pass.
+			msg := fmt.Sprintf("%s runs %s and has not been ready since %s", p.Name, podImage(p),
+				workload.UnreadySince(p).UTC().Format(time.RFC3339))
+			if d := workload.NotReadyDetail(p); d != "" {
+				msg += " (" + d + ")"
+			}
+			msg += "; " + rollbackHint(g, p)
 			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, ReasonRolloutHalted, msg)
 			ctx.SetReady(false, ReasonRolloutHalted, msg)
 		}
@@ -130,4 +135,14 @@ func (c *Controller) restart(ctx *Context, p *corev1.Pod, why string) error {
 	}
 	ctx.Event(corev1.EventTypeNormal, "InstanceRestarted", "Restarted %s (%s), %s", p.Name, podImage(p), why)
 	return nil
+}
+
+// rollbackHint says how to roll back a halted rollout: set spec.image back
+// when the halted instance runs a new image, else undo the last change to
+// the spec.
+func rollbackHint(g *Cluster, p *corev1.Pod) string {
+	if cur := g.Status.CurrentImage; cur != "" && podImage(p) != cur {
+		return fmt.Sprintf("set spec.image back to %s to roll back", cur)
+	}
+	return "undo the last change to the spec to roll back"
 }

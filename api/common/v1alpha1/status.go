@@ -66,6 +66,10 @@ const (
 	ReasonQuorumAtRisk = "QuorumAtRisk"
 	// ReasonNoLeader: no member answers as leader.
 	ReasonNoLeader = "NoLeader"
+	// ReasonRolloutHalted: a member restarted onto a new pod template does
+	// not become ready; the rollout touches no other member until the spec
+	// changes (a rollback) or the member recovers.
+	ReasonRolloutHalted = "RolloutHalted"
 )
 
 // Reasons of Events that several systems record.

@@ -255,7 +255,8 @@ type GpssClusterStatus struct {
 	StoppedJobs []string `json:"stoppedJobs,omitempty"`
 
 	// configRevision is the name of the content-addressed ConfigMap of the
-	// latest gpss.json.
+	// gpss.json every instance runs; during a rollout it stays the old one
+	// until all instances run the new one and are ready.
 	// +optional
 	ConfigRevision string `json:"configRevision,omitempty"`
 }
@@ -287,6 +288,7 @@ type InstanceStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.spec.clusterID`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.currentImage`,priority=1
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`

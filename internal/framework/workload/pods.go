@@ -1,8 +1,10 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +52,37 @@ func UnreadySince(pod *corev1.Pod) time.Time {
 		return c.LastTransitionTime.Time
 	}
 	return pod.CreationTimestamp.Time
+}
+
+// NotReadyDetail says what a pod that is not ready waits for, for
+// condition messages: "Pending: 0/3 nodes are available: 3 Insufficient
+// cpu", "container gpss is CrashLoopBackOff (back-off 40s restarting...)";
+// empty when the pod says nothing more than that it is not ready.
+func NotReadyDetail(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return "Pending: " + cmp.Or(c.Message, c.Reason, "not scheduled")
+		}
+	}
+	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
+		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
+			detail := fmt.Sprintf("container %s is %s", st.Name, w.Reason)
+			if w.Message != "" {
+				detail += " (" + w.Message + ")"
+			}
+			return detail
+		}
+	}
+	return ""
+}
+
+// NotReadyMessage is "<pod> is not ready", followed by NotReadyDetail when
+// the pod says more.
+func NotReadyMessage(pod *corev1.Pod) string {
+	if d := NotReadyDetail(pod); d != "" {
+		return pod.Name + " is not ready: " + d
+	}
+	return pod.Name + " is not ready"
 }
 
 func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
