@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
@@ -39,7 +40,7 @@ var gpssJobs = []string{"orders", "clicks", "payments", "audit", "events"}
 // creation with a managed etcd, jobs submitted and started through the
 // gRPC Service as gpsscli would, scaling 3→5→2 (every job running on
 // exactly one instance after each), an upgrade to a new image tag and the
-// rollback, a broken image that halts the rollout and is rolled back, an
+// rollback, a gpss.json change rolled to every instance, a broken image that halts the rollout and is rolled back, an
 // instance killed, a second cluster with the same clusterID refused, and
 // deletion. The scenarios build on each other and run in order; the first
 // failure stops the rest.
@@ -56,6 +57,7 @@ func gpssLifecycleSpec(t *testing.T, in specInput) {
 		{"jobs", g.jobs},
 		{"scale 3 to 5 to 2", g.scale},
 		{"upgrade and roll back", g.upgrade},
+		{"a config change reaches every instance", g.configChange},
 		{"a broken image halts and is rolled back", g.brokenImage},
 		{"a killed instance comes back", g.heal},
 		{"a taken clusterID is refused", g.takenClusterID},
@@ -203,6 +205,41 @@ func imageVersion(ref string) string {
 		return last[i+1:]
 	}
 	return "latest"
+}
+
+// configChange changes gpss.json: every instance is restarted onto the new
+// ConfigMap, one at a time, with the jobs running after, and
+// status.configRevision names it only then.
+func (g *gpssScenario) configChange(t *testing.T) {
+	before := g.get().Status.ConfigRevision
+	uids := map[string]types.UID{}
+	for i := range 2 {
+		pod, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), fmt.Sprintf("%s-%d", gpssName, i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[pod.Name] = pod.UID
+	}
+	start := time.Now()
+	g.patch(`{"spec":{"config":{"Logging":{"BackendLevel":"debug"}}}}`)
+	st := g.waitReady(2, 3*time.Minute).Status
+	t.Logf("gpss.json rolled out in %s: %s → %s", time.Since(start).Round(time.Second), before, st.ConfigRevision)
+	if st.ConfigRevision == before {
+		t.Errorf("status.configRevision stayed %s", before)
+	}
+	for name, uid := range uids {
+		pod, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.UID == uid {
+			t.Errorf("%s was not restarted", name)
+		}
+		if got := pod.Annotations["gpss.steward.dev/config-revision"]; got != st.ConfigRevision {
+			t.Errorf("%s runs %s, status.configRevision says %s", name, got, st.ConfigRevision)
+		}
+	}
+	g.allRunningOnce(2)
 }
 
 // brokenImage sets an image whose instances never start: the rollout halts on
