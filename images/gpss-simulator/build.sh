@@ -25,13 +25,15 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../lib.sh
+source "$repo/images/lib.sh"
 OUT=${OUT:-$repo/_output/images/gpss-simulator.tar}
 TAG=${TAG:-localhost/gpss-simulator:1.0 localhost/gpss-simulator:1.1}
 ENV=${ENV:-}
 
 case ${1:-} in
 inputs)
-	printf '%s\n' "$repo/cmd/gpss-simulator" "$repo/internal/gpss" "$repo/go.mod" "$repo/go.sum" "TAG=$TAG" "ENV=$ENV"
+	printf '%s\n' "$repo/cmd/gpss-simulator" "$repo/internal/gpss" "$repo/images/lib.sh" "$repo/go.mod" "$repo/go.sum" "TAG=$TAG" "ENV=$ENV"
 	exit 0
 	;;
 tag) echo "$TAG"; exit 0 ;;
@@ -48,13 +50,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go -C "$repo" build -trimpath -ldflags '-s -w' -o "$tmp/gpss-simulator" ./cmd/gpss-simulator
 
-# version prints the version a reference's tag names (1.1 for
-# localhost/gpss-simulator:1.1; latest without a tag).
-version() {
-	local last=${1##*/}
-	if [[ $last == *:* ]]; then echo "${last##*:}"; else echo latest; fi
-}
-
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 n=0
 for t in $TAG; do
@@ -62,7 +57,7 @@ for t in $TAG; do
 	args=(--tag "$t")
 	for e in $ENV; do args+=(--env "$e"); done
 	if [[ " $ENV" != *" GPSS_SIM_VERSION="* ]]; then
-		args+=(--env "GPSS_SIM_VERSION=$(version "$t")")
+		args+=(--env "GPSS_SIM_VERSION=$(tag_version "$t")")
 	fi
 	"${mkimage[@]}" "${args[@]}" \
 		--file "$tmp/gpss-simulator:/gpss-simulator:0755" \
@@ -76,23 +71,4 @@ if ((n == 0)); then
 	exit 2
 fi
 
-# One docker-archive of every image: their blobs (the shared layer once,
-# each image's config) and one manifest.json listing them all, which
-# `ctr images import` and `docker load` read image by image. mkimage writes
-# each manifest.json as one JSON array on one line.
-mkdir "$tmp/archive"
-entries=()
-for i in $(seq 1 "$n"); do
-	tar -xf "$tmp/image-$i.tar" -C "$tmp/archive" --exclude=manifest.json
-	manifest=$(tar -xOf "$tmp/image-$i.tar" manifest.json)
-	if [[ $manifest != \[*\] ]]; then
-		echo "$0: the manifest.json of image $i is not a JSON array: $manifest" >&2
-		exit 1
-	fi
-	manifest=${manifest#[}
-	entries+=("${manifest%]}")
-done
-(IFS=,; printf '[%s]' "${entries[*]}") >"$tmp/archive/manifest.json"
-(cd "$tmp/archive" && find . -type f -printf '%P\n' | LC_ALL=C sort) >"$tmp/files"
-tar -cf "$OUT.tmp" -C "$tmp/archive" --owner=0 --group=0 --numeric-owner --mtime=@0 -T "$tmp/files"
-mv "$OUT.tmp" "$OUT"
+merge_archives "$OUT" "$tmp"/image-*.tar

@@ -716,7 +716,23 @@ func (o *obScenario) upgrade(t *testing.T) {
 			t.Errorf("zone %s is %s after the upgrade", r[0], r[1])
 		}
 	}
+	// Each obsim image reports its own version (images/oceanbase-obsim):
+	// the servers run the new one, not only the pods name its image.
+	for _, r := range o.query("SELECT SVR_IP, BUILD_VERSION FROM oceanbase.DBA_OB_SERVERS") {
+		if !strings.HasPrefix(r[1], obsimRelease(o.next)+"_") {
+			t.Errorf("server %s reports build_version %s after the upgrade to %s", r[0], r[1], o.next)
+		}
+	}
 	o.waitTenantReady(time.Minute)
+}
+
+// obsimRelease is the OceanBase release an obsim image reports
+// (images/oceanbase-obsim/build.sh): 4.3.5.2 for tag 1.1, else 4.3.5.1.
+func obsimRelease(image string) string {
+	if strings.HasSuffix(image, ":1.1") {
+		return "4.3.5.2"
+	}
+	return "4.3.5.1"
 }
 
 // waitReady waits until the cluster is Ready at its generation with

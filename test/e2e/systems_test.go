@@ -241,8 +241,9 @@ func archiveImage(t *testing.T, archive string) string {
 	return archiveTags(t, archive)[0]
 }
 
-// archiveTags reads the tags of an archive's image from its manifest, at
-// least one.
+// archiveTags reads the tags of an archive's images from its manifest, in
+// its order, at least one (an archive of several images, the simulators',
+// lists one entry each).
 func archiveTags(t *testing.T, archive string) []string {
 	t.Helper()
 	out, err := command("tar", "-xOf", archive, "manifest.json")
@@ -250,10 +251,17 @@ func archiveTags(t *testing.T, archive string) []string {
 		t.Fatalf("%v: %s", err, out)
 	}
 	var manifest []struct{ RepoTags []string }
-	if err := json.Unmarshal([]byte(out), &manifest); err != nil || len(manifest) == 0 || len(manifest[0].RepoTags) == 0 {
+	if err := json.Unmarshal([]byte(out), &manifest); err != nil {
 		t.Fatalf("manifest.json of %s: %v", archive, err)
 	}
-	return manifest[0].RepoTags
+	var tags []string
+	for _, image := range manifest {
+		tags = append(tags, image.RepoTags...)
+	}
+	if len(tags) == 0 {
+		t.Fatalf("manifest.json of %s names no image", archive)
+	}
+	return tags
 }
 
 // waitPodCount waits until exactly n pods of ns match selector.

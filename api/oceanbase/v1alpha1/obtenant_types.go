@@ -182,6 +182,7 @@ type OBPoolStatus struct {
 // +kubebuilder:printcolumn:name="Locality",type=string,JSONPath=`.status.locality`,priority=1
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.operation.step`
+// +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBTenant struct {
 	metav1.TypeMeta   `json:",inline"`

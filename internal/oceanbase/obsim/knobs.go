@@ -50,6 +50,14 @@ type Knobs struct {
 // OceanBase's format.
 const DefaultBuildVersion = "4.3.5.1_101000012025012817-obsim(Jan 28 2025 17:00:00)"
 
+// serverVersion is the version the MySQL handshake announces for a
+// build_version, as an observer's does ("5.7.25-OceanBase_CE-v4.3.5.1"
+// for 4.3.5.1_...): the release before the first underscore.
+func serverVersion(buildVersion string) string {
+	release, _, _ := strings.Cut(buildVersion, "_")
+	return "5.7.25-OceanBase_CE-v" + release
+}
+
 // Fault fails or delays the statements whose text matches Match (a
 // case-insensitive regular expression).
 type Fault struct {

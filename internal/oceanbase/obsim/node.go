@@ -144,7 +144,7 @@ func (n *Node) Start() error {
 		rpcL.Close()
 		return err
 	}
-	sqlL.ServerVersion = "5.7.25-OceanBase_CE-v4.3.5.1"
+	sqlL.ServerVersion = serverVersion(n.knobs.BuildVersion)
 	n.mu.Lock()
 	n.sqlL, n.rpcL = sqlL, rpcL
 	n.lastRS = time.Now()

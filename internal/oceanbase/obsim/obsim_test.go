@@ -499,3 +499,18 @@ func TestLostStoreReplaced(t *testing.T) {
 		return nil
 	})
 }
+
+// TestServerVersion checks that the MySQL handshake announces the release
+// of the build_version, so that two images with different versions tell
+// themselves apart to a client.
+func TestServerVersion(t *testing.T) {
+	for build, want := range map[string]string{
+		DefaultBuildVersion: "5.7.25-OceanBase_CE-v4.3.5.1",
+		"4.3.5.2_101000012025012817-obsim(Jan 28 2025 17:00:00)": "5.7.25-OceanBase_CE-v4.3.5.2",
+		"4.2.1.8": "5.7.25-OceanBase_CE-v4.2.1.8",
+	} {
+		if got := serverVersion(build); got != want {
+			t.Errorf("serverVersion(%q) = %q, want %q", build, got, want)
+		}
+	}
+}
