@@ -35,7 +35,10 @@ type Flow[T Object] struct {
 	// Steps run in order. Step names are persisted too.
 	Steps []Step[T]
 	// MaxAttempts bounds the failed attempts of one step before the flow
-	// fails (default DefaultMaxAttempts).
+	// fails (default DefaultMaxAttempts). Runs that are not done do not
+	// reset the count: it starts again only once the step has run without
+	// error for Backoff.Max after its last failure (or completed, or was
+	// rescued).
 	MaxAttempts int32
 	// Backoff spaces a step's failed attempts (default DefaultStepBackoff).
 	Backoff Backoff
@@ -219,7 +222,7 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *commonv1.Operation, don
 	case err != nil:
 		return p.stepFailed(f, op, err)
 	case !done:
-		if op.Attempts > 0 {
+		if op.Attempts > 0 && recovered(op, f.recoveryWindow()) {
 			log.Info("Step recovered, attempts reset", "attempts", op.Attempts)
 			op.ResetAttempts()
 		}
@@ -237,6 +240,23 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *commonv1.Operation, don
 		setRunning(p.c, op) // name the next step now: one status write per step
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.ActionRequeue}, nil
+}
+
+// recoveryWindow is how long a step must run without error after a
+// failed attempt for its failed attempts to be forgotten: the flow's
+// longest backoff.
+func (f *Flow[T]) recoveryWindow() time.Duration { return f.Backoff.Max }
+
+// recovered reports whether a step with failed attempts has run without
+// error for window since its last retry was due. A run that is not done
+// right after a failure proves nothing: a step that sends again what
+// failed, and polls it, runs without error between two refusals of the
+// same statement, and forgetting its attempts there would retry it for
+// ever. Only a step that went on without failing for a while has left
+// its failures behind; MaxAttempts then bounds the next streak, so that a
+// step of hours is not failed by transient errors spread over it.
+func recovered(op *commonv1.Operation, window time.Duration) bool {
+	return op.NextAttemptAt != nil && time.Since(op.NextAttemptAt.Time) >= window
 }
 
 // setRunning sets Synced=False/OperationRunning naming the current step.

@@ -64,30 +64,65 @@ func scripted(outcomes []stepOutcome) Step[*testapi.Widget] {
 }
 
 // runAgain runs the operation's step as the next pass would, once its
-// backoff has passed.
+// backoff has passed: a retry that was due is due now.
 func runAgain(t *testing.T, p *pass[*testapi.Widget], op *commonv1.Operation) {
 	t.Helper()
-	op.NextAttemptAt = nil
+	if op.NextAttemptAt != nil {
+		due := metav1.Now()
+		op.NextAttemptAt = &due
+	}
 	if _, err := p.runStep(op); err != nil {
 		t.Fatalf("runStep: %v", err)
 	}
 }
 
-// TestStepAttemptsCountConsecutiveFailures checks that a successful poll
-// resets a step's failed attempts, so only consecutive failures count
-// towards MaxAttempts.
-func TestStepAttemptsCountConsecutiveFailures(t *testing.T) {
-	boom := errors.New("boom")
-	fail, poll := stepOutcome{err: boom}, stepOutcome{}
-	p, op := flowPass(t, scripted([]stepOutcome{fail, fail, poll, fail, fail, poll, {done: true}}), 3)
-	want := []int32{1, 2, 0, 1, 2, 0}
-	for i, attempts := range want {
+// TestStepAttemptsSurvivePolls checks that a step whose runs alternate
+// between a poll and a failure, as one that sends again a statement the
+// application refuses each time, counts every failure and fails the flow
+// after MaxAttempts: the polls between them do not reset its attempts.
+func TestStepAttemptsSurvivePolls(t *testing.T) {
+	refused, sent := stepOutcome{err: errors.New("refused")}, stepOutcome{}
+	p, op := flowPass(t, scripted([]stepOutcome{sent, refused, sent, refused, sent, refused}), 3)
+	for i, attempts := range []int32{0, 1, 1, 2, 2} {
 		runAgain(t, p, op)
 		if op.Phase != commonv1.PhaseRunning || op.Attempts != attempts {
 			t.Fatalf("after run %d: phase %s attempts %d, want Running with %d", i+1, op.Phase, op.Attempts, attempts)
 		}
-		if attempts == 0 && (op.LastError != "" || op.NextAttemptAt != nil) {
-			t.Fatalf("after a successful poll: %+v, want the failure forgotten", op)
+	}
+	runAgain(t, p, op)
+	if op.Phase != commonv1.PhaseFailed || op.Attempts != 3 || op.LastError != "refused" {
+		t.Fatalf("after the third refusal: %+v, want Failed after 3 attempts", op)
+	}
+}
+
+// TestStepAttemptsResetAfterRecovery checks that a step that has run
+// without error for the flow's longest backoff since its last failure has
+// its failed attempts forgotten, so that MaxAttempts bounds one streak of
+// failures, not every transient error of a long step.
+func TestStepAttemptsResetAfterRecovery(t *testing.T) {
+	boom := errors.New("boom")
+	fail, poll := stepOutcome{err: boom}, stepOutcome{}
+	p, op := flowPass(t, scripted([]stepOutcome{fail, fail, poll, poll, fail, fail, {done: true}}), 3)
+	for i, attempts := range []int32{1, 2, 2} {
+		runAgain(t, p, op)
+		if op.Attempts != attempts {
+			t.Fatalf("after run %d: attempts %d, want %d", i+1, op.Attempts, attempts)
+		}
+	}
+	// The step has polled without error since its retry came due, longer
+	// ago than the longest backoff.
+	long := metav1.NewTime(time.Now().Add(-DefaultStepBackoff.Max - time.Second))
+	op.NextAttemptAt = &long
+	if _, err := p.runStep(op); err != nil {
+		t.Fatal(err)
+	}
+	if op.Attempts != 0 || op.LastError != "" || op.NextAttemptAt != nil {
+		t.Fatalf("after a recovery: %+v, want the failures forgotten", op)
+	}
+	for i, attempts := range []int32{1, 2} {
+		runAgain(t, p, op)
+		if op.Phase != commonv1.PhaseRunning || op.Attempts != attempts {
+			t.Fatalf("after failure %d of the next streak: phase %s attempts %d, want Running with %d", i+1, op.Phase, op.Attempts, attempts)
 		}
 	}
 	runAgain(t, p, op)
