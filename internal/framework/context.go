@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -105,15 +107,29 @@ type childKey struct {
 
 // Event records an Event on the object.
 func (c *Context[T]) Event(eventType, reason, format string, args ...any) {
-	c.Recorder.Eventf(c.Obj, nil, eventType, reason, "Reconcile", format, args...)
+	note := fmt.Sprintf(format, args...)
+	c.Recorder.Eventf(c.Obj, nil, eventType, reason, eventAction(note), "%s", note)
 }
 
 // EventAbout records an Event on the object about related, one of its
-// children: Events of the same reason about different children are
-// separate series, where several about the object alone in quick
-// succession would count as one and race each other.
+// children: the Event names the child as its related object, and Events
+// about different children are separate series.
 func (c *Context[T]) EventAbout(related client.Object, eventType, reason, format string, args ...any) {
-	c.Recorder.Eventf(c.Obj, related, eventType, reason, "Reconcile", format, args...)
+	note := fmt.Sprintf(format, args...)
+	c.Recorder.Eventf(c.Obj, related, eventType, reason, eventAction(note), "%s", note)
+}
+
+// eventAction is the action of an Event with note: "Reconcile-" and a
+// digest of the note. client-go's events.k8s.io broadcaster counts the
+// Events of one type, action, reason, regarding object (at one
+// resourceVersion) and related object as one series, and keeps the first
+// one's note: two Events of one reason recorded in one pass (ServerAdded
+// for two servers) would show as one, "x2", the second note lost. With the
+// note in the action, Events whose notes differ are never merged, and a
+// repeat of the same note still counts in its series.
+func eventAction(note string) string {
+	sum := sha256.Sum256([]byte(note))
+	return "Reconcile-" + hex.EncodeToString(sum[:4])
 }
 
 // SetCondition sets a condition on the object at its current generation.
