@@ -302,19 +302,20 @@ func sysPool(ctx *Context, cl *cluster, sys *obsql.Tenant) (*obsql.Pool, error) 
 }
 
 // removeZoneFlow takes the zones the spec no longer has out of OceanBase,
-// then deletes their StatefulSets: the sys tenant leaves them (locality
-// first, one zone per change, then its pool), the flow holds while a user
-// tenant still has a replica or a pool there (ob-operator #248: OceanBase
-// would never let the servers go), then each zone is stopped, its servers
-// are deleted and waited for, the zone is deleted, and only then do its
-// pods and volume claims go (ob-operator #8). Every step reads OceanBase
-// again, so a flow resumed after a restart continues where OceanBase is.
+// then deletes their StatefulSets: the flow holds, changing nothing, while
+// a user tenant still has a replica or a pool there (ob-operator #248:
+// OceanBase would never let the servers go), then the sys tenant leaves
+// them (locality first, one zone per change, then its pool), each zone is
+// stopped, its servers are deleted and waited for, the zone is deleted,
+// and only then do its pods and volume claims go (ob-operator #8). Every
+// step reads OceanBase again, so a flow resumed after a restart continues
+// where OceanBase is.
 func (c *Controller) removeZoneFlow() framework.Flow[*Cluster] {
 	return framework.Flow[*Cluster]{
 		Name: flowRemoveZone,
 		Steps: []framework.Step[*Cluster]{
-			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
 			{Name: stepWaitTenantsLeave, Run: c.waitTenantsLeave},
+			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
 			{Name: stepStopZones, Run: c.stopLeavingZones},
 			{Name: stepDeleteZoneServers, Run: c.deleteZoneServers},
 			{Name: stepDeleteZones, Run: c.deleteZones},
@@ -326,7 +327,15 @@ func (c *Controller) removeZoneFlow() framework.Flow[*Cluster] {
 
 // shrinkSysTenant takes the leaving zones out of the sys tenant's
 // locality, one zone per change, waiting for each, then out of its pool.
+// It changes nothing while a user tenant holds a leaving zone (one may have
+// come back since WaitTenantsLeave, or a flow begun before that step came
+// first may be here): the sys tenant would lose a replica for a removal
+// that cannot go on, and with it the majority that losing one more zone
+// would take.
 func (c *Controller) shrinkSysTenant(ctx *Context) (bool, error) {
+	if held, err := heldByTenants(ctx); held || err != nil {
+		return false, err
+	}
 	cl, sys, err := sysIdle(ctx)
 	if sys == nil || err != nil {
 		return false, err
@@ -365,10 +374,23 @@ func (c *Controller) shrinkSysTenant(ctx *Context) (bool, error) {
 // waitTenantsLeave holds the removal while a user tenant has a replica in
 // a leaving zone (its locality) or a resource pool there (its units): the
 // servers could not be deleted, OceanBase having nowhere to move those
-// units. The flow neither deletes anything nor fails; Ready and the
-// operation's message say which tenants hold it, and it continues once
-// their zones changed (an OBTenant's spec.zones, or ALTER TENANT).
+// units. It is the flow's first step, so that nothing changes, the sys
+// tenant's locality included, for a removal that cannot finish. The flow
+// neither changes anything nor fails; Ready and the operation's message
+// say which tenants hold it, and it continues once their zones changed (an
+// OBTenant's spec.zones, or ALTER TENANT).
 func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
+	if held, err := heldByTenants(ctx); held || err != nil {
+		return false, err
+	}
+	ctx.Operation().Message = ""
+	return true, nil
+}
+
+// heldByTenants reports whether a user tenant holds a leaving zone, and
+// then says so: in the operation's message, in Ready, and in a Warning
+// Event when the holds change.
+func heldByTenants(ctx *Context) (bool, error) {
 	cl, err := connected(ctx)
 	if err != nil {
 		return false, err
@@ -377,12 +399,11 @@ func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	op := ctx.Operation()
 	holds := cl.tenantsIn(cl.leavingZones(ctx.Obj), pools)
 	if len(holds) == 0 {
-		op.Message = ""
-		return true, nil
+		return false, nil
 	}
+	op := ctx.Operation()
 	msg := "held: " + strings.Join(holds, "; ") + "; change those tenants' zones (an OBTenant's spec.zones) to let the zone go"
 	if op.Message != msg {
 		ctx.Log.Info("A zone removal waits for tenants to leave the zone", "holds", holds)
@@ -390,7 +411,7 @@ func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
 	}
 	op.Message = msg
 	ctx.SetReady(false, ReasonZoneRemovalHeld, msg)
-	return false, nil
+	return true, nil
 }
 
 // tenantsIn says which user tenants have a replica or a pool in zones.

@@ -126,10 +126,11 @@ func operationIs(ob *obv1.OBCluster, name, phase string) string {
 // TestAddAndRemoveZone adds a fourth zone to a three-zone cluster
 // (OceanBase lists it ACTIVE with its server, and the sys tenant has a
 // replica there), puts a tenant there, and removes the zone again: the
-// removal holds, saying so, while the tenant has the zone (across a
-// manager restart), and continues once the tenant leaves it; OceanBase lets the zone's server go before its
-// pod goes, and the zone, its StatefulSet, its Services and its volume
-// claim go.
+// removal holds, saying so and changing nothing (the sys tenant keeps its
+// replica in the zone), while the tenant has the zone (across a manager
+// restart), and continues once the tenant leaves it; OceanBase lets the
+// zone's server go before its pod goes, and the zone, its StatefulSet, its
+// Services and its volume claim go.
 func TestAddAndRemoveZone(t *testing.T) {
 	c, ns, p := setup(t, 74)
 	restart := func() { p.stopManager(); p.startManager() }
@@ -230,8 +231,13 @@ func TestAddAndRemoveZone(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "ob-z4-0"}, &corev1.Pod{}); err != nil {
 		t.Fatalf("while held, the pod of z4: %v", err)
 	}
-	if s := queryString(op, "SELECT LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'sys'"); s != "FULL{1}@z1, FULL{1}@z2, FULL{1}@z3" {
+	// Nor has the sys tenant lost its replica in z4 for a removal that
+	// cannot go on.
+	if s := queryString(op, "SELECT LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'sys'"); s != "FULL{1}@z1, FULL{1}@z2, FULL{1}@z3, FULL{1}@z4" {
 		t.Fatalf("while held, the sys tenant's locality is %q", s)
+	}
+	if s := queryString(op, "SELECT ZONE_LIST FROM oceanbase.DBA_OB_RESOURCE_POOLS WHERE TENANT_ID = 1"); s != "z1;z2;z3;z4" {
+		t.Fatalf("while held, the sys tenant's pool is in zones %q", s)
 	}
 
 	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[:2] })
