@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -347,9 +349,10 @@ func readyWith(c client.Client, ns, name string, active int32) func() (bool, str
 }
 
 // TestBootstrapScaleOutAndIn creates a three-zone cluster, which the
-// controller bootstraps and reports serving; sets a parameter; scales a
-// zone out (the server is added) and in (the server is deleted from
-// OceanBase before its pod goes, and its claim after).
+// controller bootstraps and reports serving; sets a parameter; scales two
+// zones out (the servers are added, each with its own ServerAdded Event)
+// and in (the servers are deleted from OceanBase before their pods go, and
+// their claims after).
 func TestBootstrapScaleOutAndIn(t *testing.T) {
 	c, ns, _ := setup(t, 71)
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
@@ -374,14 +377,29 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 		}
 	}
 
-	ob.Spec.Zones[0].Replicas = 2
+	ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 2, 2
 	if err := c.Update(t.Context(), ob); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the added server serves", readyWith(c, ns, "ob", 4))
+	testenv.Eventually(t, "the added servers serve", readyWith(c, ns, "ob", 5))
+	// Each added server has its own Event, about its pod, even when both
+	// were added in one pass.
+	testenv.Eventually(t, "a ServerAdded Event for each added server", func() (bool, string) {
+		var list eventsv1.EventList
+		if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var about []string
+		for _, e := range list.Items {
+			if e.Reason == "ServerAdded" && e.Related != nil && strings.Contains(e.Note, "("+e.Related.Name+")") {
+				about = append(about, e.Related.Name)
+			}
+		}
+		return slices.Contains(about, "ob-z1-1") && slices.Contains(about, "ob-z2-1"), fmt.Sprintf("ServerAdded about %v", about)
+	})
 
 	ob = get(t, c, ns, "ob")
-	ob.Spec.Zones[0].Replicas = 1
+	ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 1, 1
 	if err := c.Update(t.Context(), ob); err != nil {
 		t.Fatal(err)
 	}

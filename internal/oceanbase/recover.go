@@ -216,7 +216,7 @@ func (c *Controller) recordLost(ctx *Context) (bool, error) {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
 			st.LostServers = append(st.LostServers, l)
 			ctx.Log.Info("An observer lost its store", "pod", l.Pod, "server", l.Address, "zone", l.Zone)
-			ctx.Event("Warning", "StoreLost", "Observer %s lost the store of server %s; replacing the server", l.Pod, l.Address)
+			serverEvent(ctx, l.Pod, corev1.EventTypeWarning, "StoreLost", "Observer %s lost the store of server %s; replacing the server", l.Pod, l.Address)
 		}
 	}
 	return true, nil
@@ -365,7 +365,7 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Added a replacement server", "pod", l.Pod, "server", addr, "zone", l.Zone)
-		ctx.Event("Normal", "ServerAdded", "Added server %s (%s) to zone %s in place of %s",
+		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, "ServerAdded", "Added server %s (%s) to zone %s in place of %s",
 			addr, l.Pod, l.Zone, strings.Join(lostAddrs(ob, l.Pod), ", "))
 	}
 	setMessage(ctx, "waiting for the observers to run at their new address: ", waiting)
@@ -424,7 +424,7 @@ func (c *Controller) deleteLost(ctx *Context) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleting a lost server from OceanBase", "pod", l.Pod, "server", l.Address)
-		ctx.Event("Normal", "DeletingServer", "Deleting lost server %s (%s) from OceanBase", l.Address, l.Pod)
+		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, "DeletingServer", "Deleting lost server %s (%s) from OceanBase", l.Address, l.Pod)
 	}
 	return true, nil
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -38,9 +41,18 @@ func (c *Controller) addServers(ctx *Context) error {
 			return err
 		}
 		ctx.Log.Info("Added a server", "pod", pod, "server", cl.addr(pod), "zone", missing[pod])
-		ctx.Event("Normal", "ServerAdded", "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
+		serverEvent(ctx, pod, corev1.EventTypeNormal, "ServerAdded", "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
 	}
 	return nil
+}
+
+// serverEvent records an Event on the cluster about the observer of pod,
+// its related object: a server's Events are its own, whatever another
+// server's of the same reason say at the same moment (a scale-out adding
+// two servers in one pass records two ServerAdded Events).
+func serverEvent(ctx *Context, pod, eventType, reason, format string, args ...any) {
+	observer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ctx.Obj.Namespace, Name: pod}}
+	ctx.EventAbout(observer, eventType, reason, format, args...)
 }
 
 // setParameters sets the spec's parameters that drifted.
@@ -99,7 +111,7 @@ func (c *Controller) deleteServers(ctx *Context) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleting a server from OceanBase", "pod", pod, "server", addr)
-		ctx.Event("Normal", "DeletingServer", "Deleting server %s (%s) from OceanBase", addr, pod)
+		serverEvent(ctx, pod, corev1.EventTypeNormal, "DeletingServer", "Deleting server %s (%s) from OceanBase", addr, pod)
 	}
 	return true, nil
 }

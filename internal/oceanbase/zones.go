@@ -494,7 +494,11 @@ func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleting a server from OceanBase", "server", addr, "zone", srv.Zone)
-		ctx.Event("Normal", "DeletingServer", "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
+		if pod := cl.podAt(addr); pod != "" {
+			serverEvent(ctx, pod, corev1.EventTypeNormal, "DeletingServer", "Deleting server %s (%s) of zone %s from OceanBase", addr, pod, srv.Zone)
+		} else {
+			ctx.Event(corev1.EventTypeNormal, "DeletingServer", "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
+		}
 		sent = true
 	}
 	if sent {
@@ -586,6 +590,17 @@ func (cl *cluster) serversIn(zone string) []string {
 		}
 	}
 	return out
+}
+
+// podAt is the pod whose server Service has address addr, "" when none
+// has (a server OceanBase lists whose observer Steward does not run).
+func (cl *cluster) podAt(addr string) string {
+	for _, pod := range slices.Sorted(maps.Keys(cl.ips)) {
+		if cl.addr(pod) == addr {
+			return pod
+		}
+	}
+	return ""
 }
 
 // deleteZoneSet deletes a removed zone's volume claims, then its
