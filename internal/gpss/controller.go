@@ -14,6 +14,7 @@ import (
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/gpss/build"
@@ -53,6 +54,9 @@ type Options struct {
 	Resync time.Duration
 	// Dial connects to a cluster's job API (default: its gRPC Service).
 	Dial Dialer
+	// InstanceAddress is where one instance's job API is reached (default:
+	// its pod's IP and the gRPC port).
+	InstanceAddress InstanceAddress
 }
 
 func (o Options) withDefaults() Options {
@@ -65,16 +69,26 @@ func (o Options) withDefaults() Options {
 	if o.Dial == nil {
 		o.Dial = dialService
 	}
+	if o.InstanceAddress == nil {
+		o.InstanceAddress = podAddress
+	}
 	return o
 }
 
 // Controller is the GpssCluster actor.
 type Controller struct {
 	opts Options
+	// instances asks every instance ListJobs in the background (serving.go).
+	instances *probe.Collector[instanceAnswer]
+	// trigger enqueues a cluster when an instance's answer changed.
+	trigger *framework.Trigger
 }
 
 // New returns a controller with opts.
-func New(opts Options) *Controller { return &Controller{opts: opts.withDefaults()} }
+func New(opts Options) *Controller {
+	trigger := framework.NewTrigger()
+	return &Controller{opts: opts.withDefaults(), trigger: trigger, instances: newServingCollector(trigger.Enqueue)}
+}
 
 // System returns the GPSS system for the manager's registry, with its
 // admission webhooks (SetupWebhooks).
@@ -101,6 +115,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		},
 		Flows:     []framework.Flow[*Cluster]{c.scaleInFlow(), c.rolloutFlow()},
 		Resync:    c.opts.Resync,
+		Trigger:   c.trigger,
 		Customize: watchPods,
 	})
 	if err != nil {
@@ -178,6 +193,11 @@ func (c *Controller) Declare(ctx *Context) error {
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
 		return err
 	}
+	if err := c.setServing(ctx, cl); err != nil {
+		return err
+	}
+	c.instancesStatus(ctx, cl)
+	recordJobs(ctx, cl)
 	recordRevision(g, cl)
 	c.setConditions(ctx, cl)
 	observed.Set(ctx, cl)

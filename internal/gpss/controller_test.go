@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 	"github.com/stewardhq/steward/internal/gpss/gpssconfig"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
+	"github.com/stewardhq/steward/internal/gpss/simulator"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -76,6 +78,20 @@ func reachThrough(sim *gpsstest.Simulator) gpss.Dialer {
 		}
 		return job.NewJobServiceClient(conn), func() { _ = conn.Close() }, nil
 	}
+}
+
+// through returns options that reach the cluster's job API through sims[0]
+// and instance i through sims[i] (sims[0] when there are fewer): the
+// simulated instances stand for the pods, which have no address here.
+func through(sims ...*gpsstest.Simulator) gpss.Options {
+	return gpss.Options{Resync: time.Second, Dial: reachThrough(sims[0]),
+		InstanceAddress: func(_ *gpssv1.GpssCluster, p *corev1.Pod) string {
+			i, _ := strconv.Atoi(p.Name[strings.LastIndex(p.Name, "-")+1:])
+			if i >= len(sims) {
+				i = 0
+			}
+			return sims[i].GRPCAddr
+		}}
 }
 
 func newCluster(ns, name string, mutate ...func(*gpssv1.GpssClusterSpec)) *gpssv1.GpssCluster {
@@ -143,7 +159,8 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 }
 
 func TestCreateWaitsForTheEtcdThenMakesTheInstances(t *testing.T) {
-	c, ns := setup(t)
+	simEtcd := gpsstest.StartEtcd(t)
+	c, ns := setup(t, through(gpsstest.RunSimulator(t, simEtcd, "c-orders", "orders-sim", simulator.Knobs{})))
 	g := newCluster(ns, "orders", func(s *gpssv1.GpssClusterSpec) {
 		s.Config = &k8sruntime.RawExtension{Raw: []byte(`{"Logging":{"BackendLevel":"debug"}}`)}
 		s.GpfdistService.Annotations = map[string]string{"lb.example/internal": "true"}

@@ -3,7 +3,6 @@ package gpss_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,6 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
-	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
 	"github.com/stewardhq/steward/internal/gpss/simulator"
@@ -32,7 +30,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 		gpsstest.RunSimulator(t, etcd, "c-sc", "sc-2", simulator.Knobs{}),
 	}
 	// Instance 0 stays.
-	c, ns := setup(t, gpss.Options{Resync: time.Second, Dial: reachThrough(sims[0])})
+	c, ns := setup(t, through(sims...))
 
 	g := newCluster(ns, "sc", func(s *gpssv1.GpssClusterSpec) {
 		s.ClusterID = "c-sc"
@@ -101,6 +99,10 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 			t.Errorf("job %s runs on %s after the scale-in, want sc-0 (and only the jobs that ran before)", name, owner)
 		}
 	}
+	testenv.Eventually(t, "status.jobs counts the jobs as ListJobs lists them", func() (bool, string) {
+		j := cluster(t, c, ns, "sc").Status.Jobs
+		return j != nil && j.Running == 4 && j.Stopped == 1 && j.Error == 0, fmt.Sprintf("%+v", j)
+	})
 	st := cluster(t, c, ns, "sc").Status
 	if len(st.StoppedJobs) != 0 {
 		t.Errorf("status.stoppedJobs = %v after the jobs started again", st.StoppedJobs)

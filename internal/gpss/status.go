@@ -18,6 +18,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/gpss/build"
 )
@@ -48,21 +49,25 @@ type cluster struct {
 	highestPod int
 	// gpfdist are the gpfdist Services by ordinal (not being deleted).
 	gpfdist map[int]*corev1.Service
+	// answers are what each instance last answered to ListJobs, by
+	// ordinal; none for a pod without an address.
+	answers map[int]probe.Result[instanceAnswer]
 }
 
-// readyPods counts the instances whose pods are ready.
+// readyPods counts the instances that serve: pod ready, ListJobs
+// answered.
 func (cl *cluster) readyPods() int {
 	n := 0
 	for _, p := range cl.pods {
-		if workload.IsReady(p) {
+		if serving(p) {
 			n++
 		}
 	}
 	return n
 }
 
-// observe reads the managed etcd's and the instances' StatefulSets and the
-// instances' pods and Services into status.
+// observe reads the managed etcd's and the instances' StatefulSets, the
+// instances' pods and Services, and what each instance last answered.
 func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	g := ctx.Obj
 	cl := &cluster{pods: map[int]*corev1.Pod{}, gpfdist: map[int]*corev1.Service{}, etcdReady: true, highestPod: -1}
@@ -110,7 +115,7 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 			cl.gpfdist[ordinal] = svc
 		}
 	}
-	c.instancesStatus(ctx, cl)
+	cl.answers = c.watchInstances(ctx, cl.pods)
 	return cl, nil
 }
 
@@ -154,7 +159,7 @@ func (c *Controller) instancesStatus(ctx *Context, cl *cluster) {
 			in.GpfdistAddress = c.gpfdistAddress(g, ordinal, cl.gpfdist[ordinal])
 		}
 		if p, ok := cl.pods[ordinal]; ok {
-			in.Ready = workload.IsReady(p)
+			in.Ready = serving(p)
 			in.Image = podImage(p)
 		}
 		instances = append(instances, in)
@@ -269,7 +274,7 @@ func notReady(g *Cluster, cl *cluster) (reason, message string) {
 			len(old), want, p.Name, p.Labels[appsv1.ControllerRevisionHashLabelKey], cl.sts.Status.UpdateRevision)
 	}
 	for _, ordinal := range slices.Sorted(maps.Keys(cl.pods)) {
-		if p := cl.pods[ordinal]; !workload.IsReady(p) {
+		if p := cl.pods[ordinal]; !serving(p) {
 			return ReasonInstancesNotReady, workload.NotReadyMessage(p)
 		}
 	}

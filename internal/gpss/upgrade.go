@@ -79,14 +79,14 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 	old := stale(cl)
 	// Not ready and on an old image: nothing to lose by restarting it.
 	for _, ordinal := range old {
-		if p := cl.pods[ordinal]; !workload.IsReady(p) {
+		if p := cl.pods[ordinal]; !serving(p) {
 			return false, c.restart(ctx, p, "it is not ready")
 		}
 	}
 	now := time.Now()
 	for _, ordinal := range slices.Sorted(maps.Keys(cl.pods)) {
 		p := cl.pods[ordinal]
-		if workload.IsReady(p) {
+		if serving(p) {
 			continue
 		}
 		if unready := workload.UnreadyFor(p, now); unready > time.Duration(g.Spec.RolloutHaltSeconds)*time.Second {

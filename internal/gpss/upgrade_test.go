@@ -115,7 +115,7 @@ func (p *statefulSetPlayer) count() int {
 func TestRolloutHaltsAndRollsBack(t *testing.T) {
 	etcd := gpsstest.StartEtcd(t)
 	sim := gpsstest.RunSimulator(t, etcd, "c-up", "up-sim", simulator.Knobs{})
-	c, ns := setup(t, gpss.Options{Resync: time.Second, Dial: reachThrough(sim)})
+	c, ns := setup(t, through(sim))
 	player := &statefulSetPlayer{badImage: "gpss:bad"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -210,7 +210,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 func TestEveryTemplateChangeRolls(t *testing.T) {
 	etcd := gpsstest.StartEtcd(t)
 	sim := gpsstest.RunSimulator(t, etcd, "c-cf", "cf-sim", simulator.Knobs{})
-	c, ns := setup(t, gpss.Options{Resync: time.Second, Dial: reachThrough(sim)})
+	c, ns := setup(t, through(sim))
 	player := &statefulSetPlayer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
@@ -41,8 +42,9 @@ var gpssJobs = []string{"orders", "clicks", "payments", "audit", "events"}
 // gRPC Service as gpsscli would, scaling 3→5→2 (every job running on
 // exactly one instance after each), an upgrade to a new image tag and the
 // rollback, a gpss.json change rolled to every instance, a broken image that halts the rollout and is rolled back, an
-// instance killed, a second cluster with the same clusterID refused, and
-// deletion. The scenarios build on each other and run in order; the first
+// instance killed, a second cluster with the same clusterID refused, a
+// cluster on an unreachable etcd not Ready until its address is corrected,
+// and deletion. The scenarios build on each other and run in order; the first
 // failure stops the rest.
 func gpssLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
@@ -61,6 +63,7 @@ func gpssLifecycleSpec(t *testing.T, in specInput) {
 		{"a broken image halts and is rolled back", g.brokenImage},
 		{"a killed instance comes back", g.heal},
 		{"a taken clusterID is refused", g.takenClusterID},
+		{"an unreachable etcd is not Ready, and corrected it recovers", g.wrongEtcd},
 		{"delete", g.delete},
 	} {
 		ok := t.Run(s.name, func(t *testing.T) {
@@ -319,6 +322,79 @@ spec:
 `, g.ns, g.image), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, `spec.clusterID: Duplicate value: "orders (GpssCluster gpss uses it)"`) {
 		t.Errorf("a second cluster with clusterID orders: %v: %s", err, out)
+	}
+}
+
+// wrongEtcd creates a second cluster pointed at an etcd that does not
+// answer (the pod's own loopback): its instance must not be Ready (it does
+// not answer ListJobs), and the cluster says which instance and why; then
+// spec.etcd.endpoints is corrected to the first cluster's etcd, which
+// rolls the instance onto it, and the cluster becomes Ready.
+func (g *gpssScenario) wrongEtcd(t *testing.T) {
+	const name = "lost"
+	apply := func(endpoint string) {
+		out, err := kubectlStdin(fmt.Sprintf(`apiVersion: gpss.steward.dev/v1alpha1
+kind: GpssCluster
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  replicas: 1
+  image: %s
+  imagePullPolicy: Never
+  clusterID: lost
+  etcd:
+    endpoints: [%q]
+  resources:
+    limits:
+      memory: 64Mi
+`, name, g.ns, g.image, endpoint), "apply", "-f", "-")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	lost := func() *gpssv1.GpssCluster {
+		gc := &gpssv1.GpssCluster{}
+		if err := g.c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: name}, gc); err != nil {
+			t.Fatal(err)
+		}
+		return gc
+	}
+	apply("http://127.0.0.1:2379")
+	var why string
+	eventually(t, 2*time.Minute, "the cluster says its instance does not serve", func(context.Context) error {
+		ready := meta.FindStatusCondition(lost().Status.Conditions, "Ready")
+		if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, name+"-0 is not ready") {
+			return fmt.Errorf("Ready: %+v", ready)
+		}
+		why = ready.Message
+		return nil
+	})
+	t.Logf("With an unreachable etcd: %s", why)
+	// It must stay so: the instance's port accepts connections, but it
+	// answers nothing without its etcd.
+	for range 10 {
+		time.Sleep(2 * time.Second)
+		if ready := meta.FindStatusCondition(lost().Status.Conditions, "Ready"); ready == nil || ready.Status == metav1.ConditionTrue {
+			t.Fatalf("Ready with an unreachable etcd: %+v", ready)
+		}
+	}
+
+	start := time.Now()
+	apply(g.get().Status.EtcdEndpoints[0])
+	eventually(t, 3*time.Minute, "Ready on the corrected etcd", func(context.Context) error {
+		gc := lost()
+		if err := settled(gc.Generation, &gc.Status.StatusCore); err != nil {
+			return err
+		}
+		if gc.Status.ReadyReplicas != 1 {
+			return fmt.Errorf("ready replicas %d", gc.Status.ReadyReplicas)
+		}
+		return nil
+	})
+	t.Logf("Ready %s after the etcd's address was corrected", time.Since(start).Round(time.Second))
+	if out, err := kubectl("delete", "gpsscluster", name, "-n", g.ns, "--wait=true", "--timeout=2m"); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
 }
 

@@ -254,6 +254,11 @@ type GpssClusterStatus struct {
 	// +listType=set
 	StoppedJobs []string `json:"stoppedJobs,omitempty"`
 
+	// jobs counts the cluster's jobs by state as the instances last listed
+	// them (GPSS's ListJobs); absent until an instance answered.
+	// +optional
+	Jobs *JobsStatus `json:"jobs,omitempty"`
+
 	// configRevision is the name of the content-addressed ConfigMap of the
 	// gpss.json every instance runs; during a rollout it stays the old one
 	// until all instances run the new one and are ready.
@@ -279,6 +284,30 @@ type InstanceStatus struct {
 	Image string `json:"image,omitempty"`
 }
 
+// JobsStatus counts a cluster's jobs by GPSS's job states.
+type JobsStatus struct {
+	// running is how many jobs run (JOB_RUNNING).
+	// +required
+	Running int32 `json:"running"`
+
+	// stopped is how many jobs are stopped (JOB_STOPPED): submitted and
+	// never started, stopped by a user, or stopped for a scale-in.
+	// +required
+	Stopped int32 `json:"stopped"`
+
+	// error is how many jobs are in error (JOB_ERROR): typically their
+	// instance went while they ran; starting them again runs them on
+	// another instance.
+	// +required
+	Error int32 `json:"error"`
+
+	// inError names up to 10 of the jobs in error, sorted.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	InError []string `json:"inError,omitempty"`
+}
+
 // GpssCluster is a distributed GPSS cluster.
 //
 // +kubebuilder:object:root=true
@@ -289,6 +318,8 @@ type InstanceStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Jobs-Running",type=integer,JSONPath=`.status.jobs.running`,priority=1
+// +kubebuilder:printcolumn:name="Jobs-Error",type=integer,JSONPath=`.status.jobs.error`
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.spec.clusterID`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.currentImage`,priority=1
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`

@@ -73,6 +73,15 @@ func NotReadyDetail(pod *corev1.Pod) string {
 			return detail
 		}
 	}
+	for _, gate := range pod.Spec.ReadinessGates {
+		c := podCondition(pod, gate.ConditionType)
+		switch {
+		case c == nil:
+			return fmt.Sprintf("readiness gate %s not evaluated yet", gate.ConditionType)
+		case c.Status != corev1.ConditionTrue:
+			return fmt.Sprintf("%s: %s", gate.ConditionType, cmp.Or(c.Message, c.Reason, string(c.Status)))
+		}
+	}
 	return ""
 }
 
@@ -85,13 +94,42 @@ func NotReadyMessage(pod *corev1.Pod) string {
 	return pod.Name + " is not ready"
 }
 
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
+func readyCondition(pod *corev1.Pod) *corev1.PodCondition { return podCondition(pod, corev1.PodReady) }
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
+		if pod.Status.Conditions[i].Type == t {
 			return &pod.Status.Conditions[i]
 		}
 	}
 	return nil
+}
+
+// SetPodCondition sets the condition c.Type of pod in the API server (a
+// strategic merge patch of status.conditions, which merges by type: the
+// kubelet's conditions stay), when its status, reason or message differ
+// from what pod says; it reports whether it wrote. The transition time
+// moves only with the status. For readiness gates: the kubelet makes the
+// pod Ready only while every gate's condition is True.
+func SetPodCondition(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) (bool, error) {
+	old := podCondition(pod, cond.Type)
+	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+		return false, nil
+	}
+	cond.LastTransitionTime = metav1.Now()
+	if old != nil && old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	base := pod.DeepCopy()
+	if old != nil {
+		*old = cond
+	} else {
+		pod.Status.Conditions = append(pod.Status.Conditions, cond)
+	}
+	if err := c.Status().Patch(ctx, pod, client.StrategicMergeFrom(base)); err != nil {
+		return false, fmt.Errorf("set condition %s of pod %s: %w", cond.Type, pod.Name, err)
+	}
+	return true, nil
 }
 
 // Evict evicts the pod through the Eviction API, with its UID as

@@ -154,6 +154,8 @@ func TestStatefulSet(t *testing.T) {
 		t.Errorf("resources: %v", c.Resources)
 	case c.ReadinessProbe.TCPSocket == nil || c.ReadinessProbe.TCPSocket.Port.StrVal != PortNameGRPC:
 		t.Errorf("readiness: %+v", c.ReadinessProbe)
+	case len(sts.Spec.Template.Spec.ReadinessGates) != 1 || sts.Spec.Template.Spec.ReadinessGates[0].ConditionType != ServingCondition:
+		t.Errorf("readiness gates: %+v, want the serving condition", sts.Spec.Template.Spec.ReadinessGates)
 	}
 	if len(sts.Spec.VolumeClaimTemplates) != 0 {
 		t.Error("GPSS instances keep their state in etcd, not on volumes")

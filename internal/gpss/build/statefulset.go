@@ -21,6 +21,14 @@ const ConfigRevisionAnnotation = "gpss.steward.dev/config-revision"
 // ConfigVolume is the volume of gpss.json.
 const ConfigVolume = "config"
 
+// ServingCondition is the pod condition the controller sets from the
+// instance's own answer (ListJobs over gRPC) and the instances' pods name
+// as a readiness gate: a pod is Ready, and behind the gRPC Service, only
+// while its instance answers the job API, not merely while its port
+// accepts connections (an instance cut off from its etcd accepts them and
+// answers nothing).
+const ServingCondition corev1.PodConditionType = "gpss.steward.dev/serving"
+
 // StatefulSet returns the instances' StatefulSet with replicas pods running
 // image from the config ConfigMap configMap.
 //
@@ -31,8 +39,9 @@ const ConfigVolume = "config"
 //   - Parallel pod management: instances do not depend on each other to
 //     start, and a crash-looping instance must not block the others.
 //   - no volumes: GPSS keeps its state (jobs, membership) in etcd.
-//   - readiness is the gRPC port accepting connections: GPSS documents no
-//     health RPC; the controller's own observation asks ListJobs.
+//   - readiness is the gRPC port accepting connections (the container's
+//     probe) and the instance answering ListJobs (ServingCondition, a
+//     readiness gate the controller sets): GPSS documents no health RPC.
 func StatefulSet(g *gpssv1.GpssCluster, replicas int32, image, configMap string) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		ObjectMeta: meta(g, g.Name, ComponentInstance),
@@ -59,6 +68,7 @@ func podTemplate(g *gpssv1.GpssCluster, image, configMap string) corev1.PodTempl
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
 			Containers:                   []corev1.Container{container(g, image)},
+			ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: ServingCondition}},
 			Volumes: []corev1.Volume{{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{
 				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: configMap}},
 			}}},

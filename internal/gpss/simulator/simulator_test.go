@@ -324,3 +324,40 @@ func TestKnobsFromEnv(t *testing.T) {
 		t.Error("a stop delay that is not a duration was accepted")
 	}
 }
+
+// TestInstancesAgreeAfterAScaleOut starts jobs on two instances, then a
+// third joins: every instance, the new one at once, lists every job in the
+// same state (each answers ListJobs from one read of the cluster's keys in
+// etcd; a job does not move when an instance joins).
+func TestInstancesAgreeAfterAScaleOut(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	a, b := start(t, etcd, "agree", "a", simulator.Knobs{}), start(t, etcd, "agree", "b", simulator.Knobs{})
+	for _, name := range []string{"j1", "j2", "j3", "idle"} {
+		if _, err := a.jobs.SubmitJob(context.Background(), &job.SubmitJobRequest{JobOption: &job.JobOption{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		if name == "idle" {
+			continue
+		}
+		if _, err := b.jobs.StartJob(context.Background(), &job.StartJobRequest{JobIdentifier: byName(name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]job.JobStatusCode{"j1": job.JobStatusCode_JOB_RUNNING, "j2": job.JobStatusCode_JOB_RUNNING,
+		"j3": job.JobStatusCode_JOB_RUNNING, "idle": job.JobStatusCode_JOB_STOPPED}
+	eventually(t, "the jobs run", func() error {
+		if got := statuses(t, a); fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("%v", got)
+		}
+		return nil
+	})
+	c := start(t, etcd, "agree", "c", simulator.Knobs{})
+	for range 20 {
+		for _, in := range []*instance{c, a, b} {
+			if got := statuses(t, in); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("instance %s lists %v after c joined, want %v", in.Name, got, want)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
