@@ -177,6 +177,9 @@ func (*Controller) Validate(c *Cluster) error {
 	return standard.ValidateImage(field.NewPath("spec", "image"), c.Spec.Image).ToAggregate()
 }
 
+// clusterHolder names the cluster's passes as a user of its login.
+func clusterHolder(ob *Cluster) string { return holderOf("OBCluster", ob.UID) }
+
 // observed is what Declare found, for Observe and the flows' steps.
 var observed = framework.NewPassValue[*cluster]("cluster")
 
@@ -273,7 +276,8 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 // and can log in.
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	ob := ctx.Obj
-	c.logins.drop(ob.UID) // the cluster's login goes with it
+	c.logins.release(clusterHolder(ob)) // the cluster's login goes with it,
+	c.logins.forget(ob.UID)              // once its other users are done
 	if ob.Spec.Storage.ReclaimPolicy != "Delete" {
 		return true, nil
 	}

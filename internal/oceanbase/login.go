@@ -15,22 +15,45 @@ import (
 // logins connects to observers, and keeps one operator login per cluster
 // across passes: a login is a TCP connection and a handshake, and a pass
 // runs every few seconds during a flow.
+//
+// A login is shared: the cluster's pass, its OBParameters' passes and a
+// tenant's background CREATE TENANT use it at the same time, on other
+// goroutines. One that finds it broken (its observer went with the
+// RootService, say) replaces it for the users that come next, but it is
+// closed only once no one uses it any more: closing it at once failed the
+// others' statements in flight with "sql: database is closed", and every
+// view of the cluster said ClusterUnreachable for a pass. A user is a
+// holder (an object's passes: it keeps the login it got until its next
+// pass asks again, or release) or a hold (background work, until its
+// release function runs).
 type logins struct {
 	resolve func(ip string) string
 	timeout time.Duration
 
-	mu  sync.Mutex
-	dbs map[types.UID]*cachedDB
+	mu sync.Mutex
+	// current is the login each cluster's new users get.
+	current map[types.UID]*login
+	// holders are the login each holder got last, by holder.
+	holders map[string]*login
+	// byDB finds a login that is not closed yet from its *sql.DB.
+	byDB map[*sql.DB]*login
 }
 
-type cachedDB struct {
+// login is one operator login and who uses it.
+type login struct {
 	db       *sql.DB
 	password string
+	users    int  // holders and holds using it
+	retired  bool // replaced: no new user gets it; closed once users is 0
 }
 
 func newLogins(opts Options) *logins {
-	return &logins{resolve: opts.Resolve, timeout: opts.StatementTimeout, dbs: map[types.UID]*cachedDB{}}
+	return &logins{resolve: opts.Resolve, timeout: opts.StatementTimeout, current: map[types.UID]*login{},
+		holders: map[string]*login{}, byDB: map[*sql.DB]*login{}}
 }
+
+// holderOf names the holder of kind's object uid: its passes.
+func holderOf(kind string, uid types.UID) string { return kind + "/" + string(uid) }
 
 // connect logs in to the first of hosts (observer IPs) that answers.
 func (l *logins) connect(ctx context.Context, hosts []string, login obsql.Login) (*sql.DB, error) {
@@ -48,18 +71,27 @@ func (l *logins) connect(ctx context.Context, hosts []string, login obsql.Login)
 	return nil, fmt.Errorf("no observer answered: %w", last)
 }
 
-// operator returns the operator's login to cluster uid: the cached one
-// while it answers (and the password is the same), else a new one to the
-// first of hosts that answers.
-func (l *logins) operator(ctx context.Context, uid types.UID, hosts []string, password string) (*sql.DB, error) {
+// operator returns the operator's login to cluster uid for holder: the
+// current one while it answers (and the password is the same), else a new
+// one to the first of hosts that answers. The holder keeps it until it
+// asks again or releases it: the login it held before is let go now (its
+// last pass is over).
+func (l *logins) operator(ctx context.Context, holder string, uid types.UID, hosts []string, password string) (*sql.DB, error) {
 	l.mu.Lock()
-	cached := l.dbs[uid]
-	l.mu.Unlock()
-	if cached != nil && cached.password == password {
-		if err := cached.db.PingContext(ctx); err == nil {
-			return cached.db, nil
+	l.releaseLocked(holder)
+	cur := l.current[uid]
+	if cur != nil && cur.password == password {
+		l.useLocked(holder, cur)
+		l.mu.Unlock()
+		if err := cur.db.PingContext(ctx); err == nil {
+			return cur.db, nil
 		}
-		l.drop(uid)
+		l.mu.Lock()
+		l.retireLocked(uid, cur)
+		l.releaseLocked(holder)
+		l.mu.Unlock()
+	} else {
+		l.mu.Unlock()
 	}
 	db, err := l.connect(ctx, hosts, obsql.Login{User: operatorUser, Password: password})
 	if err != nil {
@@ -67,19 +99,95 @@ func (l *logins) operator(ctx context.Context, uid types.UID, hosts []string, pa
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old := l.dbs[uid]; old != nil { // another worker logged in meanwhile
-		old.db.Close()
+	if cur := l.current[uid]; cur != nil && cur.password == password {
+		// Another user logged in meanwhile: share theirs; no one has ours.
+		db.Close()
+		l.useLocked(holder, cur)
+		return cur.db, nil
+	} else if cur != nil {
+		l.retireLocked(uid, cur) // another password: the Secret changed
 	}
-	l.dbs[uid] = &cachedDB{db: db, password: password}
+	n := &login{db: db, password: password}
+	l.current[uid], l.byDB[db] = n, n
+	l.useLocked(holder, n)
 	return db, nil
 }
 
-// drop closes and forgets the login to cluster uid.
-func (l *logins) drop(uid types.UID) {
+// hold keeps db open for background work until the returned function is
+// called, whatever replaces it meanwhile. db must be a login holder got
+// and still holds.
+func (l *logins) hold(db *sql.DB) (release func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cached := l.dbs[uid]; cached != nil {
-		cached.db.Close()
-		delete(l.dbs, uid)
+	n := l.byDB[db]
+	if n == nil {
+		return func() {}
+	}
+	n.users++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			n.users--
+			l.closeIfUnusedLocked(n)
+		})
+	}
+}
+
+// release lets go of what holder holds (its object is finalized).
+func (l *logins) release(holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseLocked(holder)
+}
+
+// drop stops handing out db, a login to cluster uid that failed: the next
+// user logs in again. It is closed once no one uses it.
+func (l *logins) drop(uid types.UID, db *sql.DB) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.byDB[db]; n != nil {
+		l.retireLocked(uid, n)
+	}
+}
+
+// forget stops handing out cluster uid's login (the cluster is deleted);
+// it is closed once no one uses it.
+func (l *logins) forget(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.current[uid]; n != nil {
+		l.retireLocked(uid, n)
+	}
+}
+
+func (l *logins) useLocked(holder string, n *login) {
+	n.users++
+	l.holders[holder] = n
+}
+
+func (l *logins) releaseLocked(holder string) {
+	n := l.holders[holder]
+	if n == nil {
+		return
+	}
+	delete(l.holders, holder)
+	n.users--
+	l.closeIfUnusedLocked(n)
+}
+
+func (l *logins) retireLocked(uid types.UID, n *login) {
+	if l.current[uid] == n {
+		delete(l.current, uid)
+	}
+	n.retired = true
+	l.closeIfUnusedLocked(n)
+}
+
+func (l *logins) closeIfUnusedLocked(n *login) {
+	if n.retired && n.users <= 0 && l.byDB[n.db] == n {
+		delete(l.byDB, n.db)
+		n.db.Close()
 	}
 }

@@ -212,13 +212,15 @@ func (c *ParameterController) Declare(ctx *ParameterContext) error {
 			return nil
 		}
 	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, ob)
+	db, err := operatorDB(ctx, ctx.Client, c.logins, holderOf("OBParameter", p.UID), ob)
 	var rows []obsql.ParameterRow
 	if err == nil {
 		rows, err = obsql.Parameter(ctx, db, p.Spec.Name)
 	}
 	if err != nil {
-		c.logins.drop(ob.UID)
+		if db != nil {
+			c.logins.drop(ob.UID, db)
+		}
 		ctx.SetReady(false, ReasonUnreachable, err.Error())
 		return nil // the next pass tries again; status says why
 	}
@@ -330,19 +332,20 @@ func (c *ParameterController) setParameter(ctx *ParameterContext) error {
 }
 
 // Finalize leaves the value in OceanBase, which has no unset.
-func (*ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
+func (c *ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
+	c.logins.release(holderOf("OBParameter", ctx.Obj.UID))
 	ctx.Log.Info("The parameter keeps its value in OceanBase", "parameter", ctx.Obj.Spec.Name)
 	return true, nil
 }
 
-// operatorDB logs in to ob as its operator user through the logins l,
-// through its observers' addresses (ready ones first).
-func operatorDB(ctx context.Context, r client.Reader, l *logins, ob *Cluster) (*sql.DB, error) {
+// operatorDB logs in to ob as its operator user through the logins l, for
+// holder, through its observers' addresses (ready ones first).
+func operatorDB(ctx context.Context, r client.Reader, l *logins, holder string, ob *Cluster) (*sql.DB, error) {
 	ob = ob.DeepCopy()
 	obv1.Default(ob) // the credentials' names, when no webhook wrote them
 	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return nil, err
 	}
-	return l.operator(ctx, ob.UID, clusterHosts(ob), pw)
+	return l.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
 }

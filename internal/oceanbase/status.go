@@ -223,7 +223,7 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
 	pw, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err == nil {
-		cl.db, err = c.logins.operator(ctx, ob.UID, cl.hosts(), pw)
+		cl.db, err = c.logins.operator(ctx, clusterHolder(ob), ob.UID, cl.hosts(), pw)
 	}
 	var servers []obsql.Server
 	var zones []obsql.Zone
@@ -240,7 +240,9 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
 	}
 	if err != nil {
-		c.logins.drop(ob.UID)
+		if cl.db != nil {
+			c.logins.drop(ob.UID, cl.db)
+		}
 		cl.db, cl.err = nil, err
 		return
 	}

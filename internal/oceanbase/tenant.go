@@ -220,7 +220,7 @@ func (c *TenantController) Declare(ctx *TenantContext) error {
 func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
 	ob := ctx.Dependencies[0].(*Cluster)
 	st := &tenantState{cluster: ob}
-	db, err := c.clusterDB(ctx, ctx.Client, ob)
+	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(ctx.Obj), ob)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
 		configs, err = obsql.UnitConfigs(ctx, db)
 	}
 	if err != nil {
-		c.logins.drop(ob.UID)
+		c.logins.drop(ob.UID, db)
 		return nil, err
 	}
 	if u, ok := configs[build.UnitConfigName(ctx.Obj)]; ok {
@@ -246,16 +246,19 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
 	return st, nil
 }
 
-// clusterDB logs in to ob as its operator user, through its observers'
-// addresses (ready ones first).
-func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, ob *Cluster) (*sql.DB, error) {
+// tenantHolder names the tenant's passes as a user of its cluster's login.
+func tenantHolder(t *Tenant) string { return holderOf("OBTenant", t.UID) }
+
+// clusterDB logs in to ob as its operator user, for holder, through its
+// observers' addresses (ready ones first).
+func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holder string, ob *Cluster) (*sql.DB, error) {
 	ob = ob.DeepCopy()
 	obv1.Default(ob) // the credentials' names, when no webhook wrote them
 	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return nil, err
 	}
-	return c.logins.operator(ctx, ob.UID, clusterHosts(ob), pw)
+	return c.logins.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
 }
 
 // clusterHosts are the IPs of ob's observers as its status lists them,
@@ -399,6 +402,15 @@ func (c *TenantController) Observe(ctx *TenantContext) (TenantAction, error) {
 // generated root password Secret, to an OBTenant created again.
 func (c *TenantController) Finalize(ctx *TenantContext) (bool, error) {
 	t := ctx.Obj
+	done, err := c.finalize(ctx)
+	if done && err == nil {
+		c.logins.release(tenantHolder(t))
+	}
+	return done, err
+}
+
+func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
+	t := ctx.Obj
 	if t.Spec.ReclaimPolicy != "Delete" {
 		return true, nil
 	}
@@ -411,7 +423,7 @@ func (c *TenantController) Finalize(ctx *TenantContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	db, err := c.clusterDB(ctx, ctx.Client, ob)
+	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(t), ob)
 	if err != nil {
 		return false, err
 	}

@@ -122,7 +122,11 @@ func (c *TenantController) createTenant(ctx *TenantContext) (bool, error) {
 		PrimaryZone: t.Spec.PrimaryZone, Charset: t.Spec.Charset, WhiteList: t.Spec.ConnectWhiteList}
 	db, name := st.db, t.Spec.TenantName
 	ctx.Log.Info("Creating a tenant", "tenant", name, "zones", zones)
-	c.create.start(t.UID, func(bg context.Context) error { return obsql.CreateTenant(bg, db, name, opts) })
+	release := c.logins.hold(db) // kept open for the statement, whatever replaces it meanwhile
+	c.create.start(t.UID, func(bg context.Context) error {
+		defer release()
+		return obsql.CreateTenant(bg, db, name, opts)
+	})
 	return false, nil
 }
 

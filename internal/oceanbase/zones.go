@@ -505,7 +505,7 @@ func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
 		// The login may be through one of these servers, which stops
 		// answering once deleted: the next pass logs in through a zone
 		// that stays.
-		c.logins.drop(ctx.Obj.UID)
+		c.logins.drop(ctx.Obj.UID, cl.db)
 	}
 	op := ctx.Operation()
 	op.Message = ""
