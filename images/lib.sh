@@ -36,3 +36,30 @@ merge_archives() {
 	mv "$out.tmp" "$out"
 	rm -rf "$dir" "$dir.files"
 }
+
+# build_tagged_images OUT VAR VERSION_FN MKIMAGE_ARG... builds one image per
+# reference in $TAG with the mkimage command in the array "mkimage" and the
+# MKIMAGE_ARGs (the binary, entrypoint, user, ports), each with every K=V
+# of $ENV and VAR set to what VERSION_FN prints for its reference (unless
+# $ENV sets VAR), and merges them into the archive OUT.
+build_tagged_images() {
+	local out=$1 var=$2 version_fn=$3 dir n=0 t e args
+	shift 3
+	dir=$(mktemp -d)
+	for t in $TAG; do
+		n=$((n + 1))
+		args=(--tag "$t")
+		for e in $ENV; do args+=(--env "$e"); done
+		if [[ " $ENV" != *" $var="* ]]; then
+			args+=(--env "$var=$("$version_fn" "$t")")
+		fi
+		"${mkimage[@]}" "${args[@]}" "$@" --output "$dir/image-$n.tar" >/dev/null
+	done
+	if ((n == 0)); then
+		echo "build_tagged_images: TAG names no image" >&2
+		rm -rf "$dir"
+		return 2
+	fi
+	merge_archives "$out" "$dir"/image-*.tar
+	rm -rf "$dir"
+}

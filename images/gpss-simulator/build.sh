@@ -51,24 +51,8 @@ trap 'rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go -C "$repo" build -trimpath -ldflags '-s -w' -o "$tmp/gpss-simulator" ./cmd/gpss-simulator
 
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
-n=0
-for t in $TAG; do
-	n=$((n + 1))
-	args=(--tag "$t")
-	for e in $ENV; do args+=(--env "$e"); done
-	if [[ " $ENV" != *" GPSS_SIM_VERSION="* ]]; then
-		args+=(--env "GPSS_SIM_VERSION=$(tag_version "$t")")
-	fi
-	"${mkimage[@]}" "${args[@]}" \
-		--file "$tmp/gpss-simulator:/gpss-simulator:0755" \
-		--entrypoint /gpss-simulator \
-		--user 65532:65532 \
-		--expose 5000 --expose 8080 --expose 5001 \
-		--output "$tmp/image-$n.tar" >/dev/null
-done
-if ((n == 0)); then
-	echo "$0: TAG names no image" >&2
-	exit 2
-fi
-
-merge_archives "$OUT" "$tmp"/image-*.tar
+build_tagged_images "$OUT" GPSS_SIM_VERSION tag_version \
+	--file "$tmp/gpss-simulator:/gpss-simulator:0755" \
+	--entrypoint /gpss-simulator \
+	--user 65532:65532 \
+	--expose 5000 --expose 8080 --expose 5001

@@ -60,23 +60,8 @@ buildVersion() {
 }
 
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
-n=0
-for t in $TAG; do
-	n=$((n + 1))
-	args=(--tag "$t")
-	for e in $ENV; do args+=(--env "$e"); done
-	if [[ " $ENV" != *" OBSIM_BUILD_VERSION="* ]]; then
-		args+=(--env "OBSIM_BUILD_VERSION=$(buildVersion "$t")")
-	fi
-	"${mkimage[@]}" "${args[@]}" \
-		--file "$tmp/obsim:/obsim:0755" \
-		--entrypoint /obsim \
-		--user 65532:65532 \
-		--expose 2881 --expose 2882 \
-		--output "$tmp/image-$n.tar" >/dev/null
-done
-if ((n == 0)); then
-	echo "$0: TAG names no image" >&2
-	exit 2
-fi
-merge_archives "$OUT" "$tmp"/image-*.tar
+build_tagged_images "$OUT" OBSIM_BUILD_VERSION buildVersion \
+	--file "$tmp/obsim:/obsim:0755" \
+	--entrypoint /obsim \
+	--user 65532:65532 \
+	--expose 2881 --expose 2882
