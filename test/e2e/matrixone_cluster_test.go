@@ -28,7 +28,11 @@ import (
 // rolled (each CN drained first), the CNs are scaled 2 → 3 → 1 (sessions
 // keep their variables through the drain), and the operator is killed in
 // the middle of a drain; every acknowledged write is there after each.
-// About 2.6 GiB of memory limits (3.2 GiB with three CNs).
+// The log service, TN and CNs run MatrixOne's default observability, as a
+// user's would: every node's system log writers hold SQL connections to
+// a CN (user mo_logger), which no proxy moves, and each drain must still
+// end by its session count, not at drainTimeout. About 2.6 GiB of memory
+// limits (3.2 GiB with three CNs).
 func moClusterSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	// The scenario's object is the CNSet: patch scales it, and the dump
@@ -62,7 +66,12 @@ const (
 	moClusterProxy = "mo-proxy"
 )
 
-// manifests are the four sets; cnLogLevel is the CNs' [log] level.
+// drainTimeout is the CNSet's spec.drainTimeout (the default).
+const drainTimeout = 5 * time.Minute
+
+// manifests are the four sets; cnLogLevel is the CNs' [log] level. Only the
+// proxy, with the least memory, runs without MatrixOne's traces and
+// metrics.
 func (m *moCluster) manifests(cnLogLevel string) string {
 	quiet := `    [observability]
     disableTrace = true
@@ -77,8 +86,7 @@ spec:
 %[6]s  resources: {limits: {memory: 384Mi}}
   storage: {size: 256Mi}
   sharedStorage: {fileSystem: {claimName: mo-shared}}
-  config: |
-%[7]s---
+---
 apiVersion: matrixone.steward.dev/v1alpha1
 kind: TNSet
 metadata: {name: %[2]s, namespace: %[5]s}
@@ -86,8 +94,7 @@ spec:
   logSet: %[1]s
 %[6]s  resources: {limits: {memory: 768Mi}}
   storage: {size: 512Mi}
-  config: |
-%[7]s---
+---
 apiVersion: matrixone.steward.dev/v1alpha1
 kind: CNSet
 metadata: {name: %[3]s, namespace: %[5]s}
@@ -99,7 +106,7 @@ spec:
   config: |
     [log]
     level = %[8]q
-%[7]s---
+---
 apiVersion: matrixone.steward.dev/v1alpha1
 kind: ProxySet
 metadata: {name: %[4]s, namespace: %[5]s}
@@ -174,18 +181,22 @@ func (m *moCluster) killCN(t *testing.T) {
 }
 
 // rollCNs changes the CNs' configuration under writes: they restart one
-// at a time.
+// at a time, each drained first. The cluster has run a while by now, and
+// MatrixOne's own connections to the CNs exist (internalSessions): each
+// drain still ends by its session count, well before drainTimeout.
 func (m *moCluster) rollCNs(t *testing.T) {
+	m.internalSessions(t)
 	before := map[string]types.UID{}
 	for i := range 2 {
 		pod := fmt.Sprintf("%s-%d", moClusterCN, i)
 		before[pod] = m.podUID(pod)
 	}
+	start := time.Now()
 	m.underWrites(t, func() {
 		if out, err := kubectlStdin(m.manifests("debug"), "apply", "-f", "-"); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
-		eventually(t, 5*time.Minute, "both CNs restarted and every set Ready", func(context.Context) error {
+		eventually(t, 2*drainTimeout, "both CNs restarted and every set Ready", func(context.Context) error {
 			for pod, uid := range before {
 				if now := m.podUID(pod); now == "" || now == uid {
 					return fmt.Errorf("%s not restarted", pod)
@@ -194,6 +205,55 @@ func (m *moCluster) rollCNs(t *testing.T) {
 			return m.allReady()
 		})
 	})
+	// Two drains one after the other: one at its timeout would take
+	// drainTimeout alone.
+	if took := time.Since(start); took >= drainTimeout {
+		t.Errorf("the two CNs rolled in %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
+	} else {
+		t.Logf("The two CNs rolled in %s", took.Round(time.Second))
+	}
+	m.expectDrained(t, moClusterCN+"-0", moClusterCN+"-1")
+}
+
+// internalSessions waits (up to 3 minutes) until the CNs hold one of
+// MatrixOne's own connections that the controller used to count as a
+// session: one not through the proxy (proxy_host empty), not the task
+// service's (database mo_task, which it never counted) and not root's (the
+// operator's statements), such as a system log writer's (mo_logger); and
+// logs them. A drain proves nothing about them without one.
+func (m *moCluster) internalSessions(t *testing.T) {
+	t.Helper()
+	const query = "select node_id, user from processlist() p where p.proxy_host = '' and p.user <> 'root' " +
+		"and (p.db is null or p.db <> 'mo_task')"
+	var out string
+	err := waitFor(3*time.Minute, func(context.Context) error {
+		var err error
+		if out, err = m.sql(query); err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 2 && m.isCN(fields[0]) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no internal connection on a CN yet:\n%s", out)
+	})
+	if err != nil {
+		t.Errorf("MatrixOne's own connections never showed on the CNs: the drains prove nothing about them: %v", err)
+		return
+	}
+	t.Logf("MatrixOne's own connections on the CNs (node, user), which no proxy moves:\n%s", out)
+}
+
+// isCN reports whether uuid is the store of one of the CNSet's pods.
+func (m *moCluster) isCN(uuid string) bool {
+	for i := range 3 {
+		if uuid == wire.StoreID(m.ns, fmt.Sprintf("%s-%d", moClusterCN, i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // underWrites runs action while a client inserts rows through the proxy,
@@ -377,8 +437,12 @@ func (m *moCluster) scaleCNs(t *testing.T) {
 		t.Fatal("no session on the CNs that leave: the drain would move nothing")
 	}
 	m.underWrites(t, func() {
+		start := time.Now()
 		m.patch(`{"spec":{"replicas":1}}`)
 		m.waitCNs(1)
+		if took := time.Since(start); took >= drainTimeout {
+			t.Errorf("the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
+		}
 	})
 	if len(results) > 0 {
 		t.Fatal("a session ended before the scale-in did: it proves nothing")
@@ -475,11 +539,11 @@ func (m *moCluster) session(statements []string) (string, error) {
 }
 
 // sessionsOn counts the client sessions the CNs of pods hold, from
-// processlist() (less the task service's, as the controller counts), and
+// processlist() (those through the proxy, as the controller counts), and
 // logs every CN's.
 func (m *moCluster) sessionsOn(t *testing.T, pods ...string) int {
 	t.Helper()
-	out, err := m.sql("select node_id, count(*) from processlist() p where p.db is null or p.db <> 'mo_task' group by node_id")
+	out, err := m.sql("select node_id, count(*) from processlist() p where p.proxy_host <> '' group by node_id")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +565,8 @@ func (m *moCluster) sessionsOn(t *testing.T, pods ...string) int {
 }
 
 // expectDrained checks the CNSet's events: each of pods drained before it
-// went, none at the timeout, its lock tables moved to other CNs by the TN's
+// went, by its session count, none at the timeout (DrainTimedOut), its
+// lock tables moved to other CNs by the TN's
 // lock table allocator (the lock service handshake on real MatrixOne).
 func (m *moCluster) expectDrained(t *testing.T, pods ...string) {
 	t.Helper()

@@ -37,9 +37,9 @@ type Admin interface {
 	// SetWorkState sets the work state of the CN store uuid, through the
 	// CN at t.
 	SetWorkState(ctx context.Context, t Target, uuid string, state WorkState) error
-	// Sessions counts the client sessions the CN store uuid holds, asking
-	// through the CN at t, whose own session (the one asking) is not
-	// counted unless t is that CN.
+	// Sessions counts the client sessions the CN store uuid holds that the
+	// proxy can move (Session.Movable), asking through the CN at t; the
+	// session asking is not one of them.
 	Sessions(ctx context.Context, t Target, uuid string) (int, error)
 }
 
@@ -64,15 +64,51 @@ func (c Client) SetWorkState(ctx context.Context, t Target, uuid string, state W
 	})
 }
 
-// Sessions counts the rows of processlist() whose node_id is uuid, but
-// for the task service's: MatrixOne's task runners connect to every CN
-// as SQL clients of database mo_task, for the CN's life, and never move.
+// Session is a row of processlist(), the columns the drain reads.
+type Session struct {
+	// User and DB are the session's user and current database.
+	User, DB string
+	// ProxyHost is the address of the proxy the session came through;
+	// empty for a connection straight to the CN.
+	ProxyHost string
+}
+
+// Movable reports whether the proxy can move s to another CN: it came
+// through a proxy. A CN sets proxy_host only on a session whose
+// connection began with a proxy's handshake (MatrixOne 1.2.4,
+// frontend.MysqlProtocolImpl receiving proxy.ExtraInfo), and a proxy moves
+// only the sessions it carries. MatrixOne's own connections go straight to
+// a CN's SQL address, which they take from HAKeeper, and never move: the
+// system log and statement writers of every node (user mo_logger, for the
+// connection's life), the task service's storage (HAKeeper's task user, in
+// database mo_task), a proxy's own queries, and the operator's
+// administrative statements. A drain that counted them would never end
+// before its timeout.
+func (s Session) Movable() bool { return s.ProxyHost != "" }
+
+// Sessions counts the sessions of processlist() on the CN store uuid that
+// the proxy can move (Session.Movable): the ones a drain waits for.
 func (c Client) Sessions(ctx context.Context, t Target, uuid string) (int, error) {
 	var n int
 	err := c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
-		const query = "select count(*) from processlist() p where p.node_id = ? and (p.db is null or p.db <> 'mo_task')"
-		if err := db.QueryRowContext(ctx, query, uuid).Scan(&n); err != nil {
-			return fmt.Errorf("count the sessions of CN %s: %w", uuid, err)
+		const query = "select user, db, proxy_host from processlist() p where p.node_id = ?"
+		rows, err := db.QueryContext(ctx, query, uuid)
+		if err != nil {
+			return fmt.Errorf("list the sessions of CN %s: %w", uuid, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var user, database, proxy sql.NullString
+			if err := rows.Scan(&user, &database, &proxy); err != nil {
+				return fmt.Errorf("read a session of CN %s: %w", uuid, err)
+			}
+			s := Session{User: user.String, DB: database.String, ProxyHost: proxy.String}
+			if s.Movable() {
+				n++
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list the sessions of CN %s: %w", uuid, err)
 		}
 		return nil
 	})
