@@ -30,11 +30,25 @@ const (
 	DefaultResync = time.Minute
 	// DefaultResyncNotReady is how often a set that is not Ready is.
 	DefaultResyncNotReady = 5 * time.Second
-	// DefaultProbeTimeout bounds one call to a probe.
-	DefaultProbeTimeout = 2 * time.Second
+	// DefaultProbeTimeout bounds one call to a probe: on a busy machine
+	// mo-agent took 1.8 to 4.2 s to answer (its own deadline for HAKeeper
+	// is 8 s), and a call cut short is an answer missed. A pass waits for
+	// fresh answers half as long (viewReader), then reads the last good
+	// view.
+	DefaultProbeTimeout = 10 * time.Second
 	// DefaultProbeInterval is how often the probes are asked in the
 	// background.
 	DefaultProbeInterval = 5 * time.Second
+	// DefaultMaxViewAge is the oldest view of HAKeeper the controllers act
+	// on, when the probes missed their latest answers (a busy machine, a
+	// log pod restarting). Six background rounds (DefaultProbeInterval),
+	// so that a few missed answers stall nothing; and short against what
+	// HAKeeper itself lags (it counts a store up until its heartbeat
+	// timeout, minutes), while every decision also checks the pods, which
+	// the API server shows as they are. Older, the view is unknown:
+	// nothing that needs it (a restart, a replacement, a drain's step) is
+	// done.
+	DefaultMaxViewAge = 30 * time.Second
 	// DefaultDrainSettle is the least time a CN drains, however soon it
 	// holds no session: a proxy learns of the work state within a few
 	// seconds, and until then may still send it a new session.
@@ -51,6 +65,9 @@ type Options struct {
 	// DefaultProbeTimeout); ProbeInterval is how often the probes are
 	// asked in the background (default DefaultProbeInterval).
 	ProbeTimeout, ProbeInterval time.Duration
+	// MaxViewAge is the oldest view of HAKeeper acted on (default
+	// DefaultMaxViewAge).
+	MaxViewAge time.Duration
 	// ProbeAddress returns the host:port of a log pod's probe given the
 	// pod's IP (default: the IP and build.ProbePort). Tests point it at
 	// their own server.
@@ -75,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProbeInterval <= 0 {
 		o.ProbeInterval = DefaultProbeInterval
+	}
+	if o.MaxViewAge <= 0 {
+		o.MaxViewAge = DefaultMaxViewAge
 	}
 	if o.Admin == nil {
 		o.Admin = mosql.Client{}

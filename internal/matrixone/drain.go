@@ -45,6 +45,10 @@ const (
 	// held no session: the allocator moves the CN's lock tables to other
 	// CNs, and the drain ends when it says the CN may stop.
 	AnnotationLocksMoving = "matrixone.steward.dev/locks-moving"
+	// AnnotationUndrained is when the controller last set the pod's CN
+	// Working again (RFC 3339): HAKeeper's view shows it some seconds
+	// later, and until then the CN is not set Working again.
+	AnnotationUndrained = "matrixone.steward.dev/undrained"
 )
 
 // drainOf is the pod's drain as its annotations record it: started is
@@ -142,7 +146,9 @@ func (c *StoreSetController[T]) observeDrains(ctx *framework.Context[T], st *sto
 // undrain returns an action that sets Working the CNs the set keeps and
 // HAKeeper has Draining or Drained, clearing their pods' drain, or
 // restarts them when their lock tables had moved; nil when there are none.
-// A CN to restart that is draining stays so.
+// A CN to restart that is draining stays so, and one just set Working is
+// not set so again before HAKeeper's view can show it (undrainUnseen):
+// one undrain, one Undrained Event.
 func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 	var restarting string
 	if stale := st.stale(); len(stale) > 0 {
@@ -156,7 +162,8 @@ func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 		}
 		started, _ := drainOf(p)
 		s := st.store(p.Name)
-		if !started.IsZero() || s.State == mov1.StoreUp && (s.WorkState == wire.WorkStateDraining || s.WorkState == wire.WorkStateDrained) {
+		drainedToHAKeeper := s.State == mov1.StoreUp && (s.WorkState == wire.WorkStateDraining || s.WorkState == wire.WorkStateDrained)
+		if !started.IsZero() || drainedToHAKeeper && !c.undrainUnseen(st, p) {
 			pods = append(pods, p)
 		}
 	}
@@ -171,6 +178,14 @@ func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 		}
 		return nil
 	})
+}
+
+// undrainUnseen reports whether HAKeeper's view may not show yet that p's
+// CN was set Working: the controller did it less than DrainSettle before
+// the view was answered (the probes' answers lag behind mo_ctl).
+func (c *StoreSetController[T]) undrainUnseen(st *storeState, p *corev1.Pod) bool {
+	undrained, err := time.Parse(time.RFC3339, p.Annotations[AnnotationUndrained])
+	return err == nil && st.viewAt.Sub(undrained) <= c.opts.DrainSettle
 }
 
 // undrainOne sets the CN of p Working and clears its drain; or restarts it
@@ -191,7 +206,8 @@ func (c *StoreSetController[T]) undrainOne(ctx *framework.Context[T], st *storeS
 	if err := c.setWorkState(ctx, st, p, p, mosql.Working); err != nil {
 		return err
 	}
-	if err := annotate(ctx, ctx.Client, p, nil, AnnotationDrainStarted, AnnotationDrained, AnnotationLocksMoving); err != nil {
+	undrained := map[string]string{AnnotationUndrained: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := annotate(ctx, ctx.Client, p, undrained, AnnotationDrainStarted, AnnotationDrained, AnnotationLocksMoving); err != nil {
 		return err
 	}
 	ctx.Log.Info("Set a CN working again", "pod", p.Name)
@@ -227,6 +243,14 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 		case since >= timeout:
 			why := fmt.Sprintf("the drain did not end within %s (spec.drainTimeout): sessions it still held are cut", timeout)
 			return c.endDrain(p, why, corev1.EventTypeWarning), nil
+		case !st.viewOK:
+			// Which CN serves, and whether HAKeeper has this one Draining,
+			// are HAKeeper's to say.
+			why := fmt.Sprintf("%s drains since %s and waits for a view of HAKeeper (timeout %s): no view of HAKeeper: %s",
+				p.Name, started.UTC().Format(time.RFC3339), timeout, st.viewErr)
+			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonHAKeeperUnreachable, why)
+			ctx.SetReady(false, mov1.ReasonHAKeeperUnreachable, why)
+			return nil, nil
 		case via == nil:
 			setDraining(ctx, fmt.Sprintf("%s drains since %s: no other CN is serving to take its sessions (timeout %s)",
 				p.Name, started.UTC().Format(time.RFC3339), timeout))

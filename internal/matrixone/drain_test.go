@@ -36,6 +36,9 @@ type fakeAdmin struct {
 	// probe answers the log pods' probes, the lock service handshake
 	// included.
 	probe *fakeProbe
+	// lag is how long HAKeeper's view takes to show a work state set
+	// (the probes' answers lag behind mo_ctl).
+	lag time.Duration
 }
 
 func (a *fakeAdmin) SetWorkState(_ context.Context, t mosql.Target, uuid string, state mosql.WorkState) error {
@@ -46,13 +49,30 @@ func (a *fakeAdmin) SetWorkState(_ context.Context, t mosql.Target, uuid string,
 	if a.view == nil {
 		return fmt.Errorf("no HAKeeper")
 	}
-	for i := range a.view.CNStores {
-		if a.view.CNStores[i].UUID == uuid {
-			a.view.CNStores[i].WorkState = map[mosql.WorkState]string{mosql.Working: wire.WorkStateWorking, mosql.Draining: wire.WorkStateDraining}[state]
+	record := func() {
+		for i := range a.view.CNStores {
+			if a.view.CNStores[i].UUID == uuid {
+				a.view.CNStores[i].WorkState = map[mosql.WorkState]string{mosql.Working: wire.WorkStateWorking, mosql.Draining: wire.WorkStateDraining}[state]
+			}
 		}
+		a.view.publish()
 	}
-	a.view.publish()
+	if a.lag > 0 {
+		time.AfterFunc(a.lag, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			record()
+		})
+		return nil
+	}
+	record()
 	return nil
+}
+
+func (a *fakeAdmin) setLag(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lag = d
 }
 
 func (a *fakeAdmin) Sessions(_ context.Context, t mosql.Target, uuid string) (int, error) {
@@ -94,6 +114,19 @@ func (a *fakeAdmin) workState(uuid string) string {
 	return ""
 }
 
+// workStateCalls counts the work states set to state for the CN uuid.
+func (a *fakeAdmin) workStateCalls(uuid string, state mosql.WorkState) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.calls {
+		if c == fmt.Sprintf("%s:%d", uuid, state) {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *fakeAdmin) lastPassword() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -104,8 +137,14 @@ func (a *fakeAdmin) lastPassword() string {
 // changed by edit), and waits until the CNSet is Ready.
 func readyCNs(t *testing.T, replicas int32, timeout time.Duration) (client.Client, string, *fakeAdmin, *hakeeperView) {
 	t.Helper()
+	return readyCNsWith(t, replicas, timeout, func(*matrixone.Options) {})
+}
+
+// readyCNsWith is readyCNs with the controllers' options changed by opts.
+func readyCNsWith(t *testing.T, replicas int32, timeout time.Duration, opts func(*matrixone.Options)) (client.Client, string, *fakeAdmin, *hakeeperView) {
+	t.Helper()
 	admin := &fakeAdmin{sessions: map[string]int{}}
-	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.Admin = admin; o.DrainSettle = time.Second })
+	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.Admin = admin; o.DrainSettle = time.Second; opts(o) })
 	admin.probe = probe
 	view := readyLogSet(t, c, ns, probe)
 	tn := &mov1.TNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tn"}, Spec: mov1.TNSetSpec{LogSet: "log"}}

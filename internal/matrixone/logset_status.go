@@ -35,9 +35,11 @@ type logState struct {
 	sts *appsv1.StatefulSet
 	// pods are the stores' pods by ordinal, terminating ones left out.
 	pods map[int]*corev1.Pod
-	// view is the freshest of the probes' answers; viewOK is false when
-	// none answered, and viewErr then says what each said.
+	// view is the freshest of the probes' answers younger than
+	// MaxViewAge, answered at viewAt; viewOK is false when there is none,
+	// and viewErr then says what each probe said.
 	view    hakeeper.View
+	viewAt  time.Time
 	viewOK  bool
 	viewErr string
 	now     time.Time
@@ -62,7 +64,8 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, sto
 			st.pods[ordinal] = p
 		}
 	}
-	st.view, st.viewOK, st.viewErr = c.views.read(ctx, groupOf(l), pods)
+	read := c.views.read(ctx, groupOf(l), pods)
+	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	return st, nil
 }
 
@@ -103,12 +106,14 @@ func (st *logState) setStatus(l *LogSet) {
 	}
 	l.Status.ReadyReplicas = int32(ready)
 	l.Status.HAKeeper = ""
-	pods := map[string]string{} // store UUID → pod
+	pods := map[string]string{}           // store UUID → pod
+	shown := map[string]mov1.StoreState{} // store UUID → its state in status
 	l.Status.Stores = nil
 	for i := range int(l.Spec.Replicas) {
 		pod := build.LogPodName(l, i)
 		pods[st.storeID(pod)] = pod
-		s := mov1.LogStoreStatus{Pod: pod, UUID: st.storeID(pod), State: st.storeState(pod)}
+		s := mov1.LogStoreStatus{Pod: pod, UUID: st.storeID(pod), State: shownState(st.pods[i], st.storeState(pod))}
+		shown[s.UUID] = s.State
 		if v, ok := st.view.LogStore(s.UUID); ok && st.viewOK {
 			s.Replicas = int32(len(v.Replicas))
 		}
@@ -123,13 +128,27 @@ func (st *logState) setStatus(l *LogSet) {
 		s := mov1.LogShardStatus{ShardID: int64(sh.ShardID), Leader: pods[sh.Replicas[sh.LeaderID]],
 			Of: int32(sh.NumberOfReplicas), Term: int64(sh.Term)}
 		for _, uuid := range sh.Replicas {
-			if ls, ok := st.view.LogStore(uuid); ok && ls.State == wire.StoreUp {
+			state, ours := shown[uuid]
+			if ls, ok := st.view.LogStore(uuid); ok && ls.State == wire.StoreUp && (!ours || state == mov1.StoreUp) {
 				s.Replicas++
 			}
 		}
 		l.Status.Shards = append(l.Status.Shards, s)
 	}
 	slices.SortFunc(l.Status.Shards, func(a, b mov1.LogShardStatus) int { return cmp.Compare(a.ShardID, b.ShardID) })
+}
+
+// shownState is the state status shows for a store whose pod is pod (nil
+// when it does not exist) and whose state to HAKeeper is hakeeper: Down
+// while its pod is gone or not ready, whatever HAKeeper says (it counts a
+// store up until the store's heartbeat timeout, minutes after it stopped);
+// else HAKeeper's. Decisions that need HAKeeper's own word (a store it no
+// longer hears from may be replaced) read HAKeeper's.
+func shownState(pod *corev1.Pod, hakeeper mov1.StoreState) mov1.StoreState {
+	if pod == nil || !workload.IsReady(pod) {
+		return mov1.StoreDown
+	}
+	return hakeeper
 }
 
 // notServing says why HAKeeper and the log shards do not serve; empty when

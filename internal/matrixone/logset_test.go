@@ -54,12 +54,19 @@ type fakeProbe struct {
 	view *hakeeper.View
 	// announced and heldLocks are by CN UUID.
 	announced, heldLocks map[string]bool
+	// delay is how long the probe takes to answer the view, as a busy
+	// machine's took 1.8 to 4.2 s.
+	delay time.Duration
 }
 
 func newFakeProbe(t *testing.T) *fakeProbe {
 	p := &fakeProbe{announced: map[string]bool{}, heldLocks: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc(hakeeper.Path, func(w http.ResponseWriter, _ *http.Request) {
+		p.mu.Lock()
+		delay := p.delay
+		p.mu.Unlock()
+		time.Sleep(delay)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.view == nil {
@@ -127,6 +134,13 @@ func get2[T client.Object](t *testing.T, c client.Client, ns, name string, obj T
 }
 
 var eventually = testenv.Eventually
+
+// slow has the probe take d to answer the view.
+func (p *fakeProbe) slow(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
 
 func (p *fakeProbe) set(v *hakeeper.View) {
 	p.mu.Lock()

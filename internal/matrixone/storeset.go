@@ -108,8 +108,11 @@ type storeState struct {
 	set  build.StoreSet
 	sts  *appsv1.StatefulSet
 	pods map[int]*corev1.Pod
-	view hakeeper.View
-	// viewOK is false when no log pod's probe answered; viewErr says why.
+	// view is HAKeeper's, answered at viewAt (viewRead); viewOK is false
+	// when no log pod's probe answered within MaxViewAge, and viewErr
+	// says why.
+	view    hakeeper.View
+	viewAt  time.Time
 	viewOK  bool
 	viewErr string
 	now     time.Time
@@ -135,7 +138,8 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 		return err
 	}
 	st.logPods = logPods
-	st.view, st.viewOK, st.viewErr = c.views.read(ctx, groupOf(obj), logPods)
+	read := c.views.read(ctx, groupOf(obj), logPods)
+	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	status := c.k.status(obj)
 	if c.k.role == build.RoleCN && status.ConfigRevision == "" && !st.tnUp() {
 		why := "waiting for HAKeeper to hear from a TN"
@@ -292,7 +296,9 @@ func (st *storeState) setStatus(status *mov1.StoreSetStatus) {
 	status.ReadyReplicas = int32(ready)
 	status.Stores = nil
 	for i := range int(st.set.Replicas) {
-		status.Stores = append(status.Stores, st.store(st.set.PodName(i)))
+		s := st.store(st.set.PodName(i))
+		s.State = shownState(st.pods[i], s.State)
+		status.Stores = append(status.Stores, s)
 	}
 }
 
@@ -336,7 +342,7 @@ func (st *storeState) setConditions(ctx interface {
 }, obj framework.Object) {
 	up := 0
 	for i := range int(st.set.Replicas) {
-		if st.store(st.set.PodName(i)).State == mov1.StoreUp {
+		if shownState(st.pods[i], st.store(st.set.PodName(i)).State) == mov1.StoreUp {
 			up++
 		}
 	}
@@ -378,6 +384,9 @@ func (st *storeState) stale() []*corev1.Pod {
 // without its others: empty when every store's pod has been ready for
 // RestartSettle and HAKeeper hears from every store.
 func (st *storeState) restartBlocked() string {
+	if !st.viewOK {
+		return "no view of HAKeeper: " + st.viewErr
+	}
 	for i := range int(st.set.Replicas) {
 		p, ok := st.pods[i]
 		if !ok || !workload.IsReady(p) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -27,6 +28,9 @@ type viewReader struct {
 	views   *probe.Collector[hakeeper.View]
 	http    *httpClient
 	address func(namespace, pod, ip string) string
+	// maxAge is the oldest answer read acted on (Options.MaxViewAge).
+	maxAge time.Duration
+	now    func() time.Time
 }
 
 func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewReader {
@@ -37,9 +41,16 @@ func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewR
 	return &viewReader{
 		http:    newHTTPClient(opts.ProbeTimeout),
 		address: address,
+		maxAge:  opts.MaxViewAge,
+		now:     time.Now,
 		views: probe.NewCollector(probe.Options[hakeeper.View]{
 			Kind:        kind,
 			CallTimeout: opts.ProbeTimeout,
+			// A pass waits for fresh answers half as long as a call may
+			// take (5 s by default, above the 4.2 s a busy machine's probe
+			// took); a call that takes longer still fills the cache, and
+			// meanwhile the pass reads the last good view.
+			Deadline:    opts.ProbeTimeout / 2,
 			MinInterval: opts.ProbeInterval / 2,
 			Interval:    opts.ProbeInterval,
 			MaxInterval: 3 * opts.ProbeInterval,
@@ -49,11 +60,23 @@ func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewR
 	}
 }
 
+// viewRead is HAKeeper's view as a pass read it.
+type viewRead struct {
+	view hakeeper.View
+	// at is when the probe answered the view; ok is false when no probe
+	// answered one within maxAge, and why then says what each said.
+	at  time.Time
+	ok  bool
+	why string
+}
+
 // read asks the probes of the log pods (those with an address, not
 // terminating) for the view, on behalf of the object of group, and returns
-// the freshest answer (hakeeper.Freshest); ok is false when none answered,
-// and why then says what each said.
-func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod) (view hakeeper.View, ok bool, why string) {
+// the freshest answer (hakeeper.Freshest) of those younger than maxAge: a
+// probe that missed its latest answer (a deadline on a busy machine, a
+// restart) gives its last good one while it is that young, and never an
+// older one.
+func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod) viewRead {
 	var targets []probe.Target
 	for _, p := range logPods {
 		if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" {
@@ -64,24 +87,38 @@ func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*co
 	}
 	r.views.Forget(group, targets)
 	if len(targets) == 0 {
-		return view, false, "no log pod has an address yet"
+		return viewRead{why: "no log pod has an address yet"}
 	}
 	results := r.views.Collect(ctx, targets, func(ctx context.Context, t probe.Target) (hakeeper.View, error) {
 		return hakeeper.Get(ctx, r.http, "http://"+t.Address)
 	})
+	now := r.now()
 	var views []hakeeper.View
+	answered := map[uint64]time.Time{} // the latest answer of each tick
 	var errs []string
 	for _, key := range slices.Sorted(maps.Keys(results)) {
-		if res := results[key]; res.OK() {
+		res := results[key]
+		if !res.ValueAt.IsZero() && now.Sub(res.ValueAt) <= r.maxAge {
 			views = append(views, res.Value)
-		} else {
-			errs = append(errs, key+": "+res.Describe())
+			if res.ValueAt.After(answered[res.Value.Tick]) {
+				answered[res.Value.Tick] = res.ValueAt
+			}
+			continue
 		}
+		why := key + ": " + res.Describe()
+		if res.OK() { // answered long ago, and asked again since
+			why = key + ": no answer since " + res.At.UTC().Format(time.RFC3339)
+		}
+		if !res.ValueAt.IsZero() {
+			why += fmt.Sprintf(" (its last view, from %s, is older than %s)", res.ValueAt.UTC().Format(time.RFC3339), r.maxAge)
+		}
+		errs = append(errs, why)
 	}
-	if view, ok = hakeeper.Freshest(views); !ok {
-		return view, false, strings.Join(errs, "; ")
+	view, ok := hakeeper.Freshest(views)
+	if !ok {
+		return viewRead{why: strings.Join(errs, "; ")}
 	}
-	return view, true, ""
+	return viewRead{view: view, at: answered[view.Tick], ok: true}
 }
 
 // viaLogPod runs call against the first log pod's probe that answers (in

@@ -99,7 +99,7 @@ func serveProbe(args []string) error {
 	fs := flag.NewFlagSet("probe", flag.ExitOnError)
 	listen := fs.String("listen", ":7070", "address to serve on")
 	hakeeper := fs.String("hakeeper", "", "HAKeeper client addresses (the log stores' service addresses), comma separated")
-	timeout := fs.Duration("timeout", 3*time.Second, "deadline of one answer")
+	timeout := fs.Duration("timeout", 8*time.Second, "deadline of one answer; under the operator's call timeout (10 s), over what a busy machine takes (4 s)")
 	_ = fs.Parse(args)
 	if *hakeeper == "" {
 		return errors.New("--hakeeper is required")

@@ -149,15 +149,18 @@ type S3Storage struct {
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 }
 
-// StoreState is how HAKeeper sees a store.
+// StoreState is whether a store serves: its pod's readiness, then how
+// HAKeeper sees it.
 // +kubebuilder:validation:Enum=Up;Down;Unknown
 type StoreState string
 
 // Store states.
 const (
-	// StoreUp: HAKeeper hears from the store.
+	// StoreUp: the store's pod is ready and HAKeeper hears from the store.
 	StoreUp StoreState = "Up"
-	// StoreDown: HAKeeper has not heard from the store within its timeout.
+	// StoreDown: the store's pod is gone or not ready (HAKeeper would go on
+	// counting the store up until its heartbeat timeout, minutes), or
+	// HAKeeper has not heard from the store within that timeout.
 	StoreDown StoreState = "Down"
 	// StoreUnknown: HAKeeper does not know the store (not registered yet),
 	// or no view of HAKeeper could be read.

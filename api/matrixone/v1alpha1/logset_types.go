@@ -213,7 +213,10 @@ type LogStoreStatus struct {
 	// uuid is the store's UUID: the one of its pod's namespace and name,
 	// or the new store's that replaced a failed one.
 	UUID string `json:"uuid"`
-	// state is how HAKeeper sees the store.
+	// state is Up when the store's pod is ready and HAKeeper hears from
+	// it; Down when its pod is gone or not ready, or HAKeeper no longer
+	// hears from it; Unknown when HAKeeper does not know it or cannot be
+	// read.
 	State StoreState `json:"state"`
 	// replicas is the number of shard replicas the store holds.
 	// +optional

@@ -170,7 +170,10 @@ type StoreStatus struct {
 	Pod string `json:"pod"`
 	// uuid is the store's UUID (derived from its pod's namespace and name).
 	UUID string `json:"uuid"`
-	// state is how HAKeeper sees the store.
+	// state is Up when the store's pod is ready and HAKeeper hears from
+	// it; Down when its pod is gone or not ready, or HAKeeper no longer
+	// hears from it; Unknown when HAKeeper does not know it or cannot be
+	// read.
 	State StoreState `json:"state"`
 	// workState is a CN's work state (Working, Draining, Drained).
 	// +optional
@@ -258,6 +261,7 @@ type CNSetList struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="SQL",type=string,JSONPath=`.status.sqlAddress`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProxySet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -1,0 +1,71 @@
+package matrixone_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/matrixone"
+)
+
+// TestLogSetReadsASlowProbe: on a busy machine the probe took 1.8 to 4.2 s
+// to answer; the controllers still read its answers with their default
+// timings.
+func TestLogSetReadsASlowProbe(t *testing.T) {
+	c, ns, probe := setup(t)
+	probe.slow(3 * time.Second)
+	readyLogSet(t, c, ns, probe)
+}
+
+// TestLogSetActsOnTheLastGoodViewWhileItIsRecent: a probe answer missed
+// does not stall a rolling restart while the last view read is younger
+// than MaxViewAge; an older one is never acted on.
+func TestLogSetActsOnTheLastGoodViewWhileItIsRecent(t *testing.T) {
+	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.MaxViewAge = 8 * time.Second })
+	readyLogSet(t, c, ns, probe)
+	probe.set(nil) // every probe answers 503 from now on
+
+	l := logSet(t, c, ns)
+	l.Spec.Config = "[log]\nlevel = \"debug\"\n"
+	if err := c.Update(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	eventually(t, "the StatefulSet on the new template", func() (bool, string) {
+		get(t, c, ns, "log", sts)
+		name := sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name
+		return name != l.Status.ConfigRevision, name
+	})
+	sts.Status.ObservedGeneration, sts.Status.UpdateRevision = sts.Generation, "r2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "one store restarted on the last good view", func() (bool, string) {
+		n := countPods(t, c, ns)
+		return n == 2, fmt.Sprint(n, " pods")
+	})
+	gone := 1
+	if get(t, c, ns, "log-1", &corev1.Pod{}) {
+		gone = 2
+	}
+
+	eventually(t, "HAKeeperUnreachable once the last view is older than MaxViewAge", func() (bool, string) {
+		got := condition(logSet(t, c, ns), commonv1.ConditionAvailable)
+		return strings.HasPrefix(got, "False "+mov1.ReasonHAKeeperUnreachable), got
+	})
+	runPod(t, c, sts, gone, "r2")
+	time.Sleep(2 * time.Second)
+	if n := countPods(t, c, ns); n != 3 {
+		t.Fatalf("%d pods: a store restarted on a view older than MaxViewAge", n)
+	}
+	if got := condition(logSet(t, c, ns), framework.ConditionReady); !strings.Contains(got, "no view of HAKeeper") {
+		t.Errorf("Ready: %s", got)
+	}
+}
