@@ -90,7 +90,7 @@ func TestSetPodCondition(t *testing.T) {
 		t.Fatalf("conditions %+v, want the kubelet's and the gate's", first.Status.Conditions)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	pod = first
+	pod = first.DeepCopy()
 	if !set(corev1.ConditionFalse, "still no answer") {
 		t.Fatal("a new message was not written")
 	}
@@ -98,10 +98,10 @@ func TestSetPodCondition(t *testing.T) {
 	if a, b := condition(first, gate), condition(second, gate); !a.LastTransitionTime.Equal(&b.LastTransitionTime) || b.Message != "still no answer" {
 		t.Errorf("the message changed the transition time or was lost: %+v then %+v", a, b)
 	}
-	pod = second
+	pod, before := second.DeepCopy(), condition(second, gate)
 	time.Sleep(1100 * time.Millisecond) // transition times have a one-second resolution
 	set(corev1.ConditionTrue, "answers")
-	if got := condition(get(), gate); got.Status != corev1.ConditionTrue || !got.LastTransitionTime.After(condition(second, gate).LastTransitionTime.Time) {
+	if got := condition(get(), gate); got.Status != corev1.ConditionTrue || !got.LastTransitionTime.After(before.LastTransitionTime.Time) {
 		t.Errorf("after the status changed: %+v", got)
 	}
 }
