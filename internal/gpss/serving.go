@@ -172,7 +172,8 @@ func serving(p *corev1.Pod) bool {
 // maxJobsInError bounds status.jobs.inError.
 const maxJobsInError = 10
 
-// EventJobsInError: jobs entered JOB_ERROR (a Warning).
+// EventJobsInError is the reason of the Warning Event recorded when jobs
+// enter JOB_ERROR.
 const EventJobsInError = "JobsInError"
 
 // recordJobs counts the jobs in status.jobs from the freshest answer an

@@ -35,7 +35,7 @@ import (
 // one StatefulSet: it names the template's revision in the StatefulSet's
 // status (the same template, the same revision, as the controller reuses
 // a ControllerRevision on a rollback), re-creates a deleted pod from the
-// current template labelled with that revision, ready unless its image is
+// current template labeled with that revision, ready unless its image is
 // bad, and records the order of the re-creations.
 type statefulSetPlayer struct {
 	mu       sync.Mutex

@@ -139,16 +139,16 @@ func (st *logState) setStatus(l *LogSet) {
 }
 
 // shownState is the state status shows for a store whose pod is pod (nil
-// when it does not exist) and whose state to HAKeeper is hakeeper: Down
+// when it does not exist) and whose state to HAKeeper is reported: Down
 // while its pod is gone or not ready, whatever HAKeeper says (it counts a
 // store up until the store's heartbeat timeout, minutes after it stopped);
 // else HAKeeper's. Decisions that need HAKeeper's own word (a store it no
 // longer hears from may be replaced) read HAKeeper's.
-func shownState(pod *corev1.Pod, hakeeper mov1.StoreState) mov1.StoreState {
+func shownState(pod *corev1.Pod, reported mov1.StoreState) mov1.StoreState {
 	if pod == nil || !workload.IsReady(pod) {
 		return mov1.StoreDown
 	}
-	return hakeeper
+	return reported
 }
 
 // notServing says why HAKeeper and the log shards do not serve; empty when
