@@ -112,8 +112,12 @@ func (o *Operation) SetCurrent(i int32, now metav1.Time) {
 	o.StepStartedAt = nil
 }
 
-// ResetAttempts forgets the current step's failed attempts, so that only
-// consecutive failures count towards the flow's limit.
+// ResetAttempts forgets the current step's failed attempts and its last
+// error. The framework calls it when a step becomes current, on a retry
+// rescue, and once a step with failed attempts has run without error for
+// the flow's Backoff.Max since its last retry was due: a run without error
+// in between (a poll of what the step sent) does not reset them, so
+// failures separated by such runs add up towards the flow's limit.
 func (o *Operation) ResetAttempts() {
 	o.Attempts = 0
 	o.LastError = ""
