@@ -277,7 +277,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	ob := ctx.Obj
 	c.logins.release(clusterHolder(ob)) // the cluster's login goes with it,
-	c.logins.forget(ob.UID)              // once its other users are done
+	c.logins.forget(ob.UID)             // once its other users are done
 	if ob.Spec.Storage.ReclaimPolicy != "Delete" {
 		return true, nil
 	}

@@ -71,11 +71,20 @@ type player struct {
 
 	stmtMu sync.Mutex
 	stmts  []string // every statement the observers received
+
+	// routeDelay is how long a new observer's Service takes to route to
+	// it once its pod runs (kube-proxy's lag): until then its address
+	// leads nowhere, for the controller and the other observers alike.
+	routeDelay time.Duration
+	routedAt   map[string]time.Time // Service IP → when it routes
 }
 
 func (p *player) resolve(ip string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if at, ok := p.routedAt[ip]; ok && time.Now().Before(at) {
+		return fmt.Sprintf("127.0.%d.254", p.net) // nothing listens there
+	}
 	if h, ok := p.hosts[ip]; ok {
 		return h
 	}
@@ -239,6 +248,12 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet, claim types.UID)
 		p.next++
 		host = fmt.Sprintf("127.0.%d.%d", p.net, p.next)
 		p.hosts[ip] = host
+		if p.routeDelay > 0 {
+			if p.routedAt == nil {
+				p.routedAt = map[string]time.Time{}
+			}
+			p.routedAt[ip] = time.Now().Add(p.routeDelay)
+		}
 	}
 	if p.dirs[claim] == "" {
 		p.dirs[claim] = p.t.TempDir()
@@ -595,4 +610,38 @@ func podUIDs(t *testing.T, c client.Client, ns string) map[string]types.UID {
 		out[p.Name] = p.UID
 	}
 	return out
+}
+
+// TestScaleOutWaitsForService scales a zone out while a new observer's
+// Service routes to it only a while after its pod is ready, as kube-proxy
+// lags: the server is added once it answers there, without an ADD SERVER
+// OceanBase refuses ("server not reachable") and the Warning Event that
+// made on every scale-out (issue 27 item 12).
+func TestScaleOutWaitsForService(t *testing.T) {
+	c, ns, p := setup(t, 81)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0",
+		Zones: []obv1.OBZoneSpec{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
+	p.mu.Lock()
+	p.routeDelay = 3 * time.Second
+	p.mu.Unlock()
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 2 })
+	eventually(t, "the added server serves", readyWith(c, ns, "ob", 4))
+	var list eventsv1.EventList
+	if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Type == corev1.EventTypeWarning && strings.HasPrefix(e.Regarding.Kind, "OB") { // not the API server's own
+			t.Errorf("Warning Event %s on %s %s: %s", e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note)
+		}
+	}
+	if n := p.statements("ADD SERVER"); n != 1 {
+		t.Errorf("%d ADD SERVER statements; want 1", n)
+	}
 }

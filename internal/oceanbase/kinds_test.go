@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -383,4 +385,106 @@ func TestParameter(t *testing.T) {
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(unknown), o); err != nil || o.ResourceVersion != version {
 		t.Errorf("the invalid OBParameter changed: %v, version %s then %s", err, version, o.ResourceVersion)
 	}
+}
+
+// TestClusterDeleted deletes a cluster that has a tenant and a parameter:
+// the OBTenant no longer shows the tenant NORMAL (nor its pools) and the
+// OBParameter no longer lists servers' values, as nothing can be read;
+// its views, left for the garbage collector (envtest runs none: the test
+// deletes them as it would), keep what they said rather than each
+// recording "WaitingForDependencies: not found" for a cluster that was
+// deleted (issue 27 item 12).
+func TestClusterDeleted(t *testing.T) {
+	c, ns, _ := setup(t, 82)
+	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
+		Image: "localhost/obsim:1.0", Zones: []obv1.OBZoneSpec{{Name: "z1"}},
+	}}
+	if err := c.Create(t.Context(), ob); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 1))
+	tn := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1"}, Spec: obv1.OBTenantSpec{
+		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}},
+		Unit: obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("6Gi")},
+	}}
+	param := &obv1.OBParameter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syslog"},
+		Spec: obv1.OBParameterSpec{Cluster: "ob", Name: "syslog_level", Value: "WARN"}}
+	for _, o := range []client.Object{tn, param} {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the tenant is NORMAL", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
+		if tn.Status.TenantStatus != "NORMAL" {
+			return "tenant " + tn.Status.TenantStatus
+		}
+		return ""
+	}))
+	eventually(t, "the parameter is applied", parameterReady(c, ns, "syslog", func(p *obv1.OBParameter) string {
+		if len(p.Status.Servers) != 1 {
+			return fmt.Sprintf("servers %+v", p.Status.Servers)
+		}
+		return ""
+	}))
+	eventually(t, "the views are Ready", func() (bool, string) {
+		zones, servers := views(t, c, ns)
+		z, s := zones["ob-z1"], servers["ob-z1-0"]
+		return condition(z.Status.Conditions, framework.ConditionReady).Status == metav1.ConditionTrue &&
+			condition(s.Status.Conditions, framework.ConditionReady).Status == metav1.ConditionTrue, "views not Ready"
+	})
+	zones, servers := views(t, c, ns)
+
+	if err := c.Delete(t.Context(), get(t, c, ns, "ob")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cluster is gone", func() (bool, string) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(ob), &obv1.OBCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	eventually(t, "the tenant and the parameter show nothing of OceanBase", func() (bool, string) {
+		got, p := &obv1.OBTenant{}, &obv1.OBParameter{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), got); err != nil {
+			return false, err.Error()
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(param), p); err != nil {
+			return false, err.Error()
+		}
+		r := condition(got.Status.Conditions, framework.ConditionReady)
+		return r.Reason == framework.ReasonWaitingForDependencies && got.Status.TenantStatus == "" && got.Status.Pools == nil &&
+				got.Status.TenantID == 0 && len(p.Status.Servers) == 0,
+			fmt.Sprintf("tenant %+v; parameter %+v", got.Status, p.Status)
+	})
+	// The views' passes, started by the cluster's deletion and by an edit.
+	for _, o := range []client.Object{new(zones["ob-z1"]), new(servers["ob-z1-0"])} {
+		update(t, c, o, func(o client.Object) { o.SetAnnotations(map[string]string{"touched": "yes"}) })
+	}
+	time.Sleep(3 * time.Second)
+	after, afterServers := views(t, c, ns)
+	for name, conds := range map[string][]metav1.Condition{"ob-z1": after["ob-z1"].Status.Conditions,
+		"ob-z1-0": afterServers["ob-z1-0"].Status.Conditions} {
+		for _, ct := range []string{framework.ConditionReady, framework.ConditionDependenciesReady} {
+			if r := condition(conds, ct); r.Status != metav1.ConditionTrue {
+				t.Errorf("view %s, its cluster deleted: %s %+v", name, ct, r)
+			}
+		}
+	}
+	var events eventsv1.EventList
+	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if (e.Regarding.Kind == "OBZone" || e.Regarding.Kind == "OBServer") && strings.Contains(e.Note, "Waiting") {
+			t.Errorf("Event %s on %s %s: %s", e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note)
+		}
+	}
+	// The garbage collector's deletion: the views go.
+	for _, o := range []client.Object{new(after["ob-z1"]), new(afterServers["ob-z1-0"])} {
+		if err := c.Delete(t.Context(), o); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the views are gone", func() (bool, string) {
+		zones, servers := views(t, c, ns)
+		return len(zones) == 0 && len(servers) == 0, fmt.Sprintf("%d OBZones, %d OBServers", len(zones), len(servers))
+	})
 }

@@ -178,7 +178,14 @@ func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *Clust
 
 // Dependencies returns the parameter's cluster, which must be
 // bootstrapped.
+//
+// It runs first in every pass that gets this far, so it also clears the
+// servers' values in status: Declare writes them again from what this
+// pass reads, and a pass that cannot read them (the cluster deleted, not
+// bootstrapped, not answering) leaves none rather than old ones.
 func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dependency, error) {
+	s := &ctx.Obj.Status
+	s.Servers, s.Drifted, s.EditLevel = nil, 0, ""
 	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
 }
 

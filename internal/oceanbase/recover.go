@@ -345,8 +345,8 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 		switch {
 		case cl.server(addr) != nil:
 			continue
-		case pod == nil || !workload.IsReady(pod) || cl.claims[l.Pod] == nil:
-			waiting = append(waiting, l.Pod)
+		case pod == nil || !workload.IsReady(pod) || cl.claims[l.Pod] == nil || cl.unanswered[l.Pod] != "":
+			waiting = append(waiting, l.Pod) // ADD SERVER reaches it through its Service
 			continue
 		}
 		if err := recordStore(ctx, svc, cl.claims[l.Pod]); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,8 @@ const (
 	ReasonBootstrapped        = "Bootstrapped"
 	ReasonUnreachable         = "OceanBaseUnreachable"
 	ReasonServersNotServing   = "ServersNotServing"
-	ReasonAllServing          = "AllServersServing"
+	ReasonServersLeaving      = "ServersLeaving"
+	ReasonZonesChanging       = "ZonesChanging"
 	ReasonParametersDrifted   = "ParametersDrifted"
 )
 
@@ -66,6 +68,14 @@ type cluster struct {
 	// by Declare, which sets StoresLost from them on every pass, a flow's
 	// included.
 	lost []obv1.OBLostServer
+	// holds say which tenants and pools hold a leaving zone (tenantsIn);
+	// read only while a zone leaves.
+	holds []string
+	// unanswered are the ready observers OceanBase does not know yet
+	// whose Service does not answer yet, by pod name, with why: ADD
+	// SERVER (or BOOTSTRAP) reaches an observer through its Service, which
+	// routes to the pod a moment after the pod is ready.
+	unanswered map[string]string
 }
 
 // addr is the server address of pod name, "" before its Service has an IP.
@@ -97,7 +107,7 @@ func (cl *cluster) replicas(zone obv1.OBZoneSpec, op *commonv1.Operation) int32 
 func (cl *cluster) seedsReady(ob *Cluster) bool {
 	for _, z := range ob.Spec.Zones {
 		p := cl.pods[z.Name][0]
-		if p == nil || !workload.IsReady(p) || cl.addr(p.Name) == "" {
+		if p == nil || !workload.IsReady(p) || cl.addr(p.Name) == "" || cl.unanswered[p.Name] != "" {
 			return false
 		}
 	}
@@ -146,7 +156,7 @@ func (cl *cluster) missingServers() map[string]string {
 	for zone, pods := range cl.pods {
 		for _, p := range pods {
 			addr := cl.addr(p.Name)
-			if addr == "" || !workload.IsReady(p) || p.DeletionTimestamp != nil {
+			if addr == "" || !workload.IsReady(p) || p.DeletionTimestamp != nil || cl.unanswered[p.Name] != "" {
 				continue
 			}
 			if _, known := cl.servers[addr]; !known {
@@ -212,8 +222,51 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	if ob.Status.BootstrappedAt != nil {
 		c.observeOceanBase(ctx, cl)
 	}
+	c.probeServices(ctx, cl)
 	c.writeStatus(ob, cl)
 	return cl, nil
+}
+
+// serviceAnswerTimeout bounds the probe of an observer's Service.
+const serviceAnswerTimeout = time.Second
+
+// probeServices finds which observers about to be bootstrapped or added
+// (ready, and not servers OceanBase knows) do not answer on their
+// Service's address yet (cluster.unanswered): a pod is ready once its
+// observer listens, and its Service routes to it a moment later, so an ADD
+// SERVER sent at once was refused, "server not reachable", with a Warning.
+// They are left for a later pass.
+func (c *Controller) probeServices(ctx *Context, cl *cluster) {
+	bootstrapped := ctx.Obj.Status.BootstrappedAt != nil
+	if bootstrapped && cl.db == nil {
+		return // OceanBase did not answer: nothing is added this pass
+	}
+	cl.unanswered = map[string]string{}
+	for _, zone := range slices.Sorted(maps.Keys(cl.pods)) {
+		for o, p := range cl.pods[zone] {
+			ip := cl.ips[p.Name]
+			switch {
+			case ip == "" || !workload.IsReady(p) || p.DeletionTimestamp != nil:
+			case !bootstrapped && o != 0:
+			case bootstrapped && cl.server(cl.addr(p.Name)) != nil:
+			default:
+				if err := c.serviceAnswers(ctx, ip); err != nil {
+					cl.unanswered[p.Name] = err.Error()
+				}
+			}
+		}
+	}
+}
+
+// serviceAnswers reports whether an observer answers on its Service's
+// address, as OceanBase reaches it (the RPC port).
+func (c *Controller) serviceAnswers(ctx context.Context, ip string) error {
+	d := net.Dialer{Timeout: serviceAnswerTimeout}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(c.opts.Resolve(ip), fmt.Sprint(build.RPCPort)))
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // observeOceanBase logs in as the operator and reads the servers, the zones
@@ -239,19 +292,39 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	if err == nil {
 		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
 	}
+	if err == nil {
+		for _, s := range servers {
+			cl.servers[s.Addr] = s
+		}
+		for _, z := range zones {
+			cl.zones[z.Name] = z
+		}
+		err = cl.readHolds(ctx, ob)
+	}
 	if err != nil {
 		if cl.db != nil {
 			c.logins.drop(ob.UID, cl.db)
 		}
 		cl.db, cl.err = nil, err
+		cl.servers, cl.zones, cl.tenants, cl.holds = map[string]obsql.Server{}, map[string]obsql.Zone{}, nil, nil
 		return
 	}
-	for _, s := range servers {
-		cl.servers[s.Addr] = s
+}
+
+// readHolds reads which tenants and pools hold the leaving zones, if any
+// zone leaves: Ready says so on every pass, not only on the passes that
+// run the remove-zone flow's step.
+func (cl *cluster) readHolds(ctx context.Context, ob *Cluster) error {
+	leaving := cl.leavingZones(ob)
+	if len(leaving) == 0 {
+		return nil
 	}
-	for _, z := range zones {
-		cl.zones[z.Name] = z
+	pools, err := obsql.Pools(ctx, cl.db)
+	if err != nil {
+		return err
 	}
+	cl.holds = cl.tenantsIn(leaving, pools)
+	return nil
 }
 
 // parameterDrift compares the spec's parameters with every server's value
@@ -279,17 +352,25 @@ func parameterDrift(ctx context.Context, db *sql.DB, params []obv1.Parameter) ([
 	return out, nil
 }
 
-// writeStatus fills the servers, zones and counts from what was observed.
+// writeStatus fills the servers, zones and counts from what was observed:
+// the spec's zones, then the zones leaving (their observers run until the
+// remove-zone flow has had OceanBase let them go).
 func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 	st := &ob.Status
 	st.Servers, st.Zones, st.ActiveServers, st.RootService = nil, nil, 0, ""
-	for _, z := range ob.Spec.Zones {
-		zs := obv1.OBZoneStatus{Name: z.Name, Status: cl.zones[z.Name].Status}
-		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
-			p := cl.pods[z.Name][o]
-			s := obv1.OBServerStatus{Pod: p.Name, Zone: z.Name, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
+	zones := specZones(ob)
+	leaving := cl.leavingZones(ob)
+	for _, zone := range append(slices.Clone(zones), leaving...) {
+		zs := obv1.OBZoneStatus{Name: zone, Status: cl.zones[zone].Status, Leaving: !slices.Contains(zones, zone)}
+		pods := cl.pods[zone]
+		if lz := cl.leaving[zone]; zs.Leaving && lz != nil {
+			pods = lz.pods
+		}
+		for _, o := range slices.Sorted(maps.Keys(pods)) {
+			p := pods[o]
+			s := obv1.OBServerStatus{Pod: p.Name, Zone: zone, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
 				Image: podImage(p)}
-			if srv, ok := cl.servers[s.Address]; ok {
+			if srv, ok := cl.servers[s.Address]; ok && s.Address != "" {
 				s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
 				if srv.StartService != nil {
 					s.StartServiceTime = &metav1.Time{Time: *srv.StartService}
@@ -298,7 +379,7 @@ func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 			st.Servers = append(st.Servers, s)
 		}
 		for _, srv := range cl.servers {
-			if srv.Zone != z.Name {
+			if srv.Zone != zone {
 				continue
 			}
 			zs.Servers++
@@ -334,10 +415,6 @@ func imagesOf(cl *cluster) []string {
 // setConditions sets Bootstrapped and Ready.
 func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
-	want := int32(0)
-	for _, z := range ob.Spec.Zones {
-		want += z.Replicas
-	}
 	switch {
 	case ob.Status.BootstrappedAt != nil:
 		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionTrue, ReasonBootstrapped,
@@ -349,23 +426,113 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionFalse, ReasonWaitingForObservers,
 			"waiting for the first observer of every zone to run")
 	}
+	r := cl.readiness(ob)
+	ctx.SetReady(r.ready, r.reason, r.message)
+}
+
+// readiness is the cluster's Ready, from what the pass observed (ob's
+// status written): True when every observer of the spec's zones serves
+// as its OBServer and OBZone views say (its pod ready, OceanBase's server
+// ACTIVE and serving, its zone ACTIVE), OceanBase lists no other server,
+// the sys tenant's locality is the spec's zones, and no parameter
+// differs. Otherwise the reason and message say what is missing.
+func (cl *cluster) readiness(ob *Cluster) viewReady {
 	switch {
 	case ob.Status.BootstrappedAt == nil:
-		ctx.SetReady(false, ReasonWaitingForObservers, "not bootstrapped yet")
+		return viewReady{reason: ReasonWaitingForObservers, message: "not bootstrapped yet"}
 	case cl.err != nil:
-		ctx.SetReady(false, ReasonUnreachable, cl.err.Error())
-	case ob.Status.ActiveServers < want || int(ob.Status.ActiveServers) < len(cl.servers):
-		ctx.SetReady(false, ReasonServersNotServing, fmt.Sprintf("%d of %d servers serving", ob.Status.ActiveServers, want))
-	case len(ob.Status.ParameterDrift) > 0:
-		ctx.SetReady(false, ReasonParametersDrifted, fmt.Sprintf("parameter %s differs from the spec on %s",
-			ob.Status.ParameterDrift[0].Name, strings.Join(ob.Status.ParameterDrift[0].Servers, ", ")))
-	default:
-		for _, z := range ob.Spec.Zones {
-			if cl.zones[z.Name].Status != "ACTIVE" {
-				ctx.SetReady(false, ReasonServersNotServing, fmt.Sprintf("zone %s is %q", z.Name, cl.zones[z.Name].Status))
-				return
+		return viewReady{reason: ReasonUnreachable, message: cl.err.Error()}
+	case len(cl.holds) > 0:
+		return viewReady{reason: ReasonZoneRemovalHeld, message: holdsMessage(cl.holds)}
+	}
+	var notServing []string
+	for _, z := range ob.Spec.Zones {
+		if r := zoneServes(ob, z.Name); !r.ready {
+			notServing = append(notServing, fmt.Sprintf("zone %s: %s", z.Name, r.message))
+		}
+	}
+	if len(notServing) > 0 {
+		return viewReady{reason: ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+	}
+	if leaving := cl.leavingServers(ob); len(leaving) > 0 {
+		return viewReady{reason: ReasonServersLeaving, message: "OceanBase still has servers the spec does not: " +
+			strings.Join(leaving, ", ")}
+	}
+	if why := cl.zonesChanging(ob); why != "" {
+		return viewReady{reason: ReasonZonesChanging, message: why}
+	}
+	if d := ob.Status.ParameterDrift; len(d) > 0 {
+		return viewReady{reason: ReasonParametersDrifted, message: fmt.Sprintf("parameter %s differs from the spec on %s",
+			d[0].Name, strings.Join(d[0].Servers, ", "))}
+	}
+	want := int32(0)
+	for _, z := range ob.Spec.Zones {
+		want += max(z.Replicas, 1)
+	}
+	return viewReady{ready: true, message: fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones))}
+}
+
+// leavingServers are the servers OceanBase lists or the observers that
+// run beyond the spec's: a scale-in's departing observers, a leaving
+// zone's, and servers at no observer's address (lost ones a recovery
+// deletes), each with its state.
+func (cl *cluster) leavingServers(ob *Cluster) []string {
+	var out []string
+	mine := map[string]bool{}
+	for _, s := range ob.Status.Servers {
+		if s.Address != "" {
+			mine[s.Address] = true
+		}
+		if specObserver(ob, s) {
+			continue
+		}
+		state := s.Status
+		if state == "" {
+			state = "no longer a server, its pod going"
+		}
+		out = append(out, fmt.Sprintf("%s of zone %s (%s)", s.Pod, s.Zone, state))
+	}
+	for _, addr := range slices.Sorted(maps.Keys(cl.servers)) {
+		if !mine[addr] {
+			srv := cl.servers[addr]
+			out = append(out, fmt.Sprintf("%s of zone %s (%s)", addr, srv.Zone, srv.Status))
+		}
+	}
+	return out
+}
+
+// specObserver reports whether s is an observer the spec has: in one of
+// its zones, with an ordinal below the zone's replicas.
+func specObserver(ob *Cluster, s obv1.OBServerStatus) bool {
+	for _, z := range ob.Spec.Zones {
+		if z.Name != s.Zone {
+			continue
+		}
+		for o := range int(max(z.Replicas, 1)) {
+			if build.PodName(ob, z.Name, o) == s.Pod {
+				return true
 			}
 		}
-		ctx.SetReady(true, ReasonAllServing, fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones)))
 	}
+	return false
+}
+
+// zonesChanging says how the sys tenant's locality is not the spec's
+// zones yet (a zone added or removed, a locality change OceanBase runs);
+// empty when it is.
+func (cl *cluster) zonesChanging(ob *Cluster) string {
+	sys := cl.sys()
+	switch {
+	case sys == nil:
+		return ""
+	case sys.PreviousLocality != "":
+		return fmt.Sprintf("OceanBase is changing the sys tenant's locality from %s to %s", sys.PreviousLocality, sys.Locality)
+	}
+	if joining := cl.joining(ob); len(joining) > 0 {
+		return fmt.Sprintf("the sys tenant has no replica in zone %s yet (locality %s)", strings.Join(joining, ", "), sys.Locality)
+	}
+	if leaving := cl.leavingZones(ob); len(leaving) > 0 {
+		return fmt.Sprintf("zone %s is being removed", strings.Join(leaving, ", "))
+	}
+	return ""
 }

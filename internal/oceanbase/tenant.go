@@ -46,7 +46,6 @@ const (
 	ReasonLocalityChanging = "LocalityChanging"
 	ReasonUnitsNotActive   = "UnitsNotActive"
 	ReasonTenantDrifted    = "TenantDrifted"
-	ReasonTenantReady      = "TenantReady"
 )
 
 // TenantController is the OBTenant actor: it creates the tenant (unit
@@ -167,8 +166,21 @@ func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant
 
 // Dependencies returns the tenant's cluster: the tenant waits for its cluster to be bootstrapped (not
 // Ready: a tenant can change while the cluster scales).
+//
+// It runs first in every pass that gets this far, so it also clears what
+// status says of the tenant in OceanBase: Declare writes it again from
+// what this pass reads. A pass that cannot read OceanBase (the cluster
+// deleted, not bootstrapped, not answering) leaves it empty rather than
+// showing the tenant NORMAL, its data perhaps gone with its cluster.
 func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependency, error) {
+	clearTenantObservation(&ctx.Obj.Status)
 	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
+}
+
+// clearTenantObservation empties what status says of the tenant in
+// OceanBase.
+func clearTenantObservation(s *obv1.OBTenantStatus) {
+	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
 }
 
 // bootstrappedCluster is the dependency of a tenant or a parameter on its
@@ -262,14 +274,14 @@ func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holde
 }
 
 // clusterHosts are the IPs of ob's observers as its status lists them,
-// those whose pods are ready first.
+// those whose pods are ready first, a leaving zone's last.
 func clusterHosts(ob *Cluster) []string {
 	var ready, other []string
 	for _, s := range ob.Status.Servers {
 		ip, _, err := net.SplitHostPort(s.Address)
 		switch {
 		case err != nil:
-		case s.PodReady:
+		case s.PodReady && slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == s.Zone }):
 			ready = append(ready, ip)
 		default:
 			other = append(other, ip)
@@ -296,7 +308,7 @@ func (st *tenantState) tenantPools() map[string]*obsql.Pool {
 
 func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
 	s := &t.Status
-	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
+	clearTenantObservation(s)
 	if st.tenant == nil {
 		return
 	}
@@ -362,7 +374,7 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
 				return
 			}
 		}
-		ctx.SetReady(true, ReasonTenantReady, fmt.Sprintf("tenant %s (id %d) is NORMAL in %d zones", t.Spec.TenantName,
+		ctx.SetReady(true, "", fmt.Sprintf("tenant %s (id %d) is NORMAL in %d zones", t.Spec.TenantName,
 			st.tenant.ID, len(t.Spec.Zones)))
 	}
 }

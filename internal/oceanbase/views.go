@@ -3,10 +3,12 @@ package oceanbase
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,10 +45,13 @@ const (
 	ReasonServerNotServing   = "ServerNotServing"
 	ReasonServerServing      = "ServerServing"
 	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonZoneRemoving       = "ZoneRemoving"
 )
 
 // applyViews applies an OBZone per zone of the spec and an OBServer per
 // observer the zones' StatefulSets have (their server Services' set), and
+// keeps those of a leaving zone while its StatefulSet or OceanBase has it
+// (its servers may serve for as long as a tenant holds its removal); it
 // deletes the views of zones and observers that are gone. Apply writes
 // only when a view is new or was changed, so an idle cluster writes
 // nothing.
@@ -59,6 +64,18 @@ func (c *Controller) applyViews(ctx *Context, cl *cluster) error {
 		for i := range int(cl.replicas(zone, ctx.Operation())) {
 			if err := ctx.Apply(build.ServerView(ob, zone.Name, i), build.ComponentServerView); err != nil {
 				return err
+			}
+		}
+	}
+	for _, zone := range cl.leavingZones(ob) {
+		if err := ctx.Apply(build.ZoneView(ob, zone), build.ComponentZoneView); err != nil {
+			return err
+		}
+		if lz := cl.leaving[zone]; lz != nil {
+			for _, i := range slices.Sorted(maps.Keys(lz.pods)) {
+				if err := ctx.Apply(build.ServerView(ob, zone, i), build.ComponentServerView); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -134,14 +151,49 @@ func viewDependency(cluster string) []framework.Dependency {
 	}}
 }
 
+// viewDependencies returns view's cluster, or none when the view is
+// garbage: its controlling cluster is gone, and the garbage collector
+// deletes it. Waiting for the cluster then would say
+// "WaitingForDependencies: not found" on every view, an Event each, for a
+// cluster that was deleted, not awaited.
+func viewDependencies(ctx context.Context, r client.Reader, view client.Object, cluster string) ([]framework.Dependency, error) {
+	owner := metav1.GetControllerOf(view)
+	if owner == nil || owner.Kind != "OBCluster" || owner.Name != cluster {
+		return viewDependency(cluster), nil
+	}
+	err := r.Get(ctx, client.ObjectKey{Namespace: view.GetNamespace(), Name: cluster}, &Cluster{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get OBCluster %s: %w", cluster, err)
+	}
+	return viewDependency(cluster), nil
+}
+
+// keepGarbage leaves a view whose cluster is gone as it is until the
+// garbage collector deletes it: Ready as it was, so that nothing is
+// written and no Event recorded.
+func keepGarbage(conds []metav1.Condition, set func(string, metav1.ConditionStatus, string, string), cluster string) {
+	if r := meta.FindStatusCondition(conds, framework.ConditionReady); r != nil {
+		set(framework.ConditionReady, r.Status, r.Reason, r.Message)
+		return
+	}
+	set(framework.ConditionReady, metav1.ConditionFalse, ReasonNotInCluster, fmt.Sprintf("OBCluster %s is deleted", cluster))
+}
+
 // Dependencies returns the zone's cluster.
 func (zoneViews) Dependencies(ctx *framework.Context[*ZoneView]) ([]framework.Dependency, error) {
-	return viewDependency(ctx.Obj.Spec.Cluster), nil
+	return viewDependencies(ctx, ctx.Client, ctx.Obj, ctx.Obj.Spec.Cluster)
 }
 
 // Declare copies the zone's state from its cluster's status.
 func (zoneViews) Declare(ctx *framework.Context[*ZoneView]) error {
 	z := ctx.Obj
+	if len(ctx.Dependencies) == 0 {
+		keepGarbage(z.Status.Conditions, ctx.SetCondition, z.Spec.Cluster)
+		return nil
+	}
 	v := zoneView(ctx.Dependencies[0].(*Cluster), z.Spec.Zone)
 	v.status.StatusCore = z.Status.StatusCore
 	z.Status = v.status
@@ -157,12 +209,16 @@ func (zoneViews) Finalize(*framework.Context[*ZoneView]) (bool, error) { return 
 
 // Dependencies returns the server's cluster.
 func (serverViews) Dependencies(ctx *framework.Context[*ServerView]) ([]framework.Dependency, error) {
-	return viewDependency(ctx.Obj.Spec.Cluster), nil
+	return viewDependencies(ctx, ctx.Client, ctx.Obj, ctx.Obj.Spec.Cluster)
 }
 
 // Declare copies the server's state from its cluster's status.
 func (serverViews) Declare(ctx *framework.Context[*ServerView]) error {
 	s := ctx.Obj
+	if len(ctx.Dependencies) == 0 {
+		keepGarbage(s.Status.Conditions, ctx.SetCondition, s.Spec.Cluster)
+		return nil
+	}
 	v := serverView(ctx.Dependencies[0].(*Cluster), s.Name)
 	v.status.StatusCore = s.Status.StatusCore
 	s.Status = v.status
@@ -214,48 +270,85 @@ type zoneViewResult struct {
 }
 
 // zoneView is zone's view from ob's status: Ready when OceanBase reports
-// the zone ACTIVE and every server of the spec's replicas serves.
+// the zone ACTIVE and every server of the spec's replicas serves. A zone
+// the spec no longer has is not Ready while it leaves: its view stays as
+// long as its observers run, saying what OceanBase reports of it.
 func zoneView(ob *Cluster, zone string) zoneViewResult {
 	var out zoneViewResult
 	i := slices.IndexFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone })
-	if i < 0 {
+	j := slices.IndexFunc(ob.Status.Zones, func(z obv1.OBZoneStatus) bool { return z.Name == zone })
+	if i < 0 && (j < 0 || !ob.Status.Zones[j].Leaving) {
 		out.viewReady = viewReady{reason: ReasonNotInCluster, message: fmt.Sprintf("OBCluster %s has no zone %s", ob.Name, zone)}
 		return out
 	}
 	st := &out.status
-	st.Replicas = max(ob.Spec.Zones[i].Replicas, 1)
-	if j := slices.IndexFunc(ob.Status.Zones, func(z obv1.OBZoneStatus) bool { return z.Name == zone }); j >= 0 {
+	if i >= 0 {
+		st.Replicas = max(ob.Spec.Zones[i].Replicas, 1)
+	}
+	if j >= 0 {
 		zs := ob.Status.Zones[j]
 		st.Status, st.Servers, st.ActiveServers = zs.Status, zs.Servers, zs.ActiveServers
 	}
-	var notServing []string
-	serving := int32(0)
 	for _, s := range ob.Status.Servers {
-		if s.Zone != zone {
-			continue
-		}
-		if s.PodReady {
+		if s.Zone == zone && s.PodReady {
 			st.ReadyPods++
-		}
-		if isServing(s) {
-			serving++
-		} else {
-			notServing = append(notServing, serverState(s))
 		}
 	}
 	switch nr := clusterNotServing(ob); {
 	case nr.reason != "":
 		out.viewReady = nr
-	case st.Status != "ACTIVE":
-		out.viewReady = viewReady{reason: ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(st.Status))}
-	case len(notServing) > 0:
-		out.viewReady = viewReady{reason: ReasonServersNotServing, message: strings.Join(notServing, "; ")}
-	case serving < st.Replicas:
-		out.viewReady = viewReady{reason: ReasonServersNotServing, message: fmt.Sprintf("%d of %d servers serving", serving, st.Replicas)}
+	case i < 0:
+		out.viewReady = viewReady{reason: ReasonZoneRemoving, message: fmt.Sprintf(
+			"OBCluster %s is removing the zone; OceanBase reports it %s, %d of its %d servers serving",
+			ob.Name, orUnknown(st.Status), st.ActiveServers, st.Servers)}
 	default:
-		out.viewReady = viewReady{ready: true, reason: ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
+		out.viewReady = zoneServes(ob, zone)
+		var departing []string
+		for _, s := range ob.Status.Servers {
+			if s.Zone == zone && !specObserver(ob, s) {
+				departing = append(departing, serverState(s)+", leaving the zone")
+			}
+		}
+		if out.ready && len(departing) > 0 {
+			out.viewReady = viewReady{reason: ReasonServersNotServing, message: strings.Join(departing, "; ")}
+		}
 	}
 	return out
+}
+
+// zoneServes says whether zone of ob's spec serves, from ob's status:
+// OceanBase reports it ACTIVE and each observer of its replicas serves
+// (its pod ready, its server ACTIVE with a start_service_time).
+func zoneServes(ob *Cluster, zone string) viewReady {
+	replicas := int32(1)
+	if i := slices.IndexFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone }); i >= 0 {
+		replicas = max(ob.Spec.Zones[i].Replicas, 1)
+	}
+	status := ""
+	if j := slices.IndexFunc(ob.Status.Zones, func(z obv1.OBZoneStatus) bool { return z.Name == zone }); j >= 0 {
+		status = ob.Status.Zones[j].Status
+	}
+	if status != "ACTIVE" {
+		return viewReady{reason: ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(status))}
+	}
+	var notServing []string
+	serving := int32(0)
+	for o := range int(replicas) {
+		pod := build.PodName(ob, zone, o)
+		i := slices.IndexFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == pod })
+		switch {
+		case i < 0:
+			notServing = append(notServing, pod+" has no pod")
+		case !isServing(ob.Status.Servers[i]):
+			notServing = append(notServing, serverState(ob.Status.Servers[i]))
+		default:
+			serving++
+		}
+	}
+	if len(notServing) > 0 {
+		return viewReady{reason: ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+	}
+	return viewReady{ready: true, reason: ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
 }
 
 type serverViewResult struct {
@@ -300,6 +393,8 @@ func serverView(ob *Cluster, pod string) serverViewResult {
 // serverState says briefly why s does not serve.
 func serverState(s obv1.OBServerStatus) string {
 	switch {
+	case s.Status == "":
+		return s.Pod + " is not a server OceanBase knows"
 	case s.Status != "ACTIVE":
 		return fmt.Sprintf("%s is %s", s.Pod, orUnknown(s.Status))
 	case s.StartServiceTime == nil:

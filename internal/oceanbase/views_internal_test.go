@@ -28,7 +28,7 @@ func viewCluster(change func(*obv1.OBCluster)) *obv1.OBCluster {
 			{Pod: "ob-z2-0", Zone: "z2", Address: "10.0.0.3:2882", PodReady: true, Status: "ACTIVE", StartServiceTime: &start},
 		},
 	}}
-	ob.Status.Conditions = []metav1.Condition{{Type: framework.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonAllServing}}
+	ob.Status.Conditions = []metav1.Condition{{Type: framework.ConditionReady, Status: metav1.ConditionTrue, Reason: framework.ReasonReconciled}}
 	if change != nil {
 		change(ob)
 	}
@@ -63,7 +63,7 @@ func TestZoneView(t *testing.T) {
 		{name: "a pod not ready", zone: "z1", change: func(ob *obv1.OBCluster) { ob.Status.Servers[0].PodReady = false },
 			reason: ReasonServersNotServing, message: "ob-z1-0's pod is not ready", status: "ACTIVE", active: 2, pods: 1},
 		{name: "a pod missing", zone: "z1", change: func(ob *obv1.OBCluster) { ob.Status.Servers = ob.Status.Servers[1:] },
-			reason: ReasonServersNotServing, message: "1 of 2 servers serving", status: "ACTIVE", active: 2, pods: 1},
+			reason: ReasonServersNotServing, message: "ob-z1-0 has no pod", status: "ACTIVE", active: 2, pods: 1},
 		{name: "not in the cluster", zone: "z9", reason: ReasonNotInCluster, message: "OBCluster ob has no zone z9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

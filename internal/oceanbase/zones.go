@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
@@ -404,7 +405,7 @@ func heldByTenants(ctx *Context) (bool, error) {
 		return false, nil
 	}
 	op := ctx.Operation()
-	msg := "held: " + strings.Join(holds, "; ") + "; change those tenants' zones (an OBTenant's spec.zones) to let the zone go"
+	msg := holdsMessage(holds)
 	if op.Message != msg {
 		ctx.Log.Info("A zone removal waits for tenants to leave the zone", "holds", holds)
 		ctx.Event("Warning", ReasonZoneRemovalHeld, "%s", msg)
@@ -412,6 +413,11 @@ func heldByTenants(ctx *Context) (bool, error) {
 	op.Message = msg
 	ctx.SetReady(false, ReasonZoneRemovalHeld, msg)
 	return true, nil
+}
+
+// holdsMessage says what holds a zone removal, and what to do.
+func holdsMessage(holds []string) string {
+	return "held: " + strings.Join(holds, "; ") + "; change those tenants' zones (an OBTenant's spec.zones) to let the zone go"
 }
 
 // tenantsIn says which user tenants have a replica or a pool in zones.
@@ -634,4 +640,42 @@ func specZones(ob *Cluster) []string {
 		out[i] = z.Name
 	}
 	return out
+}
+
+// InterruptFlow ends a zone flow the spec no longer asks for: a removal
+// whose zones are back in spec.zones with nothing else to remove, or an
+// addition whose zones left spec.zones with nothing else to add. Its
+// remaining steps would find nothing to do, and its last would record
+// ZonesRemoved or ZonesAdded for zones that were not (and count each step
+// in steward_actions_total); the flow that undoes what it did, if any,
+// starts in the same pass.
+func (c *Controller) InterruptFlow(ctx *Context, op *commonv1.Operation) (string, bool) {
+	cl, ok := observed.Get(ctx)
+	if !ok || cl.db == nil {
+		return "", false // OceanBase was not read: nothing to judge by
+	}
+	ob := ctx.Obj
+	switch op.Name {
+	case flowRemoveZone:
+		back := slices.DeleteFunc(triggerZones(op.Trigger, "remove "), func(z string) bool { return !inSpec(ob, z) })
+		if len(back) > 0 && len(cl.leavingZones(ob)) == 0 {
+			return fmt.Sprintf("spec.zones has %s again: no zone to remove", strings.Join(back, ", ")), true
+		}
+	case flowAddZone:
+		gone := slices.DeleteFunc(triggerZones(op.Trigger, "add "), func(z string) bool { return inSpec(ob, z) })
+		if len(gone) > 0 && len(cl.joining(ob)) == 0 {
+			return fmt.Sprintf("spec.zones no longer has %s: no zone to add", strings.Join(gone, ", ")), true
+		}
+	}
+	return "", false
+}
+
+// triggerZones are the zones a zone flow's trigger ("add z4, z5",
+// "remove z3") names.
+func triggerZones(trigger, verb string) []string {
+	rest, ok := strings.CutPrefix(trigger, verb)
+	if !ok {
+		return nil
+	}
+	return strings.Split(rest, ", ")
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +22,7 @@ import (
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/metrics"
 	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -128,7 +131,10 @@ func operationIs(ob *obv1.OBCluster, name, phase string) string {
 // replica there), puts a tenant there, and removes the zone again: the
 // removal holds, saying so and changing nothing (the sys tenant keeps its
 // replica in the zone), while the tenant has the zone (across a manager
-// restart), and continues once the tenant leaves it; OceanBase lets the
+// restart; the zone's views stay, Ready names the hold on every pass); a
+// removal cancelled by adding the zone back ends there (no ZonesRemoved,
+// no steps counted); removed again, it continues once the tenant leaves
+// it; OceanBase lets the
 // zone's server go before its pod goes, and the zone, its StatefulSet, its
 // Services and its volume claim go.
 func TestAddAndRemoveZone(t *testing.T) {
@@ -217,10 +223,27 @@ func TestAddAndRemoveZone(t *testing.T) {
 		}
 		return true, ""
 	})
+	// While held, zone z4's views stay, saying what OceanBase reports of
+	// it: its server still serves.
+	eventually(t, "the leaving zone's views say it is leaving", func() (bool, string) {
+		zones, servers := views(t, c, ns)
+		z, s := zones["ob-z4"], servers["ob-z4-0"]
+		zr := condition(z.Status.Conditions, framework.ConditionReady)
+		if zr.Reason != oceanbase.ReasonZoneRemoving || z.Status.Status != "ACTIVE" || z.Status.ActiveServers != 1 {
+			return false, fmt.Sprintf("OBZone ob-z4: %+v", z.Status)
+		}
+		sr := condition(s.Status.Conditions, framework.ConditionReady)
+		return s.Status.Status == "ACTIVE" && sr.Status == metav1.ConditionTrue, fmt.Sprintf("OBServer ob-z4-0: %+v", s.Status)
+	})
 	// A new manager reads the hold again from OceanBase; the removal stays
-	// held, touching nothing.
+	// held, touching nothing, and Ready says so on every pass.
 	restart()
-	time.Sleep(3 * time.Second)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		o := get(t, c, ns, "ob")
+		if r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady); r == nil || r.Reason != oceanbase.ReasonZoneRemovalHeld {
+			t.Fatalf("while held, Ready is %+v", r)
+		}
+	}
 	o := get(t, c, ns, "ob")
 	if o.Status.Operation.Phase != "Running" || o.Status.Operation.Step != "WaitTenantsLeave" {
 		t.Fatalf("the held removal: %+v", o.Status.Operation)
@@ -239,6 +262,49 @@ func TestAddAndRemoveZone(t *testing.T) {
 	if s := queryString(op, "SELECT ZONE_LIST FROM oceanbase.DBA_OB_RESOURCE_POOLS WHERE TENANT_ID = 1"); s != "z1;z2;z3;z4" {
 		t.Fatalf("while held, the sys tenant's pool is in zones %q", s)
 	}
+
+	// The removal cancelled: z4 is in the spec again. The flow ends there,
+	// its remaining steps not run (nor counted), no ZonesRemoved recorded.
+	removeZoneSteps := func() float64 {
+		n := 0.0
+		for _, step := range []string{"WaitTenantsLeave", "ShrinkSysTenant", "StopZones", "DeleteZoneServers", "DeleteZones", "RemoveZoneSets"} {
+			var m dto.Metric
+			if err := metrics.ActionsTotal.WithLabelValues("OBCluster", "remove-zone/"+step).Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			n += m.GetCounter().GetValue()
+		}
+		return n
+	}
+	stepsBefore := removeZoneSteps()
+	update(t, c, ob, func(ob *obv1.OBCluster) {
+		ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
+	})
+	eventually(t, "the cancelled removal ends and the cluster serves", func() (bool, string) {
+		if ok, why := readyWith(c, ns, "ob", 4)(); !ok {
+			return false, why
+		}
+		return operationIs(get(t, c, ns, "ob"), "remove-zone", "Aborted") == "", fmt.Sprint(get(t, c, ns, "ob").Status.Operation)
+	})
+	if n := removeZoneSteps() - stepsBefore; n != 0 {
+		t.Errorf("the cancelled removal counted %v steps in steward_actions_total", n)
+	}
+	var events eventsv1.EventList
+	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "ZonesRemoved" {
+			t.Errorf("the cancelled removal recorded %s: %s", e.Reason, e.Note)
+		}
+	}
+	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
+	eventually(t, "the removal holds again", func() (bool, string) {
+		o := get(t, c, ns, "ob")
+		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
+		return operationIs(o, "remove-zone", "Running") == "" && r != nil && r.Reason == oceanbase.ReasonZoneRemovalHeld,
+			fmt.Sprintf("operation %+v, ready %+v", o.Status.Operation, r)
+	})
 
 	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[:2] })
 	eventually(t, "zone z4 is removed", func() (bool, string) {

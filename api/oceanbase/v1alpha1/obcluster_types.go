@@ -235,6 +235,11 @@ type OBZoneStatus struct {
 	// activeServers counts those ACTIVE and serving.
 	// +optional
 	ActiveServers int32 `json:"activeServers,omitempty"`
+	// leaving is true for a zone the spec no longer has that OceanBase, the
+	// sys tenant or a StatefulSet still has: the remove-zone flow takes it
+	// out, and its observers are listed in servers until their pods go.
+	// +optional
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // OBServerStatus is one observer.
