@@ -479,7 +479,7 @@ func TestClusterDeleted(t *testing.T) {
 	}
 	// The garbage collector's deletion: the views go.
 	for _, o := range []client.Object{new(after["ob-z1"]), new(afterServers["ob-z1-0"])} {
-		if err := c.Delete(t.Context(), o); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(c.Delete(t.Context(), o)); err != nil {
 			t.Fatal(err)
 		}
 	}

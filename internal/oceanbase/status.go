@@ -359,25 +359,9 @@ func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 	st := &ob.Status
 	st.Servers, st.Zones, st.ActiveServers, st.RootService = nil, nil, 0, ""
 	zones := specZones(ob)
-	leaving := cl.leavingZones(ob)
-	for _, zone := range append(slices.Clone(zones), leaving...) {
+	for _, zone := range append(slices.Clone(zones), cl.leavingZones(ob)...) {
 		zs := obv1.OBZoneStatus{Name: zone, Status: cl.zones[zone].Status, Leaving: !slices.Contains(zones, zone)}
-		pods := cl.pods[zone]
-		if lz := cl.leaving[zone]; zs.Leaving && lz != nil {
-			pods = lz.pods
-		}
-		for _, o := range slices.Sorted(maps.Keys(pods)) {
-			p := pods[o]
-			s := obv1.OBServerStatus{Pod: p.Name, Zone: zone, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
-				Image: podImage(p)}
-			if srv, ok := cl.servers[s.Address]; ok && s.Address != "" {
-				s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
-				if srv.StartService != nil {
-					s.StartServiceTime = &metav1.Time{Time: *srv.StartService}
-				}
-			}
-			st.Servers = append(st.Servers, s)
-		}
+		st.Servers = append(st.Servers, cl.serverStatuses(zone, zs.Leaving)...)
 		for _, srv := range cl.servers {
 			if srv.Zone != zone {
 				continue
@@ -396,6 +380,30 @@ func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 	if images := imagesOf(cl); len(images) == 1 {
 		st.Image = images[0]
 	}
+}
+
+// serverStatuses returns the status of each observer of zone, by ordinal:
+// its pod, and what OceanBase says of its server (a leaving zone's
+// observers as the remove-zone flow found them).
+func (cl *cluster) serverStatuses(zone string, leaving bool) []obv1.OBServerStatus {
+	pods := cl.pods[zone]
+	if lz := cl.leaving[zone]; leaving && lz != nil {
+		pods = lz.pods
+	}
+	var out []obv1.OBServerStatus
+	for _, o := range slices.Sorted(maps.Keys(pods)) {
+		p := pods[o]
+		s := obv1.OBServerStatus{Pod: p.Name, Zone: zone, Address: cl.addr(p.Name), PodReady: workload.IsReady(p),
+			Image: podImage(p)}
+		if srv, ok := cl.servers[s.Address]; ok && s.Address != "" {
+			s.Status, s.BuildVersion = srv.Status, srv.BuildVersion
+			if srv.StartService != nil {
+				s.StartServiceTime = &metav1.Time{Time: *srv.StartService}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func imagesOf(cl *cluster) []string {

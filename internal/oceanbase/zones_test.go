@@ -132,7 +132,7 @@ func operationIs(ob *obv1.OBCluster, name, phase string) string {
 // removal holds, saying so and changing nothing (the sys tenant keeps its
 // replica in the zone), while the tenant has the zone (across a manager
 // restart; the zone's views stay, Ready names the hold on every pass); a
-// removal cancelled by adding the zone back ends there (no ZonesRemoved,
+// removal canceled by adding the zone back ends there (no ZonesRemoved,
 // no steps counted); removed again, it continues once the tenant leaves
 // it; OceanBase lets the
 // zone's server go before its pod goes, and the zone, its StatefulSet, its
@@ -263,7 +263,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		t.Fatalf("while held, the sys tenant's pool is in zones %q", s)
 	}
 
-	// The removal cancelled: z4 is in the spec again. The flow ends there,
+	// The removal canceled: z4 is in the spec again. The flow ends there,
 	// its remaining steps not run (nor counted), no ZonesRemoved recorded.
 	removeZoneSteps := func() float64 {
 		n := 0.0
@@ -280,14 +280,14 @@ func TestAddAndRemoveZone(t *testing.T) {
 	update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
 	})
-	eventually(t, "the cancelled removal ends and the cluster serves", func() (bool, string) {
+	eventually(t, "the canceled removal ends and the cluster serves", func() (bool, string) {
 		if ok, why := readyWith(c, ns, "ob", 4)(); !ok {
 			return false, why
 		}
 		return operationIs(get(t, c, ns, "ob"), "remove-zone", "Aborted") == "", fmt.Sprint(get(t, c, ns, "ob").Status.Operation)
 	})
 	if n := removeZoneSteps() - stepsBefore; n != 0 {
-		t.Errorf("the cancelled removal counted %v steps in steward_actions_total", n)
+		t.Errorf("the canceled removal counted %v steps in steward_actions_total", n)
 	}
 	var events eventsv1.EventList
 	if err := c.List(t.Context(), &events, client.InNamespace(ns)); err != nil {
@@ -295,7 +295,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}
 	for _, e := range events.Items {
 		if e.Reason == "ZonesRemoved" {
-			t.Errorf("the cancelled removal recorded %s: %s", e.Reason, e.Note)
+			t.Errorf("the canceled removal recorded %s: %s", e.Reason, e.Note)
 		}
 	}
 	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
