@@ -163,3 +163,16 @@ func TestNextStoreIDSkipsKnownGenerations(t *testing.T) {
 		t.Errorf("nextStoreID = %s, want %s", got, want)
 	}
 }
+
+// TestViewPredates checks that a view answered before a pod became ready
+// (the last good view may be MaxViewAge old, longer than RestartSettle)
+// cannot justify the next restart, and a newer one can.
+func TestViewPredates(t *testing.T) {
+	ready := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
+	if why := viewPredates(ready.Add(-time.Second), "log-1", ready); why == "" {
+		t.Error("a view from before log-1 was ready justified a restart")
+	}
+	if why := viewPredates(ready.Add(time.Second), "log-1", ready); why != "" {
+		t.Errorf("a newer view: %s", why)
+	}
+}

@@ -282,8 +282,12 @@ func (st *logState) restartBlocked(l *LogSet, pod *corev1.Pod) string {
 		if !ok || !workload.IsReady(p) {
 			return build.LogPodName(l, i) + " is not ready"
 		}
-		if since, _ := workload.ReadySince(p); st.now.Sub(since) < RestartSettle {
+		since, _ := workload.ReadySince(p)
+		if st.now.Sub(since) < RestartSettle {
 			return fmt.Sprintf("%s has been ready for less than %s", p.Name, RestartSettle)
+		}
+		if why := viewPredates(st.viewAt, p.Name, since); why != "" {
+			return why
 		}
 	}
 	if reason, message := st.notServing(); reason != "" {

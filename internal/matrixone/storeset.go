@@ -392,8 +392,12 @@ func (st *storeState) restartBlocked() string {
 		if !ok || !workload.IsReady(p) {
 			return st.set.PodName(i) + " is not ready"
 		}
-		if since, _ := workload.ReadySince(p); st.now.Sub(since) < RestartSettle {
+		since, _ := workload.ReadySince(p)
+		if st.now.Sub(since) < RestartSettle {
 			return fmt.Sprintf("%s has been ready for less than %s", p.Name, RestartSettle)
+		}
+		if why := viewPredates(st.viewAt, p.Name, since); why != "" {
+			return why
 		}
 		if s := st.store(p.Name); s.State != mov1.StoreUp {
 			return fmt.Sprintf("the store of %s is %s to HAKeeper", p.Name, s.State)

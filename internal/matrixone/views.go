@@ -70,6 +70,20 @@ type viewRead struct {
 	why string
 }
 
+// viewPredates says why a view of HAKeeper answered at viewAt cannot
+// justify a restart or a replacement: it was answered before pod became
+// ready (at readySince), so it may show the store of a pod that restarted
+// since as up and running its replicas. Empty when the view is newer. The
+// last good view may be up to MaxViewAge old, longer than RestartSettle,
+// so this is checked on its own.
+func viewPredates(viewAt time.Time, pod string, readySince time.Time) string {
+	if viewAt.Before(readySince) {
+		return fmt.Sprintf("the last view of HAKeeper (from %s) predates %s being ready (since %s)",
+			viewAt.UTC().Format(time.RFC3339), pod, readySince.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
 // read asks the probes of the log pods (those with an address, not
 // terminating) for the view, on behalf of the object of group, and returns
 // the freshest answer (hakeeper.Freshest) of those younger than maxAge: a
