@@ -2,6 +2,7 @@ package gpss
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,6 +83,8 @@ type Controller struct {
 	instances *probe.Collector[instanceAnswer]
 	// trigger enqueues a cluster when an instance's answer changed.
 	trigger *framework.Trigger
+	// rechecks are the passes recheckAt has asked for, by cluster and time.
+	rechecks sync.Map
 }
 
 // New returns a controller with opts.

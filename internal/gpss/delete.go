@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/gpss/build"
 )
@@ -18,6 +19,7 @@ import (
 // volumes.
 func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	g := ctx.Obj
+	c.instances.Forget(framework.Group(g), nil)
 	m := g.Spec.Etcd.Managed
 	if !build.ManagesEtcd(g) || m == nil || m.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil

@@ -40,7 +40,8 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
 			{Name: stepShrink, Run: c.shrink, Timeout: scaleInStepTime},
 			{Name: stepStartJobs, Run: c.startStoppedJobs, Timeout: scaleInStepTime},
 		},
-		Poll: time.Second,
+		Poll:    time.Second,
+		Backoff: stepBackoff,
 	}
 }
 

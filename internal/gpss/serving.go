@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -112,6 +113,8 @@ func (c *Controller) watchInstances(ctx *Context, pods map[int]*corev1.Pod) map[
 	for key, r := range c.instances.Watch(targets, listJobs) {
 		out[byKey[key]] = r
 	}
+	// Pods gone (a rollout's, a scale-in's) are asked no more.
+	c.instances.Forget(framework.Group(g), targets)
 	return out
 }
 
@@ -142,7 +145,15 @@ func (c *Controller) setServing(ctx *Context, cl *cluster) error {
 		if !known {
 			continue
 		}
+		if cond.Status == corev1.ConditionTrue && !r.OK() {
+			// Serving on an answer that ages: look again when it is too old,
+			// which no answer of the collector announces.
+			c.recheckAt(ctx.Obj, r.ValueAt.Add(servingMaxAge))
+		}
 		wrote, err := workload.SetPodCondition(ctx, ctx.Client, p, cond)
+		if apierrors.IsNotFound(err) {
+			continue // deleted since the cache listed it
+		}
 		if err != nil {
 			return err
 		}
@@ -151,6 +162,48 @@ func (c *Controller) setServing(ctx *Context, cl *cluster) error {
 		}
 	}
 	return nil
+}
+
+// recheckAt has a pass of g run at when (once, however often it is asked
+// for the same moment).
+func (c *Controller) recheckAt(g *Cluster, when time.Time) {
+	key := fmt.Sprintf("%s@%d", framework.Group(g), when.UnixNano())
+	if _, pending := c.rechecks.LoadOrStore(key, true); pending {
+		return
+	}
+	group := framework.Group(g)
+	time.AfterFunc(time.Until(when)+100*time.Millisecond, func() {
+		c.rechecks.Delete(key)
+		c.trigger.Enqueue(group)
+	})
+}
+
+// crashing reports whether a pod's containers are not ready (a crash loop,
+// a start that fails): the kubelet's own verdict, apart from the serving
+// gate, which a slow answer alone can turn False.
+func crashing(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.ContainersReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// notServingSince is when an instance stopped serving: when its pod
+// stopped being ready, or when its serving condition turned False while
+// the pod still said ready (the kubelet has not caught up), or its pod's
+// creation while neither says.
+func notServingSince(p *corev1.Pod) time.Time {
+	if !workload.IsReady(p) {
+		return workload.UnreadySince(p)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == build.ServingCondition && c.Status != corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return p.CreationTimestamp.Time
 }
 
 // serving reports whether an instance's pod is ready and its instance
@@ -184,8 +237,7 @@ func recordJobs(ctx *Context, cl *cluster) {
 	g := ctx.Obj
 	st := jobsStatus(cl.answers, time.Now())
 	if before := g.Status.Jobs; st != nil && st.Error > 0 && (before == nil || before.Error == 0) {
-		ctx.Event(corev1.EventTypeWarning, EventJobsInError, "%d jobs in error (their instance went while they ran): %s",
-			st.Error, strings.Join(st.InError, ", "))
+		ctx.Event(corev1.EventTypeWarning, EventJobsInError, "%d jobs in error: %s", st.Error, strings.Join(st.InError, ", "))
 	}
 	g.Status.Jobs = st
 }

@@ -1,6 +1,7 @@
 package gpss_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -10,9 +11,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/gpss/build"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
 	"github.com/stewardhq/steward/internal/gpss/simulator"
@@ -83,4 +87,55 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 		}
 	}
 	return nil
+}
+
+// TestRolloutWaitsForAnInstanceThatDoesNotAnswer rolls a change while one
+// instance runs but does not answer ListJobs: the rollout restarts nothing
+// (an instance that is merely late may serve; only a crash loop is
+// restarted out of turn) and says it waits on that instance.
+func TestRolloutWaitsForAnInstanceThatDoesNotAnswer(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	sim := gpsstest.RunSimulator(t, etcd, "c-wt", "wt-sim", simulator.Knobs{})
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mute.Close() })
+	opts := through(sim)
+	opts.InstanceAddress = func(_ *gpssv1.GpssCluster, p *corev1.Pod) string {
+		if strings.HasSuffix(p.Name, "-1") {
+			return mute.Addr().String()
+		}
+		return sim.GRPCAddr
+	}
+	c, ns := setup(t, opts)
+	player := &statefulSetPlayer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); player.run(ctx, c, ns, "wt") }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := c.Create(t.Context(), newCluster(ns, "wt", func(s *gpssv1.GpssClusterSpec) {
+		s.Replicas, s.ClusterID, s.Etcd.Endpoints, s.RolloutHaltSeconds = 2, "c-wt", []string{etcd}, 2
+	})); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "both pods, wt-1 not serving", func() (bool, string) {
+		pod := &corev1.Pod{}
+		s := podCondition(pod, build.ServingCondition)
+		if exists(t, c, ns, "wt-1", pod) {
+			s = podCondition(pod, build.ServingCondition)
+		}
+		return player.count() == 2 && s != nil && s.Status == corev1.ConditionFalse, fmt.Sprintf("%d pods, serving %+v", player.count(), s)
+	})
+	if err := c.Patch(t.Context(), cluster(t, c, ns, "wt"), client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"config":{"Logging":{"BackendLevel":"debug"}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the rollout waits on wt-1", func() (bool, string) {
+		cond := meta.FindStatusCondition(cluster(t, c, ns, "wt").Status.Conditions, framework.ConditionReady)
+		return cond != nil && cond.Reason == gpss.ReasonRolloutHalted && strings.Contains(cond.Message, "wt-1 runs"), fmt.Sprintf("%+v", cond)
+	})
+	if got := player.since(2); len(got) != 0 {
+		t.Errorf("re-created %v while an instance did not answer, want none", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,11 +43,19 @@ const (
 
 func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {
 	return framework.Flow[*Cluster]{
-		Name:  flowRollout,
-		Steps: []framework.Step[*Cluster]{{Name: stepRestartInstances, Run: c.restartInstances}},
-		Poll:  time.Second,
+		Name:    flowRollout,
+		Steps:   []framework.Step[*Cluster]{{Name: stepRestartInstances, Run: c.restartInstances}},
+		Poll:    time.Second,
+		Backoff: stepBackoff,
 	}
 }
+
+// stepBackoff spaces the failed attempts of GPSS's steps. Their calls are
+// short (ListJobs, StartJob, StopJob), so a step that ran 30 s without an
+// error has left its failures behind: a rollout of many instances, each
+// restart of which may fail one call through the Service, is not failed
+// by errors spread over it.
+var stepBackoff = framework.Backoff{Initial: time.Second, Max: 30 * time.Second}
 
 // rolloutTrigger names the StatefulSet revision a rollout moves to.
 func rolloutTrigger(revision string) string { return "revision " + revision }
@@ -77,10 +86,12 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 		return false, nil
 	}
 	old := stale(cl)
-	// Not ready and on an old image: nothing to lose by restarting it.
+	// Crash-looping on an old template: nothing to lose by restarting it.
+	// Only the kubelet's verdict counts here: an instance whose answer is
+	// merely late, or not heard yet (after an operator upgrade), may serve.
 	for _, ordinal := range old {
-		if p := cl.pods[ordinal]; !serving(p) {
-			return false, c.restart(ctx, p, "it is not ready")
+		if p := cl.pods[ordinal]; crashing(p) {
+			return false, c.restart(ctx, p, "its containers are not ready")
 		}
 	}
 	now := time.Now()
@@ -89,11 +100,11 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 		if serving(p) {
 			continue
 		}
-		if unready := workload.UnreadyFor(p, now); unready > time.Duration(g.Spec.RolloutHaltSeconds)*time.Second {
+		if since := notServingSince(p); now.Sub(since) > time.Duration(g.Spec.RolloutHaltSeconds)*time.Second {
 			// The time it turned unready, not for how long: a message that
 			// changed every pass would rewrite status every pass.
 			msg := fmt.Sprintf("%s runs %s and has not been ready since %s", p.Name, podImage(p),
-				workload.UnreadySince(p).UTC().Format(time.RFC3339))
+				since.UTC().Format(time.RFC3339))
 			if d := workload.NotReadyDetail(p); d != "" {
 				msg += " (" + d + ")"
 			}
@@ -109,24 +120,32 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 	if len(old) == 0 {
 		return true, nil
 	}
-	if ok, err := c.jobsRunning(ctx); err != nil || !ok {
+	if inError, err := c.jobsInError(ctx); err != nil || len(inError) > 0 {
+		if len(inError) > 0 {
+			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, commonv1.ReasonRestarting,
+				fmt.Sprintf("waiting for jobs in JOB_ERROR to run again before the next instance restarts: %s (stop and start a job that stays in error)",
+					strings.Join(inError[:min(len(inError), maxJobsInError)], ", ")))
+		}
 		return false, err
 	}
 	// The highest ordinal first, as a StatefulSet rolls.
 	return false, c.restart(ctx, cl.pods[old[len(old)-1]], "to run "+g.Spec.Image)
 }
 
-// jobsRunning reports whether no job is in error: while an instance is
+// jobsInError returns the jobs in error, sorted: while an instance is
 // restarting its jobs are, until it runs them again.
-func (c *Controller) jobsRunning(ctx *Context) (bool, error) {
-	ok := true
+func (c *Controller) jobsInError(ctx *Context) ([]string, error) {
+	var out []string
 	err := c.withJobs(ctx, func(_ *jobs, codes map[string]job.JobStatusCode) error {
-		for _, code := range codes {
-			ok = ok && code != job.JobStatusCode_JOB_ERROR
+		for id, code := range codes {
+			if code == job.JobStatusCode_JOB_ERROR {
+				out = append(out, id)
+			}
 		}
 		return nil
 	})
-	return ok && err == nil, err
+	slices.Sort(out)
+	return out, err
 }
 
 func (c *Controller) restart(ctx *Context, p *corev1.Pod, why string) error {

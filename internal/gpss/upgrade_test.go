@@ -76,7 +76,8 @@ func (p *statefulSetPlayer) run(ctx context.Context, c client.Client, ns, name s
 			if image == p.badImage {
 				status = corev1.ConditionFalse
 			}
-			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()},
+				{Type: corev1.ContainersReady, Status: status, LastTransitionTime: metav1.Now()}}
 			_ = c.Status().Update(ctx, pod)
 			p.mu.Lock()
 			p.created = append(p.created, podName+"@"+image)

@@ -56,7 +56,8 @@ func UnreadySince(pod *corev1.Pod) time.Time {
 
 // NotReadyDetail says what a pod that is not ready waits for, for
 // condition messages: "Pending: 0/3 nodes are available: 3 Insufficient
-// cpu", "container gpss is CrashLoopBackOff (back-off 40s restarting...)";
+// cpu", "container gpss is CrashLoopBackOff", "container gpss is
+// ImagePullBackOff (Back-off pulling image ...)";
 // empty when the pod says nothing more than that it is not ready.
 func NotReadyDetail(pod *corev1.Pod) string {
 	for _, c := range pod.Status.Conditions {
@@ -67,7 +68,9 @@ func NotReadyDetail(pod *corev1.Pod) string {
 	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
 			detail := fmt.Sprintf("container %s is %s", st.Name, w.Reason)
-			if w.Message != "" {
+			// A crash loop's message names its growing back-off: it would
+			// change a condition message at every crash.
+			if w.Message != "" && w.Reason != "CrashLoopBackOff" {
 				detail += " (" + w.Message + ")"
 			}
 			return detail
