@@ -85,10 +85,13 @@ log "building mo-service $version (6 to 14 minutes on 2 cores from a cold Go cac
 log "mo-service built in $((SECONDS - start))s"
 start=$SECONDS
 # The agent's pure parts are tested before it goes into an image.
-go -C "$repo/tools/mo-agent" test ./render/ ./identity/ >&2
+go -C "$repo/tools/mo-agent" test ./render/ ./identity/ ./sqlready/ >&2
 go -C "$repo/tools/mo-agent" build -trimpath -tags "$tags" -ldflags "-s -w $static" -o "$tmp/mo-agent" . \
 	2> >(grep -Ev 'statically linked applications requires at runtime|: in function .(dlfcn_globallookup|Curl_parsenetrc|rd_getaddrinfo|BIO_gethostbyname|Curl_ipv4_resolve_r).:$' >&2)
 log "mo-agent built in $((SECONDS - start))s"
+# The CN and proxy pods' readiness probe, run every few seconds: pure Go
+# and small (mo-agent's MatrixOne packages take 50 MiB to initialise).
+CGO_ENABLED=0 go -C "$repo/tools/mo-agent" build -trimpath -ldflags "-s -w" -o "$tmp/sql-ready" ./cmd/sql-ready
 
 # --- Image --------------------------------------------------------------------
 if [[ -n ${MKIMAGE:-} ]]; then
@@ -98,7 +101,7 @@ else
 fi
 tag_args=()
 for t in $TAG; do tag_args+=(--tag "$t"); done
-files=(--file "$tmp/mo-service:/mo-service:0755" --file "$tmp/mo-agent:/mo-agent:0755")
+files=(--file "$tmp/mo-service:/mo-service:0755" --file "$tmp/mo-agent:/mo-agent:0755" --file "$tmp/sql-ready:/sql-ready:0755")
 # Object storage over TLS needs the CA bundle (S3 shared storage).
 ca=/etc/ssl/certs/ca-certificates.crt
 [[ -f $ca ]] && files+=(--file "$ca:$ca:0644")

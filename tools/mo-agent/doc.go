@@ -14,6 +14,13 @@
 //	mo-agent store-id NAMESPACE POD
 //	    prints the store UUID the pod runs as (wire.StoreID).
 //
+// The module's second command, cmd/sql-ready, is the CN and proxy pods'
+// readiness probe (/sql-ready in the image): a MySQL handshake and select
+// 1 on the pod's SQL port (package sqlready). It is a binary of its own
+// because every start of mo-agent initialises MatrixOne's packages (about
+// 50 MiB), and the kubelet runs the probe every few seconds in the
+// container's memory limit.
+//
 // The JSON the probe serves, and the store UUID, are a contract with the
 // operator: both import package wire (its own module, standard library
 // only), which documents the JSON field by field.

@@ -3,6 +3,7 @@ module github.com/stewardhq/steward/tools/mo-agent
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.8.1
 	github.com/matrixorigin/matrixone v1.2.4
 	go.uber.org/zap v1.24.0
 )
@@ -55,7 +56,6 @@ require (
 	github.com/fagongzi/util v0.0.0-20210923134909-bccc37b5040d // indirect
 	github.com/getsentry/sentry-go v0.12.0 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
-	github.com/go-sql-driver/mysql v1.8.1 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/golang/snappy v0.0.4 // indirect

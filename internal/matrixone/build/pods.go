@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -38,8 +39,25 @@ const (
 	SharedVolume = "shared"
 	TmpVolume    = "tmp"
 	StoresVolume = "stores"
+	// RootPasswordVolume is the LogSet's root password Secret, mounted
+	// in CN and proxy pods for their readiness probe at RootPasswordDir.
+	RootPasswordVolume = "root-password"
 	// ConfigDir is where a set's configuration template is mounted.
 	ConfigDir = "/etc/matrixone"
+	// RootPasswordDir holds root's password (file PasswordKey) in CN and
+	// proxy pods: a Secret volume, so a password written to the Secret
+	// reaches the probe without a restart.
+	RootPasswordDir = "/etc/matrixone-root"
+)
+
+// SQLReady is the image's readiness probe of CN and proxy pods
+// (tools/mo-agent/cmd/sql-ready): a MySQL handshake as root on the pod's
+// SQL port and select 1, within SQLReadyTimeout; a handshake that ends in
+// a refused login (error 1045) counts too, since MatrixOne refuses only
+// after reading its catalog.
+const (
+	SQLReady        = "/sql-ready"
+	SQLReadyTimeout = 2 * time.Second
 )
 
 // Port names on the containers and Services.
@@ -102,8 +120,12 @@ type podSet struct {
 	configMap, file string
 	ports           []corev1.ContainerPort
 	// readyPort is the port whose accepting connections makes the pod
-	// ready.
+	// ready, unless rootPassword is set.
 	readyPort string
+	// rootPassword is the Secret of root's password of a pod serving SQL
+	// (CN, proxy): it is ready when SQLReady completes a handshake and a
+	// statement on its SQL port, as root with this password.
+	rootPassword string
 	// sidecars run beside mo-service.
 	sidecars []corev1.Container
 	// runFlags are mo-agent run's flags before the template; volumes and
@@ -156,20 +178,32 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		volumes = append(volumes, corev1.Volume{Name: SharedVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fs.ClaimName}}})
 	}
+	ready := &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(p.readyPort)}},
+		PeriodSeconds: 2, FailureThreshold: 3, TimeoutSeconds: 2,
+	}
+	if p.rootPassword != "" {
+		ready = sqlReadinessProbe()
+		mounts = append(mounts, corev1.VolumeMount{Name: RootPasswordVolume, MountPath: RootPasswordDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: RootPasswordVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: p.rootPassword, Items: []corev1.KeyToPath{{Key: PasswordKey, Path: PasswordKey}},
+			// The image's group (fsGroup) reads it, no one else; optional:
+			// without it the probe logs in with no password, is refused,
+			// and that is an answer.
+			DefaultMode: ptr.To[int32](0o440), Optional: ptr.To(true),
+		}}})
+	}
 	mounts, volumes = append(mounts, p.mounts...), append(volumes, p.volumes...)
 	mo := corev1.Container{
-		Name:            ContainerName,
-		Image:           p.spec.Image,
-		ImagePullPolicy: p.spec.ImagePullPolicy,
-		Args:            slices.Concat([]string{"run"}, p.runFlags, []string{ConfigDir + "/" + p.file}),
-		Env:             env,
-		Ports:           p.ports,
-		Resources:       *p.spec.Resources.DeepCopy(),
-		VolumeMounts:    mounts,
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(p.readyPort)}},
-			PeriodSeconds: 2, FailureThreshold: 3, TimeoutSeconds: 2,
-		},
+		Name:                     ContainerName,
+		Image:                    p.spec.Image,
+		ImagePullPolicy:          p.spec.ImagePullPolicy,
+		Args:                     slices.Concat([]string{"run"}, p.runFlags, []string{ConfigDir + "/" + p.file}),
+		Env:                      env,
+		Ports:                    p.ports,
+		Resources:                *p.spec.Resources.DeepCopy(),
+		VolumeMounts:             mounts,
+		ReadinessProbe:           ready,
 		SecurityContext:          standard.RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
@@ -193,6 +227,22 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 	}
 	standard.ApplyPlacement(&tmpl.Spec, p.spec.PodPlacement, spreadOverNodes(p.instance, p.component))
 	return tmpl
+}
+
+// sqlReadinessProbe runs SQLReady in the mo container every 2 s: ready
+// when a client can complete a handshake and run a statement, not when
+// the port accepts (a proxy accepted connections for about 15 s after a
+// TN restart and finished no handshake). The kubelet gives it a second
+// more than its own deadline; three misses in a row (about 6 s) take the
+// pod out of its Services.
+func sqlReadinessProbe() *corev1.Probe {
+	timeout := int32(SQLReadyTimeout / time.Second)
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{SQLReady,
+			"--addr", fmt.Sprintf("127.0.0.1:%d", SQLPort), "--password-file", RootPasswordDir + "/" + PasswordKey,
+			"--timeout", SQLReadyTimeout.String()}}},
+		PeriodSeconds: 2, FailureThreshold: 3, TimeoutSeconds: timeout + 1,
+	}
 }
 
 // dataClaim is the volume claim template of a set's stores.

@@ -137,14 +137,20 @@ func (s StoreSet) SQLService() *corev1.Service {
 
 // StatefulSet returns the stores' StatefulSet, running the template in
 // configMap: OnDelete updates (the controller restarts the stores one at a
-// time), Parallel pod management, ready when the store's first port
-// accepts.
+// time), Parallel pod management; a TN is ready when its service port
+// accepts, a CN or proxy when a client completes a MySQL handshake and a
+// statement on its SQL port (SQLReady).
 func (s StoreSet) StatefulSet(configMap string) *appsv1.StatefulSet {
 	ports := s.ports()
-	tmpl := podTemplate(podSet{
+	p := podSet{
 		instance: s.Name, component: s.Component(), spec: s.Pods, shared: s.Log.Spec.SharedStorage,
 		configMap: configMap, file: s.TemplateFile(), ports: ports, readyPort: ports[0].Name,
-	})
+	}
+	if s.ServesSQL() {
+		// Ready when a client completes a handshake and a statement.
+		p.rootPassword = s.Log.RootPasswordSecret()
+	}
+	tmpl := podTemplate(p)
 	if s.Role == RoleCN {
 		// The CN that bootstraps the catalog sets root's password from
 		// it; later starts ignore it.

@@ -88,9 +88,10 @@ func TestStoreSetChildren(t *testing.T) {
 				t.Errorf("an emptyDir data volume: %v, want %v", !tc.claims, !tc.claims)
 			}
 			mo := sts.Spec.Template.Spec.Containers[0]
-			if mo.ReadinessProbe.TCPSocket.Port.StrVal != tc.readyPort || mo.Args[1] != ConfigDir+"/"+s.TemplateFile() {
+			if mo.Args[1] != ConfigDir+"/"+s.TemplateFile() {
 				t.Errorf("container %+v", mo)
 			}
+			checkReadiness(t, s, sts.Spec.Template.Spec, tc.readyPort)
 			if s.ServesSQL() != tc.sqlService {
 				t.Errorf("ServesSQL %v", s.ServesSQL())
 			}
@@ -101,5 +102,44 @@ func TestStoreSetChildren(t *testing.T) {
 				t.Errorf("names %s", s.PodName(0))
 			}
 		})
+	}
+}
+
+// checkReadiness checks how a store's pod is ready: a TN when its service
+// port accepts; a CN or proxy when sql-ready, in the mo container,
+// completes a MySQL handshake and select 1 on the pod's SQL port as root,
+// with the password from the LogSet's Secret, mounted (so that a password
+// written to the Secret reaches it), and within a deadline the kubelet
+// outlasts.
+func checkReadiness(t *testing.T, s StoreSet, pod corev1.PodSpec, readyPort string) {
+	t.Helper()
+	mo := pod.Containers[0]
+	probe := mo.ReadinessProbe
+	hasVolume := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == RootPasswordVolume })
+	if !s.ServesSQL() {
+		if probe.TCPSocket == nil || probe.TCPSocket.Port.StrVal != readyPort || hasVolume {
+			t.Errorf("a TN is ready when port %s accepts: %+v (password volume %v)", readyPort, probe, hasVolume)
+		}
+		return
+	}
+	want := []string{"/sql-ready", "--addr", "127.0.0.1:6001", "--password-file", "/etc/matrixone-root/password", "--timeout", "2s"}
+	if probe.Exec == nil || !slices.Equal(probe.Exec.Command, want) || probe.TCPSocket != nil {
+		t.Fatalf("readiness %+v, want exec %q", probe, want)
+	}
+	if deadline := 2; int(probe.TimeoutSeconds) <= deadline || probe.PeriodSeconds > 5 || probe.FailureThreshold < 2 {
+		t.Errorf("timeout %ds (sql-ready's own deadline %ds must be under it), period %ds, failures %d",
+			probe.TimeoutSeconds, deadline, probe.PeriodSeconds, probe.FailureThreshold)
+	}
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == RootPasswordVolume })
+	if i < 0 {
+		t.Fatalf("no %s volume: %+v", RootPasswordVolume, pod.Volumes)
+	}
+	secret := pod.Volumes[i].Secret
+	if secret == nil || secret.SecretName != "mo-log-root" || !*secret.Optional || *secret.DefaultMode != 0o440 ||
+		!slices.Equal(secret.Items, []corev1.KeyToPath{{Key: "password", Path: "password"}}) {
+		t.Errorf("password volume %+v", pod.Volumes[i])
+	}
+	if !slices.Contains(mo.VolumeMounts, corev1.VolumeMount{Name: RootPasswordVolume, MountPath: "/etc/matrixone-root", ReadOnly: true}) {
+		t.Errorf("password not mounted: %+v", mo.VolumeMounts)
 	}
 }
