@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,14 +152,170 @@ func (m *moCluster) create(t *testing.T) {
 	if _, err := m.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
 		t.Fatal(err)
 	}
+	m.readinessServes(t, moClusterProxy+"-0", moClusterCN+"-0")
+}
+
+// readinessServes runs each pod's readiness probe as the kubelet does
+// (its exec command, in the mo container): it logs in as root with the
+// password from the mounted Secret and runs select 1, not only completes
+// a handshake that ends in a refused login.
+func (m *moCluster) readinessServes(t *testing.T, pods ...string) {
+	t.Helper()
+	for _, name := range pods {
+		pod, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe := pod.Spec.Containers[0].ReadinessProbe
+		if probe == nil || probe.Exec == nil {
+			t.Errorf("%s: readiness is not an exec probe: %+v", name, probe)
+			continue
+		}
+		out, err := kubectl(append([]string{"exec", "-n", m.ns, name, "-c", "mo", "--"}, probe.Exec.Command...)...)
+		if err != nil || !strings.HasPrefix(out, "served") {
+			t.Errorf("%s: its readiness probe %q: %v: %s", name, probe.Exec.Command, err, out)
+			continue
+		}
+		t.Logf("%s: its readiness probe: %s", name, strings.TrimSpace(out))
+	}
 }
 
 // killTN deletes the TN's pod under writes: it comes back on its volume.
+// It logs how long the TN's restart cost the clients: from the kill to the
+// first write acknowledged after the outage, and to the first fresh
+// connection through the proxy that completed its handshake and a
+// statement after it (a second client opening one connection after
+// another), with the TN pod's own timeline and what MatrixOne logged of
+// it.
 func (m *moCluster) killTN(t *testing.T) {
-	m.underWrites(t, func() {
+	stop := make(chan struct{})
+	stopHandshakes := sync.OnceFunc(func() { close(stop) })
+	defer stopHandshakes()
+	handshakes := m.handshakes(stop)
+	var kill time.Time
+	acked := m.underWrites(t, func() {
+		kill = time.Now()
 		m.deletePod(moClusterTN + "-0")
 		m.waitAllReady(4 * time.Minute)
 	})
+	stopHandshakes()
+	shook := <-handshakes
+	lastWrite, firstWrite := resumedAfter(acked, kill)
+	lastShake, firstShake := resumedAfter(shook, kill)
+	since := func(at time.Time) string {
+		if at.IsZero() {
+			return "never"
+		}
+		return at.Sub(kill).Round(100 * time.Millisecond).String()
+	}
+	t.Logf("The TN's restart: writes acknowledged until %s after the kill and again from %s; "+
+		"handshakes through the proxy completed until %s and again from %s (%d in all)",
+		since(lastWrite), since(firstWrite), since(lastShake), since(firstShake), len(shook))
+	if firstWrite.IsZero() {
+		t.Errorf("no write acknowledged after the TN's kill")
+	}
+	m.logRestart(t, kill, since)
+}
+
+// handshakes opens connections through the proxy's Service one after
+// another until stop is closed, each one new (a MySQL handshake as root,
+// then select 1, within 2 s); it sends when each that succeeded ended.
+func (m *moCluster) handshakes(stop <-chan struct{}) <-chan []time.Time {
+	out := make(chan []time.Time, 1)
+	server := fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns)
+	password := m.password()
+	go func() {
+		var done []time.Time
+		for {
+			select {
+			case <-stop:
+				out <- done
+				return
+			default:
+			}
+			if _, err := kubectl("exec", "-n", m.ns, "client", "--", "/smoke", "sql", "--timeout", "2s",
+				"--server", server, "--user", "root", "--password", password, "select 1"); err == nil {
+				done = append(done, time.Now())
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	return out
+}
+
+// resumedAfter finds the outage in times (when something succeeded, in
+// order) after from: the longest gap between two successes, the last one
+// before from counting as from. It returns the success that opened the
+// gap (zero when it is from) and the one that closed it (zero when none
+// came after from).
+func resumedAfter(times []time.Time, from time.Time) (last, first time.Time) {
+	prev := time.Time{}
+	var gap time.Duration = -1
+	for _, at := range times {
+		if !at.After(from) {
+			continue
+		}
+		start := prev
+		if start.IsZero() {
+			start = from
+		}
+		if d := at.Sub(start); d > gap {
+			gap, last, first = d, prev, at
+		}
+		prev = at
+	}
+	return last, first
+}
+
+// logRestart logs the new TN pod's timeline (created, its container
+// started, ready) against the kill, and the lines of the TN's, the CNs'
+// and the proxy's logs since the kill that tell what each waited for.
+func (m *moCluster) logRestart(t *testing.T, kill time.Time, since func(time.Time) string) {
+	t.Helper()
+	pod, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), moClusterTN+"-0", metav1.GetOptions{})
+	if err != nil {
+		t.Logf("the TN pod: %v", err)
+		return
+	}
+	var started, ready time.Time
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == "mo" && c.State.Running != nil {
+			started = c.State.Running.StartedAt.Time
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == "Ready" {
+			ready = c.LastTransitionTime.Time
+		}
+	}
+	t.Logf("The new TN pod (times to the second): created %s after the kill, its container started %s, ready %s",
+		since(pod.CreationTimestamp.Time), since(started), since(ready))
+	for _, l := range []struct{ pod, pattern string }{
+		{moClusterTN + "-0", "open-tae|DNShard|start.*server|heartbeat task started|logtail"},
+		{moClusterCN + "-0", "logtail|push client|reconnect|connected to server|bind changed|no TN|txn.*backend"},
+		{moClusterProxy + "-0", "route failed|failed to connect|no available"},
+	} {
+		out, err := kubectl("logs", "-n", m.ns, l.pod, "-c", "mo", "--timestamps", "--since-time", kill.UTC().Format(time.RFC3339))
+		if err != nil {
+			t.Logf("logs of %s: %v", l.pod, err)
+			continue
+		}
+		re := regexp.MustCompile(l.pattern)
+		var lines []string
+		for _, line := range strings.Split(out, "\n") {
+			if re.MatchString(line) {
+				if len(line) > 260 {
+					line = line[:260] + "…"
+				}
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 40 {
+			lines = append(lines[:20], append([]string{fmt.Sprintf("… %d lines …", len(lines)-40)}, lines[len(lines)-20:]...)...)
+		}
+		t.Logf("%s since the kill, lines matching %q:\n%s", l.pod, l.pattern, strings.Join(lines, "\n"))
+	}
 }
 
 // killLog deletes the log store's pod under writes: the cluster's one log
@@ -257,12 +414,13 @@ func (m *moCluster) isCN(uuid string) bool {
 }
 
 // underWrites runs action while a client inserts rows through the proxy,
-// one after another, then checks that every acknowledged row is there. A
+// one after another, then checks that every acknowledged row is there,
+// and returns when each acknowledged write returned. A
 // write that failed may still have been applied; only acknowledged ones
 // are required. The action starts once a write went through, and the
 // writes go on until a few more went through after it: the cluster must
 // serve again.
-func (m *moCluster) underWrites(t *testing.T, action func()) {
+func (m *moCluster) underWrites(t *testing.T, action func()) (ackedAt []time.Time) {
 	var mu sync.Mutex
 	var acked []int
 	var failures []string
@@ -282,6 +440,7 @@ func (m *moCluster) underWrites(t *testing.T, action func()) {
 			mu.Lock()
 			if err == nil {
 				acked = append(acked, id)
+				ackedAt = append(ackedAt, time.Now())
 			} else {
 				failures = append(failures, err.Error())
 			}
@@ -336,6 +495,7 @@ func (m *moCluster) underWrites(t *testing.T, action func()) {
 	if missing > 0 {
 		t.Errorf("%d of %d acknowledged writes are missing", missing, len(acked))
 	}
+	return ackedAt
 }
 
 func (m *moCluster) sql(query string) (string, error) {

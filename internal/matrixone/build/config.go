@@ -144,6 +144,11 @@ func Render(t Template) (string, error) {
 		}
 		cfg = escapeDollars(cfg).(map[string]any)
 	}
+	for path, v := range defaults(t.Role) {
+		if !has(cfg, path) {
+			set(cfg, path, v)
+		}
+	}
 	for path, v := range owned(t) {
 		set(cfg, path, v)
 	}
@@ -154,6 +159,39 @@ func Render(t Template) (string, error) {
 		return "", err
 	}
 	return buf.String(), nil
+}
+
+// defaults returns the operator's defaults of role's keys, by dotted
+// path: unlike owned keys, a user's TOML may set them.
+//
+// A TN writes its logs, traces and metrics as files to the ETL storage,
+// not through SQL. With MatrixOne's SQL writer (its default), a stopping
+// TN's last flush is a LOAD DATA through a CN, which needs the TN that is
+// stopping: it waits for the writer's 10 s read timeout, then writes the
+// files anyway. That wait made most of a TN restart (SIGTERM to exit
+// 12.6–13.3 s, 2.6 s without it; docs/matrixone.md). The files reach the
+// same tables through MatrixOne's merge task, which every CN runs each
+// 5 minutes, the path a failed SQL write already takes.
+func defaults(role Role) map[string]any {
+	if role == RoleTN {
+		return map[string]any{"observability.disableSqlWriter": true}
+	}
+	return nil
+}
+
+// has reports whether cfg sets the dotted path.
+func has(cfg map[string]any, path string) bool {
+	var v any = cfg
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // owned returns the operator's keys of t's role, by dotted path.

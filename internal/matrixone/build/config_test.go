@@ -183,6 +183,41 @@ func TestRenderRoles(t *testing.T) {
 	})
 }
 
+// TestTNWritesObservabilityToFiles: a TN's template turns MatrixOne's SQL
+// writer off (a stopping TN waited 10 s on its last write through a CN,
+// which needed the TN), unless the user's TOML sets it; no other role's
+// does.
+func TestTNWritesObservabilityToFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    Template
+		want any
+	}{
+		{"a TN by default", Template{Role: RoleTN, User: "[observability]\ndisableTrace = false\n"}, true},
+		{"a TN whose user wants the SQL writer", Template{Role: RoleTN, User: "[observability]\ndisableSqlWriter = false\n"}, false},
+		{"a CN", Template{Role: RoleCN}, nil},
+		{"a log store", logTemplate(), nil},
+		{"a proxy", Template{Role: RoleProxy}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := decode(t, must(Render(tc.t)))
+			var got any
+			if o, ok := cfg["observability"].(map[string]any); ok {
+				got = o["disableSqlWriter"]
+			}
+			if got != tc.want {
+				t.Errorf("observability.disableSqlWriter = %#v, want %#v", got, tc.want)
+			}
+			if tc.name == "a TN by default" && at(t, cfg, "observability.disableTrace") != false {
+				t.Errorf("the user's observability keys are lost: %v", cfg["observability"])
+			}
+		})
+	}
+	if errs := CheckUser(RoleTN, "[observability]\ndisableSqlWriter = false\n"); len(errs) != 0 {
+		t.Errorf("a user's disableSqlWriter is refused: %v", errs)
+	}
+}
+
 func TestMemoryFor(t *testing.T) {
 	for _, tc := range []struct {
 		role  Role
