@@ -190,6 +190,30 @@ func crashing(p *corev1.Pod) bool {
 	return false
 }
 
+// answeredNotServing reports whether an instance was asked and does not
+// serve: its serving condition is False.
+func answeredNotServing(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == build.ServingCondition {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
+}
+
+// unheard reports whether some instance's pod runs without a serving
+// condition yet: just created, or the collector's first answer pending.
+func unheard(cl *cluster) bool {
+	for _, p := range cl.pods {
+		if !crashing(p) && !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == build.ServingCondition
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
 // notServingSince is when an instance stopped serving: when its pod
 // stopped being ready, or when its serving condition turned False while
 // the pod still said ready (the kubelet has not caught up), or its pod's

@@ -86,12 +86,16 @@ func (c *Controller) restartInstances(ctx *Context) (bool, error) {
 		return false, nil
 	}
 	old := stale(cl)
-	// Crash-looping on an old template: nothing to lose by restarting it.
-	// Only the kubelet's verdict counts here: an instance whose answer is
-	// merely late, or not heard yet (after an operator upgrade), may serve.
-	for _, ordinal := range old {
-		if p := cl.pods[ordinal]; crashing(p) {
-			return false, c.restart(ctx, p, "its containers are not ready")
+	// Not serving on an earlier template (crash-looping, or asked and not
+	// answering: its configuration may be what is wrong, a bad etcd
+	// address): nothing to lose by restarting it, out of turn. One at a
+	// time, and never an instance not heard yet (after an operator
+	// upgrade, its first answer pending): it may serve.
+	if !unheard(cl) {
+		for _, ordinal := range old {
+			if p := cl.pods[ordinal]; crashing(p) || answeredNotServing(p) {
+				return false, c.restart(ctx, p, "it does not serve")
+			}
 		}
 	}
 	now := time.Now()
