@@ -6,6 +6,13 @@
 //     children, the managed etcd first, then the instances) and Observe;
 //   - status.go: the instances' pods into status and the Available,
 //     Progressing and Ready conditions;
+//   - serving.go: each instance asked ListJobs in the background, the
+//     pods' serving condition (their readiness gate) and status.jobs;
+//   - scale.go: the scale-in flow (jobs stopped, instances removed, jobs
+//     started again);
+//   - upgrade.go: the rollout flow, one instance at a time onto the
+//     StatefulSet's latest pod template;
+//   - jobs.go: the calls of GPSS's job API through the gRPC Service;
 //   - webhook.go: the admission webhooks and the children they dry-run;
 //   - delete.go: Finalize, honoring the managed etcd's reclaim policy.
 //
@@ -17,5 +24,5 @@
 //   - gpssapi is GPSS's gRPC APIs (job and batch data);
 //   - simulator is the GPSS simulator the tests run in GPSS's place
 //     (cmd/gpss-simulator), which the controller does not depend on;
-//   - gpsstest starts a real etcd for tests.
+//   - gpsstest starts a real etcd and simulated instances for tests.
 package gpss
