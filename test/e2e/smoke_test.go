@@ -343,7 +343,39 @@ func newNamespace(t *testing.T, prefix string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			dumpNamespace(t, ns.Name)
+		}
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// dumpNamespace logs what a failed test leaves in ns: its objects (Steward's
+// with their status), Events, and the last lines of every container's log,
+// this run's and the previous one's. CI keeps the output of a failed run
+// only, so this is what a flake that does not reproduce by hand leaves to
+// read.
+func dumpNamespace(t *testing.T, ns string) {
+	for _, args := range [][]string{
+		{"get", "all,pvc,configmap", "-n", ns, "-o", "wide"},
+		{"get", "steward", "-n", ns, "-o", "yaml"},
+		{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+	} {
+		out, _ := kubectl(args...)
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+	pods, err := env.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		for _, previous := range []string{"false", "true"} {
+			out, err := kubectl("logs", "-n", ns, p.Name, "--all-containers", "--prefix", "--tail=40", "--previous="+previous)
+			if err == nil && out != "" {
+				t.Logf("logs of %s (previous=%s):\n%s", p.Name, previous, out)
+			}
+		}
+	}
 }
