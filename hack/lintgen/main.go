@@ -138,35 +138,52 @@ func scan(fsys fs.FS) (tree, error) {
 	}
 	var errs []error
 	for _, s := range t.systems {
-		subs, err := fs.ReadDir(fsys, path.Join("internal", s))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // an API without controllers yet
+		errs = append(errs, t.scanSystem(fsys, s))
+	}
+	errs = append(errs, t.scanMains(fsys))
+	for _, dirs := range t.byRole {
+		slices.Sort(dirs)
+	}
+	return t, errors.Join(errs...)
+}
+
+// scanSystem adds the roles of the packages directly under internal/<s>:
+// each must have one.
+func (t tree) scanSystem(fsys fs.FS, s string) error {
+	subs, err := fs.ReadDir(fsys, path.Join("internal", s))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // an API without controllers yet
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range subs {
+		if !e.IsDir() {
+			continue
 		}
-		if err != nil {
-			return t, err
-		}
-		for _, e := range subs {
-			if !e.IsDir() {
-				continue
-			}
-			dir := path.Join("internal", s, e.Name())
-			role, err := roleOf(fsys, dir)
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case role == "":
-				errs = append(errs, fmt.Errorf("%s: no role; end its package comment with // +steward:role=<%s> (hack/lintgen)",
-					dir, strings.Join(roles, "|")))
-			case role != roleController:
-				t.byRole[role] = append(t.byRole[role], dir)
-			}
+		dir := path.Join("internal", s, e.Name())
+		role, err := roleOf(fsys, dir)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case role == "":
+			errs = append(errs, fmt.Errorf("%s: no role; end its package comment with // +steward:role=<%s> (hack/lintgen)",
+				dir, strings.Join(roles, "|")))
+		case role != roleController:
+			t.byRole[role] = append(t.byRole[role], dir)
 		}
 	}
-	// Mains elsewhere may say they are for tests (cmd/obsim).
+	return errors.Join(errs...)
+}
+
+// scanMains adds the mains of cmd/ that say they are for tests (cmd/obsim).
+func (t tree) scanMains(fsys fs.FS) error {
 	mains, err := fs.ReadDir(fsys, "cmd")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return t, err
+		return err
 	}
+	var errs []error
 	for _, e := range mains {
 		if !e.IsDir() {
 			continue
@@ -181,10 +198,7 @@ func scan(fsys fs.FS) (tree, error) {
 			errs = append(errs, fmt.Errorf("%s: a command is a testing main or has no role, not %q", dir, role))
 		}
 	}
-	for _, dirs := range t.byRole {
-		slices.Sort(dirs)
-	}
-	return t, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // roleOf is the role the non-test Go files of dir declare, "" if none.
