@@ -9,6 +9,8 @@
 // name defaults to the host name (the pod's name). Knobs are environment
 // variables (GPSS_SIM_*, see simulator.Knobs); each image sets
 // GPSS_SIM_VERSION to its tag's version (images/gpss-simulator).
+//
+// +steward:role=testing
 package main
 
 import (

@@ -10,6 +10,8 @@
 // server's address is IP:RPC_PORT; with --advertise-host the simulator
 // resolves HOST (a Service's DNS name) to find IP, waiting until it
 // resolves. Knobs are environment variables (OBSIM_*, see obsim.Knobs).
+//
+// +steward:role=testing
 package main
 
 import (

@@ -35,7 +35,8 @@
 // and [Warner]), so that admission and the controller apply one set of
 // rules.
 //
-// The subpackages hold the API types of task flows (flow), the concurrent
-// application probe collector (probe) and the framework's metrics
-// (metrics).
+// The subpackages hold the concurrent application probe collector (probe),
+// the framework's metrics (metrics), the mechanics of sets of pods
+// (workload) and what pure builders share without controller-runtime
+// (standard). Task flows' API types are in api/common (commonv1.Operation).
 package framework

@@ -9,5 +9,6 @@
 //
 // The RBAC markers in this package describe what the manager itself needs,
 // independent of any system; each system declares its own next to its
-// controllers. controller-gen collects them into config/rbac/role.yaml.
+// controllers. make manifests (controller-gen) collects them into
+// charts/steward/files/role.yaml, the chart's ClusterRole.
 package manager

@@ -8,7 +8,7 @@ package manager
 // Leader election's Lease is deliberately not granted here: a ClusterRole on
 // leases would let Steward rewrite every Lease in the cluster (including the
 // control plane's own leader locks and node heartbeats). The Lease is granted
-// by a Role in Steward's namespace, config/rbac/leader_election_role.yaml.
+// by a Role in Steward's namespace, in the chart's templates/rbac.yaml.
 //
 // The secure metrics endpoint asks the API server who a scraper is
 // (TokenReview) and whether it may read /metrics (SubjectAccessReview).

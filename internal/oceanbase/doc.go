@@ -1,5 +1,6 @@
-// Package oceanbase is Steward's OceanBase controller (a preview: see
-// docs/oceanbase.md for what this version does). An OBCluster's zones are
+// Package oceanbase holds Steward's OceanBase controllers (docs/oceanbase.md
+// says what they do): OBCluster's, OBTenant's and OBParameter's; OBZone and
+// OBServer are views the OBCluster's controller writes. An OBCluster's zones are
 // StatefulSets of observers, each observer with its own Service whose IP is
 // its address in OceanBase; the controller bootstraps the cluster as a task
 // flow, adds servers as their pods come, deletes servers from OceanBase

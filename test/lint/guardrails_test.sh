@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# guardrails_test.sh: every guard rail in .golangci.yml (the depguard rules,
+# guardrails_test.sh: every guard rail in .golangci.yml (each depguard rule,
 # importas, the gocognit bound) reports a deliberate violation, and what a
 # rule allows stays unreported.
 #
-# It copies go.mod, go.sum, .golangci.yml, api/ and internal/ into a
-# temporary directory, adds packages that break each rule (systems that do
-# not exist yet are created there, so their rules are exercised too), runs
-# golangci-lint with only the guard-rail linters on those packages and
-# checks the report. The repository is not modified. About 15 s with a warm
-# build cache.
+# It copies go.mod, go.sum, .golangci.yml, api/, internal/, cmd/,
+# hack/lintgen and tools/mo-agent/wire into a temporary directory, adds a fifth system there
+# (guardfive: an API, a controller, a builder, a wire client and a
+# simulator, with no entry in .golangci.yml) and regenerates the depguard
+# rules with hack/lintgen, as make manifests would. Then it adds packages
+# that break each rule, for every system, wire client, builder and testing
+# package the tree has, runs golangci-lint with only the guard-rail linters
+# on those packages and checks the report; a depguard rule that reports
+# nothing fails the test. The repository is not modified. About 20 s with a
+# warm build cache.
 #
 #   test/lint/guardrails_test.sh          # uses bin/golangci-lint
 #   GOLANGCI_LINT=/path/to/golangci-lint test/lint/guardrails_test.sh
@@ -21,10 +25,16 @@ lint="${GOLANGCI_LINT:-$root/bin/golangci-lint}"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-cp -r "$root/go.mod" "$root/go.sum" "$root/.golangci.yml" "$root/api" "$root/internal" "$tmp/"
+cp -r "$root/go.mod" "$root/go.sum" "$root/.golangci.yml" "$root/api" "$root/internal" "$root/cmd" "$tmp/"
+mkdir -p "$tmp/hack" "$tmp/tools/mo-agent"
+cp -r "$root/hack/lintgen" "$tmp/hack/"
+cp -r "$root/tools/mo-agent/wire" "$tmp/tools/mo-agent/" # go.mod's replace
 
 mod=github.com/stewardhq/steward
 cr='_ "sigs.k8s.io/controller-runtime"'
+
+# pkgs are the packages put wrote into, for golangci-lint.
+pkgs=()
 
 # put FILE PACKAGE [IMPORT...] writes a Go file that imports each IMPORT (a
 # quoted path, optionally preceded by an alias) and uses it. depguard sees
@@ -32,12 +42,14 @@ cr='_ "sigs.k8s.io/controller-runtime"'
 # no identifier of the imported package. The files are named
 # guard_violation*.go so that none replaces a file of a package that exists
 # by then (internal/oceanbase/build, internal/framework/standard, ...).
+# MARKER, when set, ends the package comment (a +steward:role marker).
 put() {
-	local file="$tmp/$1" pkg="$2" imp name
+	local file="$tmp/$1" pkg="$2" dir="./${1%/*}" imp name
 	shift 2
 	mkdir -p "$(dirname "$file")"
 	{
 		echo "// Package $pkg is a deliberate guard-rail violation."
+		[[ -z "${MARKER:-}" ]] || printf '//\n// %s\n' "$MARKER"
 		echo "package $pkg"
 		for imp in "$@"; do echo "import $imp"; done
 		for imp in "$@"; do
@@ -46,6 +58,16 @@ put() {
 			echo "var _ = $name.$(sym "$imp")"
 		done
 	} >"$file"
+	[[ " ${pkgs[*]} " == *" $dir "* ]] || pkgs+=("$dir")
+}
+
+# pkgname DIR is the name of the Go package in DIR of the copy.
+pkgname() { sed -n 's/^package \([a-z0-9_]*\).*/\1/p' "$tmp/$1"/*.go | grep -v _test | head -1; }
+
+# withrole ROLE lists the packages under internal/<system>/ whose marker
+# says ROLE, as directories of the copy.
+withrole() {
+	(cd "$tmp" && grep -lE "^// \+steward:role=$1\$" internal/*/*/*.go | grep -v _test.go | xargs -r dirname | sort -u)
 }
 
 # sym IMPORT names an exported identifier of an imported package.
@@ -60,33 +82,70 @@ sym() {
 	esac
 }
 
+# A fifth system, written as adding-a-system.md says and added to no
+# list: hack/lintgen must cover it.
+put api/guardfive/v1alpha1/doc.go v1alpha1
+put internal/guardfive/doc.go guardfive
+MARKER=+steward:role=builder put internal/guardfive/build/doc.go build
+MARKER=+steward:role=client put internal/guardfive/guardfiveclient/doc.go guardfiveclient
+MARKER=+steward:role=testing put internal/guardfive/guardfivesim/doc.go guardfivesim
+(cd "$tmp" && go run ./hack/lintgen) || { echo "hack/lintgen failed on the tree with a fifth system" >&2; exit 1; }
+grep -q '^        guardfive-imports-no-other-system:$' "$tmp/.golangci.yml" ||
+	{ echo "FAIL: hack/lintgen wrote no rule for the fifth system" >&2; exit 1; }
+mapfile -t systems < <(cd "$tmp/api" && ls -d */ | tr -d / | grep -vx common)
+
 # api/: only Kubernetes API packages, the standard library and api/; its
-# tests are exempt.
+# tests are exempt. (After lintgen: api/guard is no system.)
 put api/guard/v1/guard_violation.go v1 "$cr" '_ "k8s.io/client-go/rest"' "_ \"$mod/internal/version\"" \
 	'_ "k8s.io/apimachinery/pkg/apis/meta/v1"' '_ "k8s.io/utils/ptr"' "_ \"$mod/api/zookeeper/v1alpha1\""
 put api/guard/v1/guard_violation_test.go v1 "$cr"
 # A system's API does not import another system's API.
 put api/gpss/v1alpha1/guard_violation.go v1alpha1 "_ \"$mod/api/zookeeper/v1alpha1\""
 
-# The framework imports no system.
-put internal/framework/guard/guard_violation.go guard "_ \"$mod/api/zookeeper/v1alpha1\"" "_ \"$mod/internal/zookeeper/zkclient\""
+# The framework imports no system and not the manager; its own packages,
+# api/common and (its tests) internal/testenv it may.
+put internal/framework/guard/guard_violation.go guard "_ \"$mod/api/zookeeper/v1alpha1\"" \
+	"_ \"$mod/internal/zookeeper/zkclient\"" "_ \"$mod/internal/guardfive\"" "_ \"$mod/internal/manager\"" \
+	"_ \"$mod/internal/framework/standard\"" "_ \"$mod/api/common/v1alpha1\""
 
-# No system imports another (a ring over the four); a system's own
-# packages are fine.
-for s in zookeeper matrixone oceanbase gpss; do put "internal/$s/guardleaf/guard_violation.go" guardleaf; done
-put internal/zookeeper/guard/guard_violation.go guard "_ \"$mod/internal/matrixone/guardleaf\"" "_ \"$mod/internal/zookeeper/guardleaf\""
-put internal/matrixone/guard/guard_violation.go guard "_ \"$mod/internal/oceanbase/guardleaf\"" "_ \"$mod/api/zookeeper/v1alpha1\""
-put internal/oceanbase/guard/guard_violation.go guard "_ \"$mod/internal/gpss/guardleaf\""
-put internal/gpss/guard/guard_violation.go guard "_ \"$mod/internal/zookeeper/guardleaf\""
+# No system imports another: a ring over every system in api/ (the fifth
+# one too), each importing the next one's internal/ and api/ packages and
+# the manager; a system's own packages and the shared ones are fine.
+for s in "${systems[@]}"; do put "internal/$s/guardleaf/guard_violation.go" guardleaf; done
+for i in "${!systems[@]}"; do
+	s="${systems[$i]}" next="${systems[$(((i + 1) % ${#systems[@]}))]}"
+	put "internal/$s/guard/guard_violation.go" guard "_ \"$mod/internal/$next/guardleaf\"" \
+		"_ \"$mod/api/$next/v1alpha1\"" "_ \"$mod/internal/manager\"" "_ \"$mod/internal/$s/guardleaf\"" \
+		"_ \"$mod/api/$s/v1alpha1\"" "_ \"$mod/internal/framework/workload\"" "_ \"$mod/internal/systems\"" \
+		"_ \"$mod/api/common/v1alpha1\""
+done
 
-# Wire clients import no framework and no controller-runtime.
-put internal/matrixone/moclient/guard_violation.go moclient "_ \"$mod/internal/framework\"" "$cr"
+# Wire clients import no framework and no controller-runtime; their tests
+# may. Every client of the tree, the fifth system's too.
+mapfile -t clients < <(withrole client)
+((${#clients[@]} > 1)) || { echo "FAIL: no +steward:role=client package found" >&2; exit 1; }
+for d in "${clients[@]}"; do
+	put "$d/guard_violation.go" "$(pkgname "$d")" "_ \"$mod/internal/framework/probe\"" "$cr"
+done
+put "${clients[0]}/guard_violation_test.go" "$(pkgname "${clients[0]}")" "_ \"$mod/internal/framework/probe\""
 
 # Pure builders and internal/framework/standard import no controller-runtime;
 # the builders' tests may.
-put internal/oceanbase/build/guard_violation.go build "$cr"
-put internal/oceanbase/build/guard_violation_test.go build "$cr"
-put internal/framework/standard/guard_violation.go standard "$cr"
+mapfile -t builders < <(withrole builder)
+for d in "${builders[@]}" internal/framework/standard; do put "$d/guard_violation.go" "$(pkgname "$d")" "$cr"; done
+put "${builders[0]}/guard_violation_test.go" "$(pkgname "${builders[0]}")" "$cr"
+
+# Simulators and test harnesses: each system's controller package imports
+# its own (and a client and a command the fifth system's); tests may.
+mapfile -t testing < <(withrole testing)
+((${#testing[@]} > 1)) || { echo "FAIL: no +steward:role=testing package found" >&2; exit 1; }
+for d in "${testing[@]}"; do
+	s="$(cut -d/ -f2 <<<"$d")"
+	put "internal/$s/guard_testing_$(basename "$d").go" "$(pkgname "internal/$s")" "_ \"$mod/$d\""
+done
+put internal/guardfive/guardfiveclient/guard_testing.go guardfiveclient "_ \"$mod/internal/guardfive/guardfivesim\""
+put cmd/guardmain/main.go main "_ \"$mod/internal/guardfive/guardfivesim\""
+put internal/guardfive/guard_testing_test.go guardfive "_ \"$mod/internal/guardfive/guardfivesim\""
 
 # importas: wrong aliases and a missing one.
 put internal/guardimports/aliases.go guardimports 'core "k8s.io/api/core/v1"' '"k8s.io/apimachinery/pkg/api/errors"' \
@@ -109,10 +168,7 @@ bound="$(sed -n 's/^ *min-complexity: *\([0-9]*\).*/\1/p' "$tmp/.golangci.yml")"
 out="$tmp/lint.out"
 status=0
 (cd "$tmp" && "$lint" run --allow-parallel-runners --enable-only depguard,importas,gocognit \
-	--max-issues-per-linter 0 --max-same-issues 0 --output.text.print-issued-lines=false \
-	./api/guard/v1 ./api/gpss/v1alpha1 ./internal/framework/guard ./internal/framework/standard \
-	./internal/{zookeeper,matrixone,oceanbase,gpss}/guard ./internal/matrixone/moclient ./internal/oceanbase/build \
-	./internal/guardimports) >"$out" 2>&1 || status=$?
+	--max-issues-per-linter 0 --max-same-issues 0 --output.text.print-issued-lines=false "${pkgs[@]}") >"$out" 2>&1 || status=$?
 if ((status != 0 && status != 1)); then
 	cat "$out" >&2
 	echo "golangci-lint failed (exit $status)" >&2
@@ -146,23 +202,47 @@ refute api/guard/v1/guard_violation_test.go depguard
 expect api/gpss/v1alpha1/guard_violation.go depguard "'$mod/api/zookeeper/v1alpha1' is not allowed from list 'gpss-imports-no-other-system'"
 
 f=internal/framework/guard/guard_violation.go
-expect $f depguard "'$mod/api/zookeeper/v1alpha1' is not allowed from list 'framework-imports-no-system'"
-expect $f depguard "'$mod/internal/zookeeper/zkclient' is not allowed from list 'framework-imports-no-system'"
+for p in api/zookeeper/v1alpha1 internal/zookeeper/zkclient internal/guardfive internal/manager; do
+	expect $f depguard "'$mod/$p' is not allowed from list 'framework-imports-no-system'"
+done
+refute $f "$mod/internal/framework/standard'"
+refute $f "$mod/api/common/v1alpha1'"
 
-expect internal/zookeeper/guard/guard_violation.go depguard "'$mod/internal/matrixone/guardleaf' is not allowed from list 'zookeeper-imports-no-other-system'"
-refute internal/zookeeper/guard/guard_violation.go "$mod/internal/zookeeper/guardleaf"
-expect internal/matrixone/guard/guard_violation.go depguard "'$mod/internal/oceanbase/guardleaf' is not allowed from list 'matrixone-imports-no-other-system'"
-expect internal/matrixone/guard/guard_violation.go depguard "'$mod/api/zookeeper/v1alpha1' is not allowed from list 'matrixone-imports-no-other-system'"
-expect internal/oceanbase/guard/guard_violation.go depguard "'$mod/internal/gpss/guardleaf' is not allowed from list 'oceanbase-imports-no-other-system'"
-expect internal/gpss/guard/guard_violation.go depguard "'$mod/internal/zookeeper/guardleaf' is not allowed from list 'gpss-imports-no-other-system'"
+for i in "${!systems[@]}"; do
+	s="${systems[$i]}" next="${systems[$(((i + 1) % ${#systems[@]}))]}"
+	f="internal/$s/guard/guard_violation.go"
+	for p in "internal/$next/guardleaf" "api/$next/v1alpha1" internal/manager; do
+		expect $f depguard "'$mod/$p' is not allowed from list '$s-imports-no-other-system'"
+	done
+	for p in "internal/$s/guardleaf" "api/$s/v1alpha1" internal/framework/workload internal/systems api/common/v1alpha1; do
+		refute $f "$mod/$p'"
+	done
+done
 
-f=internal/matrixone/moclient/guard_violation.go
-expect $f depguard "'$mod/internal/framework' is not allowed from list 'wire-client-imports-no-framework'"
-expect $f depguard "'sigs.k8s.io/controller-runtime' is not allowed from list 'wire-client-imports-no-framework'"
+for d in "${clients[@]}"; do
+	expect "$d/guard_violation.go" depguard "'$mod/internal/framework/probe' is not allowed from list 'wire-client-imports-no-framework'"
+	expect "$d/guard_violation.go" depguard "'sigs.k8s.io/controller-runtime' is not allowed from list 'wire-client-imports-no-framework'"
+done
+refute "${clients[0]}/guard_violation_test.go" depguard
 
-expect internal/oceanbase/build/guard_violation.go depguard "'sigs.k8s.io/controller-runtime' is not allowed from list 'builders-import-no-controller-runtime'"
-refute internal/oceanbase/build/guard_violation_test.go depguard
-expect internal/framework/standard/guard_violation.go depguard "'sigs.k8s.io/controller-runtime' is not allowed from list 'builders-import-no-controller-runtime'"
+for d in "${builders[@]}" internal/framework/standard; do
+	expect "$d/guard_violation.go" depguard "'sigs.k8s.io/controller-runtime' is not allowed from list 'builders-import-no-controller-runtime'"
+done
+refute "${builders[0]}/guard_violation_test.go" depguard
+
+for d in "${testing[@]}"; do
+	s="$(cut -d/ -f2 <<<"$d")"
+	expect "internal/$s/guard_testing_$(basename "$d").go" depguard "'$mod/$d' is not allowed from list 'only-tests-import-testing-packages'"
+done
+expect internal/guardfive/guardfiveclient/guard_testing.go depguard "'$mod/internal/guardfive/guardfivesim' is not allowed from list 'only-tests-import-testing-packages'"
+expect cmd/guardmain/main.go depguard "'$mod/internal/guardfive/guardfivesim' is not allowed from list 'only-tests-import-testing-packages'"
+refute internal/guardfive/guard_testing_test.go depguard
+
+# Every depguard rule of the (regenerated) configuration reported one of
+# the violations above: a rule added without a fixture fails here.
+while read -r rule; do
+	grep -qF "from list '$rule'" "$out" || { echo "FAIL: depguard rule $rule reported nothing: add a violation of it here" >&2; failed=1; }
+done < <(sed -n '/^    depguard:/,/^    [a-z]/s/^        \([a-z0-9-]*\):$/\1/p' "$tmp/.golangci.yml")
 
 f=internal/guardimports/aliases.go
 expect $f importas '"k8s.io/api/core/v1" imported as "core" but must be "corev1"'

@@ -6,4 +6,6 @@
 // take a defaulted cluster (gpssv1.Default, which the framework applies
 // before every pass and the webhooks before rendering) and do not default
 // again.
+//
+// +steward:role=builder
 package build

@@ -4,4 +4,6 @@
 // GPSS's proto packages, names and field numbers, so that they are wire
 // compatible with a real GPSS; each carries only what Steward's controller
 // and its GPSS simulator use.
+//
+// +steward:role=client
 package gpssapi

@@ -8,4 +8,6 @@
 // GPSS server applies (invalid JSON, or no Cluster.Id in a cluster, refuses
 // to start; keys match in any letter case, as encoding/json matches them,
 // which is why the operator's keys are owned in every case).
+//
+// +steward:role=client
 package gpssconfig

@@ -27,4 +27,6 @@
 //
 // Knobs (environment variables, see Knobs) make a start fail, a stop slow,
 // or a version refuse a configuration, for tests of halted upgrades.
+//
+// +steward:role=testing
 package simulator

@@ -11,4 +11,6 @@
 // operator reads JSON, concurrently and with deadlines, through the
 // framework's probe collector. wire.StoreID is the one function both sides
 // compute.
+//
+// +steward:role=client
 package hakeeper

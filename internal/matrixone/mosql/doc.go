@@ -4,4 +4,6 @@
 // counting a CN's sessions through the processlist() table function, which
 // asks every CN. HAKeeper's own view comes through the log pods' probes
 // (tools/mo-agent), not through SQL.
+//
+// +steward:role=client
 package mosql

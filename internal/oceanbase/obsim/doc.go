@@ -31,4 +31,6 @@
 // Knobs (Knobs; environment variables in the image, and an HTTP control
 // endpoint for tests) make transitions slow, make statements fail once or
 // always, or make a server deletion hang.
+//
+// +steward:role=testing
 package obsim

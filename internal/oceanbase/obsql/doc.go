@@ -4,4 +4,6 @@
 // read (DBA_OB_SERVERS, DBA_OB_ZONES, GV$OB_PARAMETERS). Every statement is
 // OceanBase 4.x's own; the tests run them against obsim, which must answer
 // as an observer does.
+//
+// +steward:role=client
 package obsql

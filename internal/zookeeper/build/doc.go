@@ -8,4 +8,6 @@
 // <ordinal+1>, the peers' headless Service is <name>-headless, the client
 // Service <name>-client, the PodDisruptionBudget <name>, and the volume
 // claims data-<name>-<ordinal>.
+//
+// +steward:role=builder
 package build

@@ -28,4 +28,6 @@
 // Every call takes a context and ends when it does; callers give it a
 // deadline. go-zookeeper's log lines go to the context's logr logger at
 // verbosity 4.
+//
+// +steward:role=client
 package zkclient

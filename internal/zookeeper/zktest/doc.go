@@ -30,4 +30,6 @@
 // naming what is missing, unless the environment variable CI is "true": then
 // it fails, so that CI cannot skip these tests silently. ZKTEST_ROOTFS names
 // another root filesystem tarball.
+//
+// +steward:role=testing
 package zktest
