@@ -17,16 +17,31 @@ import (
 
 // Actor is a controller's business logic. The framework calls it once per
 // pass with a Context holding the defaulted object.
-type Actor[T Object] interface {
+//
+// S is what the actor observes of the application in a pass: the value its
+// Declare returns (see Declarer), which the framework keeps for the rest
+// of the pass and hands to Observe, to the running flow's step (Step.Run)
+// and to InterruptFlow, so that they act on what was observed instead of
+// observing again. An actor without Declare, or whose Declare observes
+// nothing, uses Nothing. A step or an Observe that expects another type
+// than Declare returns does not compile.
+type Actor[T Object, S any] interface {
 	// Observe compares desired and observed state and returns the next
 	// action, or nil when the object is in sync. It runs when no flow is
-	// active, after Declare (when the actor has one): it decides, and
-	// leaves anything imperative to the action it returns.
-	Observe(ctx *Context[T]) (Action[T], error)
+	// active, after Declare (when the actor has one), with what Declare
+	// returned: it decides, and leaves anything imperative to the action
+	// it returns.
+	Observe(ctx *Context[T], seen S) (Action[T], error)
 	// Finalize cleans up external state of a deleting object; it is called
-	// until it reports done, then the finalizer is removed.
+	// until it reports done, then the finalizer is removed. It receives no
+	// observation: Declare does not run on a deleting object.
 	Finalize(ctx *Context[T]) (done bool, err error)
 }
+
+// Nothing is the observation of an actor that has no Declare, or whose
+// Declare observes nothing for Observe and the flow steps: the S of
+// Actor[T, Nothing].
+type Nothing = struct{}
 
 // Action is one step towards the desired state. The framework runs at most
 // one per pass, sets Synced=False with the action's name as reason, and
@@ -53,14 +68,19 @@ func Named[T Object](name string, fn Action[T]) Action[T] {
 // workloads: Context.Apply writes only when something changed), observes
 // the application into status, and sets the conditions that describe it.
 // It does nothing imperative (no member added or removed, no pod evicted):
-// that is for actions and flow steps, which find what Declare observed in
-// a PassValue instead of observing again.
+// that is for actions and flow steps. It returns what it observed, which
+// the framework passes to Observe, to the flow's step and to InterruptFlow
+// in the same pass; the next pass starts from a new Declare. A Declare
+// that returns early without an observation (waiting for something)
+// returns S's zero value, and its readers treat that as "not observed".
+// An actor whose S is not Nothing must implement Declarer (New fails
+// otherwise).
 //
 // Because it runs during flows that can last an hour, a child Declare
 // applies is repaired within a pass of being changed or deleted, whatever
 // the object is doing.
-type Declarer[T Object] interface {
-	Declare(ctx *Context[T]) error
+type Declarer[T Object, S any] interface {
+	Declare(ctx *Context[T]) (S, error)
 }
 
 // Defaulter is implemented by actors whose kind has defaults. Default is the

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -69,7 +70,7 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 	k := applyKey{gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
 	c.applied[childKey{gk: gvk.GroupKind(), name: obj.GetName()}] = true
 
-	if c.r.unchanged(c, k, hash, c.Obj.GetUID(), obj) {
+	if c.r.unchanged(c, c.Client, k, hash, c.Obj.GetUID(), obj) {
 		return nil
 	}
 	if err := c.Client.Apply(c, client.ApplyConfigurationFromUnstructured(u),
@@ -86,7 +87,7 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 
 // unchanged reports whether the child at k is as the last apply of the same
 // content left it; if so it copies the cached child into obj.
-func (r *Reconciler[T]) unchanged(c *Context[T], k applyKey, hash string, owner types.UID, obj client.Object) bool {
+func (r *core) unchanged(ctx context.Context, cl client.Reader, k applyKey, hash string, owner types.UID, obj client.Object) bool {
 	r.mu.Lock()
 	rec, ok := r.applies[k]
 	r.mu.Unlock()
@@ -94,7 +95,7 @@ func (r *Reconciler[T]) unchanged(c *Context[T], k applyKey, hash string, owner 
 		return false
 	}
 	current := obj.DeepCopyObject().(client.Object)
-	if err := c.Client.Get(c, types.NamespacedName{Namespace: k.namespace, Name: k.name}, current); err != nil {
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: k.namespace, Name: k.name}, current); err != nil {
 		return false
 	}
 	if current.GetUID() != rec.uid || versionOf(current) != rec.version {
@@ -104,14 +105,14 @@ func (r *Reconciler[T]) unchanged(c *Context[T], k applyKey, hash string, owner 
 	return true
 }
 
-func (r *Reconciler[T]) remember(k applyKey, rec applyRecord) {
+func (r *core) remember(k applyKey, rec applyRecord) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.applies[k] = rec
 }
 
 // forgetOwner drops the apply records of an owner's children.
-func (r *Reconciler[T]) forgetOwner(owner types.UID) {
+func (r *core) forgetOwner(owner types.UID) {
 	r.checks.forget(string(owner))
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -122,7 +123,7 @@ func (r *Reconciler[T]) forgetOwner(owner types.UID) {
 	}
 }
 
-func (r *Reconciler[T]) forget(k applyKey) {
+func (r *core) forget(k applyKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.applies, k)

@@ -191,7 +191,7 @@ func (c *Context[T]) CollectConfigMaps(component string) ([]string, error) {
 			candidates = append(candidates, cm)
 		}
 	}
-	if len(candidates) <= c.r.opts.ConfigRevisions {
+	if len(candidates) <= c.r.configRevisions {
 		return nil, nil
 	}
 	used, err := c.referencedConfigMaps(ns)
@@ -200,11 +200,11 @@ func (c *Context[T]) CollectConfigMaps(component string) ([]string, error) {
 	}
 	candidates = slices.DeleteFunc(candidates, func(cm *corev1.ConfigMap) bool { return used[cm.Name] })
 	sortNewestFirst(candidates)
-	if len(candidates) <= c.r.opts.ConfigRevisions {
+	if len(candidates) <= c.r.configRevisions {
 		return nil, nil
 	}
 	var deleted []string
-	for _, cm := range candidates[c.r.opts.ConfigRevisions:] {
+	for _, cm := range candidates[c.r.configRevisions:] {
 		if err := c.deleteChild(cm, corev1.SchemeGroupVersion.WithKind("ConfigMap")); err != nil {
 			return deleted, err
 		}

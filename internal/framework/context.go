@@ -41,7 +41,7 @@ type Context[T Object] struct {
 	// actor declared them.
 	Dependencies []client.Object
 
-	r          *Reconciler[T]
+	r          *core
 	actionName string
 	readySet   bool
 	// applied records the children applied in this pass, for DeleteOrphans.
@@ -49,54 +49,6 @@ type Context[T Object] struct {
 	// configs records the config ConfigMaps ensured in this pass, which
 	// CollectConfigMaps never deletes.
 	configs map[string]bool
-	// values are the PassValues set in this pass.
-	values map[any]any
-}
-
-// PassValue is a value an actor computes once per pass and reads again
-// later in the same pass: typically what Declare observed of the
-// application, which Observe and the flow step then use instead of
-// observing again. A value lives for one pass; the next pass starts
-// without it. Declare one per kind of value, at package level:
-//
-//	var observed = framework.NewPassValue[*ensemble]("ensemble")
-//
-//	observed.Set(ctx, e)          // in Declare
-//	e, ok := observed.Get(ctx)    // in Observe or a step
-type PassValue[V any] struct{ name string }
-
-// NewPassValue returns a new key for pass values of type V; name is for
-// messages.
-func NewPassValue[V any](name string) *PassValue[V] { return &PassValue[V]{name: name} }
-
-// passScope is what holds pass values: every Context[T].
-type passScope interface{ passValues() map[any]any }
-
-func (c *Context[T]) passValues() map[any]any {
-	if c.values == nil {
-		c.values = map[any]any{}
-	}
-	return c.values
-}
-
-// Set keeps v for the rest of the pass of ctx.
-func (k *PassValue[V]) Set(ctx passScope, v V) { ctx.passValues()[k] = v }
-
-// Get returns the value set in the pass of ctx, and whether one was.
-func (k *PassValue[V]) Get(ctx passScope) (V, bool) {
-	v, ok := ctx.passValues()[k].(V)
-	return v, ok
-}
-
-// MustGet returns the value set in the pass of ctx, or an error naming the
-// value when none was: a step that runs without what Declare observed is
-// a programming error, reported as a failed attempt rather than a panic.
-func (k *PassValue[V]) MustGet(ctx passScope) (V, error) {
-	v, ok := k.Get(ctx)
-	if !ok {
-		return v, fmt.Errorf("no %s was observed in this pass", k.name)
-	}
-	return v, nil
 }
 
 // childKey identifies a child by kind and name within the owner's namespace.

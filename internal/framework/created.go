@@ -48,7 +48,7 @@ func (c *Context[T]) createdKey(obj client.Object) createdKey {
 // rememberCreated records that this process created the object at k, and
 // drops the records past createdTTL (those of objects deleted before their
 // cache caught up).
-func (r *Reconciler[T]) rememberCreated(k createdKey) {
+func (r *core) rememberCreated(k createdKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -63,7 +63,7 @@ func (r *Reconciler[T]) rememberCreated(k createdKey) {
 // createdRecently reports whether this process created the object at k
 // within createdTTL, while the cache does not show it (missing). Once the
 // cache shows it, or the record is older, the record goes.
-func (r *Reconciler[T]) createdRecently(k createdKey, missing bool) bool {
+func (r *core) createdRecently(k createdKey, missing bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	at, ok := r.created[k]

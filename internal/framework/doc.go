@@ -14,10 +14,12 @@
 //  5. declared dependencies ([DependencyDeclarer]) not ready: set
 //     DependenciesReady=False naming them and requeue with backoff;
 //  6. the declarative phase ([Declarer]) on every pass, flows included:
-//     apply the children, observe the application into status;
+//     apply the children, observe the application into status, and return
+//     the observation, of the actor's own type;
 //  7. an active task flow ([Flow], persisted in status.operation): act on a
 //     rescue annotation, run the current step; otherwise call Observe and
-//     run the one [Action] it returns;
+//     run the one [Action] it returns. The step and Observe receive what
+//     Declare returned in the same pass;
 //  8. write status once, as a merge patch of the status subresource, only
 //     if it changed, stamping observedGeneration; record an Event per
 //     condition transition;

@@ -21,9 +21,9 @@ func TestEventsWithDifferentNotesAreKept(t *testing.T) {
 	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
-	opts.Flows = append(opts.Flows, framework.Flow[*testapi.Widget]{
+	opts.Flows = append(opts.Flows, framework.Flow[*testapi.Widget, *declaration]{
 		Name: "announce",
-		Steps: []framework.Step[*testapi.Widget]{{Name: "add", Run: func(c *Ctx) (bool, error) {
+		Steps: []framework.Step[*testapi.Widget, *declaration]{{Name: "add", Run: func(c *Ctx, _ *declaration) (bool, error) {
 			c.Event(corev1.EventTypeNormal, "MemberAdded", "Added member %s", "m-1")
 			c.Event(corev1.EventTypeNormal, "MemberAdded", "Added member %s", "m-2")
 			c.Event(corev1.EventTypeNormal, "MemberSeen", "Saw member %s", "m-3")

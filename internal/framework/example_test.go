@@ -49,22 +49,34 @@ func (gadgetSet) Dependencies(c *WidgetContext) ([]framework.Dependency, error) 
 	return deps, nil
 }
 
+// widgetSeen is what gadgetSet's Declare observed in a pass. The
+// framework hands it to Observe and to the flow's steps of the same pass,
+// typed: a step expecting anything else does not compile.
+type widgetSeen struct {
+	// gadgets are the Widget's Gadgets as applied.
+	gadgets []*testapi.Gadget
+}
+
 // Declare applies the children on every pass, flows included (no write
-// when nothing changed).
-func (gadgetSet) Declare(c *WidgetContext) error {
+// when nothing changed), and returns what it found.
+func (gadgetSet) Declare(c *WidgetContext) (*widgetSeen, error) {
 	w := c.Obj
+	seen := &widgetSeen{}
 	for i := range w.Spec.Replicas {
 		g := &testapi.Gadget{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", w.Name, i)}}
 		if err := c.Apply(g, "gadget"); err != nil {
-			return err
+			return nil, err
 		}
+		seen.gadgets = append(seen.gadgets, g)
 	}
-	_, err := c.DeleteOrphans(&testapi.GadgetList{})
-	return err
+	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
+		return nil, err
+	}
+	return seen, nil
 }
 
 // Observe returns the one imperative action left, if any.
-func (gadgetSet) Observe(c *WidgetContext) (framework.Action[*testapi.Widget], error) {
+func (gadgetSet) Observe(c *WidgetContext, _ *widgetSeen) (framework.Action[*testapi.Widget], error) {
 	w := c.Obj
 	if token := w.Spec.FlowToken; token != "" {
 		if op := c.Operation(); op == nil || op.Trigger != token {
@@ -79,11 +91,11 @@ func (gadgetSet) Observe(c *WidgetContext) (framework.Action[*testapi.Widget], e
 func (gadgetSet) Finalize(*WidgetContext) (bool, error) { return true, nil }
 
 // restart is a flow of two idempotent, non-blocking steps.
-var restart = framework.Flow[*testapi.Widget]{
+var restart = framework.Flow[*testapi.Widget, *widgetSeen]{
 	Name: "restart",
-	Steps: []framework.Step[*testapi.Widget]{
-		{Name: "mark", Run: func(c *WidgetContext) (bool, error) {
-			c.Event(corev1.EventTypeNormal, "Restarting", "Restarting %d Gadgets", c.Obj.Spec.Replicas)
+	Steps: []framework.Step[*testapi.Widget, *widgetSeen]{
+		{Name: "mark", Run: func(c *WidgetContext, seen *widgetSeen) (bool, error) {
+			c.Event(corev1.EventTypeNormal, "Restarting", "Restarting %d Gadgets", len(seen.gadgets))
 			return true, nil
 		}},
 		{Name: "wait-ready", Run: waitGadgetsReady},
@@ -92,13 +104,13 @@ var restart = framework.Flow[*testapi.Widget]{
 
 // waitGadgetsReady polls until every Gadget of the Widget is Ready at its
 // current generation.
-func waitGadgetsReady(c *WidgetContext) (bool, error) {
+func waitGadgetsReady(c *WidgetContext, seen *widgetSeen) (bool, error) {
 	var list testapi.GadgetList
 	if err := c.Client.List(c, &list, client.InNamespace(c.Obj.Namespace),
 		client.MatchingLabels(c.Selector("gadget"))); err != nil {
 		return false, fmt.Errorf("list Gadgets: %w", err)
 	}
-	if len(list.Items) < int(c.Obj.Spec.Replicas) {
+	if len(list.Items) < len(seen.gadgets) {
 		return false, nil // poll again later
 	}
 	for i := range list.Items {
@@ -111,10 +123,11 @@ func waitGadgetsReady(c *WidgetContext) (bool, error) {
 
 // gadgetReady is the Gadgets' own controller: a Gadget has nothing to do,
 // so every pass finds it in sync and the framework reports it Ready at its
-// generation, which is what the Widget's wait-ready step waits for.
+// generation, which is what the Widget's wait-ready step waits for. It has
+// no Declare, so it observes framework.Nothing.
 type gadgetReady struct{}
 
-func (gadgetReady) Observe(*GadgetContext) (framework.Action[*testapi.Gadget], error) {
+func (gadgetReady) Observe(*GadgetContext, framework.Nothing) (framework.Action[*testapi.Gadget], error) {
 	return nil, nil
 }
 
@@ -122,17 +135,17 @@ func (gadgetReady) Finalize(*GadgetContext) (bool, error) { return true, nil }
 
 // setupExample registers both controllers with a manager.
 func setupExample(mgr ctrl.Manager) error {
-	_, err := framework.Setup(mgr, framework.Options[*testapi.Widget]{
+	_, err := framework.Setup(mgr, framework.Options[*testapi.Widget, *widgetSeen]{
 		Actor:  gadgetSet{},
 		App:    "widget",
 		PartOf: "example",
 		Owns:   []client.Object{&testapi.Gadget{}},
-		Flows:  []framework.Flow[*testapi.Widget]{restart},
+		Flows:  []framework.Flow[*testapi.Widget, *widgetSeen]{restart},
 	})
 	if err != nil {
 		return err
 	}
-	_, err = framework.Setup(mgr, framework.Options[*testapi.Gadget]{Actor: gadgetReady{}, PartOf: "example"})
+	_, err = framework.Setup(mgr, framework.Options[*testapi.Gadget, framework.Nothing]{Actor: gadgetReady{}, PartOf: "example"})
 	return err
 }
 

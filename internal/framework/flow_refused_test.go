@@ -45,9 +45,9 @@ func TestRefusedStepFailsTheFlow(t *testing.T) {
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	var runs atomic.Int32
-	opts.Flows = append(opts.Flows, framework.Flow[*testapi.Widget]{
+	opts.Flows = append(opts.Flows, framework.Flow[*testapi.Widget, *declaration]{
 		Name: "refused",
-		Steps: []framework.Step[*testapi.Widget]{{Name: "send", Run: func(*Ctx) (bool, error) {
+		Steps: []framework.Step[*testapi.Widget, *declaration]{{Name: "send", Run: func(*Ctx, *declaration) (bool, error) {
 			if runs.Add(1)%2 == 1 {
 				return false, nil // sent: poll it
 			}

@@ -28,12 +28,13 @@ var DefaultStepBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute}
 // status.operation. Register flows in Options.Flows and start one with
 // StartFlow; the framework then runs the current step on every pass until
 // the flow succeeds, fails or is aborted, and calls Observe again only
-// afterwards.
-type Flow[T Object] struct {
+// afterwards. Its steps receive what the actor's Declare observed, an S
+// (see Actor).
+type Flow[T Object, S any] struct {
 	// Name identifies the flow in status; keep it stable across releases.
 	Name string
 	// Steps run in order. Step names are persisted too.
-	Steps []Step[T]
+	Steps []Step[T, S]
 	// MaxAttempts bounds the failed attempts of one step before the flow
 	// fails (default DefaultMaxAttempts). Runs that are not done do not
 	// reset the count: it starts again only once the step has run without
@@ -53,11 +54,12 @@ type Flow[T Object] struct {
 // if the manager stops before the progress is written, so it checks whether
 // its work is already done. A terminal error (Terminal, InvalidSpec) fails
 // the flow at once; other errors are retried with backoff.
-type Step[T Object] struct {
+type Step[T Object, S any] struct {
 	// Name identifies the step in status; keep it stable across releases.
 	Name string
-	// Run does or polls the step's work.
-	Run func(ctx *Context[T]) (done bool, err error)
+	// Run does or polls the step's work, with what the actor's Declare
+	// observed in this pass (seen).
+	Run func(ctx *Context[T], seen S) (done bool, err error)
 	// Timeout, when set, bounds how long the step may take from when it
 	// became current (status.operation.stepStartedAt). Past it, every run
 	// that does not report done counts as a failed attempt, with the
@@ -70,14 +72,15 @@ type Step[T Object] struct {
 // the desired state moved on, for example a scale-out that arrives while a
 // drain runs (design principle 7). The framework asks on every pass of a
 // Running flow, before its step runs (not while the flow is Failed: a
-// failed flow waits for a rescue). When InterruptFlow reports true the flow
-// ends Aborted with reason as its message, an Event OperationInterrupted
-// records it, and Observe runs in the same pass.
-type FlowInterrupter[T Object] interface {
-	InterruptFlow(ctx *Context[T], op *commonv1.Operation) (reason string, interrupt bool)
+// failed flow waits for a rescue), with what Declare observed in this pass
+// (seen). When InterruptFlow reports true the flow ends Aborted with
+// reason as its message, an Event OperationInterrupted records it, and
+// Observe runs in the same pass.
+type FlowInterrupter[T Object, S any] interface {
+	InterruptFlow(ctx *Context[T], seen S, op *commonv1.Operation) (reason string, interrupt bool)
 }
 
-func (f Flow[T]) withDefaults() Flow[T] {
+func (f Flow[T, S]) withDefaults() Flow[T, S] {
 	if f.MaxAttempts <= 0 {
 		f.MaxAttempts = DefaultMaxAttempts
 	}
@@ -88,7 +91,7 @@ func (f Flow[T]) withDefaults() Flow[T] {
 	return f
 }
 
-func (f Flow[T]) validate() error {
+func (f Flow[T, S]) validate() error {
 	if f.Name == "" || len(f.Steps) == 0 {
 		return fmt.Errorf("framework: flow %q needs a name and steps", f.Name)
 	}
@@ -102,7 +105,16 @@ func (f Flow[T]) validate() error {
 	return nil
 }
 
-func (f *Flow[T]) step(name string) *Step[T] {
+// stepNames returns the names of f's steps, in order.
+func (f Flow[T, S]) stepNames() []string {
+	names := make([]string, len(f.Steps))
+	for i, s := range f.Steps {
+		names[i] = s.Name
+	}
+	return names
+}
+
+func (f *Flow[T, S]) step(name string) *Step[T, S] {
 	for i := range f.Steps {
 		if f.Steps[i].Name == name {
 			return &f.Steps[i]
@@ -118,16 +130,12 @@ func (f *Flow[T]) step(name string) *Step[T] {
 func StartFlow[T Object](name, trigger string) Action[T] {
 	return Named("Start"+reasonFrom(name), func(c *Context[T]) error {
 		core := c.Obj.StatusCore()
-		f := c.r.flows[name]
-		if f == nil {
+		steps, ok := c.r.flowSteps[name]
+		if !ok {
 			return Terminal(fmt.Errorf("flow %q is not registered", name))
 		}
 		if op := core.Operation; op != nil && op.Phase.Active() {
 			return fmt.Errorf("flow %q is %s", op.Name, op.Phase)
-		}
-		steps := make([]string, len(f.Steps))
-		for i, s := range f.Steps {
-			steps[i] = s.Name
 		}
 		core.Operation = commonv1.NewOperation(name, trigger, steps, metav1.Now())
 		c.Log.Info("Starting operation", "operation", name, "trigger", trigger)
@@ -137,7 +145,7 @@ func StartFlow[T Object](name, trigger string) Action[T] {
 
 // runOperation runs the active operation. It reports whether the
 // operation owned this pass (the actor is not observed then).
-func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
+func (p *pass[T, S]) runOperation() (bool, reconcile.Result, error) {
 	op := p.obj.StatusCore().Operation
 	p.setOperationCondition(op)
 	if op == nil || !op.Phase.Active() {
@@ -160,12 +168,12 @@ func (p *pass[T]) runOperation() (bool, reconcile.Result, error) {
 
 // interrupt asks the actor whether the running operation must stop, and
 // aborts it if so.
-func (p *pass[T]) interrupt(op *commonv1.Operation) bool {
-	i, ok := p.r.opts.Actor.(FlowInterrupter[T])
+func (p *pass[T, S]) interrupt(op *commonv1.Operation) bool {
+	i, ok := p.r.opts.Actor.(FlowInterrupter[T, S])
 	if !ok {
 		return false
 	}
-	reason, stop := i.InterruptFlow(p.c, op)
+	reason, stop := i.InterruptFlow(p.c, p.seen, op)
 	if !stop {
 		return false
 	}
@@ -179,9 +187,9 @@ func (p *pass[T]) interrupt(op *commonv1.Operation) bool {
 }
 
 // runStep runs the current step of a running operation.
-func (p *pass[T]) runStep(op *commonv1.Operation) (reconcile.Result, error) {
+func (p *pass[T, S]) runStep(op *commonv1.Operation) (reconcile.Result, error) {
 	f := p.r.flows[op.Name]
-	var s *Step[T]
+	var s *Step[T, S]
 	if f != nil && int(op.Current) < len(op.Steps) {
 		s = f.step(op.Steps[op.Current])
 	}
@@ -205,7 +213,7 @@ func (p *pass[T]) runStep(op *commonv1.Operation) (reconcile.Result, error) {
 		now := metav1.Now()
 		op.StepStartedAt = &now
 	}
-	done, err := s.Run(p.c)
+	done, err := s.Run(p.c, p.seen)
 	p.processed = true
 	if err == nil && !done && s.Timeout > 0 && time.Since(op.StepStartedAt.Time) >= s.Timeout {
 		err = fmt.Errorf("step %s not done within its timeout of %s", s.Name, s.Timeout)
@@ -214,7 +222,7 @@ func (p *pass[T]) runStep(op *commonv1.Operation) (reconcile.Result, error) {
 }
 
 // stepResult moves the operation on after a run of step s.
-func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *commonv1.Operation, done bool, err error) (reconcile.Result, error) {
+func (p *pass[T, S]) stepResult(f *Flow[T, S], s *Step[T, S], op *commonv1.Operation, done bool, err error) (reconcile.Result, error) {
 	log := p.log.WithValues("operation", op.Name, "step", s.Name)
 	switch {
 	case err != nil && classify(err) == classConflict:
@@ -245,7 +253,7 @@ func (p *pass[T]) stepResult(f *Flow[T], s *Step[T], op *commonv1.Operation, don
 // recoveryWindow is how long a step must run without error after a
 // failed attempt for its failed attempts to be forgotten: the flow's
 // longest backoff.
-func (f *Flow[T]) recoveryWindow() time.Duration { return f.Backoff.Max }
+func (f *Flow[T, S]) recoveryWindow() time.Duration { return f.Backoff.Max }
 
 // recovered reports whether a step with failed attempts has run without
 // error for window since its last retry was due. A run that is not done
@@ -267,7 +275,7 @@ func setRunning[T Object](c *Context[T], op *commonv1.Operation) {
 
 // stepFailed counts a failed attempt and fails the flow once it is out of
 // attempts or the error is terminal.
-func (p *pass[T]) stepFailed(f *Flow[T], op *commonv1.Operation, err error) (reconcile.Result, error) {
+func (p *pass[T, S]) stepFailed(f *Flow[T, S], op *commonv1.Operation, err error) (reconcile.Result, error) {
 	op.Attempts++
 	op.LastError = err.Error()
 	if IsTerminal(err) || op.Attempts >= f.MaxAttempts {
@@ -286,7 +294,7 @@ func (p *pass[T]) stepFailed(f *Flow[T], op *commonv1.Operation, err error) (rec
 
 // setOperationCondition mirrors the operation's phase in OperationFailed:
 // True while Failed, False otherwise once a flow has run.
-func (p *pass[T]) setOperationCondition(op *commonv1.Operation) {
+func (p *pass[T, S]) setOperationCondition(op *commonv1.Operation) {
 	if op == nil {
 		return
 	}
@@ -308,7 +316,7 @@ func failedMessage(op *commonv1.Operation) string {
 }
 
 // rescueIfAsked acts on the rescue annotation, if the object has one.
-func (p *pass[T]) rescueIfAsked() error {
+func (p *pass[T, S]) rescueIfAsked() error {
 	value, found := p.obj.GetAnnotations()[commonv1.RescueAnnotation]
 	if !found {
 		return nil
@@ -320,7 +328,7 @@ func (p *pass[T]) rescueIfAsked() error {
 // a rescue is applied at most once even if the pass fails afterwards; a
 // rescue lost that way is visible (the operation did not change) and can be
 // set again.
-func (p *pass[T]) rescue(value string) error {
+func (p *pass[T, S]) rescue(value string) error {
 	err := p.patchMeta(p.c, func(o client.Object) {
 		a := o.GetAnnotations()
 		delete(a, commonv1.RescueAnnotation)

@@ -25,7 +25,7 @@ type stepOutcome struct {
 
 // flowPass returns a pass over a Widget running a one-step flow whose step
 // reports the outcomes in turn, on a fake API server.
-func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pass[*testapi.Widget], *commonv1.Operation) {
+func flowPass(t *testing.T, step Step[*testapi.Widget, Nothing], maxAttempts int32) (*pass[*testapi.Widget, Nothing], *commonv1.Operation) {
 	t.Helper()
 	s := k8sruntime.NewScheme()
 	if err := testapi.AddToScheme(s); err != nil {
@@ -36,17 +36,19 @@ func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pas
 	if err := cl.Get(t.Context(), client.ObjectKeyFromObject(w), w); err != nil {
 		t.Fatal(err)
 	}
-	f := Flow[*testapi.Widget]{Name: "f", Steps: []Step[*testapi.Widget]{step}, MaxAttempts: maxAttempts}.withDefaults()
-	r := &Reconciler[*testapi.Widget]{
-		opts:     Options[*testapi.Widget]{ActionRequeue: time.Millisecond},
-		client:   cl,
-		reader:   cl,
-		scheme:   s,
-		recorder: events.NewFakeRecorder(100),
-		kind:     "Widget",
-		flows:    map[string]*Flow[*testapi.Widget]{"f": &f},
+	f := Flow[*testapi.Widget, Nothing]{Name: "f", Steps: []Step[*testapi.Widget, Nothing]{step}, MaxAttempts: maxAttempts}.withDefaults()
+	r := &Reconciler[*testapi.Widget, Nothing]{
+		core: &core{
+			client:   cl,
+			reader:   cl,
+			scheme:   s,
+			recorder: events.NewFakeRecorder(100),
+			kind:     "Widget",
+		},
+		opts:  Options[*testapi.Widget, Nothing]{ActionRequeue: time.Millisecond},
+		flows: map[string]*Flow[*testapi.Widget, Nothing]{"f": &f},
 	}
-	p := &pass[*testapi.Widget]{r: r, log: logr.Discard(), obj: w}
+	p := &pass[*testapi.Widget, Nothing]{r: r, log: logr.Discard(), obj: w}
 	p.begin(t.Context())
 	op := commonv1.NewOperation("f", "t", []string{step.Name}, metav1.Now())
 	w.Status.Operation = op
@@ -54,9 +56,9 @@ func flowPass(t *testing.T, step Step[*testapi.Widget], maxAttempts int32) (*pas
 }
 
 // scripted returns a step reporting outcomes in turn.
-func scripted(outcomes []stepOutcome) Step[*testapi.Widget] {
+func scripted(outcomes []stepOutcome) Step[*testapi.Widget, Nothing] {
 	i := 0
-	return Step[*testapi.Widget]{Name: "s", Run: func(*Context[*testapi.Widget]) (bool, error) {
+	return Step[*testapi.Widget, Nothing]{Name: "s", Run: func(*Context[*testapi.Widget], Nothing) (bool, error) {
 		o := outcomes[i]
 		i++
 		return o.done, o.err
@@ -65,7 +67,7 @@ func scripted(outcomes []stepOutcome) Step[*testapi.Widget] {
 
 // runAgain runs the operation's step as the next pass would, once its
 // backoff has passed: a retry that was due is due now.
-func runAgain(t *testing.T, p *pass[*testapi.Widget], op *commonv1.Operation) {
+func runAgain(t *testing.T, p *pass[*testapi.Widget, Nothing], op *commonv1.Operation) {
 	t.Helper()
 	if op.NextAttemptAt != nil {
 		due := metav1.Now()
@@ -168,7 +170,7 @@ func TestStepTimeout(t *testing.T) {
 // cache's copy of the object is older than the API server's.
 func TestStepSkippedOnStaleCache(t *testing.T) {
 	ran := false
-	p, op := flowPass(t, Step[*testapi.Widget]{Name: "s", Run: func(*Context[*testapi.Widget]) (bool, error) {
+	p, op := flowPass(t, Step[*testapi.Widget, Nothing]{Name: "s", Run: func(*Context[*testapi.Widget], Nothing) (bool, error) {
 		ran = true
 		return true, nil
 	}}, 3)
@@ -182,7 +184,7 @@ func TestStepSkippedOnStaleCache(t *testing.T) {
 // TestResyncNotReady checks that an in-sync object that is not Ready is
 // observed again after ResyncNotReady, and a Ready one after Resync.
 func TestResyncNotReady(t *testing.T) {
-	r := &Reconciler[*testapi.Widget]{opts: Options[*testapi.Widget]{Resync: 30 * time.Second, ResyncNotReady: 2 * time.Second}}
+	r := &Reconciler[*testapi.Widget, Nothing]{opts: Options[*testapi.Widget, Nothing]{Resync: 30 * time.Second, ResyncNotReady: 2 * time.Second}}
 	w := &testapi.Widget{}
 	if got := r.resyncAfter(w); got != 2*time.Second {
 		t.Errorf("no Ready condition: resync after %s, want 2s", got)

@@ -149,7 +149,7 @@ func newActor(name string, log *flowLog) *widgetActor {
 	return &widgetActor{name: name, log: log}
 }
 
-func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error) {
+func (a *widgetActor) Observe(c *Ctx, _ *declaration) (framework.Action[*testapi.Widget], error) {
 	n := a.observes.Add(1)
 	if err := observeError(a.failObserve.Load(), n); err != nil {
 		return nil, err
@@ -176,8 +176,9 @@ func (a *widgetActor) Observe(c *Ctx) (framework.Action[*testapi.Widget], error)
 }
 
 // Declare applies the Gadgets (one per replica) and the config rollout on
-// every pass, flows included, and says so in the Declared condition.
-func (a *widgetActor) Declare(c *Ctx) error {
+// every pass, flows included, says so in the Declared condition, and
+// returns what it did for the flow steps of the same pass.
+func (a *widgetActor) Declare(c *Ctx) (*declaration, error) {
 	a.declares.Add(1)
 	w := c.Obj
 	for i := range max(w.Spec.Replicas, 0) {
@@ -186,22 +187,22 @@ func (a *widgetActor) Declare(c *Ctx) error {
 			Spec:       testapi.GadgetSpec{Index: i},
 		}
 		if err := c.Apply(g, "gadget"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, err := c.DeleteOrphans(&testapi.GadgetList{}); err != nil {
-		return err
+		return nil, err
 	}
 	if err := a.rollConfig(c); err != nil {
-		return err
+		return nil, err
 	}
-	declared.Set(c, int(max(w.Spec.Replicas, 0)))
 	c.SetCondition("Declared", metav1.ConditionTrue, "ChildrenApplied", fmt.Sprintf("%d gadgets", max(w.Spec.Replicas, 0)))
-	return nil
+	return &declaration{gadgets: int(max(w.Spec.Replicas, 0))}, nil
 }
 
-// declared is what Declare leaves for the flow steps of the same pass.
-var declared = framework.NewPassValue[int]("gadget count")
+// declaration is what Declare leaves for Observe and the flow steps of the
+// same pass.
+type declaration struct{ gadgets int }
 
 // rollConfig rolls spec.config out to a Deployment and collects old
 // revisions.
@@ -270,7 +271,7 @@ func statusCode(ctx context.Context, t probe.Target) (int, error) {
 
 // InterruptFlow stops the running flow when the test says so, as a
 // scale-out cancels a drain.
-func (a *widgetActor) InterruptFlow(*Ctx, *commonv1.Operation) (string, bool) {
+func (a *widgetActor) InterruptFlow(*Ctx, *declaration, *commonv1.Operation) (string, bool) {
 	return "scale-out arrived", a.interrupt.Load()
 }
 
@@ -289,10 +290,10 @@ func (a *widgetActor) Dependencies(c *Ctx) ([]framework.Dependency, error) {
 
 // step returns a flow step that records its runs and completes when done
 // says so. It fails when Declare did not run before it in the pass.
-func (a *widgetActor) step(name string, done func() (bool, error)) framework.Step[*testapi.Widget] {
-	return framework.Step[*testapi.Widget]{Name: name, Run: func(c *Ctx) (bool, error) {
-		if _, err := declared.MustGet(c); err != nil {
-			return false, err
+func (a *widgetActor) step(name string, done func() (bool, error)) framework.Step[*testapi.Widget, *declaration] {
+	return framework.Step[*testapi.Widget, *declaration]{Name: name, Run: func(_ *Ctx, seen *declaration) (bool, error) {
+		if seen == nil {
+			return false, errors.New("no declaration in this pass")
 		}
 		ok, err := done()
 		a.log.ran(a.name, name, ok && err == nil)
@@ -300,12 +301,12 @@ func (a *widgetActor) step(name string, done func() (bool, error)) framework.Ste
 	}}
 }
 
-func (a *widgetActor) flows() []framework.Flow[*testapi.Widget] {
+func (a *widgetActor) flows() []framework.Flow[*testapi.Widget, *declaration] {
 	always := func() (bool, error) { return true, nil }
-	return []framework.Flow[*testapi.Widget]{
+	return []framework.Flow[*testapi.Widget, *declaration]{
 		{
 			Name: "steps",
-			Steps: []framework.Step[*testapi.Widget]{
+			Steps: []framework.Step[*testapi.Widget, *declaration]{
 				a.step("one", always),
 				a.step("wait", func() (bool, error) { return a.gate.Load(), nil }),
 				a.step("three", always),
@@ -314,7 +315,7 @@ func (a *widgetActor) flows() []framework.Flow[*testapi.Widget] {
 		},
 		{
 			Name: "flaky",
-			Steps: []framework.Step[*testapi.Widget]{
+			Steps: []framework.Step[*testapi.Widget, *declaration]{
 				a.step("a", always),
 				a.step("flaky", func() (bool, error) {
 					if a.failing.Load() {
@@ -425,8 +426,8 @@ type running struct {
 }
 
 // testOptions are fast framework options for the tests.
-func testOptions(a *widgetActor) framework.Options[*testapi.Widget] {
-	return framework.Options[*testapi.Widget]{
+func testOptions(a *widgetActor) framework.Options[*testapi.Widget, *declaration] {
+	return framework.Options[*testapi.Widget, *declaration]{
 		Actor:         a,
 		App:           "widget",
 		PartOf:        "framework-test",
@@ -441,7 +442,7 @@ func testOptions(a *widgetActor) framework.Options[*testapi.Widget] {
 // startManager runs a manager with a Widget controller limited to namespace
 // ns and counts the API writes of its client and the Events of the
 // controller. The manager stops when the test ends or when stop is called.
-func startManager(t *testing.T, cfg *rest.Config, ns string, opts framework.Options[*testapi.Widget]) *running {
+func startManager(t *testing.T, cfg *rest.Config, ns string, opts framework.Options[*testapi.Widget, *declaration]) *running {
 	t.Helper()
 	var counter *eventCounter
 	m := startManagerWith(t, cfg, ns, func(mgr ctrl.Manager) error {

@@ -24,13 +24,16 @@ import (
 )
 
 // pass is one reconcile pass over one object.
-type pass[T Object] struct {
-	r   *Reconciler[T]
+type pass[T Object, S any] struct {
+	r   *Reconciler[T, S]
 	log logr.Logger
 
 	obj  T
 	orig T // obj as read, before defaults: the base of the status patch
 	c    *Context[T]
+	// seen is what Declare observed in this pass, for Observe, the flow's
+	// step and InterruptFlow (S's zero value without a Declarer).
+	seen S
 	// processed: the pass acted on the spec of the object's generation
 	// (Observe returned, a flow step ran, Finalize returned); only then is
 	// observedGeneration stamped, and only if the pass did not fail.
@@ -40,7 +43,7 @@ type pass[T Object] struct {
 }
 
 // run is the reconcile pass of the design (docs/design/framework.md).
-func (p *pass[T]) run(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (p *pass[T, S]) run(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	p.obj = newObject[T]()
 	if err := p.r.client.Get(ctx, req.NamespacedName, p.obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -72,7 +75,7 @@ func (p *pass[T]) run(ctx context.Context, req reconcile.Request) (reconcile.Res
 }
 
 // begin snapshots the object, applies defaults and builds the Context.
-func (p *pass[T]) begin(ctx context.Context) {
+func (p *pass[T, S]) begin(ctx context.Context) {
 	p.orig = p.obj.DeepCopyObject().(T)
 	if d, ok := p.r.opts.Actor.(Defaulter[T]); ok {
 		d.Default(p.obj)
@@ -85,7 +88,7 @@ func (p *pass[T]) begin(ctx context.Context) {
 		Scheme:   p.r.scheme,
 		Recorder: p.r.recorder,
 		Log:      p.log,
-		r:        p.r,
+		r:        p.r.core,
 		applied:  map[childKey]bool{},
 		configs:  map[string]bool{},
 	}
@@ -93,7 +96,7 @@ func (p *pass[T]) begin(ctx context.Context) {
 
 // reconcileDelete calls Finalize until it is done, then removes the
 // finalizer.
-func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error) {
+func (p *pass[T, S]) reconcileDelete(ctx context.Context) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(p.obj, p.r.opts.Finalizer) {
 		return reconcile.Result{}, nil
 	}
@@ -122,7 +125,7 @@ func (p *pass[T]) reconcileDelete(ctx context.Context) (reconcile.Result, error)
 // reconcileNormal runs steps 3 to 6 of the pass: rescue, pause,
 // validation, dependencies, the declarative phase, then the running
 // operation or the actor's action.
-func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
+func (p *pass[T, S]) reconcileNormal() (reconcile.Result, error) {
 	c := p.c
 	// A rescue acts before anything else, so that a user can abort, retry
 	// or skip even while the object is paused or its dependencies are down.
@@ -157,10 +160,12 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 	if err != nil || !ready {
 		return res, err
 	}
-	if d, ok := p.r.opts.Actor.(Declarer[T]); ok {
-		if err := d.Declare(c); err != nil {
+	if d, ok := p.r.opts.Actor.(Declarer[T, S]); ok {
+		seen, err := d.Declare(c)
+		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("declare: %w", err)
 		}
+		p.seen = seen
 	}
 	if handled, res, err := p.runOperation(); handled {
 		return res, err
@@ -174,7 +179,7 @@ func (p *pass[T]) reconcileNormal() (reconcile.Result, error) {
 // would reject them. A check that cannot be made (the API server did not
 // answer in time) lets the pass go on: applying the children reports the
 // same errors, less clearly.
-func (p *pass[T]) checkChildren() error {
+func (p *pass[T, S]) checkChildren() error {
 	renderer, ok := p.r.opts.Actor.(ChildRenderer[T])
 	if !ok {
 		return nil
@@ -209,7 +214,7 @@ func invalidSpecObserved(obj Object) bool {
 
 // resyncAfter is how soon an in-sync obj is observed again: Resync, or
 // ResyncNotReady when that is shorter and obj is not Ready.
-func (r *Reconciler[T]) resyncAfter(obj T) time.Duration {
+func (r *Reconciler[T, S]) resyncAfter(obj T) time.Duration {
 	d := r.opts.Resync
 	if n := r.opts.ResyncNotReady; n > 0 && (d == 0 || n < d) && !meta.IsStatusConditionTrue(obj.StatusCore().Conditions, ConditionReady) {
 		d = n
@@ -218,9 +223,9 @@ func (r *Reconciler[T]) resyncAfter(obj T) time.Duration {
 }
 
 // observe calls the actor and runs the action it returns.
-func (p *pass[T]) observe() (reconcile.Result, error) {
+func (p *pass[T, S]) observe() (reconcile.Result, error) {
 	c := p.c
-	action, err := p.r.opts.Actor.Observe(c)
+	action, err := p.r.opts.Actor.Observe(c, p.seen)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -251,7 +256,7 @@ func (p *pass[T]) observe() (reconcile.Result, error) {
 
 // dependencies gets the declared dependencies and reports whether all are
 // ready; when not, the result requeues with backoff.
-func (p *pass[T]) dependencies() (bool, reconcile.Result, error) {
+func (p *pass[T, S]) dependencies() (bool, reconcile.Result, error) {
 	d, ok := p.r.opts.Actor.(DependencyDeclarer[T])
 	if !ok {
 		return true, reconcile.Result{}, nil
@@ -287,7 +292,7 @@ func (p *pass[T]) dependencies() (bool, reconcile.Result, error) {
 
 // checkDependency gets dep and returns why it is not ready, empty when it
 // is.
-func (p *pass[T]) checkDependency(dep Dependency) (string, error) {
+func (p *pass[T, S]) checkDependency(dep Dependency) (string, error) {
 	if dep.Object.GetNamespace() == "" {
 		dep.Object.SetNamespace(p.obj.GetNamespace())
 	}
@@ -318,7 +323,7 @@ func (p *pass[T]) checkDependency(dep Dependency) (string, error) {
 
 // finish classifies err into conditions and a result, writes status once
 // if it changed, and emits an Event per condition transition.
-func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, error) {
+func (p *pass[T, S]) finish(res reconcile.Result, err error) (reconcile.Result, error) {
 	c := p.c
 	class := classify(err)
 	switch class {
@@ -365,7 +370,7 @@ func (p *pass[T]) finish(res reconcile.Result, err error) (reconcile.Result, err
 // message is kept: every status write triggers a pass, so an error whose
 // text changes with each attempt (an address, a counter, a time) would
 // otherwise loop at once instead of backing off. The log has every error.
-func (p *pass[T]) setErrorCondition(t, reason string, err error) {
+func (p *pass[T, S]) setErrorCondition(t, reason string, err error) {
 	msg := err.Error()
 	old := meta.FindStatusCondition(p.orig.StatusCore().Conditions, t)
 	if old != nil && old.Status == metav1.ConditionFalse && old.Reason == reason &&
@@ -376,7 +381,7 @@ func (p *pass[T]) setErrorCondition(t, reason string, err error) {
 }
 
 // finishWithoutStatus handles an error that happened before the pass began.
-func (p *pass[T]) finishWithoutStatus(err error) (reconcile.Result, error) {
+func (p *pass[T, S]) finishWithoutStatus(err error) (reconcile.Result, error) {
 	if classify(err) == classConflict || apierrors.IsNotFound(err) {
 		p.conflict = true
 		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
@@ -390,7 +395,7 @@ func (p *pass[T]) finishWithoutStatus(err error) (reconcile.Result, error) {
 // turning to Creating, say) make one Event: the Events API keeps a series
 // per object and reason, and two of them recorded within milliseconds race
 // each other (a patch answered 404, a create answered 409).
-func (p *pass[T]) emit(transitions []Transition) {
+func (p *pass[T, S]) emit(transitions []Transition) {
 	var reasons []string
 	notes := map[string][]string{}
 	for _, t := range transitions {
@@ -416,7 +421,7 @@ func (p *pass[T]) emit(transitions []Transition) {
 }
 
 // trackOperation keeps the in-flight gauge in step with status.operation.
-func (p *pass[T]) trackOperation() {
+func (p *pass[T, S]) trackOperation() {
 	name := ""
 	if op := p.c.Operation(); op != nil && op.Phase.Active() {
 		name = op.Name
@@ -425,7 +430,7 @@ func (p *pass[T]) trackOperation() {
 }
 
 // outcome is the result label of the reconcile duration metric.
-func (p *pass[T]) outcome(res reconcile.Result, err error) string {
+func (p *pass[T, S]) outcome(res reconcile.Result, err error) string {
 	switch {
 	case p.conflict:
 		return metrics.ResultConflict
@@ -443,7 +448,7 @@ func (p *pass[T]) outcome(res reconcile.Result, err error) string {
 // patchMeta applies mutate to the object's metadata with a merge patch that
 // fails on a conflict, and carries the new resourceVersion into the pass's
 // copies so the status patch that follows does not conflict with it.
-func (p *pass[T]) patchMeta(ctx context.Context, mutate func(client.Object)) error {
+func (p *pass[T, S]) patchMeta(ctx context.Context, mutate func(client.Object)) error {
 	work := p.obj.DeepCopyObject().(T)
 	base := work.DeepCopyObject().(T)
 	mutate(work)
@@ -464,7 +469,7 @@ func (p *pass[T]) patchMeta(ctx context.Context, mutate func(client.Object)) err
 
 // patchStatus writes the status changes of the pass, if any, as one merge
 // patch of the status subresource that fails on a conflict.
-func (p *pass[T]) patchStatus() error {
+func (p *pass[T, S]) patchStatus() error {
 	data, err := statusPatch(p.orig, p.obj)
 	if err != nil || data == nil {
 		return err

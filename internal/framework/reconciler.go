@@ -42,10 +42,11 @@ const (
 // Finalize calls that are not done yet.
 var DefaultWaitBackoff = Backoff{Initial: time.Second, Max: time.Minute}
 
-// Options configure a Reconciler.
-type Options[T Object] struct {
+// Options configure a Reconciler. S is what the actor's Declare observes
+// (Nothing for an actor without one): see Actor.
+type Options[T Object, S any] struct {
 	// Actor is the controller's business logic. Required.
-	Actor Actor[T]
+	Actor Actor[T, S]
 	// Name is the controller's name, unique in the manager (default: the
 	// kind in lower case).
 	Name string
@@ -59,7 +60,7 @@ type Options[T Object] struct {
 	// DefaultFinalizer).
 	Finalizer string
 	// Flows are the task flows the actor can start, by name.
-	Flows []Flow[T]
+	Flows []Flow[T, S]
 	// Owns lists the child types whose changes trigger a pass on their
 	// controller owner.
 	Owns []client.Object
@@ -93,10 +94,18 @@ type Options[T Object] struct {
 	Customize func(b *builder.Builder) *builder.Builder
 }
 
-// Reconciler runs the framework's reconcile pass for kind T. It implements
-// reconcile.Reconciler.
-type Reconciler[T Object] struct {
-	opts     Options[T]
+// Reconciler runs the framework's reconcile pass for kind T, whose actor
+// observes an S in each pass. It implements reconcile.Reconciler.
+type Reconciler[T Object, S any] struct {
+	*core
+	opts  Options[T, S]
+	flows map[string]*Flow[T, S]
+}
+
+// core is the part of a Reconciler that does not depend on the actor's
+// observation: what a Context reaches, and the bookkeeping shared by the
+// passes.
+type core struct {
 	client   client.Client
 	reader   client.Reader
 	scheme   *runtime.Scheme
@@ -107,7 +116,11 @@ type Reconciler[T Object] struct {
 	name   string
 	app    string
 	partOf string
-	flows  map[string]*Flow[T]
+	// configRevisions is Options.ConfigRevisions.
+	configRevisions int
+	// flowSteps are the step names of the registered flows, by flow name,
+	// for StartFlow.
+	flowSteps map[string][]string
 
 	checker childrenChecker
 	checks  childrenChecks
@@ -124,22 +137,30 @@ type Reconciler[T Object] struct {
 }
 
 // New returns a Reconciler for T on mgr. T must be registered in the
-// manager's scheme.
-func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
+// manager's scheme. An actor that observes something (S is not Nothing)
+// must be a Declarer[T, S]: nothing else would provide what Observe and
+// the steps receive.
+func New[T Object, S any](mgr ctrl.Manager, opts Options[T, S]) (*Reconciler[T, S], error) {
 	if opts.Actor == nil {
 		return nil, errors.New("framework: Options.Actor is required")
 	}
-	r := &Reconciler[T]{
-		opts:        opts,
-		client:      mgr.GetClient(),
-		reader:      mgr.GetAPIReader(),
-		scheme:      mgr.GetScheme(),
-		flows:       map[string]*Flow[T]{},
-		applies:     map[applyKey]applyRecord{},
-		inFlight:    map[types.NamespacedName]string{},
-		created:     map[createdKey]time.Time{},
-		overwritten: map[types.NamespacedName][]string{},
-		checker:     childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
+	if _, ok := opts.Actor.(Declarer[T, S]); !ok && reflect.TypeFor[S]() != reflect.TypeFor[Nothing]() {
+		return nil, fmt.Errorf("framework: %T observes %s but has no Declare returning it", opts.Actor, reflect.TypeFor[S]())
+	}
+	r := &Reconciler[T, S]{
+		core: &core{
+			client:      mgr.GetClient(),
+			reader:      mgr.GetAPIReader(),
+			scheme:      mgr.GetScheme(),
+			flowSteps:   map[string][]string{},
+			applies:     map[applyKey]applyRecord{},
+			inFlight:    map[types.NamespacedName]string{},
+			created:     map[createdKey]time.Time{},
+			overwritten: map[types.NamespacedName][]string{},
+			checker:     childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()},
+		},
+		opts:  opts,
+		flows: map[string]*Flow[T, S]{},
 	}
 	gvk, err := kindOf[T](r.scheme)
 	if err != nil {
@@ -156,6 +177,7 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 	if r.opts.ConfigRevisions <= 0 {
 		r.opts.ConfigRevisions = DefaultConfigRevisions
 	}
+	r.configRevisions = r.opts.ConfigRevisions
 	r.opts.WaitBackoff = opts.WaitBackoff.withDefaults(DefaultWaitBackoff)
 	for i := range opts.Flows {
 		f := opts.Flows[i].withDefaults()
@@ -166,6 +188,7 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 			return nil, fmt.Errorf("framework: flow %q registered twice", f.Name)
 		}
 		r.flows[f.Name] = &f
+		r.flowSteps[f.Name] = f.stepNames()
 	}
 	r.recorder = opts.Recorder
 	if r.recorder == nil {
@@ -176,7 +199,7 @@ func New[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
 
 // Setup creates a Reconciler for T and registers it with mgr, watching T and
 // the owned kinds.
-func Setup[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) {
+func Setup[T Object, S any](mgr ctrl.Manager, opts Options[T, S]) (*Reconciler[T, S], error) {
 	r, err := New(mgr, opts)
 	if err != nil {
 		return nil, err
@@ -192,7 +215,7 @@ func Setup[T Object](mgr ctrl.Manager, opts Options[T]) (*Reconciler[T], error) 
 // that follows a write sees it and finds nothing to do, and no pass is ever
 // stranded on a cache that had not caught up yet. Changes of owned children
 // trigger a pass on their owner.
-func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler[T, S]) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(newObject[T]()).
@@ -213,7 +236,7 @@ func (r *Reconciler[T]) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Kind returns the kind the reconciler serves.
-func (r *Reconciler[T]) Kind() string { return r.kind }
+func (r *Reconciler[T, S]) Kind() string { return r.kind }
 
 // newObject returns a new empty T, for the reconciler, its passes and the
 // webhooks to decode into.
@@ -234,7 +257,7 @@ func kindOf[T Object](scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
 
 // setInFlight records the active operation of the object at k (empty for
 // none) and keeps the in-flight gauge in step.
-func (r *Reconciler[T]) setInFlight(k types.NamespacedName, op string) {
+func (r *core) setInFlight(k types.NamespacedName, op string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.inFlight[k]
@@ -252,9 +275,9 @@ func (r *Reconciler[T]) setInFlight(k types.NamespacedName, op string) {
 }
 
 // Reconcile runs one pass on the object named by req.
-func (r *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler[T, S]) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	start := time.Now()
-	p := &pass[T]{r: r, log: ctrl.LoggerFrom(ctx)}
+	p := &pass[T, S]{r: r, log: ctrl.LoggerFrom(ctx)}
 	res, err := p.run(ctx, req)
 	metrics.ReconcileDuration.WithLabelValues(r.kind, p.outcome(res, err)).Observe(time.Since(start).Seconds())
 	return res, err
@@ -269,7 +292,7 @@ func withDefault(s, d string) string {
 
 // wrote records that this controller changed the object at k from
 // resourceVersion from.
-func (r *Reconciler[T]) wrote(k types.NamespacedName, from string) {
+func (r *core) wrote(k types.NamespacedName, from string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.overwritten[k] = append(r.overwritten[k], from)
@@ -283,7 +306,7 @@ func (r *Reconciler[T]) wrote(k types.NamespacedName, from string) {
 // A copy that does not forgets the record: the cache has caught up (or
 // another writer moved the object on, which a write would find out).
 // resourceVersions are compared for equality only, as the API allows.
-func (r *Reconciler[T]) staleRead(k types.NamespacedName, version string) bool {
+func (r *core) staleRead(k types.NamespacedName, version string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	vs, ok := r.overwritten[k]

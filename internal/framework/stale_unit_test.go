@@ -10,7 +10,7 @@ import (
 // controller's own write replaced is stale, that a newer one forgets the
 // record, and that only the last few versions are kept.
 func TestStaleRead(t *testing.T) {
-	r := &Reconciler[Object]{overwritten: map[types.NamespacedName][]string{}}
+	r := &core{overwritten: map[types.NamespacedName][]string{}}
 	k := types.NamespacedName{Namespace: "ns", Name: "zk"}
 	if r.staleRead(k, "1") {
 		t.Error("stale without any write")

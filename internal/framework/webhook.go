@@ -82,7 +82,7 @@ type Warner[T Object] interface {
 // The webhook configurations themselves come from the markers; the
 // controller keeps defaulting and validating on every pass, so it is safe
 // without webhooks. SetupWebhooks fails when actor has none of the hooks.
-func SetupWebhooks[T Object](mgr ctrl.Manager, actor Actor[T]) error {
+func SetupWebhooks[T Object, S any](mgr ctrl.Manager, actor Actor[T, S]) error {
 	gvk, err := kindOf[T](mgr.GetScheme())
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func mutatePath(gvk schema.GroupVersionKind) string {
 
 // newWebhookHooks returns the admission defaulter and validator of actor,
 // nil when it has no hook of that side.
-func newWebhookHooks[T Object](scheme *runtime.Scheme, gk schema.GroupKind, actor Actor[T]) (*webhookDefaulter[T], *webhookValidator[T]) {
+func newWebhookHooks[T Object, S any](scheme *runtime.Scheme, gk schema.GroupKind, actor Actor[T, S]) (*webhookDefaulter[T], *webhookValidator[T]) {
 	d, _ := actor.(Defaulter[T])
 	u, _ := actor.(UpdateDefaulter[T])
 	v, _ := actor.(Validator[T])

@@ -47,8 +47,10 @@ type hookedWidgets struct{ noopActor }
 
 type noopActor struct{}
 
-func (noopActor) Observe(*Context[*testapi.Widget]) (Action[*testapi.Widget], error) { return nil, nil }
-func (noopActor) Finalize(*Context[*testapi.Widget]) (bool, error)                   { return true, nil }
+func (noopActor) Observe(*Context[*testapi.Widget], Nothing) (Action[*testapi.Widget], error) {
+	return nil, nil
+}
+func (noopActor) Finalize(*Context[*testapi.Widget]) (bool, error) { return true, nil }
 
 func (hookedWidgets) Default(w *testapi.Widget) {
 	if w.Spec.Replicas == 0 {
@@ -144,7 +146,7 @@ func review(t *testing.T, hook *admission.Webhook, op admissionv1.Operation, old
 	return hook.Handle(context.Background(), req)
 }
 
-func hooks[T Object](t *testing.T, actor Actor[T]) (mutating, validating *admission.Webhook) {
+func hooks[T Object, S any](t *testing.T, actor Actor[T, S]) (mutating, validating *admission.Webhook) {
 	t.Helper()
 	m, v := newWebhookHooks(webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), actor)
 	if m != nil {
@@ -422,7 +424,7 @@ func (clashingWidgets) Clashes(ctx context.Context, r client.Reader, w *testapi.
 
 func TestWebhookRejectsClashes(t *testing.T) {
 	other := widget(func(w *testapi.Widget) { w.Name, w.Spec.Replicas = "other", 3 })
-	_, v := newWebhookHooks(webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), Actor[*testapi.Widget](clashingWidgets{}))
+	_, v := newWebhookHooks(webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), Actor[*testapi.Widget, Nothing](clashingWidgets{}))
 	if v == nil {
 		t.Fatal("a ClashChecker alone gets no validating webhook")
 	}

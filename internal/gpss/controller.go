@@ -109,14 +109,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("gpss: registering the API: %w", err)
 	}
 	c := New(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+	_, err := framework.Setup(mgr, framework.Options[*Cluster, *cluster]{
 		Actor:  c,
 		App:    build.App,
 		PartOf: build.PartOf,
 		Owns: []client.Object{
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
 		},
-		Flows:     []framework.Flow[*Cluster]{c.scaleInFlow(), c.rolloutFlow()},
+		Flows:     []framework.Flow[*Cluster, *cluster]{c.scaleInFlow(), c.rolloutFlow()},
 		Resync:    c.opts.Resync,
 		Trigger:   c.trigger,
 		Customize: watchPods,
@@ -157,54 +157,51 @@ func (*Controller) Validate(g *Cluster) error {
 	return errs.ToAggregate()
 }
 
-// observed is what Declare found, for Observe in the same pass.
-var observed = framework.NewPassValue[*cluster]("cluster")
-
 // Declare runs on every pass: it applies the ServiceAccount, the Services
 // and, for a managed etcd, the etcd; once the etcd is ready (for a new
 // cluster), the configuration and the instances' StatefulSet; then it
-// observes the instances into status and sets the conditions.
-func (c *Controller) Declare(ctx *Context) error {
+// observes the instances into status and sets the conditions. It returns
+// what it found, for Observe and the flow steps of the same pass.
+func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	g := ctx.Obj
 	if sa := build.ServiceAccount(g); sa != nil {
 		if err := ctx.Apply(sa, build.ComponentInstance); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if build.ManagesEtcd(g) {
 		if err := ctx.Apply(build.EtcdService(g), build.ComponentEtcd); err != nil {
-			return err
+			return nil, err
 		}
 		if err := ctx.Apply(build.EtcdStatefulSet(g, c.opts.ClusterDomain), build.ComponentEtcd); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, svc := range []*corev1.Service{build.HeadlessService(g), build.GRPCService(g)} {
 		if err := ctx.Apply(svc, componentOf(svc)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	cl, err := c.observe(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cl.sts != nil || cl.etcdReady {
 		if err := c.applyInstances(ctx, cl); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.setServing(ctx, cl); err != nil {
-		return err
+		return nil, err
 	}
 	c.instancesStatus(ctx, cl)
 	recordJobs(ctx, cl)
 	recordRevision(g, cl)
 	c.setConditions(ctx, cl)
-	observed.Set(ctx, cl)
-	return nil
+	return cl, nil
 }
 
 // applyInstances applies the configuration, one gpfdist Service per
@@ -254,12 +251,8 @@ func (c *Controller) deleteDepartedServices(ctx *Context, cl *cluster, replicas 
 // than the StatefulSet's latest, and starts jobs a scale-in stopped if it
 // ended (aborted, say) before it started them again. Scaling out and
 // everything else Declare applies.
-func (c *Controller) Observe(ctx *Context) (Action, error) {
+func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 	g := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return nil, err
-	}
 	switch {
 	case cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) > g.Spec.Replicas:
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(*cl.sts.Spec.Replicas, g.Spec.Replicas)), nil
@@ -267,7 +260,7 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 		return framework.StartFlow[*Cluster](flowRollout, rolloutTrigger(cl.sts.Status.UpdateRevision)), nil
 	case len(g.Status.StoppedJobs) > 0:
 		return framework.Named("StartStoppedJobs", func(ctx *Context) error {
-			_, err := c.startStoppedJobs(ctx)
+			_, err := c.startStoppedJobs(ctx, cl)
 			return err
 		}), nil
 	}

@@ -31,10 +31,10 @@ const (
 	scaleInStepTime = 5 * time.Minute
 )
 
-func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowScaleIn,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepRecordJobs, Run: c.recordJobs, Timeout: scaleInStepTime},
 			{Name: stepStopJobs, Run: c.stopJobs, Timeout: scaleInStepTime},
 			{Name: stepShrink, Run: c.shrink, Timeout: scaleInStepTime},
@@ -65,7 +65,7 @@ func desiredReplicas(g *Cluster, cl *cluster, op *commonv1.Operation) int32 {
 
 // recordJobs records the running jobs in status.stoppedJobs (before any is
 // stopped: a step that runs again finds the same ones running).
-func (c *Controller) recordJobs(ctx *Context) (bool, error) {
+func (c *Controller) recordJobs(ctx *Context, _ *cluster) (bool, error) {
 	g := ctx.Obj
 	if len(g.Status.StoppedJobs) > 0 {
 		return true, nil
@@ -83,7 +83,7 @@ func (c *Controller) recordJobs(ctx *Context) (bool, error) {
 
 // stopJobs stops each recorded job that is not stopped yet; done once none
 // of them runs.
-func (c *Controller) stopJobs(ctx *Context) (bool, error) {
+func (c *Controller) stopJobs(ctx *Context, _ *cluster) (bool, error) {
 	g := ctx.Obj
 	if len(g.Status.StoppedJobs) == 0 {
 		return true, nil
@@ -115,25 +115,17 @@ func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move
 // ones included: a terminating instance still runs, and would take jobs
 // started now (Declare sizes the StatefulSet from this step on, and
 // deletes their gpfdist Services).
-func (c *Controller) shrink(ctx *Context) (bool, error) {
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
+func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
 	want := ctx.Obj.Spec.Replicas
 	return cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) == want && cl.highestPod < int(want), nil
 }
 
 // startStoppedJobs starts the recorded jobs again once the instances that
 // stay are ready, then clears the record.
-func (c *Controller) startStoppedJobs(ctx *Context) (bool, error) {
+func (c *Controller) startStoppedJobs(ctx *Context, cl *cluster) (bool, error) {
 	g := ctx.Obj
 	if len(g.Status.StoppedJobs) == 0 {
 		return true, nil
-	}
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
 	}
 	if cl.readyPods() == 0 {
 		return false, nil

@@ -41,10 +41,10 @@ const (
 	ReasonRolloutHalted = commonv1.ReasonRolloutHalted
 )
 
-func (c *Controller) rolloutFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) rolloutFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name:    flowRollout,
-		Steps:   []framework.Step[*Cluster]{{Name: stepRestartInstances, Run: c.restartInstances}},
+		Steps:   []framework.Step[*Cluster, *cluster]{{Name: stepRestartInstances, Run: c.restartInstances}},
 		Poll:    time.Second,
 		Backoff: stepBackoff,
 	}
@@ -63,9 +63,8 @@ func rolloutTrigger(revision string) string { return "revision " + revision }
 // InterruptFlow ends a rollout whose target is no longer the StatefulSet's
 // latest pod template (a rollback, another change): Observe starts the
 // rollout to the new target in the same pass (framework.FlowInterrupter).
-func (c *Controller) InterruptFlow(ctx *Context, op *commonv1.Operation) (string, bool) {
-	cl, ok := observed.Get(ctx)
-	if !ok || op.Name != flowRollout || !workload.RevisionKnown(cl.sts) {
+func (c *Controller) InterruptFlow(_ *Context, cl *cluster, op *commonv1.Operation) (string, bool) {
+	if cl == nil || op.Name != flowRollout || !workload.RevisionKnown(cl.sts) {
 		return "", false
 	}
 	if rev := cl.sts.Status.UpdateRevision; op.Trigger != rolloutTrigger(rev) {
@@ -76,12 +75,8 @@ func (c *Controller) InterruptFlow(ctx *Context, op *commonv1.Operation) (string
 
 // restartInstances restarts the next instance, or waits; done when every
 // instance runs the latest pod template and is ready.
-func (c *Controller) restartInstances(ctx *Context) (bool, error) {
+func (c *Controller) restartInstances(ctx *Context, cl *cluster) (bool, error) {
 	g := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	if !workload.RevisionKnown(cl.sts) {
 		return false, nil
 	}

@@ -42,7 +42,7 @@ type ClusterController struct{}
 func NewClusterController() *ClusterController { return &ClusterController{} }
 
 func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
-	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+	_, err := framework.Setup(mgr, framework.Options[*Cluster, framework.Nothing]{
 		Actor:          c,
 		App:            build.App,
 		PartOf:         build.PartOf,
@@ -88,8 +88,8 @@ type set struct {
 // new set at once (the sets wait for one another through their status)
 // and each change only when every set before it is Ready; it scales the
 // CN groups removed from the spec to zero (their CNs drain), then deletes
-// them; it sets the status and conditions.
-func (c *ClusterController) Declare(ctx *ClusterContext) error {
+// them; it sets the status and conditions. Observe needs nothing of it.
+func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, error) {
 	mc := ctx.Obj
 	sets := build.Sets(mc)
 	order := []set{{obj: sets.Log, component: build.ComponentClusterLog, spec: func(o framework.Object) any { return o.(*mov1.LogSet).Spec }}}
@@ -106,7 +106,7 @@ func (c *ClusterController) Declare(ctx *ClusterContext) error {
 	for _, s := range order {
 		st, waits, err := c.applyInOrder(ctx, s, readySoFar)
 		if err != nil {
-			return err
+			return framework.Nothing{}, err
 		}
 		if waits && held == "" {
 			held = fmt.Sprintf("%s %s", st.Kind, st.Name)
@@ -115,12 +115,12 @@ func (c *ClusterController) Declare(ctx *ClusterContext) error {
 		mc.Status.Sets = append(mc.Status.Sets, st)
 	}
 	if err := c.retireGroups(ctx, sets); err != nil {
-		return err
+		return framework.Nothing{}, err
 	}
 	mc.Status.SQLAddress = sets.Proxy.Status.SQLAddress
 	mc.Status.RootPasswordSecret = sets.Log.RootPasswordSecret()
 	c.setConditions(ctx, held)
-	return nil
+	return framework.Nothing{}, nil
 }
 
 // applyInOrder applies s when it is new, when its spec is the desired
@@ -213,7 +213,7 @@ func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
 }
 
 // Observe has nothing to do: the sets act.
-func (*ClusterController) Observe(*ClusterContext) (framework.Action[*Cluster], error) {
+func (*ClusterController) Observe(*ClusterContext, framework.Nothing) (framework.Action[*Cluster], error) {
 	return nil, nil
 }
 

@@ -41,7 +41,7 @@ func NewLogSetController(opts Options) *LogSetController {
 }
 
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
-	_, err := framework.Setup(mgr, framework.Options[*LogSet]{
+	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
 		Actor:          c,
 		App:            build.App,
 		PartOf:         build.PartOf,
@@ -75,33 +75,31 @@ func (*LogSetController) Validate(l *LogSet) error {
 	return errs.ToAggregate()
 }
 
-// logObserved is what Declare found, for Observe in the same pass.
-var logObserved = framework.NewPassValue[*logState]("logset")
-
 // Declare runs on every pass: once the shared filesystem's claim exists
 // (made here when the spec sizes it), it generates root's password Secret when spec.rootPassword names none,
 // applies the headless Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
-// conditions.
-func (c *LogSetController) Declare(ctx *LogContext) error {
+// conditions. It returns what it found, for Observe; nil while it waits
+// for the shared storage.
+func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	l := ctx.Obj
 	why, err := ensureSharedClaim(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if why != "" {
 		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonWaitingForSharedStorage, why)
 		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForSharedStorage, why)
 		ctx.SetReady(false, mov1.ReasonWaitingForSharedStorage, why)
-		return nil
+		return nil, nil
 	}
 	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
 	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
-		return err
+		return nil, err
 	}
 	// Decided once: a recorded bootstrap wins over what the spec says now.
 	if l.Status.Bootstrap == nil {
@@ -110,40 +108,39 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 	}
 	text, err := build.LogConfig(l, *l.Status.Bootstrap)
 	if err != nil {
-		return framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
+		return nil, framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
 	}
 	name, err := ctx.EnsureConfigMap(build.ComponentLogConfig, map[string]string{build.LogTemplateFile: text})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.Status.ConfigRevision = name
 	stores, err := ensureStores(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sts := build.LogStatefulSet(l, name)
 	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := ctx.CollectConfigMaps(build.ComponentLogConfig); err != nil {
-		return err
+		return nil, err
 	}
 	l.Status.ServiceAddresses = build.LogServiceAddresses(l)
 	st, err := c.observe(ctx, sts, stores)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// From now on a store on a new volume starts only once HAKeeper
 	// confirms it is new (mo-agent's package identity).
 	if st.viewOK && st.view.Running() && stores[build.BootstrappedKey] == "" {
 		if err := recordStores(ctx, map[string]string{build.BootstrappedKey: "true"}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	st.setStatus(l)
 	st.replace = st.setConditions(ctx)
-	logObserved.Set(ctx, st)
-	return nil
+	return st, nil
 }
 
 // Observe restarts the stores whose pods run an older revision of the pod
@@ -152,9 +149,8 @@ func (c *LogSetController) Declare(ctx *LogContext) error {
 // up, and the shards keep their majority without the store restarted).
 // The pods come back under their names, with their volumes, as the same
 // stores.
-func (c *LogSetController) Observe(ctx *LogContext) (framework.Action[*LogSet], error) {
-	st, ok := logObserved.Get(ctx)
-	if !ok { // Declare waits for the shared storage
+func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Action[*LogSet], error) {
+	if st == nil { // Declare waits for the shared storage
 		return nil, nil
 	}
 	if st.replace != nil {

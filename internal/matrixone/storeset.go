@@ -61,7 +61,7 @@ func newStoreSetController[T framework.Object](opts Options, k storeKind[T]) *St
 
 func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 	component := build.StoreSet{Role: c.k.role}.Component()
-	_, err := framework.Setup(mgr, framework.Options[T]{
+	_, err := framework.Setup(mgr, framework.Options[T, *storeState]{
 		Actor:          c,
 		App:            build.App,
 		PartOf:         build.PartOf,
@@ -121,21 +121,20 @@ type storeState struct {
 	logPods map[int]*corev1.Pod
 }
 
-var storeObserved = framework.NewPassValue[*storeState]("storeset")
-
 // Declare runs on every pass: it reads HAKeeper's view through the
 // LogSet's probes; a CNSet not yet created waits until HAKeeper hears from
 // a TN (a CN started before one gives up after 30 s); then it applies the
 // headless Service, the configuration template, the StatefulSet and, for
 // CNs and proxies, the SQL Service; it observes the stores into status and
-// sets the conditions.
-func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
+// sets the conditions. It returns what it found, for Observe; nil while a
+// CNSet waits for a TN.
+func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState, error) {
 	obj := ctx.Obj
 	log := ctx.Dependencies[0].(*mov1.LogSet)
 	st := &storeState{set: c.k.set(obj, log), pods: map[int]*corev1.Pod{}, now: time.Now()}
 	logPods, err := logSet(log).Pods(ctx, ctx.Client)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st.logPods = logPods
 	read := c.views.read(ctx, groupOf(obj), logPods)
@@ -149,24 +148,24 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonWaitingForTN, why)
 		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForTN, why)
 		ctx.SetReady(false, mov1.ReasonWaitingForTN, why)
-		return nil
+		return nil, nil
 	}
 	if err := ctx.Apply(st.set.HeadlessService(), st.set.Component()); err != nil {
-		return err
+		return nil, err
 	}
 	text, err := st.set.Config()
 	if err != nil {
-		return framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
+		return nil, framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
 	}
 	name, err := ctx.EnsureConfigMap(st.set.ConfigComponent(), map[string]string{st.set.TemplateFile(): text})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	status.ConfigRevision = name
 	pods, err := workload.Set{Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		Selector: build.Selector(obj.GetName(), st.set.Component())}.Pods(ctx, ctx.Client)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for ordinal, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
@@ -179,30 +178,28 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) error {
 	}
 	st.sts = applied.StatefulSet(name)
 	if err := ctx.Apply(st.sts, st.set.Component()); err != nil {
-		return err
+		return nil, err
 	}
 	if st.set.ServesSQL() {
 		if err := ctx.Apply(st.set.SQLService(), st.set.Component()); err != nil {
-			return err
+			return nil, err
 		}
 		status.SQLAddress = st.set.SQLAddress()
 	}
 	if _, err := ctx.CollectConfigMaps(st.set.ConfigComponent()); err != nil {
-		return err
+		return nil, err
 	}
 	st.setStatus(status)
 	st.setConditions(ctx, obj)
-	storeObserved.Set(ctx, st)
-	return nil
+	return st, nil
 }
 
 // Observe runs the CNs' drains (observeDrains), and for the other kinds
 // restarts the stores whose pods run an older revision, one at a time, the next only when every store's pod has been ready for
 // RestartSettle and HAKeeper hears from every store. A set of one store
 // (a TN) restarts it anyway: there is no other to keep serving.
-func (c *StoreSetController[T]) Observe(ctx *framework.Context[T]) (framework.Action[T], error) {
-	st, ok := storeObserved.Get(ctx)
-	if !ok {
+func (c *StoreSetController[T]) Observe(ctx *framework.Context[T], st *storeState) (framework.Action[T], error) {
+	if st == nil {
 		return nil, nil
 	}
 	if c.k.drainTimeout != nil {

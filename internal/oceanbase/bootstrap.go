@@ -30,10 +30,10 @@ const (
 // bootstrapFlow bootstraps a new cluster: BOOTSTRAP with the first
 // observer of each zone, the users (the operator's, then root's password),
 // the other observers added, the parameters set.
-func (c *Controller) bootstrapFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) bootstrapFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowBootstrap,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepBootstrap, Run: c.runBootstrap},
 			{Name: stepCreateUsers, Run: c.createUsers},
 			{Name: stepAddServers, Run: c.addServersStep},
@@ -48,12 +48,8 @@ func (c *Controller) bootstrapFlow() framework.Flow[*Cluster] {
 // It is idempotent: a cluster whose servers already answer as
 // bootstrapped (the manager stopped after sending it) is recorded as such,
 // and a statement still running is waited for, not sent again.
-func (c *Controller) runBootstrap(ctx *Context) (bool, error) {
+func (c *Controller) runBootstrap(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	if !cl.seedsReady(ob) {
 		return false, nil
 	}
@@ -128,12 +124,8 @@ func (c *Controller) markBootstrapped(ctx *Context) {
 // createUsers creates the operator's user with its Secret's password and
 // sets root's password. Root logs in without a password until the last
 // statement, and with its Secret's afterwards, so the step can run again.
-func (c *Controller) createUsers(ctx *Context) (bool, error) {
+func (c *Controller) createUsers(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	rootPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
 	if err != nil {
 		return false, err
@@ -161,23 +153,22 @@ func (c *Controller) createUsers(ctx *Context) (bool, error) {
 
 // addServersStep adds the other observers that run; those that come later
 // are added by Observe.
-func (c *Controller) addServersStep(ctx *Context) (bool, error) {
-	err := c.addServers(ctx)
+func (c *Controller) addServersStep(ctx *Context, seen *cluster) (bool, error) {
+	err := c.addServers(ctx, seen)
 	return err == nil, err
 }
 
-func (c *Controller) setParametersStep(ctx *Context) (bool, error) {
-	return true, c.setParameters(ctx)
+func (c *Controller) setParametersStep(ctx *Context, seen *cluster) (bool, error) {
+	return true, c.setParameters(ctx, seen)
 }
 
-// connected returns what this pass observed, or an error when OceanBase
-// did not answer the operator's login: the steps that change OceanBase
-// wait for it.
-func connected(ctx *Context) (*cluster, error) {
-	cl, err := observed.MustGet(ctx)
+// connected returns what this pass observed (cl), or an error when
+// OceanBase did not answer the operator's login: the steps that change
+// OceanBase wait for it.
+func connected(cl *cluster) (*cluster, error) {
 	switch {
-	case err != nil:
-		return nil, err
+	case cl == nil:
+		return nil, errors.New("no cluster was observed in this pass")
 	case cl.db != nil:
 		return cl, nil
 	case cl.err != nil:

@@ -110,12 +110,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("oceanbase: registering the API: %w", err)
 	}
 	c := New(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+	_, err := framework.Setup(mgr, framework.Options[*Cluster, *cluster]{
 		Actor:  c,
 		App:    build.App,
 		PartOf: build.PartOf,
 		Owns:   []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
-		Flows: []framework.Flow[*Cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
+		Flows: []framework.Flow[*Cluster, *cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
 			c.removeZoneFlow(), c.recoverFlow()},
 		Resync: c.opts.Resync,
 		// OceanBase changes on its own (a server added starts serving, a
@@ -180,56 +180,53 @@ func (*Controller) Validate(c *Cluster) error {
 // clusterHolder names the cluster's passes as a user of its login.
 func clusterHolder(ob *Cluster) string { return holderOf("OBCluster", ob.UID) }
 
-// observed is what Declare found, for Observe and the flows' steps.
-var observed = framework.NewPassValue[*cluster]("cluster")
-
 // Declare runs on every pass: it ensures the credential Secrets, applies
 // the Services and the zones' StatefulSets, observes pods and OceanBase
-// into status, and sets the conditions.
-func (c *Controller) Declare(ctx *Context) error {
+// into status, and sets the conditions. It returns what it found, for
+// Observe and the flows' steps.
+func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	ob := ctx.Obj
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
 		newSecret := func(pw string) *corev1.Secret { return build.PasswordSecret(ob, name, pw) }
 		if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, svc := range []*corev1.Service{build.HeadlessService(ob), build.ClientService(ob)} {
 		if err := ctx.Apply(svc, svc.Labels["app.kubernetes.io/component"]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	cl, err := c.observe(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, zone := range ob.Spec.Zones {
 		replicas := cl.replicas(zone, ctx.Operation())
 		for i := range int(replicas) {
 			if err := ctx.Apply(build.ServerService(ob, zone.Name, i), build.ComponentServer); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := ctx.Apply(build.StatefulSet(ob, zone, replicas, c.opts.ClusterDomain), build.ComponentObserver); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := applyLeavingServices(ctx, cl); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := ctx.DeleteOrphans(&corev1.ServiceList{}); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.applyViews(ctx, cl); err != nil { // OBZones and OBServers (views.go)
-		return err
+		return nil, err
 	}
 	// StoresLost is set here, not where a flow starts: a pass that ends
 	// the recover flow must say the stores are back, and no later pass may
 	// come soon once the cluster is Ready.
 	cl.lost = lostServers(ctx, cl)
 	c.setConditions(ctx, cl)
-	observed.Set(ctx, cl)
-	return nil
+	return cl, nil
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
@@ -239,12 +236,8 @@ func (c *Controller) Declare(ctx *Context) error {
 // observers than the spec and an upgrade when an observer runs another
 // image; it adds servers whose pods run and OceanBase does not know, and
 // sets drifted parameters.
-func (c *Controller) Observe(ctx *Context) (Action, error) {
+func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 	ob := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return nil, err
-	}
 	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.lost
 	switch {
 	case ob.Status.BootstrappedAt == nil:
@@ -263,9 +256,9 @@ func (c *Controller) Observe(ctx *Context) (Action, error) {
 	case cl.upgradeNeeded(ob):
 		return framework.StartFlow[*Cluster](flowUpgrade, "pod template of image "+ob.Spec.Image), nil
 	case len(cl.missingServers()) > 0:
-		return c.addServers, nil
+		return framework.Named("AddServers", func(ctx *Context) error { return c.addServers(ctx, cl) }), nil
 	case len(ob.Status.ParameterDrift) > 0:
-		return c.setParameters, nil
+		return framework.Named("SetParameters", func(ctx *Context) error { return c.setParameters(ctx, cl) }), nil
 	}
 	return nil, nil
 }

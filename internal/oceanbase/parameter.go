@@ -84,7 +84,7 @@ func setupKinds(mgr ctrl.Manager, c *Controller) error {
 	if err := setupViews(mgr); err != nil {
 		return err
 	}
-	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter]{
+	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter, *parameterState]{
 		Actor:     NewParameterController(c, c.opts),
 		App:       "obparameter",
 		PartOf:    build.PartOf,
@@ -197,12 +197,11 @@ type parameterState struct {
 	drifted       []string
 }
 
-var observedParameter = framework.NewPassValue[*parameterState]("parameter")
-
 // Declare reads the parameter on the servers in scope into status, and
 // sets Ready. A name OceanBase only knows as a tenant's parameter is an
-// invalid spec.
-func (c *ParameterController) Declare(ctx *ParameterContext) error {
+// invalid spec. It returns what it read, for Observe; nil when OceanBase
+// did not answer or the server has no address.
+func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, error) {
 	p := ctx.Obj
 	ob := ctx.Dependencies[0].(*Cluster)
 	st := &parameterState{}
@@ -216,7 +215,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) error {
 		}
 		if st.target == "" {
 			ctx.SetReady(false, ReasonServerUnknown, fmt.Sprintf("OBCluster %s has no server %s with an address", ob.Name, p.Spec.Server))
-			return nil
+			return nil, nil
 		}
 	}
 	db, err := operatorDB(ctx, ctx.Client, c.logins, holderOf("OBParameter", p.UID), ob)
@@ -229,17 +228,16 @@ func (c *ParameterController) Declare(ctx *ParameterContext) error {
 			c.logins.drop(ob.UID, db)
 		}
 		ctx.SetReady(false, ReasonUnreachable, err.Error())
-		return nil // the next pass tries again; status says why
+		return nil, nil // the next pass tries again; status says why
 	}
 	st.db = db
 	if len(rows) > 0 && !slices.ContainsFunc(rows, func(r obsql.ParameterRow) bool { return !r.Tenant }) {
-		return framework.InvalidSpec(fmt.Errorf("%s is a tenant's parameter in OceanBase; an OBParameter sets a cluster parameter", p.Spec.Name))
+		return nil, framework.InvalidSpec(fmt.Errorf("%s is a tenant's parameter in OceanBase; an OBParameter sets a cluster parameter", p.Spec.Name))
 	}
 	st.known = len(rows) > 0
 	parameterStatus(p, st, rows)
 	setParameterReady(ctx, st, time.Now())
-	observedParameter.Set(ctx, st)
-	return nil
+	return st, nil
 }
 
 // parameterStatus writes the values of the servers in scope into status
@@ -296,13 +294,12 @@ func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time)
 // Observe sets the parameter when a server in scope reports another value
 // (and it was not just set), or when no server knows the name (to have
 // OceanBase's answer).
-func (c *ParameterController) Observe(ctx *ParameterContext) (framework.Action[*ClusterParameter], error) {
-	st, ok := observedParameter.Get(ctx)
+func (c *ParameterController) Observe(ctx *ParameterContext, st *parameterState) (framework.Action[*ClusterParameter], error) {
 	switch {
-	case !ok:
+	case st == nil:
 		return nil, nil // OceanBase did not answer, or the server has no address; status says so
 	case !st.known || len(st.drifted) > 0 && !settling(ctx.Obj, time.Now()):
-		return c.setParameter, nil
+		return framework.Named("SetParameter", func(ctx *ParameterContext) error { return c.setParameter(ctx, st) }), nil
 	}
 	return nil, nil
 }
@@ -310,13 +307,9 @@ func (c *ParameterController) Observe(ctx *ParameterContext) (framework.Action[*
 // setParameter runs ALTER SYSTEM SET. OceanBase refusing a name no server
 // reports makes the spec invalid, with OceanBase's message: retrying
 // cannot help until the spec changes.
-func (c *ParameterController) setParameter(ctx *ParameterContext) error {
+func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameterState) error {
 	p := ctx.Obj
-	st, err := observedParameter.MustGet(ctx)
-	if err != nil {
-		return err
-	}
-	err = obsql.SetParameterIn(ctx, st.db, p.Spec.Name, p.Spec.Value, st.scope, st.target)
+	err := obsql.SetParameterIn(ctx, st.db, p.Spec.Name, p.Spec.Value, st.scope, st.target)
 	switch {
 	case err != nil && !st.known && obsql.Refused(err):
 		return framework.InvalidSpec(fmt.Errorf("OceanBase refuses parameter %s: %w", p.Spec.Name, err))

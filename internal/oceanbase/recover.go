@@ -62,10 +62,10 @@ const (
 // then rebuilds on it from the other zones' replicas. Every step reads the
 // pods, Services and OceanBase again, so a manager restart (ob-operator
 // #141) or a pod deleted again (#482) only delays it.
-func (c *Controller) recoverFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) recoverFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRecover,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepRecordLost, Run: c.recordLost},
 			{Name: stepReaddress, Run: c.readdress},
 			{Name: stepAddReplacements, Run: c.addReplacements},
@@ -206,8 +206,8 @@ func recoverTrigger(lost []obv1.OBLostServer) string {
 // recordLost records the servers to recover in status.lostServers before
 // anything changes, so that a restarted manager knows which addresses to
 // delete once their observers have new ones.
-func (c *Controller) recordLost(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) recordLost(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -258,9 +258,9 @@ func recoveringPods(ob *Cluster) []obv1.OBLostServer {
 // next pass; then the pod, older than its Service, is restarted, so that
 // its entrypoint resolves the new address. A pod whose address is already
 // a server is never restarted.
-func (c *Controller) readdress(ctx *Context) (bool, error) {
+func (c *Controller) readdress(ctx *Context, seen *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -333,9 +333,9 @@ func replacement(ob *Cluster, cl *cluster, pod string) (svc *corev1.Service, add
 // addReplacements adds each recovering observer at its new address, once
 // its pod is ready there: ADD SERVER only when OceanBase does not list the
 // address yet (ob-operator #141), its claim recorded on its Service first.
-func (c *Controller) addReplacements(ctx *Context) (bool, error) {
+func (c *Controller) addReplacements(ctx *Context, seen *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -374,9 +374,9 @@ func (c *Controller) addReplacements(ctx *Context) (bool, error) {
 
 // waitReplacements waits until every replacement serves. One whose store
 // was lost again is left to a later recovery, so that this one can end.
-func (c *Controller) waitReplacements(ctx *Context) (bool, error) {
+func (c *Controller) waitReplacements(ctx *Context, seen *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -409,9 +409,9 @@ func serving(ob *Cluster, cl *cluster, pod string) bool {
 // again at its new address: OceanBase moves its units there, rebuilding
 // them from the other zones' replicas. Only recorded lost servers are
 // ever deleted, never one OceanBase is already deleting.
-func (c *Controller) deleteLost(ctx *Context) (bool, error) {
+func (c *Controller) deleteLost(ctx *Context, seen *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -433,9 +433,9 @@ func (c *Controller) deleteLost(ctx *Context) (bool, error) {
 // it is deleting (ob-operator #84: an INACTIVE server stays listed until
 // deleted), and drops them from status. A lost server whose replacement
 // does not serve yet stays recorded for the next recovery.
-func (c *Controller) waitLostDeleted(ctx *Context) (bool, error) {
+func (c *Controller) waitLostDeleted(ctx *Context, seen *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}

@@ -27,8 +27,8 @@ func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods
 // addServers adds to OceanBase the observers whose pods are ready and
 // that it does not know (ADD SERVER, zone by the pod's), each one's volume
 // claim recorded on its Service first (recover.go).
-func (c *Controller) addServers(ctx *Context) error {
-	cl, err := connected(ctx)
+func (c *Controller) addServers(ctx *Context, seen *cluster) error {
+	cl, err := connected(seen)
 	if err != nil {
 		return err
 	}
@@ -56,8 +56,8 @@ func serverEvent(ctx *Context, pod, eventType, reason, format string, args ...an
 }
 
 // setParameters sets the spec's parameters that drifted.
-func (c *Controller) setParameters(ctx *Context) error {
-	cl, err := connected(ctx)
+func (c *Controller) setParameters(ctx *Context, seen *cluster) error {
+	cl, err := connected(seen)
 	if err != nil {
 		return err
 	}
@@ -84,10 +84,10 @@ func (c *Controller) setParameters(ctx *Context) error {
 // rejoin: docs/oceanbase.md). The servers are the highest ordinals, chosen
 // again from the StatefulSets on every run, never one OceanBase is already
 // deleting for another reason (ob-operator #155).
-func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowScaleIn,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepDeleteServers, Run: c.deleteServers},
 			{Name: stepWaitDeleted, Run: c.waitServersDeleted},
 			{Name: stepShrink, Run: c.shrink},
@@ -96,8 +96,8 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster] {
 	}
 }
 
-func (c *Controller) deleteServers(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) deleteServers(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -120,8 +120,8 @@ func (c *Controller) deleteServers(ctx *Context) (bool, error) {
 // servers. A server OceanBase keeps DELETING (its units have nowhere to
 // go) holds the flow here, saying so, for as long as it takes: the pod must
 // not go before OceanBase lets the server go (ob-operator #8, #248).
-func (c *Controller) waitServersDeleted(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) waitServersDeleted(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -143,12 +143,8 @@ func (c *Controller) waitServersDeleted(ctx *Context) (bool, error) {
 
 // shrink waits for the departed pods to go (Declare applies the spec's
 // replicas while this step runs) and deletes their volume claims.
-func (c *Controller) shrink(ctx *Context) (bool, error) {
+func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	cl, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	done := true
 	for _, z := range ob.Spec.Zones {
 		for o := range cl.pods[z.Name] {

@@ -67,11 +67,11 @@ func NewTenantController(opts Options) *TenantController {
 
 func setupTenants(mgr ctrl.Manager, opts Options) error {
 	c := NewTenantController(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Tenant]{
+	_, err := framework.Setup(mgr, framework.Options[*Tenant, *tenantState]{
 		Actor:  c,
 		App:    build.TenantApp,
 		PartOf: build.PartOf,
-		Flows:  []framework.Flow[*Tenant]{c.createFlow(), c.zonesFlow()},
+		Flows:  []framework.Flow[*Tenant, *tenantState]{c.createFlow(), c.zonesFlow()},
 		Resync: c.opts.Resync,
 	})
 	return err
@@ -208,25 +208,24 @@ type tenantState struct {
 	jobBusy bool                   // a locality change is in progress
 }
 
-var observedTenant = framework.NewPassValue[*tenantState]("tenant")
-
 // Declare ensures the root password Secret, reads the tenant, its pools
-// and its unit config from OceanBase into status, and sets Ready.
-func (c *TenantController) Declare(ctx *TenantContext) error {
+// and its unit config from OceanBase into status, and sets Ready. It
+// returns what it read, for Observe and the flows' steps; nil when
+// OceanBase could not be read.
+func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
 	t := ctx.Obj
 	newSecret := func(pw string) *corev1.Secret { return build.TenantPasswordSecret(t, pw) }
 	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
-		return err
+		return nil, err
 	}
 	st, err := c.observe(ctx)
 	if err != nil {
 		ctx.SetReady(false, ReasonUnreachable, err.Error())
-		return nil // the next pass tries again; status says why
+		return nil, nil // the next pass tries again; status says why
 	}
 	c.writeStatus(t, st)
 	c.setReady(ctx, st)
-	observedTenant.Set(ctx, st)
-	return nil
+	return st, nil
 }
 
 func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
@@ -382,11 +381,10 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
 // Observe creates a missing tenant, and brings an existing one to the
 // spec: zones first (a flow, one zone at a time), then the unit config, the
 // unit number, the primary zone and the allowlist.
-func (c *TenantController) Observe(ctx *TenantContext) (TenantAction, error) {
+func (c *TenantController) Observe(ctx *TenantContext, st *tenantState) (TenantAction, error) {
 	t := ctx.Obj
-	st, ok := observedTenant.Get(ctx)
 	switch {
-	case !ok:
+	case st == nil:
 		return nil, nil // OceanBase did not answer; status says so
 	case st.tenant == nil || st.tenant.Status == "CREATING":
 		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
@@ -395,15 +393,15 @@ func (c *TenantController) Observe(ctx *TenantContext) (TenantAction, error) {
 	case !build.SameZones(st.tenant.Locality, build.TenantZones(t)):
 		return framework.StartFlow[*Tenant](flowTenantZones, "zones "+strings.Join(build.TenantZones(t), ", ")), nil
 	case st.unit == nil || *st.unit != unitWithLogDisk(build.UnitConfig(t), st.unit):
-		return c.alterUnit, nil
+		return framework.Named("AlterUnit", func(ctx *TenantContext) error { return c.alterUnit(ctx, st) }), nil
 	case !strings.EqualFold(st.tenant.PrimaryZone, t.Spec.PrimaryZone):
-		return c.setPrimaryZone, nil
+		return framework.Named("SetPrimaryZone", func(ctx *TenantContext) error { return c.setPrimaryZone(ctx, st) }), nil
 	case t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
-		return c.setAllowlist, nil
+		return framework.Named("SetAllowlist", func(ctx *TenantContext) error { return c.setAllowlist(ctx, st) }), nil
 	}
 	for _, p := range st.tenantPools() {
 		if p.UnitNum != int(t.Spec.UnitNum) {
-			return c.setUnitNum, nil
+			return framework.Named("SetUnitNum", func(ctx *TenantContext) error { return c.setUnitNum(ctx, st) }), nil
 		}
 	}
 	return nil, nil

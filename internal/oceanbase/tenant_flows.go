@@ -32,10 +32,10 @@ const (
 // idempotent (IF NOT EXISTS, or a login that tells), so a flow resumed
 // after a restart, or started for a tenant whose creation another manager
 // began, finishes the same tenant.
-func (c *TenantController) createFlow() framework.Flow[*Tenant] {
-	return framework.Flow[*Tenant]{
+func (c *TenantController) createFlow() framework.Flow[*Tenant, *tenantState] {
+	return framework.Flow[*Tenant, *tenantState]{
 		Name: flowCreateTenant,
-		Steps: []framework.Step[*Tenant]{
+		Steps: []framework.Step[*Tenant, *tenantState]{
 			{Name: stepCreateUnitConfig, Run: c.createUnitConfig},
 			{Name: stepCreatePools, Run: c.createPools},
 			{Name: stepCreateTenant, Run: c.createTenant},
@@ -45,18 +45,17 @@ func (c *TenantController) createFlow() framework.Flow[*Tenant] {
 	}
 }
 
-// tenantConnected returns what the pass observed, or why OceanBase could
-// not be read.
-func tenantConnected(ctx *TenantContext) (*tenantState, error) {
-	st, ok := observedTenant.Get(ctx)
-	if !ok {
+// tenantConnected returns what the pass observed (seen), or why OceanBase
+// could not be read.
+func tenantConnected(seen *tenantState) (*tenantState, error) {
+	if seen == nil {
 		return nil, errors.New("OceanBase has not answered")
 	}
-	return st, nil
+	return seen, nil
 }
 
-func (c *TenantController) createUnitConfig(ctx *TenantContext) (bool, error) {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) createUnitConfig(ctx *TenantContext, seen *tenantState) (bool, error) {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -79,8 +78,8 @@ func ensureUnitConfig(ctx *TenantContext, st *tenantState) error {
 	return nil
 }
 
-func (c *TenantController) createPools(ctx *TenantContext) (bool, error) {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) createPools(ctx *TenantContext, seen *tenantState) (bool, error) {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -95,8 +94,8 @@ func (c *TenantController) createPools(ctx *TenantContext) (bool, error) {
 
 // createTenant sends CREATE TENANT IF NOT EXISTS in the background, and is
 // done when OceanBase reports the tenant NORMAL.
-func (c *TenantController) createTenant(ctx *TenantContext) (bool, error) {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) createTenant(ctx *TenantContext, seen *tenantState) (bool, error) {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -132,8 +131,8 @@ func (c *TenantController) createTenant(ctx *TenantContext) (bool, error) {
 
 // setRootPassword sets the tenant's root password from its Secret. A new
 // tenant's root has none; a step run again logs in with the Secret's.
-func (c *TenantController) setRootPassword(ctx *TenantContext) (bool, error) {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenantState) (bool, error) {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -163,16 +162,16 @@ func (c *TenantController) setRootPassword(ctx *TenantContext) (bool, error) {
 // pool. Each run of the step makes one change and waits for the locality
 // job it starts, so a flow resumed after a restart picks up where
 // OceanBase is.
-func (c *TenantController) zonesFlow() framework.Flow[*Tenant] {
-	return framework.Flow[*Tenant]{
+func (c *TenantController) zonesFlow() framework.Flow[*Tenant, *tenantState] {
+	return framework.Flow[*Tenant, *tenantState]{
 		Name:        flowTenantZones,
-		Steps:       []framework.Step[*Tenant]{{Name: stepChangeZones, Run: c.changeZones}},
+		Steps:       []framework.Step[*Tenant, *tenantState]{{Name: stepChangeZones, Run: c.changeZones}},
 		MaxAttempts: tenantFlowMaxAttempts,
 	}
 }
 
-func (c *TenantController) changeZones(ctx *TenantContext) (bool, error) {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) changeZones(ctx *TenantContext, seen *tenantState) (bool, error) {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -249,8 +248,8 @@ func poolList(pools map[string]*obsql.Pool, extra string) []string {
 	return out
 }
 
-func (c *TenantController) alterUnit(ctx *TenantContext) error {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) alterUnit(ctx *TenantContext, seen *tenantState) error {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
 	}
@@ -262,8 +261,8 @@ func (c *TenantController) alterUnit(ctx *TenantContext) error {
 	return obsql.AlterUnitConfig(ctx, st.db, name, build.UnitConfig(ctx.Obj))
 }
 
-func (c *TenantController) setUnitNum(ctx *TenantContext) error {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) setUnitNum(ctx *TenantContext, seen *tenantState) error {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
 	}
@@ -273,16 +272,16 @@ func (c *TenantController) setUnitNum(ctx *TenantContext) error {
 	return obsql.SetUnitNum(ctx, st.db, t.Spec.TenantName, t.Spec.UnitNum)
 }
 
-func (c *TenantController) setPrimaryZone(ctx *TenantContext) error {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) setPrimaryZone(ctx *TenantContext, seen *tenantState) error {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
 	}
 	return obsql.AlterTenant(ctx, st.db, ctx.Obj.Spec.TenantName, "PRIMARY_ZONE", ctx.Obj.Spec.PrimaryZone)
 }
 
-func (c *TenantController) setAllowlist(ctx *TenantContext) error {
-	st, err := tenantConnected(ctx)
+func (c *TenantController) setAllowlist(ctx *TenantContext, seen *tenantState) error {
+	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
 	}

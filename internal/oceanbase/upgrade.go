@@ -31,10 +31,10 @@ const (
 // runs another image (ob-operator #540 upgraded one zone of three). A
 // cluster of one or two zones cannot stop one (minZonesToStop): its
 // observers are re-created one at a time instead.
-func (c *Controller) upgradeFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) upgradeFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name:        flowUpgrade,
-		Steps:       []framework.Step[*Cluster]{{Name: stepUpgradeZones, Run: c.upgradeZones}},
+		Steps:       []framework.Step[*Cluster, *cluster]{{Name: stepUpgradeZones, Run: c.upgradeZones}},
 		MaxAttempts: 10,
 	}
 }
@@ -104,8 +104,8 @@ func zoneReplicas(ob *Cluster, zone string) int32 {
 // upgradeZones makes one move per run: it stops the first zone that runs
 // an old image, re-creates its observers once stopped, starts it when they
 // serve, and is done when every zone runs the spec's image and is active.
-func (c *Controller) upgradeZones(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) upgradeZones(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}

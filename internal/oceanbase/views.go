@@ -107,14 +107,14 @@ type zoneViews struct{}
 type serverViews struct{}
 
 func setupViews(mgr ctrl.Manager) error {
-	_, err := framework.Setup(mgr, framework.Options[*ZoneView]{
+	_, err := framework.Setup(mgr, framework.Options[*ZoneView, framework.Nothing]{
 		Actor: zoneViews{}, App: "obzone", PartOf: build.PartOf,
 		Customize: watchClusterFor(mgr.GetClient(), build.ComponentZoneView, &obv1.OBZoneList{}),
 	})
 	if err != nil {
 		return err
 	}
-	_, err = framework.Setup(mgr, framework.Options[*ServerView]{
+	_, err = framework.Setup(mgr, framework.Options[*ServerView, framework.Nothing]{
 		Actor: serverViews{}, App: "observer-view", PartOf: build.PartOf,
 		Customize: watchClusterFor(mgr.GetClient(), build.ComponentServerView, &obv1.OBServerList{}),
 	})
@@ -187,21 +187,22 @@ func (zoneViews) Dependencies(ctx *framework.Context[*ZoneView]) ([]framework.De
 	return viewDependencies(ctx, ctx.Client, ctx.Obj, ctx.Obj.Spec.Cluster)
 }
 
-// Declare copies the zone's state from its cluster's status.
-func (zoneViews) Declare(ctx *framework.Context[*ZoneView]) error {
+// Declare copies the zone's state from its cluster's status; Observe
+// needs nothing of it.
+func (zoneViews) Declare(ctx *framework.Context[*ZoneView]) (framework.Nothing, error) {
 	z := ctx.Obj
 	if len(ctx.Dependencies) == 0 {
 		keepGarbage(z.Status.Conditions, ctx.SetCondition, z.Spec.Cluster)
-		return nil
+		return framework.Nothing{}, nil
 	}
 	v := zoneView(ctx.Dependencies[0].(*Cluster), z.Spec.Zone)
 	v.status.StatusCore = z.Status.StatusCore
 	z.Status = v.status
 	setViewReady(ctx.SetCondition, v.viewReady)
-	return nil
+	return framework.Nothing{}, nil
 }
 
-func (zoneViews) Observe(*framework.Context[*ZoneView]) (framework.Action[*ZoneView], error) {
+func (zoneViews) Observe(*framework.Context[*ZoneView], framework.Nothing) (framework.Action[*ZoneView], error) {
 	return nil, nil
 }
 
@@ -212,21 +213,22 @@ func (serverViews) Dependencies(ctx *framework.Context[*ServerView]) ([]framewor
 	return viewDependencies(ctx, ctx.Client, ctx.Obj, ctx.Obj.Spec.Cluster)
 }
 
-// Declare copies the server's state from its cluster's status.
-func (serverViews) Declare(ctx *framework.Context[*ServerView]) error {
+// Declare copies the server's state from its cluster's status; Observe
+// needs nothing of it.
+func (serverViews) Declare(ctx *framework.Context[*ServerView]) (framework.Nothing, error) {
 	s := ctx.Obj
 	if len(ctx.Dependencies) == 0 {
 		keepGarbage(s.Status.Conditions, ctx.SetCondition, s.Spec.Cluster)
-		return nil
+		return framework.Nothing{}, nil
 	}
 	v := serverView(ctx.Dependencies[0].(*Cluster), s.Name)
 	v.status.StatusCore = s.Status.StatusCore
 	s.Status = v.status
 	setViewReady(ctx.SetCondition, v.viewReady)
-	return nil
+	return framework.Nothing{}, nil
 }
 
-func (serverViews) Observe(*framework.Context[*ServerView]) (framework.Action[*ServerView], error) {
+func (serverViews) Observe(*framework.Context[*ServerView], framework.Nothing) (framework.Action[*ServerView], error) {
 	return nil, nil
 }
 

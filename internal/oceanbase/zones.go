@@ -170,10 +170,10 @@ func (cl *cluster) zoneFlow(ob *Cluster) Action {
 // changes a locality. User tenants are left alone: their OBTenants say
 // which zones they use. Every step reads OceanBase again, so a flow resumed
 // after a restart continues where OceanBase is.
-func (c *Controller) addZoneFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) addZoneFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowAddZone,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepAddZones, Run: c.addZones},
 			{Name: stepAddZoneServers, Run: c.addZoneServers},
 			{Name: stepExtendSysTenant, Run: c.extendSysTenant},
@@ -184,8 +184,8 @@ func (c *Controller) addZoneFlow() framework.Flow[*Cluster] {
 
 // addZones adds (ALTER SYSTEM ADD ZONE) and starts the joining zones; done
 // when OceanBase reports every one ACTIVE.
-func (c *Controller) addZones(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) addZones(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -213,11 +213,11 @@ func (c *Controller) addZones(ctx *Context) (bool, error) {
 // addZoneServers adds the observers that run and that OceanBase does not
 // know (their zones exist now); done when every observer of the joining
 // zones is a server OceanBase reports serving.
-func (c *Controller) addZoneServers(ctx *Context) (bool, error) {
-	if err := c.addServers(ctx); err != nil {
+func (c *Controller) addZoneServers(ctx *Context, seen *cluster) (bool, error) {
+	if err := c.addServers(ctx, seen); err != nil {
 		return false, err
 	}
-	cl, err := connected(ctx)
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -237,8 +237,8 @@ func (c *Controller) addZoneServers(ctx *Context) (bool, error) {
 // (ALTER RESOURCE POOL ... ZONE_LIST), then FULL{1}@zone is added to its
 // locality, and the next zone waits until OceanBase finished the change
 // (DBA_OB_TENANTS.PREVIOUS_LOCALITY is empty again).
-func (c *Controller) extendSysTenant(ctx *Context) (bool, error) {
-	cl, sys, err := sysIdle(ctx)
+func (c *Controller) extendSysTenant(ctx *Context, seen *cluster) (bool, error) {
+	cl, sys, err := sysIdle(ctx, seen)
 	if sys == nil || err != nil {
 		return false, err
 	}
@@ -271,8 +271,8 @@ func (c *Controller) extendSysTenant(ctx *Context) (bool, error) {
 
 // sysIdle returns the sys tenant when no locality change of it is in
 // progress; nil (with the operation's message saying so) while one is.
-func sysIdle(ctx *Context) (*cluster, *obsql.Tenant, error) {
-	cl, err := connected(ctx)
+func sysIdle(ctx *Context, seen *cluster) (*cluster, *obsql.Tenant, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,10 +311,10 @@ func sysPool(ctx *Context, cl *cluster, sys *obsql.Tenant) (*obsql.Pool, error) 
 // and only then do its pods and volume claims go (ob-operator #8). Every
 // step reads OceanBase again, so a flow resumed after a restart continues
 // where OceanBase is.
-func (c *Controller) removeZoneFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) removeZoneFlow() framework.Flow[*Cluster, *cluster] {
+	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRemoveZone,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepWaitTenantsLeave, Run: c.waitTenantsLeave},
 			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
 			{Name: stepStopZones, Run: c.stopLeavingZones},
@@ -333,11 +333,11 @@ func (c *Controller) removeZoneFlow() framework.Flow[*Cluster] {
 // first may be here): the sys tenant would lose a replica for a removal
 // that cannot go on, and with it the majority that losing one more zone
 // would take.
-func (c *Controller) shrinkSysTenant(ctx *Context) (bool, error) {
-	if held, err := heldByTenants(ctx); held || err != nil {
+func (c *Controller) shrinkSysTenant(ctx *Context, seen *cluster) (bool, error) {
+	if held, err := heldByTenants(ctx, seen); held || err != nil {
 		return false, err
 	}
-	cl, sys, err := sysIdle(ctx)
+	cl, sys, err := sysIdle(ctx, seen)
 	if sys == nil || err != nil {
 		return false, err
 	}
@@ -380,8 +380,8 @@ func (c *Controller) shrinkSysTenant(ctx *Context) (bool, error) {
 // neither changes anything nor fails; Ready and the operation's message
 // say which tenants hold it, and it continues once their zones changed (an
 // OBTenant's spec.zones, or ALTER TENANT).
-func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
-	if held, err := heldByTenants(ctx); held || err != nil {
+func (c *Controller) waitTenantsLeave(ctx *Context, seen *cluster) (bool, error) {
+	if held, err := heldByTenants(ctx, seen); held || err != nil {
 		return false, err
 	}
 	ctx.Operation().Message = ""
@@ -391,8 +391,8 @@ func (c *Controller) waitTenantsLeave(ctx *Context) (bool, error) {
 // heldByTenants reports whether a user tenant holds a leaving zone, and
 // then says so: in the operation's message, in Ready, and in a Warning
 // Event when the holds change.
-func heldByTenants(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func heldByTenants(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -457,8 +457,8 @@ func (cl *cluster) tenantsIn(zones []string, pools map[string]*obsql.Pool) []str
 
 // stopLeavingZones stops the leaving zones OceanBase reports ACTIVE; done
 // when none is.
-func (c *Controller) stopLeavingZones(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) stopLeavingZones(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -479,8 +479,8 @@ func (c *Controller) stopLeavingZones(ctx *Context) (bool, error) {
 // deleteZoneServers deletes from OceanBase every server it lists in a
 // leaving zone (again if one is no longer DELETING), and is done when it
 // lists none: the pods stay until then.
-func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) deleteZoneServers(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -523,8 +523,8 @@ func (c *Controller) deleteZoneServers(ctx *Context) (bool, error) {
 
 // deleteZones deletes the leaving zones OceanBase still lists (stopped and
 // without servers by now); done when it lists none.
-func (c *Controller) deleteZones(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) deleteZones(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -549,8 +549,8 @@ func (c *Controller) deleteZones(ctx *Context) (bool, error) {
 // deleted server cannot rejoin: docs/oceanbase.md), then the StatefulSet;
 // the servers' Services go with it. Done when no leaving zone's
 // StatefulSet is left.
-func (c *Controller) removeZoneSets(ctx *Context) (bool, error) {
-	cl, err := connected(ctx)
+func (c *Controller) removeZoneSets(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
 	if err != nil {
 		return false, err
 	}
@@ -649,9 +649,8 @@ func specZones(ob *Cluster) []string {
 // ZonesRemoved or ZonesAdded for zones that were not (and count each step
 // in steward_actions_total); the flow that undoes what it did, if any,
 // starts in the same pass.
-func (c *Controller) InterruptFlow(ctx *Context, op *commonv1.Operation) (string, bool) {
-	cl, ok := observed.Get(ctx)
-	if !ok || cl.db == nil {
+func (c *Controller) InterruptFlow(ctx *Context, cl *cluster, op *commonv1.Operation) (string, bool) {
+	if cl == nil || cl.db == nil {
 		return "", false // OceanBase was not read: nothing to judge by
 	}
 	ob := ctx.Obj

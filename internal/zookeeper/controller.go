@@ -182,7 +182,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("zookeeper: registering the API: %w", err)
 	}
 	c := New(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Cluster]{
+	_, err := framework.Setup(mgr, framework.Options[*Cluster, *ensemble]{
 		Actor:  c,
 		App:    build.App,
 		PartOf: build.PartOf,
@@ -190,7 +190,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{},
 			&policyv1.PodDisruptionBudget{},
 		},
-		Flows:     []framework.Flow[*Cluster]{c.scaleFlow(), c.restartFlow()},
+		Flows:     []framework.Flow[*Cluster, *ensemble]{c.scaleFlow(), c.restartFlow()},
 		Resync:    c.opts.Resync,
 		Trigger:   c.trigger,
 		Customize: watchServers,
@@ -303,19 +303,16 @@ var configTypes = map[string]standard.SettingType{
 	"skipACL":                       standard.SettingYesNo,
 }
 
-// observed is the ensemble Declare observed, for Observe and the flow
-// steps of the same pass.
-var observed = framework.NewPassValue[*ensemble]("ensemble")
-
 // Declare runs on every pass, flows included (framework.Declarer): it
 // applies the credentials, the Services and the PodDisruptionBudget,
 // observes the ensemble into status, applies the members ConfigMap and the
 // StatefulSet for the membership it found (and the server a scale flow is
-// adding), collects superseded configuration, and sets the conditions.
-func (c *Controller) Declare(ctx *Context) error {
+// adding), collects superseded configuration, and sets the conditions. It
+// returns the ensemble for Observe and the flow steps of the same pass.
+func (c *Controller) Declare(ctx *Context) (*ensemble, error) {
 	zk := ctx.Obj
 	if _, err := c.credentials(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	for _, child := range []struct {
 		obj       client.Object
@@ -326,27 +323,26 @@ func (c *Controller) Declare(ctx *Context) error {
 		{build.PodDisruptionBudget(zk), build.ComponentServer},
 	} {
 		if err := ctx.Apply(child.obj, child.component); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	e, err := c.observe(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.settleMembers(ctx, e); err != nil {
-		return err
+		return nil, err
 	}
 	e.created = e.sts == nil
 	replicas, joining := desiredServers(zk, e, ctx.Operation())
 	if e.sts, err = c.applyServers(ctx, replicas, e.members, joining); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := ctx.CollectConfigMaps(build.ComponentConfig); err != nil {
-		return err
+		return nil, err
 	}
 	c.setConditions(ctx, e)
-	observed.Set(ctx, e)
-	return nil
+	return e, nil
 }
 
 // settleMembers makes sure e has a membership to write: a new cluster's
@@ -417,12 +413,8 @@ func desiredServers(zk *Cluster, e *ensemble, op *commonv1.Operation) (replicas 
 
 // Observe returns the flow to start when membership or a server's revision
 // differs from the spec; Declare has applied and observed everything.
-func (c *Controller) Observe(ctx *Context) (Action, error) {
+func (c *Controller) Observe(ctx *Context, e *ensemble) (Action, error) {
 	zk := ctx.Obj
-	e, err := observed.MustGet(ctx)
-	if err != nil {
-		return nil, err
-	}
 	switch {
 	case e.created:
 		return nil, nil

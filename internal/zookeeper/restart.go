@@ -39,15 +39,15 @@ const (
 // An ensemble of two has no fault tolerance: restarting its follower stops
 // the quorum until it is back, and the leader's restart is a second
 // election. Ensembles of one are down while their server restarts.
-func (c *Controller) restartFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) restartFlow() framework.Flow[*Cluster, *ensemble] {
+	return framework.Flow[*Cluster, *ensemble]{
 		Name: flowRestart,
-		Steps: []framework.Step[*Cluster]{
-			{Name: stepRestartFollowers, Timeout: restartStepTimeout, Run: func(ctx *Context) (bool, error) {
-				return c.restartNext(ctx, false)
+		Steps: []framework.Step[*Cluster, *ensemble]{
+			{Name: stepRestartFollowers, Timeout: restartStepTimeout, Run: func(ctx *Context, e *ensemble) (bool, error) {
+				return c.restartNext(ctx, e, false)
 			}},
-			{Name: stepRestartLeader, Timeout: restartStepTimeout, Run: func(ctx *Context) (bool, error) {
-				return c.restartNext(ctx, true)
+			{Name: stepRestartLeader, Timeout: restartStepTimeout, Run: func(ctx *Context, e *ensemble) (bool, error) {
+				return c.restartNext(ctx, e, true)
 			}},
 		},
 		MaxAttempts: restartFlowMaxAttempt,
@@ -99,12 +99,8 @@ const stuckAfter = 2 * time.Minute
 // restartNext restarts at most one server per run. Declare has applied the
 // servers for the latest spec in the same pass, so the rollout always heads
 // for it.
-func (c *Controller) restartNext(ctx *Context, leaderToo bool) (bool, error) {
+func (c *Controller) restartNext(ctx *Context, e *ensemble, leaderToo bool) (bool, error) {
 	zk := ctx.Obj
-	e, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	if !e.revisionKnown() {
 		return c.wait(ctx, commonv1.ReasonRestarting, "waiting for the StatefulSet controller to see the new pod template")
 	}

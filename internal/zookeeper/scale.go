@@ -37,10 +37,10 @@ const (
 // before their pods go, and only while the remaining members keep a
 // quorum. Both steps target the current spec.replicas, so a change of
 // replicas during the flow redirects it instead of racing it.
-func (c *Controller) scaleFlow() framework.Flow[*Cluster] {
-	return framework.Flow[*Cluster]{
+func (c *Controller) scaleFlow() framework.Flow[*Cluster, *ensemble] {
+	return framework.Flow[*Cluster, *ensemble]{
 		Name: flowScale,
-		Steps: []framework.Step[*Cluster]{
+		Steps: []framework.Step[*Cluster, *ensemble]{
 			// Bounds of whole steps: a scale from 1 to 15 adds 14 servers.
 			{Name: stepChangeMembers, Run: c.changeMembers, Timeout: time.Hour},
 			{Name: stepResize, Run: c.resizeStatefulSet, Timeout: 15 * time.Minute},
@@ -81,12 +81,8 @@ func nextMemberChange(members []int, want int) (add, remove int) {
 // membership from the ensemble each time, so that a run repeated after the
 // operator restarted does not change it twice. Declare has started the
 // joining server's pod in the same pass, from the same membership.
-func (c *Controller) changeMembers(ctx *Context) (bool, error) {
+func (c *Controller) changeMembers(ctx *Context, e *ensemble) (bool, error) {
 	zk := ctx.Obj
-	e, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()
 	cfg, session, err := c.members(rctx, ctx, e)
@@ -116,7 +112,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 			return c.reconfigFailed(ctx, fmt.Errorf("add server %d: %w", add, err))
 		}
 		reason, message := change.event()
-		c.committed(ctx, cfg, next, reason, message)
+		c.committed(ctx, e, cfg, next, reason, message)
 		return false, nil
 	case remove != 0:
 		remaining := slices.DeleteFunc(slices.Clone(ids), func(id int) bool { return id == remove })
@@ -131,7 +127,7 @@ func (c *Controller) changeMembers(ctx *Context) (bool, error) {
 			return c.reconfigFailed(ctx, fmt.Errorf("remove server %d: %w", remove, err))
 		}
 		reason, message := change.event()
-		c.committed(ctx, cfg, next, reason, message)
+		c.committed(ctx, e, cfg, next, reason, message)
 		return false, nil
 	}
 	return true, nil
@@ -240,14 +236,13 @@ func (c *Controller) members(rctx context.Context, ctx *Context, e *ensemble) (z
 // follow at once (no joining server left in it), and an Event says what
 // changed, only when it did (a repeated run finds its change done and says
 // nothing).
-func (c *Controller) committed(ctx *Context, before, after zkclient.Config, reason, message string) {
+func (c *Controller) committed(ctx *Context, e *ensemble, before, after zkclient.Config, reason, message string) {
 	c.mu.Lock()
 	delete(c.sent, ctx.Obj.UID)
 	c.mu.Unlock()
 	ids := after.IDs()
 	ctx.Obj.Status.Members = toInt32(ids)
 	// The voting views heard before the change are stale now.
-	e, _ := observed.Get(ctx)
 	c.membersCommitted(ctx.Obj, e, ids)
 	if after.Version != before.Version {
 		ctx.Log.Info("Ensemble reconfigured", "members", ids, "version", fmt.Sprintf("%#x", after.Version))
@@ -310,12 +305,8 @@ func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 // resizeStatefulSet waits until Declare has sized the StatefulSet to
 // spec.replicas (it does once the membership matches) and the departed
 // pods are gone, then reclaims their volumes under policy Delete.
-func (c *Controller) resizeStatefulSet(ctx *Context) (bool, error) {
+func (c *Controller) resizeStatefulSet(ctx *Context, e *ensemble) (bool, error) {
 	zk := ctx.Obj
-	e, err := observed.MustGet(ctx)
-	if err != nil {
-		return false, err
-	}
 	want := zk.Spec.Replicas
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()

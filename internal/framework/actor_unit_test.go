@@ -1,0 +1,70 @@
+package framework
+
+import (
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
+)
+
+// countingActor observes a count, with no Declare to provide it.
+type countingActor struct{}
+
+func (countingActor) Observe(*Context[*testapi.Widget], int) (Action[*testapi.Widget], error) {
+	return nil, nil
+}
+func (countingActor) Finalize(*Context[*testapi.Widget]) (bool, error) { return true, nil }
+
+// declaringActor observes the count its Declare returns.
+type declaringActor struct{ countingActor }
+
+func (declaringActor) Declare(*Context[*testapi.Widget]) (int, error) { return 1, nil }
+
+// emptyDeclarer declares children and observes nothing.
+type emptyDeclarer struct{ noopActor }
+
+func (emptyDeclarer) Declare(*Context[*testapi.Widget]) (Nothing, error) { return Nothing{}, nil }
+
+// TestNewRequiresDeclare checks that New refuses an actor that observes
+// something no Declare of its provides, and accepts the others.
+func TestNewRequiresDeclare(t *testing.T) {
+	// The manager never starts: New contacts no API server.
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
+		Scheme: webhookScheme, Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		new     func() error
+		wantErr bool
+	}{
+		{"no Declare, observes Nothing", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, Nothing]{Actor: noopActor{}})
+			return err
+		}, false},
+		{"Declare observing Nothing", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, Nothing]{Actor: emptyDeclarer{}})
+			return err
+		}, false},
+		{"Declare returning what Observe takes", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, int]{Actor: declaringActor{}})
+			return err
+		}, false},
+		{"no Declare, observes an int", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, int]{Actor: countingActor{}})
+			return err
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.new(); (err != nil) != tc.wantErr {
+				t.Errorf("New: error %v, want an error: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
