@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
@@ -91,7 +92,7 @@ func (c *Controller) stopJobs(ctx *Context, _ *cluster) (bool, error) {
 	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_STOPPED, (*jobs).stop); err != nil {
 		return false, err
 	}
-	ctx.Event(corev1.EventTypeNormal, "JobsStopped", "Stopped %d jobs to scale in to %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	ctx.Event(corev1.EventTypeNormal, gpssv1.EventJobsStopped, "Stopped %d jobs to scale in to %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
 	return true, nil
 }
 
@@ -133,7 +134,7 @@ func (c *Controller) startStoppedJobs(ctx *Context, cl *cluster) (bool, error) {
 	if err := c.moveRecordedJobs(ctx, job.JobStatusCode_JOB_RUNNING, (*jobs).restart); err != nil {
 		return false, err
 	}
-	ctx.Event(corev1.EventTypeNormal, "JobsStarted", "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
+	ctx.Event(corev1.EventTypeNormal, gpssv1.EventJobsStarted, "Started %d jobs again on %d instances", len(g.Status.StoppedJobs), g.Spec.Replicas)
 	g.Status.StoppedJobs = nil
 	return true, nil
 }

@@ -249,10 +249,6 @@ func serving(p *corev1.Pod) bool {
 // maxJobsInError bounds status.jobs.inError.
 const maxJobsInError = 10
 
-// EventJobsInError is the reason of the Warning Event recorded when jobs
-// enter JOB_ERROR.
-const EventJobsInError = "JobsInError"
-
 // recordJobs counts the jobs in status.jobs from the freshest answer an
 // instance gave within servingMaxAge (any instance lists the cluster's
 // jobs), or clears it when none did: the count is never older than that.
@@ -261,7 +257,7 @@ func recordJobs(ctx *Context, cl *cluster) {
 	g := ctx.Obj
 	st := jobsStatus(cl.answers, time.Now())
 	if before := g.Status.Jobs; st != nil && st.Error > 0 && (before == nil || before.Error == 0) {
-		ctx.Event(corev1.EventTypeWarning, EventJobsInError, "%d jobs in error: %s", st.Error, strings.Join(st.InError, ", "))
+		ctx.Event(corev1.EventTypeWarning, gpssv1.EventJobsInError, "%d jobs in error: %s", st.Error, strings.Join(st.InError, ", "))
 	}
 	g.Status.Jobs = st
 }

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/gpss/build"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
 	"github.com/stewardhq/steward/internal/gpss/simulator"
@@ -130,7 +130,7 @@ func TestRolloutWaitsForAnInstanceNotHeardYet(t *testing.T) {
 	}
 	testenv.Eventually(t, "the rollout waits on wt-1", func() (bool, string) {
 		cond := meta.FindStatusCondition(cluster(t, c, ns, "wt").Status.Conditions, framework.ConditionReady)
-		return cond != nil && cond.Reason == gpss.ReasonRolloutHalted && strings.Contains(cond.Message, "wt-1 runs"), fmt.Sprintf("%+v", cond)
+		return cond != nil && cond.Reason == commonv1.ReasonRolloutHalted && strings.Contains(cond.Message, "wt-1 runs"), fmt.Sprintf("%+v", cond)
 	})
 	if got := player.since(2); len(got) != 0 {
 		t.Errorf("re-created %v while an instance was not heard yet, want none", got)

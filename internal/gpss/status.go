@@ -23,15 +23,6 @@ import (
 	"github.com/stewardhq/steward/internal/gpss/build"
 )
 
-// Reasons of Progressing and Ready that only GPSS uses, next to the shared
-// ones (Creating, Scaling, Restarting, Stable).
-const (
-	// ReasonWaitingForEtcd: the managed etcd is not ready yet.
-	ReasonWaitingForEtcd = "WaitingForEtcd"
-	// ReasonInstancesNotReady: an instance's pod is not ready.
-	ReasonInstancesNotReady = "InstancesNotReady"
-)
-
 // cluster is what a pass observed.
 type cluster struct {
 	// sts is the instances' StatefulSet; nil before it exists.
@@ -234,7 +225,7 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionTrue, "InstancesReady",
 			fmt.Sprintf("%d of %d instances ready", ready, g.Spec.Replicas))
 	} else {
-		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, ReasonInstancesNotReady, "no instance is ready")
+		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, gpssv1.ReasonInstancesNotReady, "no instance is ready")
 	}
 	reason, message := notReady(g, cl)
 	if reason != "" && creating(g) {
@@ -256,7 +247,7 @@ func notReady(g *Cluster, cl *cluster) (reason, message string) {
 	want := int(g.Spec.Replicas)
 	switch {
 	case !cl.etcdReady && cl.sts == nil:
-		return ReasonWaitingForEtcd, "waiting for the etcd: " + cl.etcdMessage
+		return gpssv1.ReasonWaitingForEtcd, "waiting for the etcd: " + cl.etcdMessage
 	case cl.sts == nil:
 		return commonv1.ReasonCreating, "creating the instances"
 	case int(ptr.Deref(cl.sts.Spec.Replicas, 0)) != want:
@@ -264,9 +255,9 @@ func notReady(g *Cluster, cl *cluster) (reason, message string) {
 	case len(g.Status.StoppedJobs) > 0:
 		return commonv1.ReasonScaling, fmt.Sprintf("%d jobs stopped for a scale-in do not run again yet", len(g.Status.StoppedJobs))
 	case !workload.RevisionKnown(cl.sts):
-		return ReasonInstancesNotReady, "the StatefulSet's controller has not observed its latest spec yet"
+		return gpssv1.ReasonInstancesNotReady, "the StatefulSet's controller has not observed its latest spec yet"
 	case len(cl.pods) != want:
-		return ReasonInstancesNotReady, fmt.Sprintf("%d of %d instance pods exist", len(cl.pods), want)
+		return gpssv1.ReasonInstancesNotReady, fmt.Sprintf("%d of %d instance pods exist", len(cl.pods), want)
 	}
 	if old := stale(cl); len(old) > 0 {
 		p := cl.pods[old[len(old)-1]]
@@ -275,7 +266,7 @@ func notReady(g *Cluster, cl *cluster) (reason, message string) {
 	}
 	for _, ordinal := range slices.Sorted(maps.Keys(cl.pods)) {
 		if p := cl.pods[ordinal]; !serving(p) {
-			return ReasonInstancesNotReady, workload.NotReadyMessage(p)
+			return gpssv1.ReasonInstancesNotReady, workload.NotReadyMessage(p)
 		}
 	}
 	return "", ""

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
@@ -26,7 +27,7 @@ import (
 // restarted instance runs its jobs again) before the next. An instance on
 // the new template that does not become ready within
 // spec.rolloutHaltSeconds halts the rollout: the flow keeps waiting,
-// Progressing and Ready say ReasonRolloutHalted and how to roll back (a
+// Progressing and Ready say commonv1.ReasonRolloutHalted and how to roll back (a
 // Warning Event records it once), and no other instance is touched.
 // Changing the spec again (setting spec.image back, say) makes a new
 // latest template and interrupts the flow; the rollout that follows
@@ -36,9 +37,6 @@ import (
 const (
 	flowRollout          = "rollout"
 	stepRestartInstances = "restart-instances"
-	// ReasonRolloutHalted: an instance on the new pod template is not
-	// ready.
-	ReasonRolloutHalted = commonv1.ReasonRolloutHalted
 )
 
 func (c *Controller) rolloutFlow() framework.Flow[*Cluster, *cluster] {
@@ -108,8 +106,8 @@ func (c *Controller) restartInstances(ctx *Context, cl *cluster) (bool, error) {
 				msg += " (" + d + ")"
 			}
 			msg += "; " + rollbackHint(g, p)
-			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, ReasonRolloutHalted, msg)
-			ctx.SetReady(false, ReasonRolloutHalted, msg)
+			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, commonv1.ReasonRolloutHalted, msg)
+			ctx.SetReady(false, commonv1.ReasonRolloutHalted, msg)
 		}
 		return false, nil
 	}
@@ -151,7 +149,7 @@ func (c *Controller) restart(ctx *Context, p *corev1.Pod, why string) error {
 	if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID})); err != nil {
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	ctx.Event(corev1.EventTypeNormal, "InstanceRestarted", "Restarted %s (%s), %s", p.Name, podImage(p), why)
+	ctx.Event(corev1.EventTypeNormal, gpssv1.EventInstanceRestarted, "Restarted %s (%s), %s", p.Name, podImage(p), why)
 	return nil
 }
 

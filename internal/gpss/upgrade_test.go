@@ -24,7 +24,6 @@ import (
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/standard"
-	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/gpss/build"
 	"github.com/stewardhq/steward/internal/gpss/gpsstest"
 	"github.com/stewardhq/steward/internal/gpss/simulator"
@@ -161,7 +160,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 	setImage("gpss:bad")
 	testenv.Eventually(t, "the rollout halts", func() (bool, string) {
 		cond := meta.FindStatusCondition(cluster(t, c, ns, "up").Status.Conditions, framework.ConditionReady)
-		return cond != nil && cond.Reason == gpss.ReasonRolloutHalted &&
+		return cond != nil && cond.Reason == commonv1.ReasonRolloutHalted &&
 				strings.Contains(cond.Message, "up-2 runs gpss:bad and has not been ready since") &&
 				strings.Contains(cond.Message, "set spec.image back to gpss:2"),
 			fmt.Sprintf("%+v", cond)
@@ -173,7 +172,7 @@ func TestRolloutHaltsAndRollsBack(t *testing.T) {
 		}
 		var seen []string
 		for _, e := range events.Items {
-			if e.Type == corev1.EventTypeWarning && e.Reason == gpss.ReasonRolloutHalted && strings.Contains(e.Note, "up-2 runs gpss:bad") {
+			if e.Type == corev1.EventTypeWarning && e.Reason == commonv1.ReasonRolloutHalted && strings.Contains(e.Note, "up-2 runs gpss:bad") {
 				return true, ""
 			}
 			seen = append(seen, e.Type+"/"+e.Reason)

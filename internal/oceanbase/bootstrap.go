@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -117,7 +118,7 @@ func (c *Controller) markBootstrapped(ctx *Context) {
 	if ctx.Obj.Status.BootstrappedAt == nil {
 		now := metav1.Now()
 		ctx.Obj.Status.BootstrappedAt = &now
-		ctx.Event("Normal", ReasonBootstrapped, "Bootstrapped OceanBase cluster %s", ctx.Obj.Spec.ClusterName)
+		ctx.Event("Normal", obv1.ReasonBootstrapped, "Bootstrapped OceanBase cluster %s", ctx.Obj.Spec.ClusterName)
 	}
 }
 

@@ -406,7 +406,7 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 		}
 		var about []string
 		for _, e := range list.Items {
-			if e.Reason == "ServerAdded" && e.Related != nil && strings.Contains(e.Note, "("+e.Related.Name+")") {
+			if e.Reason == obv1.EventServerAdded && e.Related != nil && strings.Contains(e.Note, "("+e.Related.Name+")") {
 				about = append(about, e.Related.Name)
 			}
 		}

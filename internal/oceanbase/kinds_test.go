@@ -129,10 +129,10 @@ func TestViews(t *testing.T) {
 		zones, servers := views(t, c, ns)
 		s, z := servers["ob-z2-0"], zones["ob-z2"]
 		sr, zr := condition(s.Status.Conditions, framework.ConditionReady), condition(z.Status.Conditions, framework.ConditionReady)
-		if sr.Status != metav1.ConditionFalse || sr.Reason != oceanbase.ReasonServerNotActive || s.Status.Status != "INACTIVE" {
+		if sr.Status != metav1.ConditionFalse || sr.Reason != obv1.ReasonServerNotActive || s.Status.Status != "INACTIVE" {
 			return false, fmt.Sprintf("OBServer: %+v", s.Status)
 		}
-		if zr.Status != metav1.ConditionFalse || zr.Reason != oceanbase.ReasonServersNotServing || !strings.Contains(zr.Message, "ob-z2-0 is INACTIVE") {
+		if zr.Status != metav1.ConditionFalse || zr.Reason != obv1.ReasonServersNotServing || !strings.Contains(zr.Message, "ob-z2-0 is INACTIVE") {
 			return false, fmt.Sprintf("OBZone: %+v", z.Status)
 		}
 		other := servers["ob-z1-0"]
@@ -327,7 +327,7 @@ func TestParameter(t *testing.T) {
 		}
 		var seen []string
 		for _, e := range events.Items {
-			if e.Reason == oceanbase.EventParameterSet && strings.Contains(e.Message, "DEBUG") {
+			if e.Reason == obv1.EventParameterSet && strings.Contains(e.Message, "DEBUG") {
 				return true, ""
 			}
 			seen = append(seen, e.Reason+": "+e.Message)

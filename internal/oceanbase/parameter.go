@@ -41,16 +41,6 @@ type ClusterParameter = obv1.OBParameter
 // ParameterContext is the framework's pass context of an OBParameter.
 type ParameterContext = framework.Context[*ClusterParameter]
 
-// Reasons of an OBParameter's Ready condition, and its Event.
-const (
-	ReasonParameterApplied  = "ParameterApplied"
-	ReasonParameterApplying = "ParameterApplying"
-	ReasonParameterDrifted  = "ParameterDrifted"
-	ReasonRestartRequired   = "RestartRequired"
-	ReasonNoServers         = "NoServers"
-	EventParameterSet       = "ParameterSet"
-)
-
 // ParameterSettle is how long after setting a value the controller waits
 // for every server to report it before it sets it again: OceanBase
 // spreads a change to the servers in the background.
@@ -214,7 +204,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, e
 			st.target = ob.Status.Servers[i].Address
 		}
 		if st.target == "" {
-			ctx.SetReady(false, ReasonServerUnknown, fmt.Sprintf("OBCluster %s has no server %s with an address", ob.Name, p.Spec.Server))
+			ctx.SetReady(false, obv1.ReasonServerUnknown, fmt.Sprintf("OBCluster %s has no server %s with an address", ob.Name, p.Spec.Server))
 			return nil, nil
 		}
 	}
@@ -227,7 +217,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, e
 		if db != nil {
 			c.logins.drop(ob.UID, db)
 		}
-		ctx.SetReady(false, ReasonUnreachable, err.Error())
+		ctx.SetReady(false, obv1.ReasonUnreachable, err.Error())
 		return nil, nil // the next pass tries again; status says why
 	}
 	st.db = db
@@ -276,18 +266,18 @@ func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time)
 	p := ctx.Obj
 	switch {
 	case !st.known:
-		ctx.SetReady(false, ReasonParameterDrifted, fmt.Sprintf("no server reports parameter %s yet", p.Spec.Name))
+		ctx.SetReady(false, obv1.ReasonParameterDrifted, fmt.Sprintf("no server reports parameter %s yet", p.Spec.Name))
 	case len(p.Status.Servers) == 0:
-		ctx.SetReady(false, ReasonNoServers, fmt.Sprintf("no server of %s %s reports the parameter", strings.ToLower(st.scope), st.target))
+		ctx.SetReady(false, obv1.ReasonNoServers, fmt.Sprintf("no server of %s %s reports the parameter", strings.ToLower(st.scope), st.target))
 	case len(st.drifted) == 0:
-		ctx.SetCondition(framework.ConditionReady, metav1.ConditionTrue, ReasonParameterApplied,
+		ctx.SetCondition(framework.ConditionReady, metav1.ConditionTrue, obv1.ReasonParameterApplied,
 			fmt.Sprintf("%d servers report %q", len(p.Status.Servers), p.Spec.Value))
 	case settling(p, now) && p.Status.EditLevel == staticEffective:
-		ctx.SetReady(false, ReasonRestartRequired, fmt.Sprintf("the servers take it when they restart; now %s", strings.Join(st.drifted, ", ")))
+		ctx.SetReady(false, obv1.ReasonRestartRequired, fmt.Sprintf("the servers take it when they restart; now %s", strings.Join(st.drifted, ", ")))
 	case settling(p, now):
-		ctx.SetReady(false, ReasonParameterApplying, "set; waiting for "+strings.Join(st.drifted, ", "))
+		ctx.SetReady(false, obv1.ReasonParameterApplying, "set; waiting for "+strings.Join(st.drifted, ", "))
 	default:
-		ctx.SetReady(false, ReasonParameterDrifted, "differs on "+strings.Join(st.drifted, ", "))
+		ctx.SetReady(false, obv1.ReasonParameterDrifted, "differs on "+strings.Join(st.drifted, ", "))
 	}
 }
 
@@ -326,7 +316,7 @@ func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameterS
 	case obsql.ScopeServer:
 		where = "on server " + st.target
 	}
-	ctx.Event(corev1.EventTypeNormal, EventParameterSet, "Set %s = %q %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
+	ctx.Event(corev1.EventTypeNormal, obv1.EventParameterSet, "Set %s = %q %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
 		strings.Join(st.drifted, ", "))
 	return nil
 }

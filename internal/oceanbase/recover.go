@@ -40,17 +40,6 @@ const StoreClaimAnnotation = "oceanbase.steward.dev/store-claim-uid"
 // Service's apply owns.
 const storeFieldOwner = "steward-oceanbase-store"
 
-// The StoresLost condition and its reasons.
-const (
-	// ConditionStoresLost is True while OceanBase lists servers whose
-	// observer lost its store.
-	ConditionStoresLost = "StoresLost"
-
-	ReasonNoStoreLost  = "NoStoreLost"
-	ReasonRecovering   = "Recovering"
-	ReasonMajorityLost = "MajorityLost"
-)
-
 // recoverFlow replaces the servers whose observer lost its store (its
 // volume claim deleted with its pod, or its node lost with local storage).
 // Such an observer starts empty at the address of a server OceanBase still
@@ -171,7 +160,7 @@ func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
 		}
 	}
 	if len(lost) == 0 {
-		ctx.SetCondition(ConditionStoresLost, metav1.ConditionFalse, ReasonNoStoreLost, "")
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
 		return nil
 	}
 	var zones []string
@@ -179,11 +168,11 @@ func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
 		zones = append(zones, z.Name)
 	}
 	if ok, why := majorityServes(zones, cl.servers); !ok {
-		ctx.SetCondition(ConditionStoresLost, metav1.ConditionTrue, ReasonMajorityLost,
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
 			describeLost(lost)+"; not recovered while "+why)
 		return nil
 	}
-	ctx.SetCondition(ConditionStoresLost, metav1.ConditionTrue, ReasonRecovering, describeLost(lost)+"; recovering")
+	ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(lost)+"; recovering")
 	return lost
 }
 
@@ -216,7 +205,7 @@ func (c *Controller) recordLost(ctx *Context, seen *cluster) (bool, error) {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
 			st.LostServers = append(st.LostServers, l)
 			ctx.Log.Info("An observer lost its store", "pod", l.Pod, "server", l.Address, "zone", l.Zone)
-			serverEvent(ctx, l.Pod, corev1.EventTypeWarning, "StoreLost", "Observer %s lost the store of server %s; replacing the server", l.Pod, l.Address)
+			serverEvent(ctx, l.Pod, corev1.EventTypeWarning, obv1.EventStoreLost, "Observer %s lost the store of server %s; replacing the server", l.Pod, l.Address)
 		}
 	}
 	return true, nil
@@ -365,7 +354,7 @@ func (c *Controller) addReplacements(ctx *Context, seen *cluster) (bool, error) 
 			return false, err
 		}
 		ctx.Log.Info("Added a replacement server", "pod", l.Pod, "server", addr, "zone", l.Zone)
-		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, "ServerAdded", "Added server %s (%s) to zone %s in place of %s",
+		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, obv1.EventServerAdded, "Added server %s (%s) to zone %s in place of %s",
 			addr, l.Pod, l.Zone, strings.Join(lostAddrs(ob, l.Pod), ", "))
 	}
 	setMessage(ctx, "waiting for the observers to run at their new address: ", waiting)
@@ -424,7 +413,7 @@ func (c *Controller) deleteLost(ctx *Context, seen *cluster) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleting a lost server from OceanBase", "pod", l.Pod, "server", l.Address)
-		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, "DeletingServer", "Deleting lost server %s (%s) from OceanBase", l.Address, l.Pod)
+		serverEvent(ctx, l.Pod, corev1.EventTypeNormal, obv1.EventDeletingServer, "Deleting lost server %s (%s) from OceanBase", l.Address, l.Pod)
 	}
 	return true, nil
 }

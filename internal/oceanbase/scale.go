@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -41,7 +42,7 @@ func (c *Controller) addServers(ctx *Context, seen *cluster) error {
 			return err
 		}
 		ctx.Log.Info("Added a server", "pod", pod, "server", cl.addr(pod), "zone", missing[pod])
-		serverEvent(ctx, pod, corev1.EventTypeNormal, "ServerAdded", "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
+		serverEvent(ctx, pod, corev1.EventTypeNormal, obv1.EventServerAdded, "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func (c *Controller) deleteServers(ctx *Context, seen *cluster) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleting a server from OceanBase", "pod", pod, "server", addr)
-		serverEvent(ctx, pod, corev1.EventTypeNormal, "DeletingServer", "Deleting server %s (%s) from OceanBase", addr, pod)
+		serverEvent(ctx, pod, corev1.EventTypeNormal, obv1.EventDeletingServer, "Deleting server %s (%s) from OceanBase", addr, pod)
 	}
 	return true, nil
 }

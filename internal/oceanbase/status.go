@@ -24,21 +24,6 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Conditions and reasons only OceanBase uses.
-const (
-	// ConditionBootstrapped is True once OceanBase is bootstrapped.
-	ConditionBootstrapped = "Bootstrapped"
-
-	ReasonWaitingForObservers = "WaitingForObservers"
-	ReasonBootstrapping       = "Bootstrapping"
-	ReasonBootstrapped        = "Bootstrapped"
-	ReasonUnreachable         = "OceanBaseUnreachable"
-	ReasonServersNotServing   = "ServersNotServing"
-	ReasonServersLeaving      = "ServersLeaving"
-	ReasonZonesChanging       = "ZonesChanging"
-	ReasonParametersDrifted   = "ParametersDrifted"
-)
-
 // cluster is what a pass observed.
 type cluster struct {
 	sets map[string]*appsv1.StatefulSet // by zone
@@ -425,13 +410,13 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
 	switch {
 	case ob.Status.BootstrappedAt != nil:
-		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionTrue, ReasonBootstrapped,
+		ctx.SetCondition(obv1.ConditionBootstrapped, metav1.ConditionTrue, obv1.ReasonBootstrapped,
 			"bootstrapped at "+ob.Status.BootstrappedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	case cl.seedsReady(ob):
-		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionFalse, ReasonBootstrapping,
+		ctx.SetCondition(obv1.ConditionBootstrapped, metav1.ConditionFalse, obv1.ReasonBootstrapping,
 			"the first observer of every zone runs; bootstrapping")
 	default:
-		ctx.SetCondition(ConditionBootstrapped, metav1.ConditionFalse, ReasonWaitingForObservers,
+		ctx.SetCondition(obv1.ConditionBootstrapped, metav1.ConditionFalse, obv1.ReasonWaitingForObservers,
 			"waiting for the first observer of every zone to run")
 	}
 	r := cl.readiness(ob)
@@ -447,11 +432,11 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 func (cl *cluster) readiness(ob *Cluster) viewReady {
 	switch {
 	case ob.Status.BootstrappedAt == nil:
-		return viewReady{reason: ReasonWaitingForObservers, message: "not bootstrapped yet"}
+		return viewReady{reason: obv1.ReasonWaitingForObservers, message: "not bootstrapped yet"}
 	case cl.err != nil:
-		return viewReady{reason: ReasonUnreachable, message: cl.err.Error()}
+		return viewReady{reason: obv1.ReasonUnreachable, message: cl.err.Error()}
 	case len(cl.holds) > 0:
-		return viewReady{reason: ReasonZoneRemovalHeld, message: holdsMessage(cl.holds)}
+		return viewReady{reason: obv1.ReasonZoneRemovalHeld, message: holdsMessage(cl.holds)}
 	}
 	var notServing []string
 	for _, z := range ob.Spec.Zones {
@@ -460,17 +445,17 @@ func (cl *cluster) readiness(ob *Cluster) viewReady {
 		}
 	}
 	if len(notServing) > 0 {
-		return viewReady{reason: ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+		return viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
 	}
 	if leaving := cl.leavingServers(ob); len(leaving) > 0 {
-		return viewReady{reason: ReasonServersLeaving, message: "OceanBase still has servers the spec does not: " +
+		return viewReady{reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: " +
 			strings.Join(leaving, ", ")}
 	}
 	if why := cl.zonesChanging(ob); why != "" {
-		return viewReady{reason: ReasonZonesChanging, message: why}
+		return viewReady{reason: obv1.ReasonZonesChanging, message: why}
 	}
 	if d := ob.Status.ParameterDrift; len(d) > 0 {
-		return viewReady{reason: ReasonParametersDrifted, message: fmt.Sprintf("parameter %s differs from the spec on %s",
+		return viewReady{reason: obv1.ReasonParametersDrifted, message: fmt.Sprintf("parameter %s differs from the spec on %s",
 			d[0].Name, strings.Join(d[0].Servers, ", "))}
 	}
 	want := int32(0)

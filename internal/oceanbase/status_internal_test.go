@@ -69,33 +69,33 @@ func TestClusterReady(t *testing.T) {
 		{name: "serving", ready: true, message: "3 servers in 2 zones serving"},
 		{name: "a pod missing while OceanBase still reports its server ACTIVE", change: func(_ *obv1.OBCluster, cl *cluster) {
 			delete(cl.pods["z1"], 1)
-		}, reason: ReasonServersNotServing, message: "zone z1: ob-z1-1 has no pod"},
+		}, reason: obv1.ReasonServersNotServing, message: "zone z1: ob-z1-1 has no pod"},
 		{name: "a pod not ready", change: func(_ *obv1.OBCluster, cl *cluster) {
 			cl.pods["z2"][0].Status.Conditions = nil
-		}, reason: ReasonServersNotServing, message: "zone z2: ob-z2-0's pod is not ready"},
+		}, reason: obv1.ReasonServersNotServing, message: "zone z2: ob-z2-0's pod is not ready"},
 		{name: "a zone re-added, not in the sys tenant's locality yet", change: func(_ *obv1.OBCluster, cl *cluster) {
 			cl.tenants[0].Locality = "FULL{1}@z1"
-		}, reason: ReasonZonesChanging, message: "the sys tenant has no replica in zone z2 yet (locality FULL{1}@z1)"},
+		}, reason: obv1.ReasonZonesChanging, message: "the sys tenant has no replica in zone z2 yet (locality FULL{1}@z1)"},
 		{name: "the sys tenant's locality changing", change: func(_ *obv1.OBCluster, cl *cluster) {
 			cl.tenants[0].PreviousLocality = "FULL{1}@z1"
-		}, reason: ReasonZonesChanging, message: "OceanBase is changing the sys tenant's locality from FULL{1}@z1 to FULL{1}@z1, FULL{1}@z2"},
+		}, reason: obv1.ReasonZonesChanging, message: "OceanBase is changing the sys tenant's locality from FULL{1}@z1 to FULL{1}@z1, FULL{1}@z2"},
 		{name: "a scale-in's server deleting", change: func(ob *obv1.OBCluster, cl *cluster) {
 			ob.Spec.Zones[0].Replicas = 1
 			srv := cl.servers["10.0.0.2:2882"]
 			srv.Status, srv.StartService = "DELETING", nil
 			cl.servers["10.0.0.2:2882"] = srv
-		}, reason: ReasonServersLeaving, message: "OceanBase still has servers the spec does not: ob-z1-1 of zone z1 (DELETING)"},
+		}, reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: ob-z1-1 of zone z1 (DELETING)"},
 		{name: "a leaving zone's servers serving", change: func(ob *obv1.OBCluster, cl *cluster) {
 			ob.Spec.Zones = ob.Spec.Zones[:1]
 			cl.leaving["z2"] = &leavingZone{set: cl.sets["z2"], pods: cl.pods["z2"]}
 			delete(cl.pods, "z2")
-		}, reason: ReasonServersLeaving, message: "OceanBase still has servers the spec does not: ob-z2-0 of zone z2 (ACTIVE)"},
+		}, reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: ob-z2-0 of zone z2 (ACTIVE)"},
 		{name: "a server at no observer's address", change: func(_ *obv1.OBCluster, cl *cluster) {
 			cl.servers["10.0.0.9:2882"] = obsql.Server{Addr: "10.0.0.9:2882", Zone: "z2", Status: "INACTIVE"}
-		}, reason: ReasonServersLeaving, message: "OceanBase still has servers the spec does not: 10.0.0.9:2882 of zone z2 (INACTIVE)"},
+		}, reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: 10.0.0.9:2882 of zone z2 (INACTIVE)"},
 		{name: "a zone inactive", change: func(_ *obv1.OBCluster, cl *cluster) {
 			cl.zones["z2"] = obsql.Zone{Name: "z2", Status: "INACTIVE"}
-		}, reason: ReasonServersNotServing, message: "zone z2: OceanBase reports the zone INACTIVE"},
+		}, reason: obv1.ReasonServersNotServing, message: "zone z2: OceanBase reports the zone INACTIVE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ob, cl := readyCluster(tc.change)

@@ -38,16 +38,6 @@ type TenantContext = framework.Context[*Tenant]
 // returns.
 type TenantAction = framework.Action[*Tenant]
 
-// Reasons of an OBTenant's Ready condition.
-const (
-	ReasonTenantCreating   = "TenantCreating"
-	ReasonTenantMissing    = "TenantMissing"
-	ReasonTenantDropping   = "TenantDropping"
-	ReasonLocalityChanging = "LocalityChanging"
-	ReasonUnitsNotActive   = "UnitsNotActive"
-	ReasonTenantDrifted    = "TenantDrifted"
-)
-
 // TenantController is the OBTenant actor: it creates the tenant (unit
 // config, a pool per zone, the tenant, its root password), keeps its unit
 // config, unit number, zones, primary zone and allowlist as the spec says,
@@ -189,7 +179,7 @@ func bootstrappedCluster(name string) []framework.Dependency {
 	return []framework.Dependency{{
 		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		Ready: func(o client.Object) (bool, string) {
-			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, ConditionBootstrapped)
+			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, obv1.ConditionBootstrapped)
 			if c == nil || c.Status != metav1.ConditionTrue {
 				return false, "not bootstrapped"
 			}
@@ -220,7 +210,7 @@ func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
 	}
 	st, err := c.observe(ctx)
 	if err != nil {
-		ctx.SetReady(false, ReasonUnreachable, err.Error())
+		ctx.SetReady(false, obv1.ReasonUnreachable, err.Error())
 		return nil, nil // the next pass tries again; status says why
 	}
 	c.writeStatus(t, st)
@@ -357,19 +347,19 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
 	t := ctx.Obj
 	switch {
 	case st.tenant == nil:
-		ctx.SetReady(false, ReasonTenantMissing, fmt.Sprintf("OceanBase has no tenant %s", t.Spec.TenantName))
+		ctx.SetReady(false, obv1.ReasonTenantMissing, fmt.Sprintf("OceanBase has no tenant %s", t.Spec.TenantName))
 	case st.tenant.Status == "CREATING":
-		ctx.SetReady(false, ReasonTenantCreating, "OceanBase is creating the tenant")
+		ctx.SetReady(false, obv1.ReasonTenantCreating, "OceanBase is creating the tenant")
 	case st.tenant.Status != "NORMAL":
-		ctx.SetReady(false, ReasonTenantDropping, fmt.Sprintf("the tenant is %s", st.tenant.Status))
+		ctx.SetReady(false, obv1.ReasonTenantDropping, fmt.Sprintf("the tenant is %s", st.tenant.Status))
 	case st.jobBusy:
-		ctx.SetReady(false, ReasonLocalityChanging, "a locality change is in progress")
+		ctx.SetReady(false, obv1.ReasonLocalityChanging, "a locality change is in progress")
 	case st.drift(t) != "":
-		ctx.SetReady(false, ReasonTenantDrifted, st.drift(t))
+		ctx.SetReady(false, obv1.ReasonTenantDrifted, st.drift(t))
 	default:
 		for _, p := range t.Status.Pools {
 			if want := p.UnitNum * int32(len(p.Zones)); p.ActiveUnits < want {
-				ctx.SetReady(false, ReasonUnitsNotActive, fmt.Sprintf("pool %s has %d of %d units active", p.Name, p.ActiveUnits, want))
+				ctx.SetReady(false, obv1.ReasonUnitsNotActive, fmt.Sprintf("pool %s has %d of %d units active", p.Name, p.ActiveUnits, want))
 				return
 			}
 		}

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -102,7 +105,7 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenantState) (
 	t := ctx.Obj
 	if st.tenant != nil && st.tenant.Status == "NORMAL" {
 		_, _ = c.create.poll(t.UID) // forget a finished run: the tenant is what counts
-		ctx.Event("Normal", "TenantCreated", "Created tenant %s (id %d)", t.Spec.TenantName, st.tenant.ID)
+		ctx.Event(corev1.EventTypeNormal, obv1.EventTenantCreated, "Created tenant %s (id %d)", t.Spec.TenantName, st.tenant.ID)
 		return true, nil
 	}
 	switch state, err := c.create.poll(t.UID); {
@@ -186,7 +189,7 @@ func (c *TenantController) changeZones(ctx *TenantContext, seen *tenantState) (b
 		return change == "" && err == nil, err
 	}
 	ctx.Log.Info("Changing the tenant's zones", "tenant", t.Spec.TenantName, "change", change)
-	ctx.Event("Normal", "ZonesChanging", "Tenant %s: %s", t.Spec.TenantName, change)
+	ctx.Event(corev1.EventTypeNormal, obv1.EventZonesChanging, "Tenant %s: %s", t.Spec.TenantName, change)
 	return false, nil
 }
 
@@ -268,7 +271,7 @@ func (c *TenantController) setUnitNum(ctx *TenantContext, seen *tenantState) err
 	}
 	t := ctx.Obj
 	ctx.Log.Info("Setting the unit number", "tenant", t.Spec.TenantName, "unitNum", t.Spec.UnitNum)
-	ctx.Event("Normal", "UnitNumChanged", "Tenant %s: %d units per zone", t.Spec.TenantName, t.Spec.UnitNum)
+	ctx.Event(corev1.EventTypeNormal, obv1.EventUnitNumChanged, "Tenant %s: %d units per zone", t.Spec.TenantName, t.Spec.UnitNum)
 	return obsql.SetUnitNum(ctx, st.db, t.Spec.TenantName, t.Spec.UnitNum)
 }
 
@@ -303,7 +306,7 @@ func (c *TenantController) dropTenant(ctx *TenantContext, db *sql.DB) (bool, err
 		return false, err
 	case tenant != nil && tenant.Status != "DROPPING":
 		ctx.Log.Info("Dropping the tenant", "tenant", t.Spec.TenantName)
-		ctx.Event("Normal", "DroppingTenant", "Dropping tenant %s (reclaim policy Delete)", t.Spec.TenantName)
+		ctx.Event(corev1.EventTypeNormal, obv1.EventDroppingTenant, "Dropping tenant %s (reclaim policy Delete)", t.Spec.TenantName)
 		return false, obsql.Drop(ctx, db, "TENANT", t.Spec.TenantName)
 	case tenant != nil:
 		return false, nil

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
@@ -141,7 +142,7 @@ func (c *Controller) upgradeZones(ctx *Context, seen *cluster) (bool, error) {
 		return false, nil
 	}
 	op.Message = ""
-	ctx.Event("Normal", "Upgraded", "Every observer runs %s", ob.Spec.Image)
+	ctx.Event(corev1.EventTypeNormal, obv1.EventUpgraded, "Every observer runs %s", ob.Spec.Image)
 	return true, nil
 }
 
@@ -185,7 +186,7 @@ func (c *Controller) stopZone(ctx *Context, cl *cluster, zone string) error {
 		}
 	}
 	ctx.Log.Info("Stopping a zone to upgrade it", "zone", zone)
-	ctx.Event("Normal", "UpgradingZone", "Stopping zone %s to run %s", zone, ob.Spec.Image)
+	ctx.Event(corev1.EventTypeNormal, obv1.EventUpgradingZone, "Stopping zone %s to run %s", zone, ob.Spec.Image)
 	if err := obsql.AlterZone(ctx, cl.db, "STOP", zone); err != nil {
 		return fmt.Errorf("stop zone %s: %w", zone, err)
 	}

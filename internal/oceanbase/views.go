@@ -32,22 +32,6 @@ import (
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/status;observers/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/finalizers;observers/finalizers,verbs=update
 
-// Reasons of the views' Ready conditions.
-const (
-	ReasonNotBootstrapped    = "NotBootstrapped"
-	ReasonNotInCluster       = "NotInCluster"
-	ReasonZoneNotActive      = "ZoneNotActive"
-	ReasonZoneServing        = "ZoneServing"
-	ReasonPodMissing         = "PodMissing"
-	ReasonPodNotReady        = "PodNotReady"
-	ReasonServerUnknown      = "ServerUnknown"
-	ReasonServerNotActive    = "ServerNotActive"
-	ReasonServerNotServing   = "ServerNotServing"
-	ReasonServerServing      = "ServerServing"
-	ReasonClusterUnreachable = "ClusterUnreachable"
-	ReasonZoneRemoving       = "ZoneRemoving"
-)
-
 // applyViews applies an OBZone per zone of the spec and an OBServer per
 // observer the zones' StatefulSets have (their server Services' set), and
 // keeps those of a leaving zone while its StatefulSet or OceanBase has it
@@ -179,7 +163,7 @@ func keepGarbage(conds []metav1.Condition, set func(string, metav1.ConditionStat
 		set(framework.ConditionReady, r.Status, r.Reason, r.Message)
 		return
 	}
-	set(framework.ConditionReady, metav1.ConditionFalse, ReasonNotInCluster, fmt.Sprintf("OBCluster %s is deleted", cluster))
+	set(framework.ConditionReady, metav1.ConditionFalse, obv1.ReasonNotInCluster, fmt.Sprintf("OBCluster %s is deleted", cluster))
 }
 
 // Dependencies returns the zone's cluster.
@@ -252,10 +236,10 @@ func setViewReady(set func(string, metav1.ConditionStatus, string, string), r vi
 // servers (not bootstrapped, OceanBase not answering); empty when it does.
 func clusterNotServing(ob *Cluster) viewReady {
 	if ob.Status.BootstrappedAt == nil {
-		return viewReady{reason: ReasonNotBootstrapped, message: fmt.Sprintf("OBCluster %s is not bootstrapped yet", ob.Name)}
+		return viewReady{reason: obv1.ReasonNotBootstrapped, message: fmt.Sprintf("OBCluster %s is not bootstrapped yet", ob.Name)}
 	}
-	if r := meta.FindStatusCondition(ob.Status.Conditions, framework.ConditionReady); r != nil && r.Reason == ReasonUnreachable {
-		return viewReady{reason: ReasonClusterUnreachable, message: fmt.Sprintf("OBCluster %s: %s", ob.Name, r.Message)}
+	if r := meta.FindStatusCondition(ob.Status.Conditions, framework.ConditionReady); r != nil && r.Reason == obv1.ReasonUnreachable {
+		return viewReady{reason: obv1.ReasonClusterUnreachable, message: fmt.Sprintf("OBCluster %s: %s", ob.Name, r.Message)}
 	}
 	return viewReady{}
 }
@@ -280,7 +264,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 	i := slices.IndexFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone })
 	j := slices.IndexFunc(ob.Status.Zones, func(z obv1.OBZoneStatus) bool { return z.Name == zone })
 	if i < 0 && (j < 0 || !ob.Status.Zones[j].Leaving) {
-		out.viewReady = viewReady{reason: ReasonNotInCluster, message: fmt.Sprintf("OBCluster %s has no zone %s", ob.Name, zone)}
+		out.viewReady = viewReady{reason: obv1.ReasonNotInCluster, message: fmt.Sprintf("OBCluster %s has no zone %s", ob.Name, zone)}
 		return out
 	}
 	st := &out.status
@@ -300,7 +284,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 	case nr.reason != "":
 		out.viewReady = nr
 	case i < 0:
-		out.viewReady = viewReady{reason: ReasonZoneRemoving, message: fmt.Sprintf(
+		out.viewReady = viewReady{reason: obv1.ReasonZoneRemoving, message: fmt.Sprintf(
 			"OBCluster %s is removing the zone; OceanBase reports it %s, %d of its %d servers serving",
 			ob.Name, orUnknown(st.Status), st.ActiveServers, st.Servers)}
 	default:
@@ -312,7 +296,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 			}
 		}
 		if out.ready && len(departing) > 0 {
-			out.viewReady = viewReady{reason: ReasonServersNotServing, message: strings.Join(departing, "; ")}
+			out.viewReady = viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(departing, "; ")}
 		}
 	}
 	return out
@@ -331,7 +315,7 @@ func zoneServes(ob *Cluster, zone string) viewReady {
 		status = ob.Status.Zones[j].Status
 	}
 	if status != "ACTIVE" {
-		return viewReady{reason: ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(status))}
+		return viewReady{reason: obv1.ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(status))}
 	}
 	var notServing []string
 	serving := int32(0)
@@ -348,9 +332,9 @@ func zoneServes(ob *Cluster, zone string) viewReady {
 		}
 	}
 	if len(notServing) > 0 {
-		return viewReady{reason: ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+		return viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
 	}
-	return viewReady{ready: true, reason: ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
+	return viewReady{ready: true, reason: obv1.ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
 }
 
 type serverViewResult struct {
@@ -364,8 +348,8 @@ func serverView(ob *Cluster, pod string) serverViewResult {
 	var out serverViewResult
 	i := slices.IndexFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == pod })
 	if i < 0 {
-		out.viewReady = viewReady{reason: ReasonPodMissing, message: fmt.Sprintf("OBCluster %s has no pod %s", ob.Name, pod)}
-		if nr := clusterNotServing(ob); nr.reason == ReasonNotBootstrapped {
+		out.viewReady = viewReady{reason: obv1.ReasonPodMissing, message: fmt.Sprintf("OBCluster %s has no pod %s", ob.Name, pod)}
+		if nr := clusterNotServing(ob); nr.reason == obv1.ReasonNotBootstrapped {
 			out.viewReady = nr
 		}
 		return out
@@ -378,15 +362,15 @@ func serverView(ob *Cluster, pod string) serverViewResult {
 	case nr.reason != "":
 		out.viewReady = nr
 	case s.Status == "":
-		out.viewReady = viewReady{reason: ReasonServerUnknown, message: fmt.Sprintf("OceanBase does not know server %s", orUnknown(s.Address))}
+		out.viewReady = viewReady{reason: obv1.ReasonServerUnknown, message: fmt.Sprintf("OceanBase does not know server %s", orUnknown(s.Address))}
 	case s.Status != "ACTIVE":
-		out.viewReady = viewReady{reason: ReasonServerNotActive, message: "OceanBase reports the server " + s.Status}
+		out.viewReady = viewReady{reason: obv1.ReasonServerNotActive, message: "OceanBase reports the server " + s.Status}
 	case s.StartServiceTime == nil:
-		out.viewReady = viewReady{reason: ReasonServerNotServing, message: "ACTIVE, but it has not started serving"}
+		out.viewReady = viewReady{reason: obv1.ReasonServerNotServing, message: "ACTIVE, but it has not started serving"}
 	case !s.PodReady:
-		out.viewReady = viewReady{reason: ReasonPodNotReady, message: "the pod is not ready"}
+		out.viewReady = viewReady{reason: obv1.ReasonPodNotReady, message: "the pod is not ready"}
 	default:
-		out.viewReady = viewReady{ready: true, reason: ReasonServerServing, message: "ACTIVE and serving since " +
+		out.viewReady = viewReady{ready: true, reason: obv1.ReasonServerServing, message: "ACTIVE and serving since " +
 			s.StartServiceTime.UTC().Format("2006-01-02T15:04:05Z")}
 	}
 	return out

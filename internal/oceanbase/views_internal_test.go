@@ -45,26 +45,26 @@ func TestZoneView(t *testing.T) {
 		status          string
 		active, pods    int32
 	}{
-		{name: "serving", zone: "z1", ready: true, reason: ReasonZoneServing, message: "ACTIVE, 2 servers serving",
+		{name: "serving", zone: "z1", ready: true, reason: obv1.ReasonZoneServing, message: "ACTIVE, 2 servers serving",
 			status: "ACTIVE", active: 2, pods: 2},
 		{name: "not bootstrapped", zone: "z1", change: func(ob *obv1.OBCluster) { ob.Status.BootstrappedAt = nil },
-			reason: ReasonNotBootstrapped, status: "ACTIVE", active: 2, pods: 2},
+			reason: obv1.ReasonNotBootstrapped, status: "ACTIVE", active: 2, pods: 2},
 		{name: "unreachable", zone: "z2", change: func(ob *obv1.OBCluster) {
 			ob.Status.Conditions[0] = metav1.Condition{Type: framework.ConditionReady, Status: metav1.ConditionFalse,
-				Reason: ReasonUnreachable, Message: "no observer answered"}
+				Reason: obv1.ReasonUnreachable, Message: "no observer answered"}
 			ob.Status.Zones[1].Status, ob.Status.Zones[1].ActiveServers = "", 0
-		}, reason: ReasonClusterUnreachable, message: "OBCluster ob: no observer answered", pods: 1},
+		}, reason: obv1.ReasonClusterUnreachable, message: "OBCluster ob: no observer answered", pods: 1},
 		{name: "zone inactive", zone: "z2", change: func(ob *obv1.OBCluster) { ob.Status.Zones[1].Status = "INACTIVE" },
-			reason: ReasonZoneNotActive, message: "OceanBase reports the zone INACTIVE", status: "INACTIVE", active: 1, pods: 1},
+			reason: obv1.ReasonZoneNotActive, message: "OceanBase reports the zone INACTIVE", status: "INACTIVE", active: 1, pods: 1},
 		{name: "a server inactive", zone: "z1", change: func(ob *obv1.OBCluster) {
 			ob.Status.Servers[1].Status, ob.Status.Servers[1].StartServiceTime = "INACTIVE", nil
 			ob.Status.Zones[0].ActiveServers = 1
-		}, reason: ReasonServersNotServing, message: "ob-z1-1 is INACTIVE", status: "ACTIVE", active: 1, pods: 2},
+		}, reason: obv1.ReasonServersNotServing, message: "ob-z1-1 is INACTIVE", status: "ACTIVE", active: 1, pods: 2},
 		{name: "a pod not ready", zone: "z1", change: func(ob *obv1.OBCluster) { ob.Status.Servers[0].PodReady = false },
-			reason: ReasonServersNotServing, message: "ob-z1-0's pod is not ready", status: "ACTIVE", active: 2, pods: 1},
+			reason: obv1.ReasonServersNotServing, message: "ob-z1-0's pod is not ready", status: "ACTIVE", active: 2, pods: 1},
 		{name: "a pod missing", zone: "z1", change: func(ob *obv1.OBCluster) { ob.Status.Servers = ob.Status.Servers[1:] },
-			reason: ReasonServersNotServing, message: "ob-z1-0 has no pod", status: "ACTIVE", active: 2, pods: 1},
-		{name: "not in the cluster", zone: "z9", reason: ReasonNotInCluster, message: "OBCluster ob has no zone z9"},
+			reason: obv1.ReasonServersNotServing, message: "ob-z1-0 has no pod", status: "ACTIVE", active: 2, pods: 1},
+		{name: "not in the cluster", zone: "z9", reason: obv1.ReasonNotInCluster, message: "OBCluster ob has no zone z9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := zoneView(viewCluster(tc.change), tc.zone)
@@ -88,26 +88,26 @@ func TestServerView(t *testing.T) {
 		status, address string
 		rootService     bool
 	}{
-		{name: "serving", pod: "ob-z1-0", ready: true, reason: ReasonServerServing,
+		{name: "serving", pod: "ob-z1-0", ready: true, reason: obv1.ReasonServerServing,
 			message: "ACTIVE and serving since 2026-01-02T03:04:05Z", status: "ACTIVE", address: "10.0.0.1:2882", rootService: true},
 		{name: "inactive", pod: "ob-z1-1", change: func(ob *obv1.OBCluster) {
 			ob.Status.Servers[1].Status, ob.Status.Servers[1].StartServiceTime = "INACTIVE", nil
-		}, reason: ReasonServerNotActive, message: "OceanBase reports the server INACTIVE", status: "INACTIVE", address: "10.0.0.2:2882"},
+		}, reason: obv1.ReasonServerNotActive, message: "OceanBase reports the server INACTIVE", status: "INACTIVE", address: "10.0.0.2:2882"},
 		{name: "not serving yet", pod: "ob-z2-0", change: func(ob *obv1.OBCluster) { ob.Status.Servers[2].StartServiceTime = nil },
-			reason: ReasonServerNotServing, status: "ACTIVE", address: "10.0.0.3:2882"},
+			reason: obv1.ReasonServerNotServing, status: "ACTIVE", address: "10.0.0.3:2882"},
 		{name: "pod not ready", pod: "ob-z2-0", change: func(ob *obv1.OBCluster) { ob.Status.Servers[2].PodReady = false },
-			reason: ReasonPodNotReady, status: "ACTIVE", address: "10.0.0.3:2882"},
+			reason: obv1.ReasonPodNotReady, status: "ACTIVE", address: "10.0.0.3:2882"},
 		{name: "unknown to OceanBase", pod: "ob-z2-0", change: func(ob *obv1.OBCluster) { ob.Status.Servers[2].Status = "" },
-			reason: ReasonServerUnknown, message: "OceanBase does not know server 10.0.0.3:2882", address: "10.0.0.3:2882"},
+			reason: obv1.ReasonServerUnknown, message: "OceanBase does not know server 10.0.0.3:2882", address: "10.0.0.3:2882"},
 		{name: "deleting", pod: "ob-z1-1", change: func(ob *obv1.OBCluster) { ob.Status.Servers[1].Status = "DELETING" },
-			reason: ReasonServerNotActive, status: "DELETING", address: "10.0.0.2:2882"},
-		{name: "no pod", pod: "ob-z1-7", reason: ReasonPodMissing, message: "OBCluster ob has no pod ob-z1-7"},
+			reason: obv1.ReasonServerNotActive, status: "DELETING", address: "10.0.0.2:2882"},
+		{name: "no pod", pod: "ob-z1-7", reason: obv1.ReasonPodMissing, message: "OBCluster ob has no pod ob-z1-7"},
 		{name: "not bootstrapped, no pod", pod: "ob-z1-7", change: func(ob *obv1.OBCluster) { ob.Status.BootstrappedAt = nil },
-			reason: ReasonNotBootstrapped},
+			reason: obv1.ReasonNotBootstrapped},
 		{name: "not bootstrapped", pod: "ob-z1-0", change: func(ob *obv1.OBCluster) {
 			ob.Status.BootstrappedAt, ob.Status.RootService = nil, ""
 			ob.Status.Servers[0].Status, ob.Status.Servers[0].StartServiceTime = "", nil
-		}, reason: ReasonNotBootstrapped, address: "10.0.0.1:2882"},
+		}, reason: obv1.ReasonNotBootstrapped, address: "10.0.0.1:2882"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := serverView(viewCluster(tc.change), tc.pod)

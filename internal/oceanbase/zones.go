@@ -36,10 +36,6 @@ const (
 	stepRemoveZoneSets    = "RemoveZoneSets"
 	sysTenant             = "sys"
 	zoneFlowMaxAttempts   = 10
-
-	// ReasonZoneRemovalHeld is Ready's reason while a zone removal waits
-	// for user tenants to leave the zone.
-	ReasonZoneRemovalHeld = "ZoneRemovalHeld"
 )
 
 // leavingZone is a zone the spec no longer has whose StatefulSet remains:
@@ -197,7 +193,7 @@ func (c *Controller) addZones(ctx *Context, seen *cluster) (bool, error) {
 				return false, err
 			}
 			ctx.Log.Info("Added a zone", "zone", z)
-			ctx.Event("Normal", "ZoneAdded", "Added zone %s to OceanBase", z)
+			ctx.Event(corev1.EventTypeNormal, obv1.EventZoneAdded, "Added zone %s to OceanBase", z)
 		}
 		if status != "ACTIVE" {
 			if err := obsql.AlterZone(ctx, cl.db, "START", z); err != nil {
@@ -246,7 +242,7 @@ func (c *Controller) extendSysTenant(ctx *Context, seen *cluster) (bool, error) 
 	joining := cl.joining(ob)
 	if len(joining) == 0 {
 		op.Message = ""
-		ctx.Event("Normal", "ZonesAdded", "The sys tenant's locality is %s", sys.Locality)
+		ctx.Event(corev1.EventTypeNormal, obv1.EventZonesAdded, "The sys tenant's locality is %s", sys.Locality)
 		return true, nil
 	}
 	zone := joining[0]
@@ -408,10 +404,10 @@ func heldByTenants(ctx *Context, seen *cluster) (bool, error) {
 	msg := holdsMessage(holds)
 	if op.Message != msg {
 		ctx.Log.Info("A zone removal waits for tenants to leave the zone", "holds", holds)
-		ctx.Event("Warning", ReasonZoneRemovalHeld, "%s", msg)
+		ctx.Event("Warning", obv1.ReasonZoneRemovalHeld, "%s", msg)
 	}
 	op.Message = msg
-	ctx.SetReady(false, ReasonZoneRemovalHeld, msg)
+	ctx.SetReady(false, obv1.ReasonZoneRemovalHeld, msg)
 	return true, nil
 }
 
@@ -501,9 +497,9 @@ func (c *Controller) deleteZoneServers(ctx *Context, seen *cluster) (bool, error
 		}
 		ctx.Log.Info("Deleting a server from OceanBase", "server", addr, "zone", srv.Zone)
 		if pod := cl.podAt(addr); pod != "" {
-			serverEvent(ctx, pod, corev1.EventTypeNormal, "DeletingServer", "Deleting server %s (%s) of zone %s from OceanBase", addr, pod, srv.Zone)
+			serverEvent(ctx, pod, corev1.EventTypeNormal, obv1.EventDeletingServer, "Deleting server %s (%s) of zone %s from OceanBase", addr, pod, srv.Zone)
 		} else {
-			ctx.Event(corev1.EventTypeNormal, "DeletingServer", "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
+			ctx.Event(corev1.EventTypeNormal, obv1.EventDeletingServer, "Deleting server %s of zone %s from OceanBase", addr, srv.Zone)
 		}
 		sent = true
 	}
@@ -537,7 +533,7 @@ func (c *Controller) deleteZones(ctx *Context, seen *cluster) (bool, error) {
 			return false, err
 		}
 		ctx.Log.Info("Deleted a zone", "zone", z)
-		ctx.Event("Normal", "ZoneDeleted", "Deleted zone %s from OceanBase", z)
+		ctx.Event(corev1.EventTypeNormal, obv1.EventZoneDeleted, "Deleted zone %s from OceanBase", z)
 		done = false
 	}
 	return done, nil
@@ -583,7 +579,7 @@ func (c *Controller) removeZoneSets(ctx *Context, seen *cluster) (bool, error) {
 		return false, nil
 	}
 	ctx.Operation().Message = ""
-	ctx.Event("Normal", "ZonesRemoved", "The zones are %s", strings.Join(specZones(ob), ", "))
+	ctx.Event(corev1.EventTypeNormal, obv1.EventZonesRemoved, "The zones are %s", strings.Join(specZones(ob), ", "))
 	return true, nil
 }
 

@@ -23,7 +23,6 @@ import (
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/metrics"
-	"github.com/stewardhq/steward/internal/oceanbase"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/testenv"
 )
@@ -218,7 +217,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
 		if o.Status.Operation == nil || o.Status.Operation.Name != "remove-zone" || o.Status.Operation.Step != "WaitTenantsLeave" ||
-			!strings.Contains(o.Status.Operation.Message, "tenant t1") || r == nil || r.Reason != oceanbase.ReasonZoneRemovalHeld {
+			!strings.Contains(o.Status.Operation.Message, "tenant t1") || r == nil || r.Reason != obv1.ReasonZoneRemovalHeld {
 			return false, fmt.Sprintf("operation %+v, ready %+v", o.Status.Operation, r)
 		}
 		return true, ""
@@ -229,7 +228,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		zones, servers := views(t, c, ns)
 		z, s := zones["ob-z4"], servers["ob-z4-0"]
 		zr := condition(z.Status.Conditions, framework.ConditionReady)
-		if zr.Reason != oceanbase.ReasonZoneRemoving || z.Status.Status != "ACTIVE" || z.Status.ActiveServers != 1 {
+		if zr.Reason != obv1.ReasonZoneRemoving || z.Status.Status != "ACTIVE" || z.Status.ActiveServers != 1 {
 			return false, fmt.Sprintf("OBZone ob-z4: %+v", z.Status)
 		}
 		sr := condition(s.Status.Conditions, framework.ConditionReady)
@@ -240,7 +239,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	restart()
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		o := get(t, c, ns, "ob")
-		if r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady); r == nil || r.Reason != oceanbase.ReasonZoneRemovalHeld {
+		if r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady); r == nil || r.Reason != obv1.ReasonZoneRemovalHeld {
 			t.Fatalf("while held, Ready is %+v", r)
 		}
 	}
@@ -302,7 +301,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	eventually(t, "the removal holds again", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
-		return operationIs(o, "remove-zone", "Running") == "" && r != nil && r.Reason == oceanbase.ReasonZoneRemovalHeld,
+		return operationIs(o, "remove-zone", "Running") == "" && r != nil && r.Reason == obv1.ReasonZoneRemovalHeld,
 			fmt.Sprintf("operation %+v, ready %+v", o.Status.Operation, r)
 	})
 

@@ -1,0 +1,95 @@
+package v1alpha1
+
+// Conditions and reasons that only OceanBase's kinds use, next to the
+// shared ones in api/common (commonv1). Users read them in
+// status.conditions, in kubectl get's Reason columns and in kubectl get
+// events; docs/oceanbase.md says what each means. They are API: renaming
+// one breaks whoever matches on it.
+
+// OBCluster's conditions and the reasons of its Bootstrapped, Ready and
+// Progressing conditions.
+const (
+	// ConditionBootstrapped is True once OceanBase is bootstrapped.
+	ConditionBootstrapped = "Bootstrapped"
+	// ConditionStoresLost is True while OceanBase lists servers whose
+	// observer lost its store.
+	ConditionStoresLost = "StoresLost"
+
+	ReasonWaitingForObservers = "WaitingForObservers"
+	ReasonBootstrapping       = "Bootstrapping"
+	ReasonBootstrapped        = "Bootstrapped"
+	ReasonUnreachable         = "OceanBaseUnreachable"
+	ReasonServersNotServing   = "ServersNotServing"
+	ReasonServersLeaving      = "ServersLeaving"
+	ReasonZonesChanging       = "ZonesChanging"
+	ReasonParametersDrifted   = "ParametersDrifted"
+	// ReasonZoneRemovalHeld is Ready's reason while a zone removal waits
+	// for user tenants to leave the zone.
+	ReasonZoneRemovalHeld = "ZoneRemovalHeld"
+
+	// Reasons of StoresLost.
+	ReasonNoStoreLost  = "NoStoreLost"
+	ReasonRecovering   = "Recovering"
+	ReasonMajorityLost = "MajorityLost"
+)
+
+// Reasons of OBParameter's conditions.
+const (
+	ReasonParameterApplied  = "ParameterApplied"
+	ReasonParameterApplying = "ParameterApplying"
+	ReasonParameterDrifted  = "ParameterDrifted"
+	ReasonRestartRequired   = "RestartRequired"
+	ReasonNoServers         = "NoServers"
+)
+
+// Reasons of OBTenant's conditions.
+const (
+	ReasonTenantCreating   = "TenantCreating"
+	ReasonTenantMissing    = "TenantMissing"
+	ReasonTenantDropping   = "TenantDropping"
+	ReasonLocalityChanging = "LocalityChanging"
+	ReasonUnitsNotActive   = "UnitsNotActive"
+	ReasonTenantDrifted    = "TenantDrifted"
+)
+
+// Reasons of the OBZone and OBServer views' Ready condition (and of the
+// OBParameter whose server is unknown).
+const (
+	ReasonNotBootstrapped    = "NotBootstrapped"
+	ReasonNotInCluster       = "NotInCluster"
+	ReasonZoneNotActive      = "ZoneNotActive"
+	ReasonZoneServing        = "ZoneServing"
+	ReasonZoneRemoving       = "ZoneRemoving"
+	ReasonPodMissing         = "PodMissing"
+	ReasonPodNotReady        = "PodNotReady"
+	ReasonServerUnknown      = "ServerUnknown"
+	ReasonServerNotActive    = "ServerNotActive"
+	ReasonServerNotServing   = "ServerNotServing"
+	ReasonServerServing      = "ServerServing"
+	ReasonClusterUnreachable = "ClusterUnreachable"
+)
+
+// Reasons of the Events OceanBase's controllers record, next to the
+// shared ones in api/common. Every one is of type Normal except
+// EventStoreLost, a Warning.
+const (
+	// Servers and zones of an OBCluster.
+	EventServerAdded    = "ServerAdded"
+	EventDeletingServer = "DeletingServer"
+	EventStoreLost      = "StoreLost"
+	EventZoneAdded      = "ZoneAdded"
+	EventZonesAdded     = "ZonesAdded"
+	EventZoneDeleted    = "ZoneDeleted"
+	EventZonesRemoved   = "ZonesRemoved"
+	EventUpgradingZone  = "UpgradingZone"
+	EventUpgraded       = "Upgraded"
+
+	// Tenants.
+	EventTenantCreated  = "TenantCreated"
+	EventZonesChanging  = "ZonesChanging"
+	EventUnitNumChanged = "UnitNumChanged"
+	EventDroppingTenant = "DroppingTenant"
+
+	// Parameters.
+	EventParameterSet = "ParameterSet"
+)
