@@ -3,8 +3,6 @@ package matrixone
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,15 +35,7 @@ func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.Err
 	for _, err := range build.CheckUser(role, s.Config) {
 		errs = append(errs, field.Invalid(spec.Child("config"), "", err.Error()))
 	}
-	requests := spec.Child("resources", "requests")
-	for _, name := range slices.Sorted(maps.Keys(s.Resources.Requests)) {
-		request := s.Resources.Requests[name]
-		if limit, ok := s.Resources.Limits[name]; ok && request.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(requests.Child(string(name)), request.String(),
-				fmt.Sprintf("must not exceed the limit (%s): Kubernetes rejects such pods", limit.String())))
-		}
-	}
-	return errs
+	return append(errs, standard.ValidateResources(spec.Child("resources"), s.Resources)...)
 }
 
 // validateSharedStorage checks what the schema cannot: a shared filesystem
