@@ -113,7 +113,7 @@ func (*ClusterController) RenderChildren(c *Cluster) []framework.RenderedChild {
 func groupNameClashes(c *Cluster) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[childName]string{} // the set that makes it
-	refused := map[string]bool{}    // sets refused: one error each
+	refused := map[string]bool{}   // sets refused: one error each
 	for _, ch := range clusterChildren(c) {
 		set, ok := seen[ch.childName]
 		switch {
