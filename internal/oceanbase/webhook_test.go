@@ -89,7 +89,7 @@ func TestValidateCluster(t *testing.T) {
 			}
 		}, []string{"spec.resources.requests.memory"}},
 		{"zone names at the limit", long[:25], func(s *obv1.OBClusterSpec) {
-			s.Zones = []obv1.OBZoneSpec{{Name: long[:26]}} // 25 + 1 + 26 = 52
+			s.Zones = []obv1.OBZoneSpec{{Name: long[:26]}} // a StatefulSet name of 52 characters
 		}, nil},
 		{"a zone name that makes the StatefulSet's name too long", long[:25], func(s *obv1.OBClusterSpec) {
 			s.Zones = []obv1.OBZoneSpec{{Name: "z1"}, {Name: long[:27]}}

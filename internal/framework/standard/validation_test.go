@@ -144,7 +144,7 @@ func TestValidateEndpoint(t *testing.T) {
 		"http://etcd/path":            false,
 		"http://etcd?x=1":             false,
 		"http://et_cd":                false,
-		"http://etcd:2379 ":           false,
+		"http://etcd:2379\t":          false, // a stray tab
 	} {
 		errs := standard.ValidateEndpoint(field.NewPath("spec", "endpoint"), endpoint, "http", "https")
 		if (len(errs) == 0) != valid {
