@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -95,7 +96,13 @@ func (k childrenChecker) check(ctx context.Context, gk schema.GroupKind, name st
 		if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonInvalid {
 			return fmt.Errorf("%w: %w", errChildrenUnchecked, err)
 		}
-		causes = append(causes, sourceCauses(children[i], kinds[i], status.Status())...)
+		for _, c := range sourceCauses(children[i], kinds[i], status.Status()) {
+			// Children made from one spec field (each zone's StatefulSet
+			// from the cluster's placement) fail alike: say it once.
+			if !slices.Contains(causes, c) {
+				causes = append(causes, c)
+			}
+		}
 	}
 	if len(causes) == 0 {
 		return nil

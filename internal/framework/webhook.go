@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -77,7 +76,9 @@ type Warner[T Object] interface {
 // or not, as apierrors.NewInvalid of those field errors, each naming its
 // field; any other error as an Invalid status with its text. Return field
 // errors from Validate: the field paths reach the user, and the framework's
-// InvalidSpec condition shows the same text.
+// InvalidSpec condition shows the same text. An object that does not
+// decode into T (a duration that does not parse: the schema takes any
+// text for it) is refused the same way, naming the field.
 //
 // The webhook configurations themselves come from the markers; the
 // controller keeps defaulting and validating on every pass, so it is safe
@@ -98,21 +99,21 @@ func SetupWebhooks[T Object, S any](mgr ctrl.Manager, actor Actor[T, S]) error {
 	if m != nil {
 		// Registered as a handler of its own (see webhookDefaulter.Handle),
 		// at the path the builder would use.
-		mgr.GetWebhookServer().Register(mutatePath(gvk), &admission.Webhook{Handler: m})
+		mgr.GetWebhookServer().Register(webhookPath("mutate", gvk), &admission.Webhook{Handler: m})
 	}
 	if v == nil {
 		return nil
 	}
-	if err := builder.WebhookManagedBy(mgr, newObject[T]()).WithValidator(v).Complete(); err != nil {
-		return fmt.Errorf("framework: set up the webhooks of %s: %w", gvk.Kind, err)
-	}
+	// Registered by hand too: the handler refuses an object that does not
+	// decode naming the field (see validatingWebhook).
+	mgr.GetWebhookServer().Register(webhookPath("validate", gvk), validatingWebhook[T](mgr.GetScheme(), gvk.GroupKind(), v))
 	return nil
 }
 
-// mutatePath is the defaulting webhook's path, as kubebuilder's markers
-// and controller-runtime's builder name it.
-func mutatePath(gvk schema.GroupVersionKind) string {
-	return "/mutate-" + strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
+// webhookPath is the path of a webhook of gvk, "mutate" or "validate", as
+// kubebuilder's markers and controller-runtime's builder name it.
+func webhookPath(kind string, gvk schema.GroupVersionKind) string {
+	return "/" + kind + "-" + strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
 }
 
 // newWebhookHooks returns the admission defaulter and validator of actor,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,7 +154,7 @@ func hooks[T Object, S any](t *testing.T, actor Actor[T, S]) (mutating, validati
 		mutating = &admission.Webhook{Handler: m}
 	}
 	if v != nil {
-		validating = admission.WithValidator[T](webhookScheme, v)
+		validating = validatingWebhook[T](webhookScheme, testapi.GroupVersion.WithKind("Widget").GroupKind(), v)
 	}
 	return mutating, validating
 }
@@ -443,5 +444,71 @@ func TestWebhookRejectsClashes(t *testing.T) {
 	labeled := widget(func(w *testapi.Widget) { w.Spec.Replicas, w.Labels = 3, map[string]string{"a": "b"} })
 	if resp := review(t, hook, admissionv1.Update, stored, labeled); !resp.Allowed {
 		t.Errorf("a metadata-only update of a clashing object was refused: %+v", resp.Result)
+	}
+}
+
+// TestWebhookNamesUndecodableFields sends objects that do not decode into
+// Go: the validating webhook refuses each with a 422 naming the field,
+// where the decoder's error names none.
+func TestWebhookNamesUndecodableFields(t *testing.T) {
+	_, validating := hooks[*testapi.Widget](t, hookedWidgets{})
+	for _, tc := range []struct {
+		name, object, field, text string
+	}{
+		{"a string for a number", `"spec":{"replicas":"many"}`, "spec.replicas", "cannot unmarshal string"},
+		{"a time that does not parse", `"metadata":{"name":"w","creationTimestamp":"soon"}`, "metadata.creationTimestamp", `"soon"`},
+		{"in an inline struct and a list", `"status":{"conditions":[{"type":"Ready"},{"type":"Synced","lastTransitionTime":"later"}]}`,
+			"status.conditions[1].lastTransitionTime", `"later"`},
+		{"a map's value", `"spec":{"config":{"b":"ok","a":1}}`, "spec.config[a]", "cannot unmarshal number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := `{"apiVersion":"` + testapi.GroupVersion.String() + `","kind":"Widget",` + tc.object + `}`
+			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+				req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+					UID: "uid", Name: "w", Namespace: "ns", Operation: op,
+					Kind:      metav1.GroupVersionKind{Group: testapi.GroupVersion.Group, Version: testapi.GroupVersion.Version, Kind: "Widget"},
+					Object:    k8sruntime.RawExtension{Raw: []byte(obj)},
+					OldObject: raw(t, widget(nil)),
+				}}
+				resp := validating.Handle(context.Background(), req)
+				if resp.Allowed || resp.Result == nil {
+					t.Fatalf("%s: allowed, want a 422", op)
+				}
+				err := &apierrors.StatusError{ErrStatus: *resp.Result}
+				if !apierrors.IsInvalid(err) || resp.Result.Details == nil || len(resp.Result.Details.Causes) != 1 ||
+					resp.Result.Details.Causes[0].Field != tc.field || !strings.Contains(err.Error(), tc.text) {
+					t.Errorf("%s: %v (%+v), want a 422 naming %s saying %s", op, err, resp.Result.Details, tc.field, tc.text)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeError(t *testing.T) {
+	type spec struct {
+		Timeout *metav1.Duration  `json:"timeout,omitempty"`
+		Items   []metav1.Duration `json:"items,omitempty"`
+	}
+	type object struct {
+		metav1.TypeMeta `json:",inline"`
+		Spec            spec `json:"spec"`
+	}
+	for _, tc := range []struct {
+		data, want string // want: the error; "" when it decodes
+	}{
+		{`{"spec":{"timeout":"5m"}}`, ""},
+		{`{"spec":{"timeout":null}}`, ""},
+		{`{"spec":{"timeout":"soon"}}`, `spec.timeout: Invalid value: "soon": time: invalid duration "soon"`},
+		{`{"spec":{"items":["1s","2x"]}}`, `spec.items[1]: Invalid value: "2x": time: unknown unit "x" in duration "2x"`},
+		{`{"kind":3,"spec":{}}`, `kind: Invalid value: "3": json: cannot unmarshal number`},
+		{`[]`, ""}, // no field to blame: the decoder's own error stands
+	} {
+		got := ""
+		if err := decodeError([]byte(tc.data), reflect.TypeFor[*object]()); err != nil {
+			got = err.Error()
+		}
+		if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("decodeError(%s) = %q, want %q", tc.data, got, tc.want)
+		}
 	}
 }

@@ -137,8 +137,9 @@ func watchPods(b *builder.Builder) *builder.Builder {
 // webhook calls it too.
 func (*Controller) Default(g *Cluster) { gpssv1.Default(g) }
 
-// Validate checks what the CRD's schema cannot: the image reference, and
-// spec.config (gpssconfig.Validate: a JSON object, none of the keys the
+// Validate checks what the CRD's schema cannot: the image reference, each
+// of etcd.endpoints a URL with a host and a port in range (the schema's
+// pattern passes "http://:2379"), and spec.config (gpssconfig.Validate: a JSON object, none of the keys the
 // operator owns, its ports valid and distinct from spec.ports). The
 // validating webhook rejects what it rejects; the controller calls it every
 // pass and reports InvalidSpec.
@@ -147,6 +148,9 @@ func (*Controller) Validate(g *Cluster) error {
 	errs := standard.ValidateImage(spec.Child("image"), g.Spec.Image)
 	if m := g.Spec.Etcd.Managed; m != nil && build.ManagesEtcd(g) {
 		errs = append(errs, standard.ValidateImage(spec.Child("etcd", "managed", "image"), m.Image)...)
+	}
+	for i, e := range g.Spec.Etcd.Endpoints {
+		errs = append(errs, standard.ValidateEndpoint(spec.Child("etcd", "endpoints").Index(i), e, "http", "https")...)
 	}
 	if g.Spec.Config != nil {
 		p := g.Spec.Ports

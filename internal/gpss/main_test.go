@@ -19,5 +19,5 @@ var server = testenv.APIServer{CRDDirectoryPaths: []string{filepath.Join("..", "
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(testenv.Main(m, &server))
+	os.Exit(testenv.Main(m, &server, &hookServer))
 }

@@ -57,15 +57,22 @@ func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
 func (*ClusterController) Default(c *Cluster) { mov1.DefaultMatrixOneCluster(c) }
 
 // Validate checks the image and each role's pods as its set would
-// (validateRole), and shardReplicas within replicas.
+// (validateRole), the shared storage (validateSharedStorage), the
+// durations (not negative), the root password Secret's name, the CN
+// groups' names (groupNameClashes), and shardReplicas within replicas.
 func (*ClusterController) Validate(c *Cluster) error {
 	spec := field.NewPath("spec")
 	errs := standard.ValidateImage(spec.Child("image"), c.Spec.Image)
 	errs = append(errs, validateRole(spec.Child("logService"), build.RoleLog, &c.Spec.LogService.RoleSpec)...)
+	errs = append(errs, standard.ValidateDuration(spec.Child("logService", "storeFailureTimeout"), c.Spec.LogService.StoreFailureTimeout)...)
 	errs = append(errs, validateRole(spec.Child("tn"), build.RoleTN, &c.Spec.TN.RoleSpec)...)
 	for i := range c.Spec.CNGroups {
-		errs = append(errs, validateRole(spec.Child("cnGroups").Index(i), build.RoleCN, &c.Spec.CNGroups[i].RoleSpec)...)
+		group := spec.Child("cnGroups").Index(i)
+		errs = append(errs, validateRole(group, build.RoleCN, &c.Spec.CNGroups[i].RoleSpec)...)
+		errs = append(errs, standard.ValidateDuration(group.Child("drainTimeout"), c.Spec.CNGroups[i].DrainTimeout)...)
 	}
+	errs = append(errs, groupNameClashes(c)...)
+	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), c.Spec.RootPassword, "Secret")...)
 	errs = append(errs, validateRole(spec.Child("proxy"), build.RoleProxy, &c.Spec.Proxy.RoleSpec)...)
 	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), c.Spec.SharedStorage)...)
 	if l := c.Spec.LogService; l.Replicas > 0 && l.ShardReplicas > l.Replicas {
@@ -220,18 +227,6 @@ func (*ClusterController) Observe(*ClusterContext, framework.Nothing) (framework
 // Finalize has nothing to clean: owner references take the sets, whose
 // controllers apply their volumes' reclaim policies.
 func (*ClusterController) Finalize(*ClusterContext) (bool, error) { return true, nil }
-
-// RenderChildren returns the sets a new cluster of c's spec makes, for
-// the API server to validate at admission (their schemas, and their
-// webhooks: their own children).
-func (*ClusterController) RenderChildren(c *Cluster) []framework.RenderedChild {
-	sets := build.Sets(c)
-	children := []framework.RenderedChild{{Object: sets.Log}, {Object: sets.TN}, {Object: sets.Proxy}}
-	for _, cn := range sets.CNs {
-		children = append(children, framework.RenderedChild{Object: cn})
-	}
-	return children
-}
 
 func kindOf(obj framework.Object) string {
 	switch obj.(type) {

@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
 )
@@ -60,14 +61,17 @@ func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 // webhook calls it too.
 func (*LogSetController) Default(l *LogSet) { mov1.DefaultLogSet(l) }
 
-// Validate checks what the CRD's schema cannot: the image reference, a
-// shared claim's size, spec.config (TOML that sets no key the operator owns, each refused with
+// Validate checks what the CRD's schema cannot: the image reference, the
+// shared storage (validateSharedStorage), storeFailureTimeout not
+// negative, rootPassword a Secret's name, spec.config (TOML that sets no key the operator owns, each refused with
 // its reason), the resources, and shardReplicas within replicas (also a
 // CEL rule; kept here for objects the schema never saw).
 func (*LogSetController) Validate(l *LogSet) error {
 	spec := field.NewPath("spec")
 	errs := validatePodSet(spec, build.RoleLog, &l.Spec.PodSetSpec)
 	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), l.Spec.SharedStorage)...)
+	errs = append(errs, standard.ValidateDuration(spec.Child("storeFailureTimeout"), l.Spec.StoreFailureTimeout)...)
+	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), l.Spec.RootPassword, "Secret")...)
 	if l.Spec.ShardReplicas > l.Spec.Replicas {
 		errs = append(errs, field.Invalid(spec.Child("shardReplicas"), l.Spec.ShardReplicas,
 			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Spec.Replicas)))

@@ -211,6 +211,17 @@ func createClaim(t *testing.T, c client.Client, ns, name string, mode corev1.Per
 	}
 }
 
+// s3 puts the log set on S3, bucket "data" of a MinIO, then modifies it.
+func s3(modify func(s *mov1.S3Storage)) func(l *mov1.LogSet) {
+	return func(l *mov1.LogSet) {
+		l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{
+			Endpoint: "http://minio.storage:9000", Bucket: "data", Region: "us-east-1", CredentialsSecret: "s3-keys"}}
+		if modify != nil {
+			modify(l.Spec.SharedStorage.S3)
+		}
+	}
+}
+
 func newLogSet(ns string) *mov1.LogSet {
 	return &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "log"},
 		Spec: mov1.LogSetSpec{Replicas: 3, SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: "shared"}}}}
@@ -523,6 +534,38 @@ func TestLogSetValidate(t *testing.T) {
 		{"a shared claim to make, sized", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.Size = ptr.To(resource.MustParse("5Gi")) }, nil},
 		{"a shared claim to make of size zero", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.Size = ptr.To(resource.MustParse("0")) },
 			[]string{"spec.sharedStorage.fileSystem.size", "must be positive"}},
+		{"a negative storeFailureTimeout", func(l *mov1.LogSet) { l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: -time.Minute} },
+			[]string{"spec.storeFailureTimeout", "must not be negative"}},
+		{"storeFailureTimeout 0s turns replacement off", func(l *mov1.LogSet) { l.Spec.StoreFailureTimeout = &metav1.Duration{} }, nil},
+		{"a root password no Secret can be named", func(l *mov1.LogSet) { l.Spec.RootPassword = "Root_Password" },
+			[]string{"spec.rootPassword", "not a valid Secret name"}},
+		{"a claim no claim can be named", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.ClaimName = "Shared Claim" },
+			[]string{"spec.sharedStorage.fileSystem.claimName", "not a valid PersistentVolumeClaim name"}},
+		{"a claim's class no class can be named", func(l *mov1.LogSet) { l.Spec.SharedStorage.FileSystem.StorageClassName = ptr.To("NFS_Class") },
+			[]string{"spec.sharedStorage.fileSystem.storageClassName", "not a valid StorageClass name"}},
+		{"S3", s3(nil), nil},
+		{"an S3 endpoint without a host", s3(func(s *mov1.S3Storage) { s.Endpoint = "http://:9000" }),
+			[]string{"spec.sharedStorage.s3.endpoint", "must name a host"}},
+		{"an S3 endpoint that is no URL", s3(func(s *mov1.S3Storage) { s.Endpoint = "minio.storage" }),
+			[]string{"spec.sharedStorage.s3.endpoint", "must be a URL of scheme http or https"}},
+		{"an S3 endpoint's port out of range", s3(func(s *mov1.S3Storage) { s.Endpoint = "https://minio:70000" }),
+			[]string{"spec.sharedStorage.s3.endpoint", "port 70000"}},
+		{"an S3 credentials Secret no Secret can be named", s3(func(s *mov1.S3Storage) { s.CredentialsSecret = "S3_Keys" }),
+			[]string{"spec.sharedStorage.s3.credentialsSecret"}},
+		{"an upper-case bucket", s3(func(s *mov1.S3Storage) { s.Bucket = "MyBucket" }),
+			[]string{"spec.sharedStorage.s3.bucket", "only lower-case letters"}},
+		{"a bucket with an underscore", s3(func(s *mov1.S3Storage) { s.Bucket = "my_bucket" }), []string{"spec.sharedStorage.s3.bucket"}},
+		{"a bucket ending in a hyphen", s3(func(s *mov1.S3Storage) { s.Bucket = "bucket-" }),
+			[]string{"spec.sharedStorage.s3.bucket", "begin and end"}},
+		{"a bucket with two dots", s3(func(s *mov1.S3Storage) { s.Bucket = "my..bucket" }),
+			[]string{"spec.sharedStorage.s3.bucket", "two dots"}},
+		{"a bucket that is an IP address", s3(func(s *mov1.S3Storage) { s.Bucket = "192.168.5.4" }),
+			[]string{"spec.sharedStorage.s3.bucket", "IP address"}},
+		{"a bucket of a reserved prefix", s3(func(s *mov1.S3Storage) { s.Bucket = "xn--bucket" }),
+			[]string{"spec.sharedStorage.s3.bucket", "xn--"}},
+		{"a bucket of a reserved suffix", s3(func(s *mov1.S3Storage) { s.Bucket = "data-s3alias" }),
+			[]string{"spec.sharedStorage.s3.bucket", "-s3alias"}},
+		{"a bucket with dots and digits", s3(func(s *mov1.S3Storage) { s.Bucket = "data.2024-x" }), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLogSet("db")

@@ -17,6 +17,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
@@ -79,10 +80,20 @@ func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 // Default applies the kind's defaults; the defaulting webhook calls it too.
 func (c *StoreSetController[T]) Default(obj T) { c.k.defaults(obj) }
 
-// Validate checks what the CRD's schema cannot (validatePodSet).
+// Validate checks what the CRD's schema cannot (validatePodSet), that
+// spec.logSet is a name a LogSet can have, and a CN's drainTimeout not
+// negative.
 func (c *StoreSetController[T]) Validate(obj T) error {
+	spec := field.NewPath("spec")
 	s := c.k.set(obj, &mov1.LogSet{})
-	return validatePodSet(field.NewPath("spec"), c.k.role, s.Pods).ToAggregate()
+	errs := validatePodSet(spec, c.k.role, s.Pods)
+	errs = append(errs, standard.ValidateObjectName(spec.Child("logSet"), c.k.logSet(obj), "LogSet")...)
+	if c.k.drainTimeout != nil {
+		if d := c.k.drainTimeout(obj); d < 0 {
+			errs = append(errs, standard.ValidateDuration(spec.Child("drainTimeout"), &metav1.Duration{Duration: d})...)
+		}
+	}
+	return errs.ToAggregate()
 }
 
 // Dependencies waits for the LogSet to publish HAKeeper's addresses

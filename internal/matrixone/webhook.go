@@ -1,10 +1,13 @@
 package matrixone
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -14,8 +17,11 @@ import (
 
 // The admission webhooks of the MatrixOne cluster and sets. The CRDs' schemas default
 // and check what a schema can; the webhooks add Default, Validate (the
-// image, the user's TOML, the resources) and the API server's validation
-// of the children a spec makes (RenderChildren). The controllers apply the
+// image, the user's TOML, the resources, the durations, the shared
+// storage, the names of Secrets and claims, CN groups whose sets would
+// make another set's children), the API server's validation of the
+// children a spec makes (RenderChildren) and, for a cluster, names no
+// other cluster's sets make (Clashes). The controllers apply the
 // same Default and Validate on every pass, so they are safe without them.
 //
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-matrixonecluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=matrixoneclusters,verbs=create;update,versions=v1alpha1,name=mmatrixonecluster.steward.dev,admissionReviewVersions=v1
@@ -70,3 +76,134 @@ var statefulSetSources = func() map[string]string {
 	maps.Copy(s, standard.PlacementSources("spec.template.spec"))
 	return s
 }()
+
+// RenderChildren returns the sets a new cluster of c's spec makes, for
+// the API server to validate at admission (their schemas, and their
+// webhooks: their own children), each with the cluster's fields its
+// fields come from: a set's spec is its role's, but for the fields every
+// role shares.
+func (*ClusterController) RenderChildren(c *Cluster) []framework.RenderedChild {
+	sets := build.Sets(c)
+	sources := func(role string) map[string]string {
+		return map[string]string{
+			"spec":                 role,
+			"spec.image":           "spec.image",
+			"spec.imagePullPolicy": "spec.imagePullPolicy",
+			"spec.sharedStorage":   "spec.sharedStorage",
+			"spec.rootPassword":    "spec.rootPassword",
+			"spec.logSet":          "metadata.name",
+		}
+	}
+	children := []framework.RenderedChild{
+		{Object: sets.Log, Sources: sources("spec.logService")},
+		{Object: sets.TN, Sources: sources("spec.tn")},
+		{Object: sets.Proxy, Sources: sources("spec.proxy")},
+	}
+	for i, cn := range sets.CNs {
+		children = append(children, framework.RenderedChild{Object: cn, Sources: sources(fmt.Sprintf("spec.cnGroups[%d]", i))})
+	}
+	return children
+}
+
+// groupNameClashes refuses a CN group whose set would make a child another
+// of the cluster's sets makes: a group "tn" (its CNSet <name>-tn makes the
+// TNSet's StatefulSet and pods), "log" or "proxy"; a group "tn-headless"
+// or "<other group>-headless" (its SQL Service is that set's headless
+// Service).
+func groupNameClashes(c *Cluster) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[childName]string{} // the set that makes it
+	refused := map[string]bool{}   // sets refused: one error each
+	for _, ch := range clusterChildren(c) {
+		set, ok := seen[ch.childName]
+		switch {
+		case !ok:
+			seen[ch.childName] = ch.set
+		case set != ch.set && !refused[ch.set]:
+			refused[ch.set] = true
+			errs = append(errs, field.Invalid(ch.path, ch.value, fmt.Sprintf(
+				"the %s would make the %s %s, which the %s makes: choose another name", ch.set, ch.kind, ch.name, set)))
+		}
+	}
+	return errs
+}
+
+// Clashes refuses a cluster whose sets would make a child that another
+// MatrixOneCluster's sets make in the namespace (framework.ClashChecker):
+// cluster "a" with a CN group "b-tn" makes the StatefulSet a-b-tn, as
+// cluster "a-b" does for its TN. Of two clusters created so (the webhook
+// off), the older keeps its names.
+func (*ClusterController) Clashes(ctx context.Context, r client.Reader, c *Cluster) error {
+	var list mov1.MatrixOneClusterList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return fmt.Errorf("list MatrixOneClusters: %w", err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.Name == c.Name || !other.DeletionTimestamp.IsZero() || !older(other, c) {
+			continue
+		}
+		theirs := map[childName]string{}
+		for _, ch := range clusterChildren(other) {
+			theirs[ch.childName] = ch.set
+		}
+		for _, ch := range clusterChildren(c) {
+			if set, ok := theirs[ch.childName]; ok {
+				return field.Invalid(ch.path, ch.value, fmt.Sprintf(
+					"the %s would make the %s %s, which the %s of MatrixOneCluster %s makes: choose another name",
+					ch.set, ch.kind, ch.name, set, other.Name))
+			}
+		}
+	}
+	return nil
+}
+
+// childName is a child's kind and name.
+type childName struct{ kind, name string }
+
+// clusterChild is a child one of a cluster's sets makes under a name of
+// its own: the set's StatefulSet (and so its pods and claims), its
+// headless Service and a CN's or proxy's SQL Service, with the set, and
+// the cluster's field the name comes from and its value.
+type clusterChild struct {
+	childName
+	set   string
+	path  *field.Path
+	value string
+}
+
+// clusterChildren returns the children c's sets make under names of their
+// own, the fixed sets' first.
+func clusterChildren(c *Cluster) []clusterChild {
+	sets := build.Sets(c)
+	var out []clusterChild
+	add := func(kind, name string, sqlService bool, path *field.Path, value string) {
+		set := kind + " " + name
+		out = append(out,
+			clusterChild{childName{"StatefulSet", name}, set, path, value},
+			clusterChild{childName{"Service", name + "-headless"}, set, path, value})
+		if sqlService {
+			out = append(out, clusterChild{childName{"Service", name}, set, path, value})
+		}
+	}
+	meta := field.NewPath("metadata", "name")
+	add("LogSet", sets.Log.Name, false, meta, c.Name)
+	add("TNSet", sets.TN.Name, false, meta, c.Name)
+	add("ProxySet", sets.Proxy.Name, true, meta, c.Name)
+	for i, cn := range sets.CNs {
+		add("CNSet", cn.Name, true, field.NewPath("spec", "cnGroups").Index(i).Child("name"), c.Spec.CNGroups[i].Name)
+	}
+	return out
+}
+
+// older reports whether a was created before b (b not created yet counts
+// as newest), by name when at the same second.
+func older(a, b *Cluster) bool {
+	if b.CreationTimestamp.IsZero() {
+		return true
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}

@@ -6,14 +6,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/systems"
@@ -136,33 +134,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// The admission webhooks of OBClusters and OBTenants. The CRDs' schemas
-// default and check what a schema can; the webhooks add Default, Validate
-// and, for a tenant, the checks against its cluster (Admit). The
-// controllers apply the same Default and Validate on every pass, so they
-// are safe without them.
-//
-// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=mobcluster.steward.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=vobcluster.steward.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=mobtenant.steward.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=vobtenant.steward.dev,admissionReviewVersions=v1
-
-// SetupWebhooks registers the OBCluster's and OBTenant's defaulting and
-// validating webhooks.
-func SetupWebhooks(mgr ctrl.Manager) error {
-	err := framework.SetupWebhooks[*Cluster](mgr, New(Options{}))
-	if err == nil {
-		err = setupTenantWebhooks(mgr)
-	}
-	if err == nil {
-		err = setupParameterWebhooks(mgr)
-	}
-	if err != nil {
-		return fmt.Errorf("oceanbase: %w", err)
-	}
-	return nil
-}
-
 // watchPods adds a watch on the observers' pods, which their StatefulSets
 // own: a pod that becomes ready or goes away starts a pass.
 func watchPods(b *builder.Builder) *builder.Builder {
@@ -171,11 +142,6 @@ func watchPods(b *builder.Builder) *builder.Builder {
 
 // Default applies the API's defaults (obv1.Default).
 func (*Controller) Default(c *Cluster) { obv1.Default(c) }
-
-// Validate checks what the CRD's schema cannot: the image reference.
-func (*Controller) Validate(c *Cluster) error {
-	return standard.ValidateImage(field.NewPath("spec", "image"), c.Spec.Image).ToAggregate()
-}
 
 // clusterHolder names the cluster's passes as a user of its login.
 func clusterHolder(ob *Cluster) string { return holderOf("OBCluster", ob.UID) }

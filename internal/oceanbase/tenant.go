@@ -18,6 +18,7 @@ import (
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
@@ -70,10 +71,11 @@ func setupTenants(mgr ctrl.Manager, opts Options) error {
 // Default applies the API's defaults (obv1.DefaultTenant).
 func (*TenantController) Default(t *Tenant) { obv1.DefaultTenant(t) }
 
-// Validate checks what the CRD's schema cannot: the unit's sizes, and that
-// the primary zone names the tenant's zones.
+// Validate checks what the CRD's schema cannot: the unit's sizes, that
+// the primary zone names the tenant's zones, and that spec.rootPassword is
+// a name a Secret can have.
 func (*TenantController) Validate(t *Tenant) error {
-	var errs field.ErrorList
+	errs := standard.ValidateObjectName(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword, "Secret")
 	unit := field.NewPath("spec", "unit")
 	u := t.Spec.Unit
 	if u.MaxCPU.Sign() <= 0 {

@@ -221,3 +221,38 @@ func StartManager(t *testing.T, mgr manager.Manager) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
+
+// WebhookClient starts a manager whose webhook server serves the webhooks
+// setup registers (a system's Webhooks function), waits until it serves,
+// and returns a client of s that writes through them, as kubectl would.
+// s must have WebhookPaths; the manager runs until the test ends.
+func (s *APIServer) WebhookClient(t *testing.T, scheme *runtime.Scheme, setup func(manager.Manager) error) client.Client {
+	t.Helper()
+	cfg := s.Config(t)
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 scheme,
+		Logger:                 Logger(t, 0),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          s.WebhookServer(t),
+	})
+	if err != nil {
+		t.Fatalf("create manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("set up the webhooks: %v", err)
+	}
+	StartManager(t, mgr)
+	started := mgr.GetWebhookServer().StartedChecker()
+	Eventually(t, "the webhook server to serve", func() (bool, string) {
+		if err := started(nil); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("create client: %v", err)
+	}
+	return c
+}

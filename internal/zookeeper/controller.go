@@ -253,13 +253,7 @@ func (*Controller) Validate(zk *Cluster) error {
 	}
 	res := zk.Spec.Resources
 	requests, limits := spec.Child("resources", "requests"), spec.Child("resources", "limits")
-	for _, name := range slices.Sorted(maps.Keys(res.Requests)) {
-		request := res.Requests[name]
-		if limit, ok := res.Limits[name]; ok && request.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(requests.Child(string(name)), request.String(),
-				fmt.Sprintf("must not exceed the limit (%s): Kubernetes rejects such pods", limit.String())))
-		}
-	}
+	errs = append(errs, standard.ValidateResources(spec.Child("resources"), res)...)
 	heapBytes, err := zkv1.ParseHeap(zk.Spec.Heap)
 	if err != nil {
 		return append(errs, field.Invalid(spec.Child("heap"), zk.Spec.Heap, err.Error())).ToAggregate()

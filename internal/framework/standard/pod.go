@@ -41,13 +41,20 @@ func ApplyOverrides(tmpl *corev1.PodTemplateSpec, o commonv1.PodOverrides) {
 // PlacementSources maps the fields ApplyPlacement sets in the pod spec at
 // podSpec (a child's field path, "spec.template.spec" for a workload) to
 // the spec fields of PodPlacement they come from, for a ChildRenderer's
-// Sources. Add the child's other fields to the returned map.
+// Sources, when the PodPlacement is inline in the spec. Add the child's
+// other fields to the returned map.
 func PlacementSources(podSpec string) map[string]string {
+	return PlacementSourcesAt(podSpec, "spec")
+}
+
+// PlacementSourcesAt is PlacementSources for a PodPlacement at placement
+// ("spec.placement", "spec.zones[0].placement").
+func PlacementSourcesAt(podSpec, placement string) map[string]string {
 	return map[string]string{
-		podSpec + ".nodeSelector":              "spec.nodeSelector",
-		podSpec + ".affinity":                  "spec.affinity",
-		podSpec + ".tolerations":               "spec.tolerations",
-		podSpec + ".topologySpreadConstraints": "spec.topologySpreadConstraints",
-		podSpec + ".priorityClassName":         "spec.priorityClassName",
+		podSpec + ".nodeSelector":              placement + ".nodeSelector",
+		podSpec + ".affinity":                  placement + ".affinity",
+		podSpec + ".tolerations":               placement + ".tolerations",
+		podSpec + ".topologySpreadConstraints": placement + ".topologySpreadConstraints",
+		podSpec + ".priorityClassName":         placement + ".priorityClassName",
 	}
 }

@@ -3,10 +3,16 @@ package standard
 import (
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -99,4 +105,79 @@ func ValidateSettings(path *field.Path, values map[string]string, types map[stri
 		}
 	}
 	return errs
+}
+
+// ValidateResources checks that each request is within its limit:
+// Kubernetes rejects a pod whose request exceeds its limit, and the
+// StatefulSet would never make one. (Negative quantities the dry run of
+// the children reports.)
+func ValidateResources(path *field.Path, res corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(res.Requests)) {
+		request := res.Requests[name]
+		if limit, ok := res.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests", string(name)), request.String(),
+				fmt.Sprintf("must not exceed the limit (%s): Kubernetes rejects such pods", limit.String())))
+		}
+	}
+	return errs
+}
+
+// ValidateDuration checks that a duration is not negative: a timeout or
+// a period below zero means nothing. Unset (nil) is valid. A duration that
+// does not parse never reaches here: the webhook refuses it naming the
+// field.
+func ValidateDuration(path *field.Path, d *metav1.Duration) field.ErrorList {
+	if d != nil && d.Duration < 0 {
+		return field.ErrorList{field.Invalid(path, d.Duration.String(), "must not be negative")}
+	}
+	return nil
+}
+
+// ValidateObjectName checks that name, a reference to an object of kind
+// (a Secret, a PersistentVolumeClaim, a StorageClass, ...), is a name such
+// an object can have (a DNS subdomain): no object of another name exists,
+// and the spec would wait for it, or fail to make it, forever. Empty is
+// valid: the caller says when a name is required.
+func ValidateObjectName(path *field.Path, name, kind string) field.ErrorList {
+	if name == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, name, "not a valid "+kind+" name: "+msg))
+	}
+	return errs
+}
+
+// ValidateEndpoint checks that endpoint is a URL of one of schemes with
+// a host, and a port, if it gives one, from 1 to 65535: what a client
+// could dial. A pattern in the schema passes "http://:2379" and
+// "http://etcd:99999".
+func ValidateEndpoint(path *field.Path, endpoint string, schemes ...string) field.ErrorList {
+	invalid := func(why string) field.ErrorList { return field.ErrorList{field.Invalid(path, endpoint, why)} }
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil:
+		return invalid("not a URL: " + err.Error())
+	case !slices.Contains(schemes, u.Scheme):
+		return invalid(fmt.Sprintf("must be a URL of scheme %s", strings.Join(schemes, " or ")))
+	case u.Hostname() == "":
+		return invalid("must name a host")
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
+		return invalid("must be scheme://host[:port] only, without user, path, query or fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return invalid(fmt.Sprintf("port %s is not from 1 to 65535", p))
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return invalid("an empty port: give one from 1 to 65535, or none")
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(u.Hostname())) {
+		if net.ParseIP(u.Hostname()) == nil {
+			return invalid("host " + u.Hostname() + " is neither an IP address nor a DNS name: " + msg)
+		}
+	}
+	return nil
 }

@@ -2,8 +2,14 @@ package standard_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/stewardhq/steward/internal/framework/standard"
@@ -53,5 +59,96 @@ func TestValidateSettings(t *testing.T) {
 	}
 	if errs := standard.ValidateSettings(field.NewPath("spec", "config"), map[string]string{"n": "0", "b": "false", "y": "no"}, types); len(errs) > 0 {
 		t.Errorf("valid settings rejected: %v", errs)
+	}
+}
+
+func TestValidateResources(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name string
+		res  corev1.ResourceRequirements
+		want []string // the fields refused
+	}{
+		{"none", corev1.ResourceRequirements{}, nil},
+		{"requests only", corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("2")}}, nil},
+		{"equal", corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("1")}, Limits: corev1.ResourceList{"cpu": q("1000m")}}, nil},
+		{"requests above limits", corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"memory": q("2Gi"), "cpu": q("2")},
+			Limits:   corev1.ResourceList{"memory": q("1Gi"), "cpu": q("1")},
+		}, []string{"spec.resources.requests.cpu", "spec.resources.requests.memory"}},
+	} {
+		var got []string
+		for _, e := range standard.ValidateResources(field.NewPath("spec", "resources"), tc.res) {
+			got = append(got, e.Field)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: refused %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestValidateDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d     *metav1.Duration
+		valid bool
+	}{
+		{nil, true}, {&metav1.Duration{}, true}, {&metav1.Duration{Duration: time.Minute}, true},
+		{&metav1.Duration{Duration: -time.Second}, false},
+	} {
+		errs := standard.ValidateDuration(field.NewPath("spec", "timeout"), tc.d)
+		if (len(errs) == 0) != tc.valid {
+			t.Errorf("ValidateDuration(%v) = %v, want valid %v", tc.d, errs, tc.valid)
+		}
+		if len(errs) > 0 && errs[0].Error() != `spec.timeout: Invalid value: "-1s": must not be negative` {
+			t.Errorf("message %q", errs[0].Error())
+		}
+	}
+}
+
+func TestValidateObjectName(t *testing.T) {
+	for name, valid := range map[string]bool{
+		"":                       true, // unset: the caller requires it or not
+		"root":                   true,
+		"a.b-c":                  true,
+		"Root":                   false,
+		"my_secret":              false,
+		"-x":                     false,
+		"a b":                    false,
+		strings.Repeat("a", 254): false,
+	} {
+		errs := standard.ValidateObjectName(field.NewPath("spec", "secret"), name, "Secret")
+		if (len(errs) == 0) != valid {
+			t.Errorf("ValidateObjectName(%q) = %v, want valid %v", name, errs, valid)
+		}
+		if len(errs) > 0 && !strings.Contains(errs[0].Error(), "spec.secret: Invalid value") {
+			t.Errorf("message %q does not name the field", errs[0].Error())
+		}
+	}
+}
+
+func TestValidateEndpoint(t *testing.T) {
+	for endpoint, valid := range map[string]bool{
+		"http://etcd:2379":            true,
+		"https://etcd.ns.svc":         true,
+		"https://10.0.0.1:2379":       true,
+		"http://[::1]:2379":           true,
+		"https://minio.storage:9000/": true,
+		"http://:2379":                false, // no host
+		"http://etcd:0":               false,
+		"http://etcd:65536":           false,
+		"http://etcd:99999":           false,
+		"http://etcd:":                false,
+		"etcd:2379":                   false, // no scheme
+		"ftp://etcd":                  false,
+		"http://user:pw@etcd":         false,
+		"http://etcd/path":            false,
+		"http://etcd?x=1":             false,
+		"http://et_cd":                false,
+		"http://etcd:2379\t":          false, // a stray tab
+	} {
+		errs := standard.ValidateEndpoint(field.NewPath("spec", "endpoint"), endpoint, "http", "https")
+		if (len(errs) == 0) != valid {
+			t.Errorf("ValidateEndpoint(%q) = %v, want valid %v", endpoint, errs, valid)
+		}
 	}
 }

@@ -58,6 +58,11 @@ const (
 // told another.
 const DefaultClusterDomain = "cluster.local"
 
+// MaxStatefulSetName is the longest name of a zone's StatefulSet: its
+// pods' controller-revision-hash label is the name, a dash and a hash of
+// up to 10 characters, and a label value has at most 63.
+const MaxStatefulSetName = 52
+
 // StatefulSetName names a zone's StatefulSet.
 func StatefulSetName(c *obv1.OBCluster, zone string) string { return c.Name + "-" + zone }
 
