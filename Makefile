@@ -39,7 +39,11 @@ export HELM ?= $(LOCALBIN)/helm
 GO ?= go
 MODULE := $(shell $(GO) list -m)
 # Packages of the operator module; test/e2e runs on a live cluster (make e2e).
-UNIT_PACKAGES = $(shell $(GO) list ./... | grep -v '^$(MODULE)/test/e2e')
+# With SYSTEMS (not all), those systems' packages only: internal/<system>/...
+# and api/<system>/...
+ALL_UNIT_PACKAGES = $(shell $(GO) list ./... | grep -v '^$(MODULE)/test/e2e')
+UNIT_PACKAGES = $(if $(filter-out all,$(SYSTEM_LIST)),$(filter $(foreach s,$(SYSTEM_LIST),$(MODULE)/internal/$(s) \
+	$(MODULE)/internal/$(s)/% $(MODULE)/api/$(s)/%),$(ALL_UNIT_PACKAGES)),$(ALL_UNIT_PACKAGES))
 # Extra flags for go test, e.g. make unit GO_TEST_FLAGS="-race -v".
 GO_TEST_FLAGS ?=
 LDFLAGS := -s -w -X $(MODULE)/internal/version.Version=$(VERSION)
@@ -181,7 +185,7 @@ build: ## Build a static bin/steward.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/steward ./cmd/steward
 
 .PHONY: unit
-unit: helm ## Run unit and envtest integration tests (envtest needs KUBEBUILDER_ASSETS; those tests skip without it).
+unit: helm ## Run unit and envtest integration tests, building no image (envtest needs KUBEBUILDER_ASSETS; those tests skip without it); SYSTEMS=zookeeper runs those systems' packages only.
 	@if [ ! -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ]; then \
 		echo "note: no kube-apiserver in KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS); envtest integration tests will skip"; \
 	fi
