@@ -205,8 +205,9 @@ SYSTEMS ?=
 comma := ,
 SYSTEM_LIST := $(subst $(comma), ,$(SYSTEMS))
 # PREVIEW_SYSTEMS are the systems "all" leaves out (internal/systems
-# Preview; test/wiring checks the two agree).
-PREVIEW_SYSTEMS := matrixone
+# Preview), read from the chart, where make manifests writes them
+# (hack/chartgen); test/wiring checks the two agree.
+PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' charts/steward/templates/_helpers.tpl | tr -d '"')
 # IMAGES are the images/<name>/build.sh to build: the operator's (steward)
 # and every system's (images/<system>, or images/<system>-<part> for a
 # system with several); with SYSTEMS, the operator's and those systems'.
