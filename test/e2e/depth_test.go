@@ -132,10 +132,13 @@ func waitNamespaceGone(t *testing.T, ns string) {
 	}
 	err := waitFor(5*time.Minute, func(ctx context.Context) error {
 		_, err := env.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return fmt.Errorf("namespace %s: %w", ns, err)
 		}
-		return fmt.Errorf("namespace %s still there: %v", ns, err)
+		return fmt.Errorf("namespace %s still there", ns)
 	})
 	if err != nil {
 		t.Logf("not waiting longer: %v", err)

@@ -61,8 +61,12 @@ spec:
 		if _, err := execIn(ns, "client", append(gpss, "submit", "smoke")...); err != nil {
 			return err
 		}
-		if out, err := execIn(ns, "client", append(gpss, "list")...); err != nil || !strings.Contains(out, "smoke") {
-			return fmt.Errorf("the submitted job is not listed: %v: %s", err, out)
+		out, err := execIn(ns, "client", append(gpss, "list")...)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "smoke") {
+			return fmt.Errorf("the submitted job is not listed: %s", out)
 		}
 		return nil
 	},

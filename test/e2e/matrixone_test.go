@@ -58,9 +58,12 @@ spec:
 	},
 	request: func(ns string) error {
 		st, err := kubectl("get", "matrixonecluster", "-n", ns, "mo", "-o", "jsonpath={.status.sqlAddress} {.status.rootPasswordSecret}")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, st)
+		}
 		address, secret, ok := strings.Cut(strings.TrimSpace(st), " ")
-		if err != nil || !ok || address == "" || secret == "" {
-			return fmt.Errorf("status names no SQL address and password Secret: %v: %q", err, st)
+		if !ok || address == "" || secret == "" {
+			return fmt.Errorf("status names no SQL address and password Secret: %q", st)
 		}
 		password, err := kubectl("get", "secret", "-n", ns, secret, "-o", "jsonpath={.data.password}")
 		if err != nil {
@@ -71,8 +74,11 @@ spec:
 			return err
 		}
 		out, err := moSQL(ns, address, string(pw), "select 40 + 2")
-		if err != nil || !strings.Contains(out, "42") {
-			return fmt.Errorf("select through the proxy: %v: %s", err, out)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "42") {
+			return fmt.Errorf("select 40 + 2 through the proxy answered %q", out)
 		}
 		return nil
 	},

@@ -72,8 +72,11 @@ spec:
 		}
 		out, err := execIn(ns, "client", "/smoke", "sql", "--timeout", "8s", "--server", obName+":2881",
 			"--user", "root", "--password", string(pw), "SELECT SVR_IP, ZONE, STATUS FROM oceanbase.DBA_OB_SERVERS")
-		if err != nil || !strings.Contains(out, "z1") {
-			return fmt.Errorf("the servers, read over SQL: %v: %s", err, out)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "z1") {
+			return fmt.Errorf("DBA_OB_SERVERS has no server in zone z1: %s", out)
 		}
 		return nil
 	},

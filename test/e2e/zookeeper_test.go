@@ -56,10 +56,14 @@ spec: {replicas: 3, image: %s, imagePullPolicy: Never, heap: 96m, storage: {recl
 		// A retry after a create whose answer was lost finds the znode.
 		out, err := execIn(ns, zkName+"-0", append(cli, "create", "/steward-smoke", "hello")...)
 		if !strings.Contains(out, "Created") && !strings.Contains(out, "Node already exists") {
-			return fmt.Errorf("create: %v: %s", err, out)
+			return fmt.Errorf("create /steward-smoke: %s (%w)", out, err)
 		}
-		if out, err := execIn(ns, zkName+"-0", append(cli, "get", "/steward-smoke")...); err != nil || !strings.Contains(out, "hello") {
-			return fmt.Errorf("get: %v: %s", err, out)
+		out, err = execIn(ns, zkName+"-0", append(cli, "get", "/steward-smoke")...)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "hello") {
+			return fmt.Errorf("get /steward-smoke: %s", out)
 		}
 		return nil
 	},
