@@ -51,6 +51,7 @@ const (
 // leaving nothing but the CRDs (and the leader-election Lease, a namespaced
 // record); and an install again on the kept CRDs, for the tests after it.
 func TestChartLifecycle(t *testing.T) {
+	skipUnlessFull(t)
 	in := skipUnselected(t, systems.ZooKeeper, "the chart's lifecycle, which drives a ZooKeeper cluster,")
 	installOperator(t)
 	z := &zkScenario{scenario: newScenario(t, "chart", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}

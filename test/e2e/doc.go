@@ -16,4 +16,10 @@
 // Empty, it is every system built into the operator, previews included,
 // as CI runs it; "all" is the operator's all, without the previews. The
 // image archives are the *.tar files of E2E_IMAGES_DIR (_output/images).
+//
+// E2E_DEPTH (make e2e E2E_DEPTH=smoke) says how deep the suite goes: full,
+// the default, runs every test; smoke runs the operator's install check
+// and each selected system's smoke spec only (a cluster created, Ready,
+// serving one request, deleted), the first spec of every system at both
+// depths. docs/testing.md lists the test lanes.
 package e2e

@@ -30,8 +30,46 @@ const gpssName = "gpss"
 func init() {
 	registerSystem(systems.GPSS, systemSpec{
 		addToScheme: gpssv1.AddToScheme,
+		smoke:       gpssSmoke,
 		specs:       []spec{{"lifecycle", gpssLifecycleSpec}},
 	})
+}
+
+// gpssSmoke is GPSS's smoke: one instance on a managed etcd Ready, a job
+// submitted through the gRPC Service and listed, deleted.
+var gpssSmoke = smokeSpec{
+	resource: "gpsscluster", name: gpssName, ready: 3 * time.Minute,
+	manifest: func(t *testing.T, in specInput, ns string) string {
+		return fmt.Sprintf(`apiVersion: gpss.steward.dev/v1alpha1
+kind: GpssCluster
+metadata: {name: %s, namespace: %s}
+spec:
+  replicas: 1
+  image: %s
+  imagePullPolicy: Never
+  clusterID: smoke
+  etcd: {managed: {storage: {size: 64Mi, reclaimPolicy: Delete}}}
+  resources: {limits: {memory: 64Mi}}
+`, gpssName, ns, in.image(t, "gpss-simulator"))
+	},
+	request: func(ns string) error {
+		gpss := []string{"/smoke", "gpss", "--timeout", "20s", "--server", gpssName + "-grpc:5000"}
+		// A retry after a submit whose answer was lost finds the job.
+		if out, err := execIn(ns, "client", append(gpss, "list")...); err == nil && strings.Contains(out, "smoke") {
+			return nil
+		}
+		if _, err := execIn(ns, "client", append(gpss, "submit", "smoke")...); err != nil {
+			return err
+		}
+		out, err := execIn(ns, "client", append(gpss, "list")...)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "smoke") {
+			return fmt.Errorf("the submitted job is not listed: %s", out)
+		}
+		return nil
+	},
 }
 
 // gpssJobs are the jobs the lifecycle keeps running throughout.

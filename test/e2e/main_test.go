@@ -30,6 +30,7 @@ var env struct {
 	imagesDir string            // where make images writes the image archives
 	archives  map[string]string // the archives found there, by name without .tar
 	systems   []string          // the systems under test (E2E_SYSTEMS), sorted
+	depth     depth             // how deep the suite goes (E2E_DEPTH)
 }
 
 const smokeImage = "localhost/steward-smoke:e2e"
@@ -49,8 +50,11 @@ func run(m *testing.M) int {
 	if env.archives, err = findArchives(env.imagesDir); err != nil {
 		return fatal(err)
 	}
-	// A bad E2E_SYSTEMS fails before the cluster comes up.
+	// A bad E2E_SYSTEMS or E2E_DEPTH fails before the cluster comes up.
 	if err := selectSystems(); err != nil {
+		return fatal(err)
+	}
+	if err := selectDepth(); err != nil {
 		return fatal(err)
 	}
 	reuse := os.Getenv("E2E_REUSE_CLUSTER") == "1"

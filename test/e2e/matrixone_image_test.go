@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,31 +26,25 @@ import (
 // moLogStores is how many log stores the image test bootstraps together.
 const moLogStores = 3
 
-// TestMatrixOneImage runs real MatrixOne from its image the way the
-// MatrixOne controllers will, before they exist: the configuration
-// templates build.Render writes, started by mo-agent in StatefulSets with a
+// matrixoneImageSpec runs real MatrixOne from its image the way the
+// MatrixOne controllers do, without them: the configuration templates
+// build.Render writes, started by mo-agent in StatefulSets with a
 // volume each and one shared filesystem claim, HAKeeper's view read from a
 // log pod's probe with the operator's reader. Three log stores bootstrap
 // together as HAKeeper's initial members; a TN, a CN and a proxy join;
 // SQL goes through the proxy; the log store holding shard 0's leader is
 // deleted while a client writes, and every acknowledged write is there at
-// the end. About 2.3 GiB of memory limits, 1.5 GiB used.
-//
-// MatrixOne is not a system of the operator yet, so this is not one of
-// TestSystems' specs: it runs with the full suite (E2E_SYSTEMS empty, as CI
-// runs it), which make images builds the image for.
-func TestMatrixOneImage(t *testing.T) {
-	archive, ok := env.archives["matrixone"]
-	switch {
-	case os.Getenv("E2E_SYSTEMS") != "":
-		t.Skipf("runs with the full suite only (E2E_SYSTEMS=%q)", os.Getenv("E2E_SYSTEMS"))
-	case !ok:
-		t.Fatalf("no matrixone.tar in %s: make images builds it", env.imagesDir)
-	}
+// the end. About 2.3 GiB of memory limits, 1.5 GiB used; its namespace is
+// gone before the next spec starts.
+func matrixoneImageSpec(t *testing.T, in specInput) {
+	archive := in.archive(t, "matrixone")
 	if out, err := localkube("load-image", archive); err != nil {
 		t.Fatalf("load the MatrixOne image: %v: %s", err, out)
 	}
-	ns := newNamespace(t, "mo")
+	// Cleanups run last first: this one after newNamespace's deletion.
+	var ns string
+	t.Cleanup(func() { waitNamespaceGone(t, ns) })
+	ns = newNamespace(t, "mo")
 	m := &moTrial{t: t, ns: ns, image: archiveImage(t, archive)}
 	t.Cleanup(func() {
 		if t.Failed() {

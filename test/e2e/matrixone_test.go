@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,8 +31,57 @@ const moLogSetName = "mo-log"
 func init() {
 	registerSystem(systems.MatrixOne, systemSpec{
 		addToScheme: mov1.AddToScheme,
-		specs:       []spec{{"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}},
+		smoke:       matrixoneSmoke,
+		specs:       []spec{{"image", matrixoneImageSpec}, {"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}},
 	})
+}
+
+// matrixoneSmoke is MatrixOne's smoke: a MatrixOneCluster of one log
+// store, the TN, one CN and the proxy Ready, a statement run as root
+// through the address and with the password its status names, deleted.
+// About 2 GiB of memory limits.
+var matrixoneSmoke = smokeSpec{
+	resource: "matrixonecluster", name: "mo", ready: 8 * time.Minute,
+	manifest: func(t *testing.T, in specInput, ns string) string {
+		return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: MatrixOneCluster
+metadata: {name: mo, namespace: %s}
+spec:
+  image: %s
+  imagePullPolicy: Never
+  sharedStorage: {fileSystem: {claimName: mo-shared, size: 1Gi}}
+  logService: {replicas: 1, resources: {limits: {memory: 384Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}
+  tn: {resources: {limits: {memory: 768Mi}}, storage: {size: 512Mi}}
+  cnGroups: [{name: cn, replicas: 1, resources: {limits: {memory: 640Mi}}, storage: {size: 256Mi}}]
+  proxy: {resources: {limits: {memory: 192Mi}}}
+`, ns, in.image(t, "matrixone"))
+	},
+	request: func(ns string) error {
+		st, err := kubectl("get", "matrixonecluster", "-n", ns, "mo", "-o", "jsonpath={.status.sqlAddress} {.status.rootPasswordSecret}")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, st)
+		}
+		address, secret, ok := strings.Cut(strings.TrimSpace(st), " ")
+		if !ok || address == "" || secret == "" {
+			return fmt.Errorf("status names no SQL address and password Secret: %q", st)
+		}
+		password, err := kubectl("get", "secret", "-n", ns, secret, "-o", "jsonpath={.data.password}")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, password)
+		}
+		pw, err := base64.StdEncoding.DecodeString(password)
+		if err != nil {
+			return err
+		}
+		out, err := moSQL(ns, address, string(pw), "select 40 + 2")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "42") {
+			return fmt.Errorf("select 40 + 2 through the proxy answered %q", out)
+		}
+		return nil
+	},
 }
 
 // moLogSetSpec runs a LogSet of three real log stores through its life:

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,8 +39,47 @@ const (
 func init() {
 	registerSystem(systems.OceanBase, systemSpec{
 		addToScheme: obv1.AddToScheme,
+		smoke:       oceanbaseSmoke,
 		specs:       []spec{{"lifecycle", oceanbaseLifecycleSpec}},
 	})
+}
+
+// oceanbaseSmoke is OceanBase's smoke: a one-zone cluster of one observer
+// bootstrapped and Ready, its servers read over SQL as root through the
+// client Service, deleted.
+var oceanbaseSmoke = smokeSpec{
+	resource: "obcluster", name: obName, ready: 3 * time.Minute,
+	manifest: func(t *testing.T, in specInput, ns string) string {
+		return fmt.Sprintf(`apiVersion: oceanbase.steward.dev/v1alpha1
+kind: OBCluster
+metadata: {name: %s, namespace: %s}
+spec:
+  image: %s
+  imagePullPolicy: Never
+  zones: [{name: z1, replicas: 1}]
+  resources: {requests: {cpu: 10m, memory: 32Mi}, limits: {cpu: 500m, memory: 256Mi}}
+  storage: {size: 64Mi, reclaimPolicy: Delete}
+`, obName, ns, archiveTags(t, in.archive(t, "oceanbase-obsim"))[0])
+	},
+	request: func(ns string) error {
+		password, err := kubectl("get", "secret", "-n", ns, obName+"-root", "-o", "jsonpath={.data.password}")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, password)
+		}
+		pw, err := base64.StdEncoding.DecodeString(password)
+		if err != nil {
+			return err
+		}
+		out, err := execIn(ns, "client", "/smoke", "sql", "--timeout", "8s", "--server", obName+":2881",
+			"--user", "root", "--password", string(pw), "SELECT SVR_IP, ZONE, STATUS FROM oceanbase.DBA_OB_SERVERS")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "z1") {
+			return fmt.Errorf("DBA_OB_SERVERS has no server in zone z1: %s", out)
+		}
+		return nil
+	},
 }
 
 // oceanbaseLifecycleSpec runs one OBCluster through the failures

@@ -28,6 +28,7 @@ import (
 // workload relies on: DNS, Services, logs, exec, volumes, and that nothing
 // can leave the cluster's network namespace.
 func TestSmoke(t *testing.T) {
+	skipUnlessFull(t)
 	ns := newNamespace(t, "smoke")
 	labels := map[string]string{"app": "web"}
 	createSmokeWorkload(t, ns, labels)
@@ -228,6 +229,7 @@ func podReady(pod *corev1.Pod) bool {
 // TestSimulatedNodes schedules a pod onto a kwok node: it becomes Running
 // without running, which is what scale tests of later issues use.
 func TestSimulatedNodes(t *testing.T) {
+	skipUnlessFull(t)
 	ns := newNamespace(t, "kwok")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "simulated"},

@@ -24,12 +24,15 @@ import (
 // cluster-api's e2e specs (a Spec(ctx, input) function per scenario): the
 // system's own file (zookeeper_test.go) registers it from init with
 // registerSystem, and TestSystems runs every registered system's specs,
-// those of the systems E2E_SYSTEMS selects.
+// those of the systems E2E_SYSTEMS selects, as deep as E2E_DEPTH says.
 type systemSpec struct {
 	// addToScheme registers the system's kinds with crClient's scheme.
 	addToScheme func(*runtime.Scheme) error
-	// specs run in order, each as TestSystems/<system>/<name>; a failing
-	// one does not stop the next.
+	// smoke is the system's smoke spec, which runs first, as
+	// TestSystems/<system>/smoke, at both depths; every system has one.
+	smoke smokeSpec
+	// specs run in order at the full depth, each as
+	// TestSystems/<system>/<name>; a failing one does not stop the next.
 	specs []spec
 }
 
@@ -77,6 +80,9 @@ func registerSystem(name string, s systemSpec) {
 	}
 	if _, dup := systemSpecs[name]; dup {
 		panic(fmt.Sprintf("e2e: system %q registered twice", name))
+	}
+	if s.smoke.manifest == nil || s.smoke.request == nil {
+		panic(fmt.Sprintf("e2e: system %q registers no smoke spec (docs/testing.md)", name))
 	}
 	systemSpecs[name] = s
 }
@@ -138,7 +144,8 @@ func skipUnselected(t *testing.T, system, needs string) specInput {
 }
 
 // TestSystems runs the specs of every registered system: the selected
-// systems' in full, the others skipped with the reason.
+// systems' smoke, then at the full depth their other specs; the others
+// skipped with the reason.
 func TestSystems(t *testing.T) {
 	names := make([]string, 0, len(systemSpecs))
 	for name := range systemSpecs {
@@ -153,6 +160,10 @@ func TestSystems(t *testing.T) {
 				t.Skipf("%s is not selected by E2E_SYSTEMS=%q (make e2e SYSTEMS=...)", name, os.Getenv("E2E_SYSTEMS"))
 			case !ok:
 				t.Skipf("%s is not built into the operator (internal/manager Builtin)", name)
+			}
+			t.Run("smoke", func(t *testing.T) { systemSpecs[name].smoke.run(t, in) })
+			if env.depth != depthFull {
+				return
 			}
 			for _, s := range systemSpecs[name].specs {
 				t.Run(s.name, func(t *testing.T) { s.run(t, in) })

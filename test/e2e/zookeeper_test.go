@@ -31,12 +31,42 @@ const zkName = "zk"
 func init() {
 	registerSystem(systems.ZooKeeper, systemSpec{
 		addToScheme: zkv1.AddToScheme,
+		smoke:       zookeeperSmoke,
 		specs: []spec{
 			{"image", zookeeperImageSpec},
 			{"lifecycle", zookeeperLifecycleSpec},
 			{"invalid specs", zookeeperInvalidSpecsSpec},
 		},
 	})
+}
+
+// zookeeperSmoke is ZooKeeper's smoke: a 3-server ensemble Ready, a znode
+// written and read through the client Service with zkCli, deleted.
+var zookeeperSmoke = smokeSpec{
+	resource: "zookeepercluster", name: zkName, ready: 4 * time.Minute,
+	manifest: func(t *testing.T, in specInput, ns string) string {
+		return fmt.Sprintf(`apiVersion: zookeeper.steward.dev/v1alpha1
+kind: ZookeeperCluster
+metadata: {name: %s, namespace: %s}
+spec: {replicas: 3, image: %s, imagePullPolicy: Never, heap: 96m, storage: {reclaimPolicy: Delete}}
+`, zkName, ns, in.image(t, systems.ZooKeeper))
+	},
+	request: func(ns string) error {
+		cli := []string{"zk-run", "cli", "-server", zkName + "-client:2181"}
+		// A retry after a create whose answer was lost finds the znode.
+		out, err := execIn(ns, zkName+"-0", append(cli, "create", "/steward-smoke", "hello")...)
+		if !strings.Contains(out, "Created") && !strings.Contains(out, "Node already exists") {
+			return fmt.Errorf("create /steward-smoke: %s (%w)", out, err)
+		}
+		out, err = execIn(ns, zkName+"-0", append(cli, "get", "/steward-smoke")...)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "hello") {
+			return fmt.Errorf("get /steward-smoke: %s", out)
+		}
+		return nil
+	},
 }
 
 // zookeeperLifecycleSpec runs a ZookeeperCluster through its life on real pods, with

@@ -18,16 +18,9 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
-	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
-)
-
-// The API type is a framework object with pause.
-var (
-	_ framework.Object   = &zkv1.ZookeeperCluster{}
-	_ framework.Pausable = &zkv1.ZookeeperCluster{}
 )
 
 // newZK returns the defaulted cluster ns/zk with mutate applied to its

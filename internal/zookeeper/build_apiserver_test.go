@@ -1,8 +1,7 @@
-package build_test
+package zookeeper_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,10 +20,17 @@ import (
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 )
 
-// server is a real kube-apiserver for server-side dry runs.
-var server testenv.APIServer
+// The builders' objects are judged here, on the package's kube-apiserver,
+// and not in internal/zookeeper/build: that package's tests stay pure, so
+// that they compile and run in seconds with no API server (docs/testing.md).
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
+// newDefaulted returns the defaulted cluster ns/zk with mutate applied to
+// its spec first.
+func newDefaulted(ns string, mutate func(*zkv1.ZookeeperClusterSpec)) *zkv1.ZookeeperCluster {
+	zk := newCluster(ns, "zk", mutate)
+	zkv1.Default(zk)
+	return zk
+}
 
 // TestBuiltObjectsPassAPIValidation creates what the builders return
 // (server-side dry run) on a real kube-apiserver, for a default and a
@@ -36,9 +42,7 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.Namespace(t, c, "built-")
 	for _, tc := range []struct {
 		name   string
 		mutate func(*zkv1.ZookeeperClusterSpec)
@@ -55,14 +59,14 @@ func TestBuiltObjectsPassAPIValidation(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			zk := newZK(tc.mutate)
+			zk := newDefaulted(ns, tc.mutate)
 			data := build.ConfigData(zk)
 			objs := []client.Object{
 				build.HeadlessService(zk),
 				build.ClientService(zk),
 				build.PodDisruptionBudget(zk),
 				build.StatefulSet(zk, zk.Spec.Replicas, "zk-config-0123456789", build.ConfigRevision(data)),
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zk-config-0123456789", Namespace: "ns"}, Data: data},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zk-config-0123456789", Namespace: ns}, Data: data},
 				build.MembersConfigMap(zk, build.Members(zk, build.IDs(zk.Spec.Replicas), ""), nil),
 				build.CredentialsSecret(zk, "c2VjcmV0LXBhc3N3b3JkLTEyMzQ1Njc4OTA"),
 			}
@@ -110,8 +114,7 @@ func TestSourcesNameTheAPIServersFields(t *testing.T) {
 		{"spec.imagePullPolicy", func(s *zkv1.ZookeeperClusterSpec) { s.ImagePullPolicy = "Sometimes" }},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
-			zk := newZK(tc.mutate)
-			zk.Namespace = ns
+			zk := newDefaulted(ns, tc.mutate)
 			data := build.ConfigData(zk)
 			for _, child := range []struct {
 				obj     client.Object

@@ -1,0 +1,146 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// depth is how deep the suite goes (E2E_DEPTH, make e2e E2E_DEPTH=smoke).
+type depth string
+
+const (
+	// depthSmoke runs the operator's install check and each selected
+	// system's smoke spec only: minutes for one system.
+	depthSmoke depth = "smoke"
+	// depthFull runs every test, the smoke specs included: what make test
+	// and CI run.
+	depthFull depth = "full"
+)
+
+// selectDepth resolves E2E_DEPTH; empty is full.
+func selectDepth() error {
+	switch d := depth(strings.TrimSpace(os.Getenv("E2E_DEPTH"))); d {
+	case "", depthFull:
+		env.depth = depthFull
+	case depthSmoke:
+		env.depth = depthSmoke
+	default:
+		return fmt.Errorf("E2E_DEPTH=%q: want %s or %s", d, depthSmoke, depthFull)
+	}
+	fmt.Printf("Depth: %s (E2E_DEPTH=%q)\n", env.depth, os.Getenv("E2E_DEPTH"))
+	return nil
+}
+
+// skipUnlessFull skips a test that is not part of the smoke depth.
+func skipUnlessFull(t *testing.T) {
+	t.Helper()
+	if env.depth != depthFull {
+		t.Skipf("runs at E2E_DEPTH=%s only (E2E_DEPTH=%s)", depthFull, env.depth)
+	}
+}
+
+// smokeSpec is a system's smoke: the least that shows Steward runs the
+// system. A cluster is created from manifest and becomes Ready, serves one
+// request of a client, and is deleted, after which none of its pods is
+// left. It runs at both depths, first among the system's specs.
+type smokeSpec struct {
+	// resource is kubectl's name of the cluster's kind (zookeepercluster).
+	resource string
+	// name is the cluster's name in manifest.
+	name string
+	// ready bounds the wait from creation to Ready.
+	ready time.Duration
+	// manifest is the cluster in namespace ns, on the system's images.
+	manifest func(t *testing.T, in specInput, ns string) string
+	// request sends one request to the cluster (from the pod "client",
+	// running the smoke image, or from the cluster's pods) and returns an
+	// error unless the cluster answered it. It is retried for a minute.
+	request func(ns string) error
+}
+
+// run runs the smoke as steps that stop at the first failure.
+func (s smokeSpec) run(t *testing.T, in specInput) {
+	installOperator(t)
+	sc := &scenario{t: t, ns: newNamespace(t, in.System+"-smoke"), resource: s.resource, name: s.name}
+	start := time.Now()
+	sc.runSteps(t, sc.dumpState, []step{
+		{"create and become Ready", func(t *testing.T) {
+			if out, err := kubectlStdin(s.manifest(t, in, sc.ns), "apply", "-f", "-"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			startClient(t, sc.ns)
+			if out, err := kubectl("wait", "-n", sc.ns, s.resource+"/"+s.name, "--for=condition=Ready",
+				fmt.Sprintf("--timeout=%ds", int(s.ready.Seconds()))); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			t.Logf("Ready after %s", time.Since(start).Round(time.Second))
+		}},
+		{"serve a request", func(t *testing.T) {
+			eventually(t, time.Minute, "the cluster answers a request", func(context.Context) error { return s.request(sc.ns) })
+		}},
+		{"delete", func(t *testing.T) {
+			if out, err := kubectl("delete", "-n", sc.ns, s.resource, s.name, "--timeout=3m"); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			eventually(t, 2*time.Minute, "every pod of the cluster gone", func(ctx context.Context) error {
+				pods, err := env.client.CoreV1().Pods(sc.ns).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return err
+				}
+				var left []string
+				for _, p := range pods.Items {
+					if p.Name != "client" {
+						left = append(left, p.Name)
+					}
+				}
+				if len(left) > 0 {
+					return fmt.Errorf("left: %v", left)
+				}
+				return nil
+			})
+			t.Logf("created, served and deleted in %s", time.Since(start).Round(time.Second))
+		}},
+	})
+}
+
+// execIn runs command in the container of pod ns/pod and returns its
+// output, or an error with it.
+func execIn(ns, pod string, command ...string) (string, error) {
+	out, err := kubectl(append([]string{"exec", "-n", ns, pod, "--"}, command...)...)
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// waitNamespaceGone waits until namespace ns (being deleted) is gone, so
+// that its pods' memory is free for the next test; it only logs when ns
+// outlasts the wait.
+func waitNamespaceGone(t *testing.T, ns string) {
+	t.Helper()
+	if ns == "" {
+		return
+	}
+	err := waitFor(5*time.Minute, func(ctx context.Context) error {
+		_, err := env.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		return fmt.Errorf("namespace %s still there", ns)
+	})
+	if err != nil {
+		t.Logf("not waiting longer: %v", err)
+	}
+}
