@@ -89,7 +89,10 @@ type OBServerViewStatus struct {
 // +kubebuilder:printcolumn:name="Serving-Since",type=date,JSONPath=`.status.startServiceTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBServer struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec names the observer and its cluster; the operator's.
