@@ -76,7 +76,10 @@ type OBServerViewStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=obs,categories=steward
 // +kubebuilder:metadata:annotations="steward.dev/created-by=operator"
+// Two rules, since one comparing the whole name exceeds the API server's
+// CEL cost budget (metadata.name has no bound in the schema).
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.startsWith(self.spec.cluster + '-' + self.spec.zone + '-')",message="metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>, the observer's pod"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.substring(self.metadata.name.lastIndexOf('-') + 1) == string(self.spec.ordinal)",message="metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>: its ordinal is not spec.ordinal"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

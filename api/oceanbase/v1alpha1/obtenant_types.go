@@ -54,12 +54,14 @@ type OBTenantSpec struct {
 	// primaryZone is the tenant's primary zone, as OceanBase writes it
 	// ("z1;z2,z3", or RANDOM). Default RANDOM; can change.
 	// +optional
+	// +kubebuilder:default=RANDOM
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(RANDOM|[a-z0-9]+([,;][a-z0-9]+)*)$`
 	PrimaryZone string `json:"primaryZone,omitempty"`
 
 	// charset is the tenant's character set. Default utf8mb4; immutable.
 	// +optional
+	// +kubebuilder:default=utf8mb4
 	// +kubebuilder:validation:Enum=utf8mb4;binary;gbk;gb18030;latin1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="charset is immutable"
 	Charset string `json:"charset,omitempty"`
@@ -67,6 +69,7 @@ type OBTenantSpec struct {
 	// connectWhiteList is the hosts the tenant accepts connections from
 	// (the ob_tcp_invited_nodes variable). Default "%", any; can change.
 	// +optional
+	// +kubebuilder:default="%"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	ConnectWhiteList string `json:"connectWhiteList,omitempty"`
