@@ -277,3 +277,37 @@ func Object(t *testing.T, apiVersion, kind, ns, name, specYAML string) *unstruct
 		"spec":       spec,
 	}}
 }
+
+// Fixtures makes the objects of one API group's tests in one namespace.
+type Fixtures struct {
+	T          *testing.T
+	APIVersion string
+	Namespace  string
+	n          int
+}
+
+// Object returns an object of kind named name ("" for a fresh name)
+// whose spec is specYAML.
+func (f *Fixtures) Object(kind, name, specYAML string) *unstructured.Unstructured {
+	f.T.Helper()
+	if name == "" {
+		f.n++
+		name = fmt.Sprintf("%s-%d", strings.ToLower(kind), f.n)
+	}
+	return Object(f.T, f.APIVersion, kind, f.Namespace, name, specYAML)
+}
+
+// Create is the violation of r by creating an object of r's kind named
+// name ("" for a fresh name) with spec.
+func (f *Fixtures) Create(r CELRule, name, spec string) Violation {
+	f.T.Helper()
+	return Violation{Rule: r, New: f.Object(r.Kind, name, spec)}
+}
+
+// Change is the violation of r by changing the spec of an object of r's
+// kind from from to to.
+func (f *Fixtures) Change(r CELRule, from, to string) Violation {
+	f.T.Helper()
+	old := f.Object(r.Kind, "", from)
+	return Violation{Rule: r, Old: old, New: f.Object(r.Kind, old.GetName(), to)}
+}

@@ -85,6 +85,7 @@ type CNSetSpec struct {
 	// waits a moment for the proxy's handshake before its own. Default
 	// true; can change (restarts the CNs).
 	// +optional
+	// +kubebuilder:default=true
 	ProxyEnabled *bool `json:"proxyEnabled,omitempty"`
 
 	// drainTimeout bounds a CN's drain before it leaves the set or

@@ -2,7 +2,6 @@ package v1alpha1_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,26 +80,11 @@ func TestCELRules(t *testing.T) {
 	const ns = "ob-cel"
 	c := apiClient(t, ns)
 	_, rules := testenv.CRDs(t, crdDir, obv1.GroupVersion.Group)
-	n := 0
-	obj := func(kind, name, spec string) *unstructured.Unstructured {
-		if name == "" {
-			n++
-			name = fmt.Sprintf("%s-%d", strings.ToLower(kind), n)
-		}
-		return testenv.Object(t, obv1.GroupVersion.String(), kind, ns, name, spec)
-	}
+	f := &testenv.Fixtures{T: t, APIVersion: obv1.GroupVersion.String(), Namespace: ns}
 	rule := func(kind, path, message string) testenv.CELRule {
 		return testenv.CELRule{Kind: kind, Path: path, Message: message}
 	}
-	// create: an object the rule refuses; change: an object, then a spec
-	// the rule refuses as a change of it.
-	create := func(r testenv.CELRule, name, spec string) testenv.Violation {
-		return testenv.Violation{Rule: r, New: obj(r.Kind, name, spec)}
-	}
-	change := func(r testenv.CELRule, from, to string) testenv.Violation {
-		old := obj(r.Kind, "", from)
-		return testenv.Violation{Rule: r, Old: old, New: obj(r.Kind, old.GetName(), to)}
-	}
+	create, change, obj := f.Create, f.Change, f.Object
 	// cluster is an OBCluster spec with zones and any more fields.
 	cluster := func(zones, more string) string { return "{image: ob:4, zones: " + zones + more + "}" }
 	param := "cluster: ob, name: p, value: v"
