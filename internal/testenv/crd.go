@@ -180,7 +180,7 @@ func CheckDefaults(t *testing.T, c client.Client, kinds []string, cases []Defaul
 	}
 	ctx := context.Background()
 	for _, d := range cases {
-		t.Run(d.Minimal.GetKind(), func(t *testing.T) {
+		t.Run(d.Minimal.GetKind()+" "+d.Minimal.GetName(), func(t *testing.T) {
 			if !slices.Contains(kinds, d.Minimal.GetKind()) {
 				t.Fatalf("no CRD has the kind %s", d.Minimal.GetKind())
 			}
