@@ -74,7 +74,7 @@ func TestFieldMarkers(t *testing.T) {
 }
 
 // apiFields parses every API package and returns their fields, marking
-// those reachable from a kind's spec.
+// those reachable from a kind's spec (a field named Spec).
 func apiFields(t *testing.T) []field {
 	t.Helper()
 	dirs, err := filepath.Glob(filepath.Join("*", "v1alpha1"))
@@ -145,9 +145,11 @@ func apiFields(t *testing.T) []field {
 		}
 	}
 	for _, key := range order {
-		if strings.HasSuffix(key, "Spec") && isKindSpec(types, key) {
-			dir, name, _ := strings.Cut(key, ".")
-			reach(dir, ast.NewIdent(name))
+		dir, _, _ := strings.Cut(key, ".")
+		for _, f := range types[key].Fields.List {
+			if len(f.Names) == 1 && f.Names[0].Name == "Spec" {
+				reach(dir, f.Type)
+			}
 		}
 	}
 
@@ -197,21 +199,4 @@ func apiFields(t *testing.T) []field {
 		}
 	}
 	return out
-}
-
-// isKindSpec reports whether the struct key ("dir.XSpec") is the spec of a
-// kind: a struct X in the same package has a field of that type named
-// Spec.
-func isKindSpec(types map[string]*ast.StructType, key string) bool {
-	dir, name, _ := strings.Cut(key, ".")
-	kind, ok := types[dir+"."+strings.TrimSuffix(name, "Spec")]
-	if !ok {
-		return false
-	}
-	for _, f := range kind.Fields.List {
-		if id, ok := f.Type.(*ast.Ident); ok && id.Name == name && len(f.Names) == 1 && f.Names[0].Name == "Spec" {
-			return true
-		}
-	}
-	return false
 }

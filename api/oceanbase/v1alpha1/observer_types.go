@@ -11,19 +11,19 @@ import (
 // the operator's and immutable.
 type OBServerViewSpec struct {
 	// cluster is the OBCluster, in this namespace, the server belongs to.
-	// Set by the operator; immutable.
+	// Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
-	// zone is the server's zone. Set by the operator; immutable.
+	// zone is the server's zone. Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	Zone string `json:"zone"`
 	// ordinal is the observer's ordinal in its zone's StatefulSet; its pod
 	// is <cluster>-<zone>-<ordinal>, the OBServer's name. Set by the
-	// operator; immutable.
+	// operator. Required; immutable.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1023

@@ -12,13 +12,13 @@ import (
 // spec.zones.
 type OBZoneViewSpec struct {
 	// cluster is the OBCluster, in this namespace, the zone belongs to.
-	// Set by the operator; immutable.
+	// Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
 	// zone is the zone's name in OceanBase and in the cluster's
-	// spec.zones. Set by the operator; immutable.
+	// spec.zones. Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
