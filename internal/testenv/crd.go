@@ -112,41 +112,50 @@ func CheckCELRules(t *testing.T, c client.Client, rules []CELRule, violations []
 			t.Errorf("CEL rule %s has no violating object in the test: add one", r)
 		}
 	}
-	ctx := context.Background()
 	for _, v := range violations {
 		t.Run(v.Rule.String(), func(t *testing.T) {
 			if !slices.Contains(rules, v.Rule) {
 				t.Fatalf("no CRD has the rule %s", v.Rule)
 			}
-			var err error
-			if v.Old == nil {
-				err = c.Create(ctx, v.New.DeepCopy())
-			} else {
-				old := v.Old.DeepCopy()
-				if err := c.Create(ctx, old); err != nil {
-					t.Fatalf("creating the object before the change: %v", err)
-				}
-				changed := old.DeepCopy()
-				changed.Object["spec"] = runtime.DeepCopyJSONValue(v.New.Object["spec"])
-				err = c.Update(ctx, changed)
-			}
-			if err == nil {
-				t.Fatalf("accepted; want refused with %q", v.Rule.Message)
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("error %v is not Invalid", err)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, v.Rule.Message) {
-				t.Errorf("error %q does not say %q", msg, v.Rule.Message)
-			}
-			// The field, up to its first list index (the fixture picks
-			// which item breaks the rule).
-			field, _, _ := strings.Cut(v.Rule.Path, "[")
-			if field != "" && !strings.Contains(msg, field) {
-				t.Errorf("error %q does not name the field %s", msg, field)
-			}
+			checkRefused(t, v.Rule, violate(t, c, v))
 		})
+	}
+}
+
+// violate sends v's object to the API server and returns its answer.
+func violate(t *testing.T, c client.Client, v Violation) error {
+	t.Helper()
+	ctx := context.Background()
+	if v.Old == nil {
+		return c.Create(ctx, v.New.DeepCopy())
+	}
+	old := v.Old.DeepCopy()
+	if err := c.Create(ctx, old); err != nil {
+		t.Fatalf("creating the object before the change: %v", err)
+	}
+	changed := old.DeepCopy()
+	changed.Object["spec"] = runtime.DeepCopyJSONValue(v.New.Object["spec"])
+	return c.Update(ctx, changed)
+}
+
+// checkRefused checks that err refuses an object for breaking r.
+func checkRefused(t *testing.T, r CELRule, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want refused with %q", r.Message)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v is not Invalid", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, r.Message) {
+		t.Errorf("error %q does not say %q", msg, r.Message)
+	}
+	// The field, up to its first list index (the object picks which item
+	// breaks the rule).
+	field, _, _ := strings.Cut(r.Path, "[")
+	if field != "" && !strings.Contains(msg, field) {
+		t.Errorf("error %q does not name the field %s", msg, field)
 	}
 }
 

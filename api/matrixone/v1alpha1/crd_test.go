@@ -101,9 +101,9 @@ func TestCELRules(t *testing.T) {
 	)
 	// cluster is a MatrixOneCluster spec with more fields.
 	cluster := func(more string) string { return "{" + shared + ", cnGroups: [{name: cn}]" + more + "}" }
-	// The storage rules, at storage (below spec) of kind, whose spec is
-	// base plus storage.
-	storage := func(kind, at, base string, spec func(storage string) string) []testenv.Violation {
+	// The storage rules of kind at the field at, whose spec with a
+	// storage is spec(storage).
+	storage := func(kind, at string, spec func(storage string) string) []testenv.Violation {
 		return []testenv.Violation{
 			change(rule(kind, at+".storageClassName", classIm), spec("{storageClassName: fast}"), spec("{storageClassName: slow}")),
 			change(rule(kind, at+".size", sizeIm), spec("{size: 1Gi}"), spec("{size: 2Gi}")),
@@ -139,12 +139,12 @@ func TestCELRules(t *testing.T) {
 		name("TNSet", "the Service and the StatefulSet's pods"),
 		change(rule("TNSet", "spec.logSet", "logSet is immutable: a TN belongs to one cluster"), set(""), "{logSet: other}"),
 	}
-	violations = append(violations, storage("CNSet", "spec.storage", "", func(s string) string { return set(", storage: " + s) })...)
-	violations = append(violations, storage("TNSet", "spec.storage", "", func(s string) string { return set(", storage: " + s) })...)
-	violations = append(violations, storage("LogSet", "spec.storage", "", func(s string) string { return logSet(", storage: " + s) })...)
-	violations = append(violations, storage("MatrixOneCluster", "spec.logService.storage", "", func(s string) string { return cluster(", logService: {storage: " + s + "}") })...)
-	violations = append(violations, storage("MatrixOneCluster", "spec.tn.storage", "", func(s string) string { return cluster(", tn: {storage: " + s + "}") })...)
-	violations = append(violations, storage("MatrixOneCluster", "spec.cnGroups[].storage", "", func(s string) string {
+	violations = append(violations, storage("CNSet", "spec.storage", func(s string) string { return set(", storage: " + s) })...)
+	violations = append(violations, storage("TNSet", "spec.storage", func(s string) string { return set(", storage: " + s) })...)
+	violations = append(violations, storage("LogSet", "spec.storage", func(s string) string { return logSet(", storage: " + s) })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.logService.storage", func(s string) string { return cluster(", logService: {storage: " + s + "}") })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.tn.storage", func(s string) string { return cluster(", tn: {storage: " + s + "}") })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.cnGroups[].storage", func(s string) string {
 		return "{" + shared + ", cnGroups: [{name: cn, storage: " + s + "}]}"
 	})...)
 	testenv.CheckCELRules(t, c, rules, violations)
