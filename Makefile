@@ -16,7 +16,8 @@ export KUBEBUILDER_ASSETS ?= $(LOCALKUBE_DIR)/bin
 # k8s.io v0.36, the API machinery this module pins; v0.22 and later move to
 # k8s.io v0.37.
 CONTROLLER_GEN_VERSION ?= v0.21.0
-GOLANGCI_LINT_VERSION ?= v2.15.0
+# golangci-lint (v2.15.0) and the Kube API Linter plugin compiled into it
+# are pinned by tools/golangci-lint/go.mod.
 PROTOC_GEN_GO_VERSION ?= v1.36.11
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 # Helm, built from its Go module: the chart's lint, golden tests, the e2e
@@ -158,6 +159,7 @@ verify: generate manifests fmt ## Check generated files, formatting and go.mod a
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy; run 'go mod tidy' and commit the result" >&2; exit 1; }
 	@cd tools/localkube && $(GO) mod tidy -diff || { echo "tools/localkube/go.mod or go.sum is not tidy; run 'go mod tidy' there and commit the result" >&2; exit 1; }
 	@cd tools/mo-agent/wire && $(GO) mod tidy -diff || { echo "tools/mo-agent/wire/go.mod is not tidy; run 'go mod tidy' there and commit the result" >&2; exit 1; }
+	@cd tools/golangci-lint && $(GO) mod tidy -diff || { echo "tools/golangci-lint/go.mod or go.sum is not tidy; run 'go mod tidy' there and commit the result" >&2; exit 1; }
 	@$(MAKE) --no-print-directory lint vet
 
 # BENCH selects what `make bench` runs (a go test -bench pattern), e.g. BENCH=Idle.
@@ -401,9 +403,15 @@ $(CONTROLLER_GEN): $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 	ln -sf $(notdir $<) $@
 
 .PHONY: golangci-lint
-golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin (built from source; takes a few minutes).
-$(GOLANGCI_LINT): $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
-	ln -sf $(notdir $<) $@
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with the Kube API Linter plugin into ./bin (from source; takes a few minutes).
+# Built from tools/golangci-lint, golangci-lint with the kubeapilinter module
+# plugin compiled in (what "golangci-lint custom" makes, without its Git
+# clone); rebuilt when that module's pins change. A temporary name first, so
+# an interrupted build leaves no half-written binary.
+$(GOLANGCI_LINT): tools/golangci-lint/go.mod tools/golangci-lint/go.sum tools/golangci-lint/main.go
+	@mkdir -p $(LOCALBIN)
+	cd tools/golangci-lint && $(GO) build -o $@.tmp .
+	mv -f $@.tmp $@
 
 .PHONY: helm
 helm: $(HELM) ## Install helm into ./bin (built from source).
@@ -415,9 +423,6 @@ $(LOCALBIN)/helm-$(HELM_VERSION):
 
 $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION):
 	$(call go-install-tool,$@,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_GEN_VERSION))
-
-$(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION):
-	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 # go-install-tool installs package $(2) at version $(3) as the file $(1).
 # The versioned file name makes a version bump reinstall the tool, and the

@@ -33,51 +33,59 @@ func (p Phase) Active() bool {
 // Operation is the persisted progress of a task flow, stored in
 // status.operation. Whichever manager runs next resumes the flow from it.
 type Operation struct {
-	// Name is the flow's name, as registered with the controller.
+	// name is the flow's name, as registered with the controller.
+	// +required
 	Name string `json:"name"`
-	// Trigger records what started the flow (for example a spec generation
+	// trigger records what started the flow (for example a spec generation
 	// or a request token), so the controller does not start it twice for the
 	// same cause.
 	// +optional
 	Trigger string `json:"trigger,omitempty"`
-	// Steps are the names of the flow's steps, in order.
+	// steps are the names of the flow's steps, in order.
+	// +required
+	// +listType=atomic
 	Steps []string `json:"steps"`
-	// Current is the index in Steps of the step running; it equals the
+	// current is the index in steps of the step running; it equals the
 	// number of steps once the flow has succeeded.
+	// +required
 	// +kubebuilder:validation:Minimum=0
 	Current int32 `json:"current"`
-	// Step is the name of the current step, or empty once the flow is over.
+	// step is the name of the current step, or empty once the flow is over.
 	// +optional
 	Step string `json:"step,omitempty"`
-	// Progress is "<current+1>/<steps>" for printer columns.
+	// progress is "<current+1>/<steps>" for printer columns.
 	// +optional
 	Progress string `json:"progress,omitempty"`
-	// Phase is the flow's state.
-	Phase Phase `json:"phase"`
-	// Attempts counts the failed attempts of the current step.
+	// phase is the flow's state. A flow's phase, not the object's: the
+	// object's state is in its conditions.
+	// +required
+	Phase Phase `json:"phase"` //nolint:kubeapilinter // nophase: the phase of one task flow, shown beside its step; the object's state is in conditions
+	// attempts counts the failed attempts of the current step.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
-	// LastError is the error of the current step's last failed attempt.
+	// lastError is the error of the current step's last failed attempt.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
-	// Skipped lists the steps a user skipped.
+	// skipped lists the steps a user skipped.
 	// +optional
+	// +listType=atomic
 	Skipped []string `json:"skipped,omitempty"`
-	// StartedAt is when the flow started.
+	// startedAt is when the flow started.
+	// +required
 	StartedAt metav1.Time `json:"startedAt"`
-	// StepStartedAt is when the current step became current (or was
+	// stepStartedAt is when the current step became current (or was
 	// retried by a rescue); a step's timeout counts from it.
 	// +optional
 	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
-	// NextAttemptAt is when the current step is retried after a failure.
+	// nextAttemptAt is when the current step is retried after a failure.
 	// +optional
 	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
-	// Message says why the operation was aborted: the rescue or the
+	// message says why the operation was aborted: the rescue or the
 	// controller's interruption (for example a scale-out that cancels a
 	// drain).
 	// +optional
 	Message string `json:"message,omitempty"`
-	// FinishedAt is when the flow succeeded, failed or was aborted.
+	// finishedAt is when the flow succeeded, failed or was aborted.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }

@@ -16,9 +16,9 @@ import (
 //
 //	func (w *Widget) StatusCore() *commonv1.StatusCore { return &w.Status.StatusCore }
 type StatusCore struct {
-	// conditions: Ready, Synced and the other conditions of the framework
-	// (Paused, DependenciesReady, OperationFailed) and of the kind's
-	// controller (Available, Progressing, ...).
+	// conditions are Ready, Synced and the other conditions of the
+	// framework (Paused, DependenciesReady, OperationFailed) and of the
+	// kind's controller (Available, Progressing, ...).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

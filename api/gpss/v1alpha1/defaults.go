@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/api/resource"
+
 // Defaults the CRD applies (its +kubebuilder:default markers) and the
 // builders fall back on.
 const (
@@ -45,6 +47,10 @@ func Default(g *GpssCluster) {
 	}
 	if m.Replicas == 0 {
 		m.Replicas = 1
+	}
+	if m.Storage.Size == nil {
+		q := resource.MustParse(DefaultEtcdStorageSize)
+		m.Storage.Size = &q
 	}
 	if m.Storage.ReclaimPolicy == "" {
 		m.Storage.ReclaimPolicy = "Retain"

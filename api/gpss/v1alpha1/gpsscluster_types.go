@@ -89,8 +89,8 @@ type GpssClusterSpec struct {
 	Ports Ports `json:"ports,omitempty"`
 
 	// etcd is where the instances coordinate. Default: an etcd the operator
-	// runs for this cluster (managed). With endpoints, an existing etcd;
-	// switching between the two is not allowed after creation.
+	// runs for this cluster (managed). With endpoints, an existing etcd.
+	// Can change as its fields say, but never between the two.
 	// +optional
 	// +kubebuilder:default={}
 	Etcd EtcdSpec `json:"etcd,omitempty"`
@@ -121,7 +121,8 @@ type GpssClusterSpec struct {
 // Ports are a GPSS instance's listeners.
 type Ports struct {
 	// grpc is ListenAddress.Port: gpsscli's and the Batch Data API's port,
-	// behind the cluster's gRPC Service. Default 5000.
+	// behind the cluster's gRPC Service. Default 5000; can change
+	// (restarts the instances).
 	// +optional
 	// +kubebuilder:default=5000
 	// +kubebuilder:validation:Minimum=1
@@ -129,7 +130,8 @@ type Ports struct {
 	GRPC int32 `json:"grpc,omitempty"`
 
 	// gpfdist is Gpfdist.Port: where Greenplum's segments read a job's
-	// data, behind each instance's gpfdist Service. Default 8080.
+	// data, behind each instance's gpfdist Service. Default 8080; can
+	// change (restarts the instances).
 	// +optional
 	// +kubebuilder:default=8080
 	// +kubebuilder:validation:Minimum=1
@@ -137,7 +139,7 @@ type Ports struct {
 	Gpfdist int32 `json:"gpfdist,omitempty"`
 
 	// cluster is Cluster.Port, the instances' port among themselves.
-	// Default 5001.
+	// Default 5001; can change (restarts the instances).
 	// +optional
 	// +kubebuilder:default=5001
 	// +kubebuilder:validation:Minimum=1
@@ -162,6 +164,9 @@ type EtcdSpec struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 
 	// managed is the etcd the operator runs when no endpoints are given.
+	// Default: with no endpoints, a managed etcd of the defaults below
+	// (the controller fills it in, not the schema); can change as its
+	// fields say.
 	// +optional
 	Managed *ManagedEtcd `json:"managed,omitempty"`
 }
@@ -186,7 +191,8 @@ type ManagedEtcd struct {
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// storage is each member's volume. Default: 1Gi of the default storage
-	// class, retained when the cluster is deleted (reclaimPolicy).
+	// class, retained when the cluster is deleted (reclaimPolicy); can
+	// change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -233,6 +239,7 @@ type GpssClusterStatus struct {
 
 	// etcdEndpoints are the etcd client URLs the instances use.
 	// +optional
+	// +listType=atomic
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
 
 	// currentImage is the image every instance runs; during a rollout it
@@ -269,6 +276,7 @@ type GpssClusterStatus struct {
 // InstanceStatus is one GPSS instance.
 type InstanceStatus struct {
 	// name is the instance's pod.
+	// +required
 	Name string `json:"name"`
 	// gpfdistAddress is where Greenplum's segments reach the instance's
 	// gpfdist: host:port of its Service as reachable from outside when the
@@ -326,7 +334,10 @@ type JobsStatus struct {
 // +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GpssCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired cluster; image and clusterID are required.

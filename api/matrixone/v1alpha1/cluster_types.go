@@ -52,19 +52,22 @@ type MatrixOneClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rootPassword is immutable: MatrixOne read it at its bootstrap"
 	RootPassword string `json:"rootPassword,omitempty"`
 
-	// logService is the log service (LogSet "<name>-log").
+	// logService is the log service (LogSet "<name>-log"). Default: the
+	// LogSet's defaults; can change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	LogService LogServiceSpec `json:"logService,omitempty"`
 
-	// tn is the transaction node (TNSet "<name>-tn").
+	// tn is the transaction node (TNSet "<name>-tn"). Default: the
+	// TNSet's defaults; can change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	TN TNSpec `json:"tn,omitempty"`
 
 	// cnGroups are the groups of CNs (a CNSet "<name>-<group>" each),
-	// rolled out in their order here. At least one; a group removed is
-	// scaled to zero (its CNs drain) and then deleted.
+	// rolled out in their order here. Required, at least one; can change:
+	// a group added is created, a group removed is scaled to zero (its
+	// CNs drain) and then deleted.
 	// +required
 	// +listType=map
 	// +listMapKey=name
@@ -73,7 +76,8 @@ type MatrixOneClusterSpec struct {
 	CNGroups []CNGroupSpec `json:"cnGroups"`
 
 	// proxy is the proxies (ProxySet "<name>-proxy") clients connect to;
-	// status.sqlAddress is theirs.
+	// status.sqlAddress is theirs. Default: the ProxySet's defaults; can
+	// change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Proxy ProxySpec `json:"proxy,omitempty"`
@@ -110,14 +114,15 @@ type LogServiceSpec struct {
 	LogShards int32 `json:"logShards,omitempty"`
 
 	// storeFailureTimeout is how long a log store is down before it is
-	// replaced (see LogSet). Default 10m; "0s" never replaces.
+	// replaced (see LogSet). Default 10m; "0s" never replaces; can change.
 	// +optional
 	StoreFailureTimeout *metav1.Duration `json:"storeFailureTimeout,omitempty"`
 
 	// The log stores' resources, configuration and placement.
 	RoleSpec `json:",inline"`
 
-	// storage is each log store's volume. Default: 1Gi, retained.
+	// storage is each log store's volume. Default: 1Gi, retained; can
+	// change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -128,7 +133,8 @@ type TNSpec struct {
 	// The TN's resources, configuration and placement.
 	RoleSpec `json:",inline"`
 
-	// storage is the TN's volume. Default: 1Gi, retained.
+	// storage is the TN's volume. Default: 1Gi, retained; can change as
+	// its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -137,7 +143,8 @@ type TNSpec struct {
 // CNGroupSpec is a group of CNs of a MatrixOneCluster.
 type CNGroupSpec struct {
 	// name names the group: its CNSet is "<cluster>-<name>". Required; a
-	// DNS label.
+	// DNS label. A group renamed is another group: the old one is removed
+	// and the new one added: a name cannot change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=20
@@ -151,14 +158,15 @@ type CNGroupSpec struct {
 	// +kubebuilder:validation:Maximum=64
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// drainTimeout bounds a CN's drain (see CNSet). Default 5m.
+	// drainTimeout bounds a CN's drain (see CNSet). Default 5m; can change.
 	// +optional
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
 	// The CNs' resources, configuration and placement.
 	RoleSpec `json:",inline"`
 
-	// storage is each CN's volume. Default: 1Gi, retained.
+	// storage is each CN's volume. Default: 1Gi, retained; can change as
+	// its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -166,7 +174,7 @@ type CNGroupSpec struct {
 
 // ProxySpec is a MatrixOneCluster's proxies.
 type ProxySpec struct {
-	// replicas is the number of proxies. Default 1; 1 to 16.
+	// replicas is the number of proxies. Default 1; 1 to 16; can change.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
@@ -175,7 +183,7 @@ type ProxySpec struct {
 	// The proxies' resources, configuration and placement.
 	RoleSpec `json:",inline"`
 
-	// serviceType is the SQL Service's type. Default ClusterIP.
+	// serviceType is the SQL Service's type. Default ClusterIP; can change.
 	// +optional
 	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
@@ -184,10 +192,13 @@ type ProxySpec struct {
 // SetStatus is one set of a MatrixOneCluster as the cluster saw it.
 type SetStatus struct {
 	// kind is the set's kind (LogSet, TNSet, CNSet, ProxySet).
+	// +required
 	Kind string `json:"kind"`
 	// name is the set's name.
+	// +required
 	Name string `json:"name"`
 	// ready is the set's Ready condition at its generation.
+	// +required
 	Ready bool `json:"ready"`
 	// reason is the set's Ready reason when it is not ready, or why the
 	// cluster has not passed the set its change yet.
@@ -226,10 +237,14 @@ type MatrixOneClusterStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MatrixOneCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired cluster; sharedStorage and cnGroups are required.
+	// +required
 	Spec MatrixOneClusterSpec `json:"spec"`
 	// status is the observed cluster.
 	// +optional

@@ -80,11 +80,13 @@ type SharedStorage struct {
 	// fileSystem is a ReadWriteMany volume claim, mounted by every pod at
 	// /var/lib/matrixone-shared (for example a volume on one node, or a
 	// network filesystem). MatrixOne writes each object once under a unique
-	// name, so its processes can share one POSIX filesystem.
+	// name, so its processes can share one POSIX filesystem. Default:
+	// none (then s3 is set); immutable.
 	// +optional
 	FileSystem *FileSystemStorage `json:"fileSystem,omitempty"`
 
-	// s3 is an S3-compatible object store.
+	// s3 is an S3-compatible object store. Default: none (then fileSystem
+	// is set); immutable.
 	// +optional
 	S3 *S3Storage `json:"s3,omitempty"`
 }
@@ -92,17 +94,18 @@ type SharedStorage struct {
 // FileSystemStorage is a shared filesystem claim.
 type FileSystemStorage struct {
 	// claimName is a PersistentVolumeClaim in the set's namespace, with
-	// access mode ReadWriteMany. The sets wait for it to exist.
+	// access mode ReadWriteMany. The sets wait for it to exist. Required;
+	// immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	ClaimName string `json:"claimName"`
 
-	// size, when set, has Steward make the claim when none has claimName:
+	// size is the size of the claim Steward makes when none has claimName:
 	// the LogSet creates it (ReadWriteMany, this size, storageClassName)
 	// before its stores, with no owner, and deletes it with its stores'
-	// volumes only under storage.reclaimPolicy Delete. Unset, the claim is
-	// the user's, and is never touched. Immutable.
+	// volumes only under storage.reclaimPolicy Delete. Default: unset, and
+	// the claim is the user's, never touched. Immutable.
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
@@ -116,25 +119,26 @@ type FileSystemStorage struct {
 // S3Storage is a location in an S3-compatible object store.
 type S3Storage struct {
 	// endpoint is the store's URL, for example "https://minio.storage:9000".
+	// Required; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Endpoint string `json:"endpoint"`
 
-	// bucket is the bucket.
+	// bucket is the bucket. Required; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
 	Bucket string `json:"bucket"`
 
 	// keyPrefix is the path under the bucket; data and etl go below it.
-	// Default: the bucket's root.
+	// Default: the bucket's root; immutable.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	KeyPrefix string `json:"keyPrefix,omitempty"`
 
 	// region is the bucket's region. Required: without one MatrixOne asks
-	// AWS's public endpoint for it at start.
+	// AWS's public endpoint for it at start. Immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
@@ -143,7 +147,8 @@ type S3Storage struct {
 	// credentialsSecret names a Secret in the set's namespace with the keys
 	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, given to mo-service as
 	// environment variables (never written into its configuration).
-	// Default: none (the pod's own identity, if the store accepts it).
+	// Default: none (the pod's own identity, if the store accepts it);
+	// immutable.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`

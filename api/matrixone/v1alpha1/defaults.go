@@ -45,10 +45,16 @@ func DefaultLogSet(l *LogSet) {
 }
 
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
-// (see DefaultLogSet); its sets default the rest.
+// (see DefaultLogSet): the image and the roles' volumes, as its schema
+// does; its sets default the rest.
 func DefaultMatrixOneCluster(c *MatrixOneCluster) {
 	if c.Spec.Image == "" {
 		c.Spec.Image = DefaultImage
+	}
+	defaultStorage(&c.Spec.LogService.Storage)
+	defaultStorage(&c.Spec.TN.Storage)
+	for i := range c.Spec.CNGroups {
+		defaultStorage(&c.Spec.CNGroups[i].Storage)
 	}
 }
 

@@ -122,13 +122,15 @@ type LogSetSpec struct {
 	PodSetSpec `json:",inline"`
 
 	// storage is each log store's volume, where its raft log and snapshots
-	// live. Default: 1Gi of the cluster's default storage class, retained.
+	// live. Default: 1Gi of the cluster's default storage class, retained;
+	// can change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
 
 	// sharedStorage is the cluster's shared storage; the log service keeps
 	// no table data there but MatrixOne configures it on every role.
+	// Required; immutable.
 	// +required
 	SharedStorage SharedStorage `json:"sharedStorage"`
 
@@ -199,24 +201,29 @@ type LogBootstrap struct {
 	// deploymentID is the deployment id every store of the set carries, for
 	// life (derived from the set's namespace and name, so a set re-created
 	// under its name finds its retained volumes' data).
+	// +required
 	DeploymentID int64 `json:"deploymentID"`
 	// initialMembers are HAKeeper's initial members, "<replica
 	// ID>:<store UUID>".
 	// +listType=atomic
+	// +required
 	InitialMembers []string `json:"initialMembers"`
 }
 
 // LogStoreStatus is one log store.
 type LogStoreStatus struct {
 	// pod is the store's pod.
+	// +required
 	Pod string `json:"pod"`
 	// uuid is the store's UUID: the one of its pod's namespace and name,
 	// or the new store's that replaced a failed one.
+	// +required
 	UUID string `json:"uuid"`
 	// state is Up when the store's pod is ready and HAKeeper hears from
 	// it; Down when its pod is gone or not ready, or HAKeeper no longer
 	// hears from it; Unknown when HAKeeper does not know it or cannot be
 	// read.
+	// +required
 	State StoreState `json:"state"`
 	// replicas is the number of shard replicas the store holds.
 	// +optional
@@ -226,6 +233,7 @@ type LogStoreStatus struct {
 // LogShardStatus is one log shard.
 type LogShardStatus struct {
 	// shardID is the shard's id; 0 is HAKeeper's own.
+	// +required
 	ShardID int64 `json:"shardID"`
 	// leader is the pod of the store whose replica leads the shard; empty
 	// when no replica leads (the shard does not serve) or the leader is no
@@ -233,9 +241,12 @@ type LogShardStatus struct {
 	// +optional
 	Leader string `json:"leader,omitempty"`
 	// replicas is the number of the shard's replicas on stores HAKeeper
-	// hears from; of is the number it should have.
+	// hears from.
+	// +required
 	Replicas int32 `json:"replicas"`
-	Of       int32 `json:"of"`
+	// of is the number of replicas the shard should have.
+	// +required
+	Of int32 `json:"of"`
 	// term is the shard's raft term: it grows with every election, and
 	// survives restarts with the stores' volumes.
 	// +optional
@@ -256,7 +267,10 @@ type LogShardStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LogSet struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired log service; sharedStorage is required.

@@ -53,7 +53,8 @@ type TNSetSpec struct {
 
 	// storage is the TN store's volume (its data directory, which holds
 	// what it has not yet written to the shared storage). Default: 1Gi of
-	// the cluster's default storage class, retained.
+	// the cluster's default storage class, retained; can change as its
+	// fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -84,6 +85,7 @@ type CNSetSpec struct {
 	// waits a moment for the proxy's handshake before its own. Default
 	// true; can change (restarts the CNs).
 	// +optional
+	// +kubebuilder:default=true
 	ProxyEnabled *bool `json:"proxyEnabled,omitempty"`
 
 	// drainTimeout bounds a CN's drain before it leaves the set or
@@ -100,7 +102,7 @@ type CNSetSpec struct {
 
 	// storage is each CN's volume: its data directory and the shared
 	// storage's disk cache. Default: 1Gi of the cluster's default storage
-	// class, retained.
+	// class, retained; can change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -167,13 +169,16 @@ type StoreSetStatus struct {
 // StoreStatus is one store of a TNSet, CNSet or ProxySet.
 type StoreStatus struct {
 	// pod is the store's pod.
+	// +required
 	Pod string `json:"pod"`
 	// uuid is the store's UUID (derived from its pod's namespace and name).
+	// +required
 	UUID string `json:"uuid"`
 	// state is Up when the store's pod is ready and HAKeeper hears from
 	// it; Down when its pod is gone or not ready, or HAKeeper no longer
 	// hears from it; Unknown when HAKeeper does not know it or cannot be
 	// read.
+	// +required
 	State StoreState `json:"state"`
 	// workState is a CN's work state (Working, Draining, Drained).
 	// +optional
@@ -193,7 +198,10 @@ type StoreStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TNSet struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired TN; logSet is required.
@@ -229,7 +237,10 @@ type TNSetList struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CNSet struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired CNs; logSet is required.
@@ -264,7 +275,10 @@ type CNSetList struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProxySet struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired proxies; logSet is required.

@@ -6,9 +6,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// DefaultStorageSize is each observer's volume when spec.storage.size is
-// unset.
-const DefaultStorageSize = "1Gi"
+// Defaults of an OBCluster. The CRD's +kubebuilder:default markers say
+// the same (a marker cannot name a constant); TestDefaults checks on a
+// real API server that the schema and Default agree.
+const (
+	// DefaultStorageSize is each observer's volume when spec.storage.size
+	// is unset.
+	DefaultStorageSize = "1Gi"
+	// DefaultClusterID is spec.clusterID when unset.
+	DefaultClusterID = 1
+	// DefaultZoneReplicas is a zone's replicas when unset.
+	DefaultZoneReplicas = 1
+)
 
 // Default applies the CRD's defaults in memory, for objects the schema has
 // not defaulted (the controller calls it every pass; the webhook with it),
@@ -20,11 +29,11 @@ func Default(c *OBCluster) {
 		s.ClusterName = strings.ReplaceAll(c.Name, "-", "_")
 	}
 	if s.ClusterID == 0 {
-		s.ClusterID = 1
+		s.ClusterID = DefaultClusterID
 	}
 	for i := range s.Zones {
 		if s.Zones[i].Replicas == 0 {
-			s.Zones[i].Replicas = 1
+			s.Zones[i].Replicas = DefaultZoneReplicas
 		}
 	}
 	if s.Storage.Size == nil {
@@ -42,7 +51,7 @@ func Default(c *OBCluster) {
 	}
 }
 
-// Tenant defaults.
+// Tenant defaults, said again by the CRD's markers (see above).
 const (
 	DefaultCharset          = "utf8mb4"
 	DefaultPrimaryZone      = "RANDOM"

@@ -39,7 +39,7 @@ type OBClusterSpec struct {
 	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// zones are the cluster's zones, each with its observers. One to seven
+	// zones are the cluster's zones, each with its observers. Required: one to seven
 	// zones, with distinct names; an odd number keeps a majority when one
 	// is lost. Can change: a zone added is added to OceanBase and to the
 	// sys tenant's locality, a zone removed leaves them before its
@@ -67,13 +67,15 @@ type OBClusterSpec struct {
 
 	// storage is each observer's volume, for its data, redo log and
 	// system log. Default 1Gi of the default class, retained when the
-	// cluster is deleted.
+	// cluster is deleted; can change as its fields say.
 	// +optional
+	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
 
 	// parameters are cluster-scope parameters, set with ALTER SYSTEM SET
 	// once the cluster is bootstrapped and kept set: a value changed by
-	// other means is set back. Names are unique; can change.
+	// other means is set back. Names are unique. Default: none; can
+	// change.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -87,20 +89,21 @@ type OBClusterSpec struct {
 	Credentials Credentials `json:"credentials,omitempty"`
 
 	// placement schedules the observers (node selector, affinity,
-	// tolerations); a zone's placement replaces it for that zone. Can
-	// change: pods move when they are next re-created.
+	// tolerations); a zone's placement replaces it for that zone. Default:
+	// none; can change: pods move when they are next re-created.
 	// +optional
 	Placement commonv1.PodPlacement `json:"placement,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
-	// false.
+	// false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
 
 // OBZoneSpec is one zone of a cluster.
 type OBZoneSpec struct {
-	// name is the zone's name in OceanBase. Required.
+	// name is the zone's name in OceanBase. Required; a zone renamed is
+	// another zone (one removed, one added): a name cannot change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
@@ -118,21 +121,22 @@ type OBZoneSpec struct {
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// placement schedules this zone's observers instead of the cluster's
-	// placement. Can change.
+	// placement. Default: the cluster's; can change.
 	// +optional
 	Placement *commonv1.PodPlacement `json:"placement,omitempty"`
 }
 
 // Parameter is an OceanBase parameter and its value.
 type Parameter struct {
-	// name is the parameter's name, as OceanBase spells it. Required.
+	// name is the parameter's name, as OceanBase spells it. Required; a
+	// parameter renamed is another parameter: a name cannot change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
 	Name string `json:"name"`
 	// value is the parameter's value, as ALTER SYSTEM SET takes it.
-	// Required.
+	// Required; can change.
 	// +required
 	// +kubebuilder:validation:MaxLength=1024
 	Value string `json:"value"`
@@ -192,7 +196,7 @@ type OBClusterStatus struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// parameters are the spec's parameters as the servers report them:
+	// parameterDrift lists the spec's parameters as the servers report them:
 	// one entry per parameter whose value differs on some server.
 	// +optional
 	// +listType=map
@@ -214,16 +218,20 @@ type OBClusterStatus struct {
 type OBLostServer struct {
 	// address is the lost server's address in OceanBase (ip:2882), the IP
 	// its observer's Service had.
+	// +required
 	Address string `json:"address"`
 	// pod is the observer that lost the store.
+	// +required
 	Pod string `json:"pod"`
 	// zone is the server's zone.
+	// +required
 	Zone string `json:"zone"`
 }
 
 // OBZoneStatus is a zone as OceanBase reports it.
 type OBZoneStatus struct {
 	// name is the zone's name.
+	// +required
 	Name string `json:"name"`
 	// status is DBA_OB_ZONES.STATUS: ACTIVE or INACTIVE; empty when
 	// OceanBase does not know the zone.
@@ -245,8 +253,10 @@ type OBZoneStatus struct {
 // OBServerStatus is one observer.
 type OBServerStatus struct {
 	// pod is the observer's pod.
+	// +required
 	Pod string `json:"pod"`
 	// zone is the observer's zone.
+	// +required
 	Zone string `json:"zone"`
 	// address is the server's address in OceanBase, ip:2882: the IP of its
 	// own Service, which outlives the pod.
@@ -275,9 +285,11 @@ type OBServerStatus struct {
 // the spec's.
 type ParameterDrift struct {
 	// name is the parameter's name.
+	// +required
 	Name string `json:"name"`
 	// servers are the servers (ip:port) with another value, and the value.
 	// +optional
+	// +listType=atomic
 	Servers []string `json:"servers,omitempty"`
 }
 
@@ -298,7 +310,10 @@ type ParameterDrift struct {
 // +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired cluster; image and zones are required.

@@ -55,7 +55,7 @@ type OBParameterSpec struct {
 	Server string `json:"server,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
-	// false.
+	// false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
@@ -93,6 +93,7 @@ type OBParameterStatus struct {
 // OBParameterServer is a parameter's value on one server.
 type OBParameterServer struct {
 	// address is the server's address, ip:2882.
+	// +required
 	Address string `json:"address"`
 	// zone is the server's zone.
 	// +optional
@@ -120,7 +121,10 @@ type OBParameterServer struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBParameter struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the parameter; cluster, name and value are required.

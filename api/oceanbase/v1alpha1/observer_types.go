@@ -11,19 +11,19 @@ import (
 // the operator's and immutable.
 type OBServerViewSpec struct {
 	// cluster is the OBCluster, in this namespace, the server belongs to.
-	// Set by the operator; immutable.
+	// Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
-	// zone is the server's zone. Set by the operator; immutable.
+	// zone is the server's zone. Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	Zone string `json:"zone"`
 	// ordinal is the observer's ordinal in its zone's StatefulSet; its pod
 	// is <cluster>-<zone>-<ordinal>, the OBServer's name. Set by the
-	// operator; immutable.
+	// operator. Required; immutable.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1023
@@ -76,7 +76,10 @@ type OBServerViewStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=obs,categories=steward
 // +kubebuilder:metadata:annotations="steward.dev/created-by=operator"
+// Two rules, since one comparing the whole name exceeds the API server's
+// CEL cost budget (metadata.name has no bound in the schema).
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.startsWith(self.spec.cluster + '-' + self.spec.zone + '-')",message="metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>, the observer's pod"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.substring(self.metadata.name.lastIndexOf('-') + 1) == string(self.spec.ordinal)",message="metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>: its ordinal is not spec.ordinal"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Zone",type=string,JSONPath=`.spec.zone`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -89,7 +92,10 @@ type OBServerViewStatus struct {
 // +kubebuilder:printcolumn:name="Serving-Since",type=date,JSONPath=`.status.startServiceTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBServer struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec names the observer and its cluster; the operator's.

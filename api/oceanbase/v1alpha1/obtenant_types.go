@@ -41,7 +41,7 @@ type OBTenantSpec struct {
 	UnitNum int32 `json:"unitNum,omitempty"`
 
 	// zones are the zones that hold a full replica of the tenant, each with
-	// its own resource pool. Zones of the cluster, distinct; can change:
+	// its own resource pool. Required: zones of the cluster, distinct; can change:
 	// the controller adds and removes them one zone at a time, as
 	// OceanBase changes a locality.
 	// +required
@@ -54,12 +54,14 @@ type OBTenantSpec struct {
 	// primaryZone is the tenant's primary zone, as OceanBase writes it
 	// ("z1;z2,z3", or RANDOM). Default RANDOM; can change.
 	// +optional
+	// +kubebuilder:default=RANDOM
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(RANDOM|[a-z0-9]+([,;][a-z0-9]+)*)$`
 	PrimaryZone string `json:"primaryZone,omitempty"`
 
 	// charset is the tenant's character set. Default utf8mb4; immutable.
 	// +optional
+	// +kubebuilder:default=utf8mb4
 	// +kubebuilder:validation:Enum=utf8mb4;binary;gbk;gb18030;latin1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="charset is immutable"
 	Charset string `json:"charset,omitempty"`
@@ -67,6 +69,7 @@ type OBTenantSpec struct {
 	// connectWhiteList is the hosts the tenant accepts connections from
 	// (the ob_tcp_invited_nodes variable). Default "%", any; can change.
 	// +optional
+	// +kubebuilder:default="%"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	ConnectWhiteList string `json:"connectWhiteList,omitempty"`
@@ -87,33 +90,35 @@ type OBTenantSpec struct {
 	ReclaimPolicy commonv1.ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
-	// false.
+	// false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
 
 // OBUnitConfig is a resource unit config.
 type OBUnitConfig struct {
-	// maxCPU is each unit's CPU limit (MAX_CPU). Required.
+	// maxCPU is each unit's CPU limit (MAX_CPU). Required; can change.
 	// +required
 	MaxCPU resource.Quantity `json:"maxCPU"`
-	// minCPU is each unit's guaranteed CPU (MIN_CPU). Default maxCPU.
+	// minCPU is each unit's guaranteed CPU (MIN_CPU). Default maxCPU; can
+	// change.
 	// +optional
 	MinCPU *resource.Quantity `json:"minCPU,omitempty"`
 	// memorySize is each unit's memory (MEMORY_SIZE); OceanBase refuses
 	// less than its __min_full_resource_pool_memory (5Gi by default).
-	// Required.
+	// Required; can change.
 	// +required
 	MemorySize resource.Quantity `json:"memorySize"`
 	// logDiskSize is each unit's log disk (LOG_DISK_SIZE). Default: unset,
-	// OceanBase's (three times memorySize).
+	// OceanBase's (three times memorySize); can change.
 	// +optional
 	LogDiskSize *resource.Quantity `json:"logDiskSize,omitempty"`
 }
 
 // OBTenantZone is one zone of a tenant.
 type OBTenantZone struct {
-	// name is a zone of the cluster. Required.
+	// name is a zone of the cluster. Required; a zone renamed is another
+	// zone (one removed, one added): a name cannot change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
@@ -158,9 +163,11 @@ type OBTenantStatus struct {
 // OBPoolStatus is a resource pool of a tenant.
 type OBPoolStatus struct {
 	// name is the pool's name.
+	// +required
 	Name string `json:"name"`
 	// zones are the pool's zones.
 	// +optional
+	// +listType=atomic
 	Zones []string `json:"zones,omitempty"`
 	// unitNum is the pool's units per zone.
 	// +optional
@@ -185,7 +192,10 @@ type OBPoolStatus struct {
 // +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBTenant struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired tenant; cluster, unit and zones are required.

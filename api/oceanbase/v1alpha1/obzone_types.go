@@ -12,13 +12,13 @@ import (
 // spec.zones.
 type OBZoneViewSpec struct {
 	// cluster is the OBCluster, in this namespace, the zone belongs to.
-	// Set by the operator; immutable.
+	// Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
 	// zone is the zone's name in OceanBase and in the cluster's
-	// spec.zones. Set by the operator; immutable.
+	// spec.zones. Required, set by the operator; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
@@ -70,7 +70,10 @@ type OBZoneViewStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBZone struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec names the zone and its cluster; the operator's.

@@ -94,7 +94,8 @@ type ZookeeperClusterSpec struct {
 	Heap string `json:"heap,omitempty"`
 
 	// storage is the persistent volume of each server, mounted at /data.
-	// Default: 1Gi of the cluster's default storage class, retained.
+	// Default: 1Gi of the cluster's default storage class, retained; can
+	// change as its fields say.
 	// +optional
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
@@ -201,7 +202,7 @@ type ZookeeperClusterStatus struct {
 	// standalone, or unknown for those that did not answer), from each
 	// pod's AdminServer.
 	// +optional
-	Servers map[string][]ServerStatus `json:"servers,omitempty"`
+	Servers map[string][]ServerStatus `json:"servers,omitempty"` //nolint:kubeapilinter // nomaps: a served status field read by users and tools as servers.leader; a list would change its shape
 
 	// leader is the name of the leader's pod; empty without a leader.
 	// +optional
@@ -233,6 +234,7 @@ type ZookeeperClusterStatus struct {
 // ServerStatus is one server as its AdminServer reports it.
 type ServerStatus struct {
 	// name is the server's pod.
+	// +required
 	Name string `json:"name"`
 	// id is the server's id (its myid: pod ordinal + 1).
 	// +optional
@@ -264,7 +266,10 @@ type ServerStatus struct {
 // +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ZookeeperCluster struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// spec is the desired ensemble; every field has a default.

@@ -1,0 +1,151 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/testenv"
+)
+
+var crdDir = filepath.Join("..", "..", "..", "config", "crd", "bases")
+
+// server is a real kube-apiserver with the generated CRDs installed.
+var server = testenv.APIServer{CRDDirectoryPaths: []string{crdDir}}
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
+
+// apiClient returns a client of the shared API server and creates the
+// namespace ns.
+func apiClient(t *testing.T, ns string) client.Client {
+	t.Helper()
+	cfg := server.Config(t)
+	scheme := runtime.NewScheme()
+	if err := mov1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDefaults checks that the CRDs' schema defaults and the Default
+// functions agree on a minimal object of every kind.
+func TestDefaults(t *testing.T) {
+	const ns = "mo-defaults"
+	c := apiClient(t, ns)
+	obj := func(kind, name, spec string) *unstructured.Unstructured {
+		return testenv.Object(t, mov1.GroupVersion.String(), kind, ns, name, spec)
+	}
+	kinds, _ := testenv.CRDs(t, crdDir, mov1.GroupVersion.Group)
+	testenv.CheckDefaults(t, c, kinds, []testenv.Defaults{
+		{
+			Minimal: obj("MatrixOneCluster", "mo", "{sharedStorage: {fileSystem: {claimName: shared}}, cnGroups: [{name: cn}]}"),
+			Typed:   &mov1.MatrixOneCluster{},
+			Default: func(o client.Object) { mov1.DefaultMatrixOneCluster(o.(*mov1.MatrixOneCluster)) },
+		},
+		{
+			Minimal: obj("LogSet", "log", "{sharedStorage: {fileSystem: {claimName: shared}}}"),
+			Typed:   &mov1.LogSet{},
+			Default: func(o client.Object) { mov1.DefaultLogSet(o.(*mov1.LogSet)) },
+			// From metadata.name, and from replicas.
+			GoOnly: []string{"spec.rootPassword", "spec.shardReplicas"},
+		},
+		{
+			Minimal: obj("TNSet", "tn", "{logSet: log}"),
+			Typed:   &mov1.TNSet{},
+			Default: func(o client.Object) { mov1.DefaultTNSet(o.(*mov1.TNSet)) },
+		},
+		{
+			Minimal: obj("CNSet", "cn", "{logSet: log}"),
+			Typed:   &mov1.CNSet{},
+			Default: func(o client.Object) { mov1.DefaultCNSet(o.(*mov1.CNSet)) },
+		},
+		{
+			Minimal: obj("ProxySet", "proxy", "{logSet: log}"),
+			Typed:   &mov1.ProxySet{},
+			Default: func(o client.Object) { mov1.DefaultProxySet(o.(*mov1.ProxySet)) },
+		},
+	})
+}
+
+// TestCELRules checks that every CEL rule of the CRDs refuses an object
+// that breaks it, with its message.
+func TestCELRules(t *testing.T) {
+	const ns = "mo-cel"
+	c := apiClient(t, ns)
+	_, rules := testenv.CRDs(t, crdDir, mov1.GroupVersion.Group)
+	f := &testenv.Fixtures{T: t, APIVersion: mov1.GroupVersion.String(), Namespace: ns}
+	rule := func(kind, path, message string) testenv.CELRule {
+		return testenv.CELRule{Kind: kind, Path: path, Message: message}
+	}
+	create, change := f.Create, f.Change
+	const (
+		shared  = "sharedStorage: {fileSystem: {claimName: shared}}"
+		s3      = "sharedStorage: {s3: {endpoint: 'https://s3:9000', bucket: data, region: r1}}"
+		classIm = "storageClassName is immutable"
+		sizeIm  = "size is immutable"
+	)
+	// cluster is a MatrixOneCluster spec with more fields.
+	cluster := func(more string) string { return "{" + shared + ", cnGroups: [{name: cn}]" + more + "}" }
+	// The storage rules of kind at the field at, whose spec with a
+	// storage is spec(storage).
+	storage := func(kind, at string, spec func(storage string) string) []testenv.Violation {
+		return []testenv.Violation{
+			change(rule(kind, at+".storageClassName", classIm), spec("{storageClassName: fast}"), spec("{storageClassName: slow}")),
+			change(rule(kind, at+".size", sizeIm), spec("{size: 1Gi}"), spec("{size: 2Gi}")),
+		}
+	}
+	name := func(kind, what string) testenv.Violation {
+		return create(rule(kind, "", "metadata.name must be a DNS-1035 label of at most 48 characters: it names "+what),
+			strings.Repeat("m", 49), "{logSet: log, "+shared+"}")
+	}
+	logSet := func(more string) string { return "{" + shared + more + "}" }
+	set := func(more string) string { return "{logSet: log" + more + "}" }
+
+	violations := []testenv.Violation{
+		name("CNSet", "the Services and the StatefulSet's pods"),
+		change(rule("CNSet", "spec.logSet", "logSet is immutable: a CN belongs to one cluster"), set(""), "{logSet: other}"),
+		name("LogSet", "the Service and the StatefulSet's pods"),
+		create(rule("LogSet", "spec.shardReplicas", "shardReplicas must not exceed replicas: each replica of a shard lives on its own store"),
+			"", logSet(", replicas: 1, shardReplicas: 2")),
+		change(rule("LogSet", "spec.logShards", "logShards is immutable: HAKeeper's bootstrap fixed it"), logSet(", logShards: 1"), logSet(", logShards: 2")),
+		change(rule("LogSet", "spec.replicas", "replicas is immutable: adding and removing log stores is not supported yet"), logSet(", replicas: 3"), logSet(", replicas: 5")),
+		change(rule("LogSet", "spec.rootPassword", "rootPassword is immutable: MatrixOne read it at its bootstrap"), logSet(", rootPassword: a"), logSet(", rootPassword: b")),
+		change(rule("LogSet", "spec.shardReplicas", "shardReplicas is immutable: HAKeeper's bootstrap fixed it"), logSet(", shardReplicas: 1"), logSet(", shardReplicas: 3")),
+		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}}"),
+		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), logSet(""), "{"+s3+"}"),
+		create(rule("MatrixOneCluster", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}, cnGroups: [{name: cn}]}"),
+		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), cluster(""), "{"+s3+", cnGroups: [{name: cn}]}"),
+		change(rule("MatrixOneCluster", "spec.rootPassword", "rootPassword is immutable: MatrixOne read it at its bootstrap"), cluster(", rootPassword: a"), cluster(", rootPassword: b")),
+		change(rule("MatrixOneCluster", "spec.logService.logShards", "logService.logShards is immutable"), cluster(", logService: {logShards: 1}"), cluster(", logService: {logShards: 2}")),
+		change(rule("MatrixOneCluster", "spec.logService.replicas", "logService.replicas is immutable"), cluster(", logService: {replicas: 3}"), cluster(", logService: {replicas: 5}")),
+		change(rule("MatrixOneCluster", "spec.logService.shardReplicas", "logService.shardReplicas is immutable"), cluster(", logService: {shardReplicas: 1}"), cluster(", logService: {shardReplicas: 3}")),
+		name("ProxySet", "the Services and the StatefulSet's pods"),
+		change(rule("ProxySet", "spec.logSet", "logSet is immutable: a proxy belongs to one cluster"), set(""), "{logSet: other}"),
+		name("TNSet", "the Service and the StatefulSet's pods"),
+		change(rule("TNSet", "spec.logSet", "logSet is immutable: a TN belongs to one cluster"), set(""), "{logSet: other}"),
+	}
+	violations = append(violations, storage("CNSet", "spec.storage", func(s string) string { return set(", storage: " + s) })...)
+	violations = append(violations, storage("TNSet", "spec.storage", func(s string) string { return set(", storage: " + s) })...)
+	violations = append(violations, storage("LogSet", "spec.storage", func(s string) string { return logSet(", storage: " + s) })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.logService.storage", func(s string) string { return cluster(", logService: {storage: " + s + "}") })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.tn.storage", func(s string) string { return cluster(", tn: {storage: " + s + "}") })...)
+	violations = append(violations, storage("MatrixOneCluster", "spec.cnGroups[].storage", func(s string) string {
+		return "{" + shared + ", cnGroups: [{name: cn, storage: " + s + "}]}"
+	})...)
+	testenv.CheckCELRules(t, c, rules, violations)
+}

@@ -1,0 +1,143 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/testenv"
+)
+
+var crdDir = filepath.Join("..", "..", "..", "config", "crd", "bases")
+
+// server is a real kube-apiserver with the generated CRDs installed.
+var server = testenv.APIServer{CRDDirectoryPaths: []string{crdDir}}
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
+
+// apiClient returns a client of the shared API server and creates the
+// namespace ns.
+func apiClient(t *testing.T, ns string) client.Client {
+	t.Helper()
+	cfg := server.Config(t)
+	scheme := runtime.NewScheme()
+	if err := obv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDefaults checks that the CRDs' schema defaults and Default and
+// DefaultTenant agree on a minimal object of every kind (so the zone's
+// replicas, written in both, cannot drift apart).
+func TestDefaults(t *testing.T) {
+	const ns = "ob-defaults"
+	c := apiClient(t, ns)
+	obj := func(kind, name, spec string) *unstructured.Unstructured {
+		return testenv.Object(t, obv1.GroupVersion.String(), kind, ns, name, spec)
+	}
+	none := func(client.Object) {} // the kind has no defaults in Go, and none in its schema
+	kinds, _ := testenv.CRDs(t, crdDir, obv1.GroupVersion.Group)
+	testenv.CheckDefaults(t, c, kinds, []testenv.Defaults{
+		{
+			Minimal: obj("OBCluster", "ob", "{image: ob:4, zones: [{name: z1}, {name: z2, replicas: 3}]}"),
+			Typed:   &obv1.OBCluster{},
+			Default: func(o client.Object) { obv1.Default(o.(*obv1.OBCluster)) },
+			// From metadata.name.
+			GoOnly: []string{"spec.clusterName", "spec.credentials.operator", "spec.credentials.root"},
+		},
+		{
+			Minimal: obj("OBTenant", "t", "{cluster: ob, unit: {maxCPU: 1, memorySize: 5Gi}, zones: [{name: z1}]}"),
+			Typed:   &obv1.OBTenant{},
+			Default: func(o client.Object) { obv1.DefaultTenant(o.(*obv1.OBTenant)) },
+			// From metadata.name, and minCPU from maxCPU.
+			GoOnly: []string{"spec.rootPassword", "spec.tenantName", "spec.unit.minCPU"},
+		},
+		{Minimal: obj("OBParameter", "p", "{cluster: ob, name: p, value: v}"), Typed: &obv1.OBParameter{}, Default: none},
+		{Minimal: obj("OBZone", "ob-z1", "{cluster: ob, zone: z1}"), Typed: &obv1.OBZone{}, Default: none},
+		{Minimal: obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 0}"), Typed: &obv1.OBServer{}, Default: none},
+	})
+}
+
+// TestCELRules checks that every CEL rule of the CRDs refuses an object
+// that breaks it, with its message.
+func TestCELRules(t *testing.T) {
+	const ns = "ob-cel"
+	c := apiClient(t, ns)
+	_, rules := testenv.CRDs(t, crdDir, obv1.GroupVersion.Group)
+	f := &testenv.Fixtures{T: t, APIVersion: obv1.GroupVersion.String(), Namespace: ns}
+	rule := func(kind, path, message string) testenv.CELRule {
+		return testenv.CELRule{Kind: kind, Path: path, Message: message}
+	}
+	create, change, obj := f.Create, f.Change, f.Object
+	// cluster is an OBCluster spec with zones and any more fields.
+	cluster := func(zones, more string) string { return "{image: ob:4, zones: " + zones + more + "}" }
+	param := "cluster: ob, name: p, value: v"
+	tenant := "cluster: ob, unit: {maxCPU: 1, memorySize: 5Gi}, zones: [{name: z1}]"
+
+	testenv.CheckCELRules(t, c, rules, []testenv.Violation{
+		create(rule("OBCluster", "", "metadata.name must be a DNS-1035 label of at most 40 characters: it names the zones' StatefulSets, their pods and the servers' Services"),
+			strings.Repeat("o", 41), cluster("[{name: z1}]", "")),
+		change(rule("OBCluster", "spec.clusterID", "clusterID is immutable"),
+			cluster("[{name: z1}]", ", clusterID: 1"), cluster("[{name: z1}]", ", clusterID: 2")),
+		change(rule("OBCluster", "spec.clusterName", "clusterName is immutable"),
+			cluster("[{name: z1}]", ", clusterName: a"), cluster("[{name: z1}]", ", clusterName: b")),
+		change(rule("OBCluster", "spec.credentials.operator", "credentials.operator is immutable"),
+			cluster("[{name: z1}]", ", credentials: {operator: a}"), cluster("[{name: z1}]", ", credentials: {operator: b}")),
+		change(rule("OBCluster", "spec.credentials.root", "credentials.root is immutable"),
+			cluster("[{name: z1}]", ", credentials: {root: a}"), cluster("[{name: z1}]", ", credentials: {root: b}")),
+		change(rule("OBCluster", "spec.storage.storageClassName", "storageClassName is immutable"),
+			cluster("[{name: z1}]", ", storage: {storageClassName: fast}"), cluster("[{name: z1}]", ", storage: {storageClassName: slow}")),
+		change(rule("OBCluster", "spec.storage.size", "size is immutable"),
+			cluster("[{name: z1}]", ", storage: {size: 1Gi}"), cluster("[{name: z1}]", ", storage: {size: 2Gi}")),
+		change(rule("OBCluster", "spec.zones", "an edit may add zones or remove zones, not both: the sys tenant's locality changes one zone at a time; add the new zones first, then remove the old ones"),
+			cluster("[{name: z1}, {name: z2}]", ""), cluster("[{name: z1}, {name: z3}]", "")),
+		change(rule("OBCluster", "spec.zones", "at least one of the current zones must stay"),
+			cluster("[{name: z1}]", ""), cluster("[{name: z2}]", "")),
+		change(rule("OBCluster", "spec.zones", "an edit that removes several zones must keep a majority of the current zones (5 to 3, not 3 to 1): remove them one at a time"),
+			cluster("[{name: z1}, {name: z2}, {name: z3}]", ""), cluster("[{name: z1}]", "")),
+
+		create(rule("OBParameter", "", "set at most one of spec.zone and spec.server"), "", "{"+param+", zone: z1, server: '10.0.0.1:2882'}"),
+		change(rule("OBParameter", "spec.cluster", "cluster is immutable"), "{"+param+"}", "{cluster: ob2, name: p, value: v}"),
+		change(rule("OBParameter", "spec.name", "name is immutable"), "{"+param+"}", "{cluster: ob, name: q, value: v}"),
+		change(rule("OBParameter", "spec.server", "server is immutable"), "{"+param+", server: '10.0.0.1:2882'}", "{"+param+", server: '10.0.0.2:2882'}"),
+		change(rule("OBParameter", "spec.zone", "zone is immutable"), "{"+param+", zone: z1}", "{"+param+", zone: z2}"),
+
+		create(rule("OBServer", "", "metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>, the observer's pod"),
+			"ob-z2-0", "{cluster: ob, zone: z1, ordinal: 0}"),
+		create(rule("OBServer", "", "metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>: its ordinal is not spec.ordinal"),
+			"ob-z1-1", "{cluster: ob, zone: z1, ordinal: 0}"),
+		{
+			Rule: rule("OBServer", "spec", "spec is the operator's and immutable"),
+			Old:  obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 0}"),
+			New:  obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 1}"),
+		},
+
+		change(rule("OBTenant", "spec.charset", "charset is immutable"), "{"+tenant+", charset: utf8mb4}", "{"+tenant+", charset: gbk}"),
+		change(rule("OBTenant", "spec.cluster", "cluster is immutable"), "{"+tenant+"}", "{"+strings.Replace(tenant, "cluster: ob", "cluster: ob2", 1)+"}"),
+		change(rule("OBTenant", "spec.rootPassword", "rootPassword is immutable"), "{"+tenant+", rootPassword: a}", "{"+tenant+", rootPassword: b}"),
+		change(rule("OBTenant", "spec.tenantName", "tenantName is immutable"), "{"+tenant+", tenantName: a}", "{"+tenant+", tenantName: b}"),
+
+		create(rule("OBZone", "", "metadata.name must be <spec.cluster>-<spec.zone>"), "ob-z2", "{cluster: ob, zone: z1}"),
+		{
+			Rule: rule("OBZone", "spec", "spec is the operator's and immutable"),
+			Old:  obj("OBZone", "ob-z1", "{cluster: ob, zone: z1}"),
+			New:  obj("OBZone", "ob-z1", "{cluster: ob, zone: z2}"),
+		},
+	})
+}
