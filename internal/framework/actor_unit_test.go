@@ -7,6 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 )
 
@@ -23,13 +25,32 @@ type declaringActor struct{ countingActor }
 
 func (declaringActor) Declare(*Context[*testapi.Widget]) (int, error) { return 1, nil }
 
+// driftedDeclarer's Declare returns another type than Observe takes.
+type driftedDeclarer struct{ countingActor }
+
+func (driftedDeclarer) Declare(*Context[*testapi.Widget]) (string, error) { return "", nil }
+
+// driftedInterrupter's InterruptFlow lacks the observation.
+type driftedInterrupter struct{ declaringActor }
+
+func (driftedInterrupter) InterruptFlow(*Context[*testapi.Widget], *commonv1.Operation) (string, bool) {
+	return "", false
+}
+
+// driftedValidator's Validate takes the object by value.
+type driftedValidator struct{ noopActor }
+
+func (driftedValidator) Validate(testapi.Widget) error { return nil }
+
 // emptyDeclarer declares children and observes nothing.
 type emptyDeclarer struct{ noopActor }
 
 func (emptyDeclarer) Declare(*Context[*testapi.Widget]) (Nothing, error) { return Nothing{}, nil }
 
 // TestNewRequiresDeclare checks that New refuses an actor that observes
-// something no Declare of its provides, and accepts the others.
+// something no Declare of its provides, or has a hook's method of another
+// signature than the hook's (it would never be called), and accepts the
+// others.
 func TestNewRequiresDeclare(t *testing.T) {
 	// The manager never starts: New contacts no API server.
 	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{
@@ -57,6 +78,18 @@ func TestNewRequiresDeclare(t *testing.T) {
 		}, false},
 		{"no Declare, observes an int", func() error {
 			_, err := New(mgr, Options[*testapi.Widget, int]{Actor: countingActor{}})
+			return err
+		}, true},
+		{"a Declare returning another type", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, int]{Actor: driftedDeclarer{}})
+			return err
+		}, true},
+		{"an InterruptFlow of another signature", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, int]{Actor: driftedInterrupter{}})
+			return err
+		}, true},
+		{"a Validate of another signature", func() error {
+			_, err := New(mgr, Options[*testapi.Widget, Nothing]{Actor: driftedValidator{}})
 			return err
 		}, true},
 	}

@@ -147,6 +147,9 @@ func New[T Object, S any](mgr ctrl.Manager, opts Options[T, S]) (*Reconciler[T, 
 	if _, ok := opts.Actor.(Declarer[T, S]); !ok && reflect.TypeFor[S]() != reflect.TypeFor[Nothing]() {
 		return nil, fmt.Errorf("framework: %T observes %s but has no Declare returning it", opts.Actor, reflect.TypeFor[S]())
 	}
+	if err := checkHooks[T, S](opts.Actor); err != nil {
+		return nil, err
+	}
 	r := &Reconciler[T, S]{
 		core: &core{
 			client:      mgr.GetClient(),
@@ -318,4 +321,37 @@ func (r *core) staleRead(k types.NamespacedName, version string) bool {
 	}
 	delete(r.overwritten, k)
 	return false
+}
+
+// checkHooks refuses an actor with a method named as one of the optional
+// hooks (Declare, InterruptFlow, Validate, ...) that does not implement
+// the hook: the framework finds hooks by type assertion, so a hook whose
+// signature drifted (another observation type, a missing parameter) would
+// otherwise never be called, silently.
+func checkHooks[T Object, S any](actor Actor[T, S]) error {
+	at := reflect.TypeOf(actor)
+	for _, hook := range []reflect.Type{
+		reflect.TypeFor[Declarer[T, S]](),
+		reflect.TypeFor[FlowInterrupter[T, S]](),
+		reflect.TypeFor[Defaulter[T]](),
+		reflect.TypeFor[UpdateDefaulter[T]](),
+		reflect.TypeFor[Validator[T]](),
+		reflect.TypeFor[Warner[T]](),
+		reflect.TypeFor[ClashChecker[T]](),
+		reflect.TypeFor[Admitter[T]](),
+		reflect.TypeFor[DependencyDeclarer[T]](),
+		reflect.TypeFor[ChildRenderer[T]](),
+	} {
+		if at.Implements(hook) {
+			continue
+		}
+		for i := range hook.NumMethod() {
+			want := hook.Method(i)
+			if got, ok := at.MethodByName(want.Name); ok {
+				return fmt.Errorf("framework: %T's %s is %s, not the %s hook's %s: the framework would never call it",
+					actor, want.Name, got.Type, hook.Name(), want.Type)
+			}
+		}
+	}
+	return nil
 }

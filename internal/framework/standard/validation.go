@@ -174,7 +174,9 @@ func ValidateEndpoint(path *field.Path, endpoint string, schemes ...string) fiel
 	} else if strings.HasSuffix(u.Host, ":") {
 		return invalid("an empty port: give one from 1 to 65535, or none")
 	}
-	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(u.Hostname())) {
+	// A fully qualified name ends in a dot (etcd.ns.svc.cluster.local.),
+	// which resolvers take, and which saves search-domain lookups.
+	for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")) {
 		if net.ParseIP(u.Hostname()) == nil {
 			return invalid("host " + u.Hostname() + " is neither an IP address nor a DNS name: " + msg)
 		}

@@ -128,23 +128,25 @@ func TestValidateObjectName(t *testing.T) {
 
 func TestValidateEndpoint(t *testing.T) {
 	for endpoint, valid := range map[string]bool{
-		"http://etcd:2379":            true,
-		"https://etcd.ns.svc":         true,
-		"https://10.0.0.1:2379":       true,
-		"http://[::1]:2379":           true,
-		"https://minio.storage:9000/": true,
-		"http://:2379":                false, // no host
-		"http://etcd:0":               false,
-		"http://etcd:65536":           false,
-		"http://etcd:99999":           false,
-		"http://etcd:":                false,
-		"etcd:2379":                   false, // no scheme
-		"ftp://etcd":                  false,
-		"http://user:pw@etcd":         false,
-		"http://etcd/path":            false,
-		"http://etcd?x=1":             false,
-		"http://et_cd":                false,
-		"http://etcd:2379\t":          false, // a stray tab
+		"http://etcd:2379":                       true,
+		"https://etcd.ns.svc":                    true,
+		"https://10.0.0.1:2379":                  true,
+		"http://[::1]:2379":                      true,
+		"https://minio.storage:9000/":            true,
+		"http://etcd.ns.svc.cluster.local.:2379": true, // fully qualified
+		"http://etcd..ns:2379":                   false,
+		"http://:2379":                           false, // no host
+		"http://etcd:0":                          false,
+		"http://etcd:65536":                      false,
+		"http://etcd:99999":                      false,
+		"http://etcd:":                           false,
+		"etcd:2379":                              false, // no scheme
+		"ftp://etcd":                             false,
+		"http://user:pw@etcd":                    false,
+		"http://etcd/path":                       false,
+		"http://etcd?x=1":                        false,
+		"http://et_cd":                           false,
+		"http://etcd:2379\t":                     false, // a stray tab
 	} {
 		errs := standard.ValidateEndpoint(field.NewPath("spec", "endpoint"), endpoint, "http", "https")
 		if (len(errs) == 0) != valid {
