@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -134,10 +136,19 @@ func ready(g *gpssv1.GpssCluster) (bool, string) {
 // ready pods exist on the StatefulSet's image.
 func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool) {
 	t.Helper()
-	sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
-		ReadyReplicas: *sts.Spec.Replicas, AvailableReplicas: *sts.Spec.Replicas,
-		UpdateRevision: sts.Name + "-1", CurrentRevision: sts.Name + "-1"}
-	if err := c.Status().Update(t.Context(), sts); err != nil {
+	// The controller writes the StatefulSet and the pods' serving
+	// condition concurrently: every write re-reads and retries on a
+	// conflict, and a pod's conditions are set one by one, not replaced.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), sts); err != nil {
+			return err
+		}
+		sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
+			ReadyReplicas: *sts.Spec.Replicas, AvailableReplicas: *sts.Spec.Replicas,
+			UpdateRevision: sts.Name + "-1", CurrentRevision: sts.Name + "-1"}
+		return c.Status().Update(t.Context(), sts)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if !pods {
@@ -151,8 +162,16 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 		if err := c.Create(t.Context(), pod); err != nil {
 			t.Fatal(err)
 		}
-		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-		if err := c.Status().Update(t.Context(), pod); err != nil {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
+				return err
+			}
+			pod.Status.Conditions = slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+			pod.Status.Conditions = append(pod.Status.Conditions,
+				corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+			return c.Status().Update(t.Context(), pod)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

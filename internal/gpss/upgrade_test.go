@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -75,9 +76,20 @@ func (p *statefulSetPlayer) run(ctx context.Context, c client.Client, ns, name s
 			if image == p.badImage {
 				status = corev1.ConditionFalse
 			}
-			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()},
-				{Type: corev1.ContainersReady, Status: status, LastTransitionTime: metav1.Now()}}
-			_ = c.Status().Update(ctx, pod)
+			// The controller sets the pod's serving condition meanwhile:
+			// re-read on a conflict, and keep the conditions it set.
+			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+					return err
+				}
+				pod.Status.Conditions = slices.DeleteFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+					return c.Type == corev1.PodReady || c.Type == corev1.ContainersReady
+				})
+				pod.Status.Conditions = append(pod.Status.Conditions,
+					corev1.PodCondition{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()},
+					corev1.PodCondition{Type: corev1.ContainersReady, Status: status, LastTransitionTime: metav1.Now()})
+				return c.Status().Update(ctx, pod)
+			})
 			p.mu.Lock()
 			p.created = append(p.created, podName+"@"+image)
 			p.configs = append(p.configs, podName+"@"+pod.Annotations[build.ConfigRevisionAnnotation])
