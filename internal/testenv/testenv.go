@@ -63,6 +63,28 @@ func (s *APIServer) Config(t *testing.T) *rest.Config {
 	return rest.CopyConfig(s.cfg)
 }
 
+// NamespacedClient returns a client of the server whose scheme has the
+// kinds addToScheme registers, and creates the namespace ns: what an API
+// package's tests send their objects with.
+func (s *APIServer) NamespacedClient(t *testing.T, ns string, addToScheme func(*runtime.Scheme) error) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := addToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(s.Config(t), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	return c
+}
+
 func (s *APIServer) start() {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {

@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -25,21 +24,7 @@ var server = testenv.APIServer{CRDDirectoryPaths: []string{crdDir}}
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
 
 func apiClient(t *testing.T, ns string) client.Client {
-	t.Helper()
-	cfg := server.Config(t)
-	scheme := runtime.NewScheme()
-	if err := gpssv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return server.NamespacedClient(t, ns, gpssv1.AddToScheme)
 }
 
 // cluster returns a GpssCluster whose spec is specYAML, unstructured so

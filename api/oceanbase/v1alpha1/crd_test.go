@@ -1,14 +1,12 @@
 package v1alpha1_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
@@ -25,21 +23,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
 // apiClient returns a client of the shared API server and creates the
 // namespace ns.
 func apiClient(t *testing.T, ns string) client.Client {
-	t.Helper()
-	cfg := server.Config(t)
-	scheme := runtime.NewScheme()
-	if err := obv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return server.NamespacedClient(t, ns, obv1.AddToScheme)
 }
 
 // TestDefaults checks that the CRDs' schema defaults and Default and

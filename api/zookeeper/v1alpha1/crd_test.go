@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/internal/testenv"
@@ -32,23 +31,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &server)) }
 // namespace. It skips the test without the control-plane binaries (make
 // unit sets KUBEBUILDER_ASSETS).
 func apiClient(t *testing.T) (client.Client, string) {
-	t.Helper()
-	cfg := server.Config(t)
-	scheme := runtime.NewScheme()
-	if err := zkv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "zk-crd"},
-	}}
-	if err := c.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return c, "zk-crd"
+	return server.NamespacedClient(t, "zk-crd", zkv1.AddToScheme), "zk-crd"
 }
 
 // cluster returns a ZookeeperCluster named name whose spec is the YAML

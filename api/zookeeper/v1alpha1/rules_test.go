@@ -1,12 +1,9 @@
 package v1alpha1_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -16,20 +13,7 @@ import (
 // namespacedClient returns a client of the shared API server and creates
 // the namespace ns.
 func namespacedClient(t *testing.T, ns string) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := zkv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(server.Config(t), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return server.NamespacedClient(t, ns, zkv1.AddToScheme)
 }
 
 // TestDefaultsMatchSchema checks that the CRD's schema defaults and
