@@ -118,6 +118,22 @@ type ClashChecker[T Object] interface {
 	Clashes(ctx context.Context, r client.Reader, obj T) error
 }
 
+// Older reports whether a was created before b, for ClashChecker's "the
+// older keeps it": an object not created yet (b at admission) is the
+// newest, and of two created in the same second (creation timestamps have
+// seconds only) the one whose name sorts first is older, so that exactly
+// one of two clashing objects is refused.
+func Older(a, b client.Object) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	switch {
+	case tb.IsZero():
+		return true
+	case !ta.Equal(&tb):
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
 // Admitter is implemented by actors whose objects refer to other objects
 // that must exist, or agree with them, when the object is applied (an
 // OBTenant names its OBCluster and zones of it). The validating webhook

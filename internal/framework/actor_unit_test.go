@@ -3,6 +3,7 @@ package framework
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -99,5 +100,30 @@ func TestNewRequiresDeclare(t *testing.T) {
 				t.Errorf("New: error %v, want an error: %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestOlder(t *testing.T) {
+	at := func(name string, sec int64) *testapi.Widget {
+		w := &testapi.Widget{}
+		w.Name = name
+		if sec > 0 {
+			w.CreationTimestamp = metav1.Unix(sec, 0)
+		}
+		return w
+	}
+	for _, tc := range []struct {
+		a, b *testapi.Widget
+		want bool
+	}{
+		{at("b", 10), at("a", 20), true},
+		{at("a", 20), at("b", 10), false},
+		{at("b", 10), at("a", 10), false}, // same second: by name
+		{at("a", 10), at("b", 10), true},
+		{at("z", 10), at("a", 0), true}, // b not created yet: the newest
+	} {
+		if got := Older(tc.a, tc.b); got != tc.want {
+			t.Errorf("Older(%s@%v, %s@%v) = %v, want %v", tc.a.Name, tc.a.CreationTimestamp, tc.b.Name, tc.b.CreationTimestamp, got, tc.want)
+		}
 	}
 }

@@ -60,23 +60,11 @@ func (*Controller) Clashes(ctx context.Context, r client.Reader, g *Cluster) err
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == g.Name || other.Spec.ClusterID != g.Spec.ClusterID || !other.DeletionTimestamp.IsZero() || !older(other, g) {
+		if other.Name == g.Name || other.Spec.ClusterID != g.Spec.ClusterID || !other.DeletionTimestamp.IsZero() || !framework.Older(other, g) {
 			continue
 		}
 		return field.Duplicate(field.NewPath("spec", "clusterID"),
 			fmt.Sprintf("%s (GpssCluster %s uses it)", g.Spec.ClusterID, other.Name))
 	}
 	return nil
-}
-
-// older reports whether a was created before b (b not created yet counts
-// as newest), by name when at the same second.
-func older(a, b *Cluster) bool {
-	if b.CreationTimestamp.IsZero() {
-		return true
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }

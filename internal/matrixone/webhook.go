@@ -140,7 +140,7 @@ func (*ClusterController) Clashes(ctx context.Context, r client.Reader, c *Clust
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == c.Name || !other.DeletionTimestamp.IsZero() || !older(other, c) {
+		if other.Name == c.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, c) {
 			continue
 		}
 		theirs := map[childName]string{}
@@ -194,16 +194,4 @@ func clusterChildren(c *Cluster) []clusterChild {
 		add("CNSet", cn.Name, true, field.NewPath("spec", "cnGroups").Index(i).Child("name"), c.Spec.CNGroups[i].Name)
 	}
 	return out
-}
-
-// older reports whether a was created before b (b not created yet counts
-// as newest), by name when at the same second.
-func older(a, b *Cluster) bool {
-	if b.CreationTimestamp.IsZero() {
-		return true
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }

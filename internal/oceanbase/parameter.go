@@ -134,7 +134,7 @@ func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *Clu
 		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
 			continue
 		}
-		if p.CreationTimestamp.IsZero() || o.CreationTimestamp.Before(&p.CreationTimestamp) {
+		if framework.Older(o, p) {
 			return field.ErrorList{field.Duplicate(name, fmt.Sprintf("%s: OBParameter %s sets it", p.Spec.Name, o.Name))}.ToAggregate()
 		}
 	}

@@ -149,7 +149,7 @@ func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant
 		if o.UID == t.UID || o.Spec.Cluster != t.Spec.Cluster || o.Spec.TenantName != t.Spec.TenantName || o.DeletionTimestamp != nil {
 			continue
 		}
-		if t.CreationTimestamp.IsZero() || o.CreationTimestamp.Before(&t.CreationTimestamp) {
+		if framework.Older(o, t) {
 			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenantName"), t.Spec.TenantName)}.ToAggregate()
 		}
 	}

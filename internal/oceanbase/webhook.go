@@ -106,7 +106,7 @@ func (*Controller) Clashes(ctx context.Context, r client.Reader, ob *Cluster) er
 	mine := serviceNames(ob)
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == ob.Name || !other.DeletionTimestamp.IsZero() || !older(other, ob) {
+		if other.Name == ob.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, ob) {
 			continue
 		}
 		theirs := serviceNames(other)
@@ -145,15 +145,3 @@ type source struct {
 // maxServers is the most servers of a zone (the schema's maximum of
 // spec.zones[].replicas).
 const maxServers = 16
-
-// older reports whether a was created before b (b not created yet counts
-// as newest), by name when at the same second.
-func older(a, b *Cluster) bool {
-	if b.CreationTimestamp.IsZero() {
-		return true
-	}
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
-}
