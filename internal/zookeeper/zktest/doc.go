@@ -28,8 +28,10 @@
 // Running servers needs root (chroot, namespaces, mounts), Linux, unshare and
 // chroot on the host, and the tarball. Without them [Start] skips the test,
 // naming what is missing, unless the environment variable CI is "true": then
-// it fails, so that CI cannot skip these tests silently. ZKTEST_ROOTFS names
-// another root filesystem tarball.
+// it fails, so that CI cannot skip these tests silently. ZKTEST_DEFER, set by
+// make unit (which builds no image), skips them whatever CI says: make
+// rootfs-tests, the lane after it, runs them. ZKTEST_ROOTFS names another
+// root filesystem tarball.
 //
 // +steward:role=testing
 package zktest

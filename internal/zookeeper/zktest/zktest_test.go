@@ -21,13 +21,14 @@ func (r *recorder) Skipf(format string, a ...any)  { r.skipped = fmt.Sprintf(for
 func (r *recorder) Fatalf(format string, a ...any) { r.failed = fmt.Sprintf(format, a...) }
 
 // TestUsable checks the skip rules: skip where servers cannot run, unless
-// CI=true, and always fail on an error.
+// CI=true; skip whenever another lane runs them (ZKTEST_DEFER); and
+// otherwise always fail on an error.
 func TestUsable(t *testing.T) {
 	noTarball := environment{skip: "no ZooKeeper root filesystem; build it with " + buildHint}
 	for _, tc := range []struct {
 		name       string
 		env        environment
-		ci         string
+		ci, defer_ string
 		want       bool
 		skip, fail string
 	}{
@@ -35,10 +36,13 @@ func TestUsable(t *testing.T) {
 		{name: "no tarball", env: noTarball, skip: "make images"},
 		{name: "no tarball on CI", env: noTarball, ci: "true", fail: "CI=true"},
 		{name: "CI not true", env: noTarball, ci: "false", skip: "make images"},
+		{name: "deferred on CI", env: noTarball, ci: "true", defer_: "make rootfs-tests", skip: "deferred"},
+		{name: "deferred while ready", env: environment{rootfs: "/x"}, defer_: "make rootfs-tests", skip: "deferred"},
 		{name: "broken tarball", env: environment{err: errors.New("unpacking: boom")}, fail: "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CI", tc.ci)
+			t.Setenv(DeferEnv, tc.defer_)
 			r := &recorder{TB: t}
 			got := usable(r, tc.env)
 			if got != tc.want || !contains(r.skipped, tc.skip) || !contains(r.failed, tc.fail) {
