@@ -26,23 +26,23 @@ func (r *recorder) Fatalf(format string, a ...any) { r.failed = fmt.Sprintf(form
 func TestUsable(t *testing.T) {
 	noTarball := environment{skip: "no ZooKeeper root filesystem; build it with " + buildHint}
 	for _, tc := range []struct {
-		name       string
-		env        environment
-		ci, defer_ string
-		want       bool
-		skip, fail string
+		name        string
+		env         environment
+		ci, deferTo string
+		want        bool
+		skip, fail  string
 	}{
 		{name: "ready", env: environment{rootfs: "/x"}, want: true},
 		{name: "no tarball", env: noTarball, skip: "make images"},
 		{name: "no tarball on CI", env: noTarball, ci: "true", fail: "CI=true"},
 		{name: "CI not true", env: noTarball, ci: "false", skip: "make images"},
-		{name: "deferred on CI", env: noTarball, ci: "true", defer_: "make rootfs-tests", skip: "deferred"},
-		{name: "deferred while ready", env: environment{rootfs: "/x"}, defer_: "make rootfs-tests", skip: "deferred"},
+		{name: "deferred on CI", env: noTarball, ci: "true", deferTo: "make rootfs-tests", skip: "deferred"},
+		{name: "deferred while ready", env: environment{rootfs: "/x"}, deferTo: "make rootfs-tests", skip: "deferred"},
 		{name: "broken tarball", env: environment{err: errors.New("unpacking: boom")}, fail: "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CI", tc.ci)
-			t.Setenv(DeferEnv, tc.defer_)
+			t.Setenv(DeferEnv, tc.deferTo)
 			r := &recorder{TB: t}
 			got := usable(r, tc.env)
 			if got != tc.want || !contains(r.skipped, tc.skip) || !contains(r.failed, tc.fail) {
