@@ -3,6 +3,7 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,8 +56,14 @@ type Flow[T Object, S any] struct {
 // its work is already done. A terminal error (Terminal, InvalidSpec) fails
 // the flow at once; other errors are retried with backoff.
 type Step[T Object, S any] struct {
-	// Name identifies the step in status; keep it stable across releases.
+	// Name identifies the step in status: kebab-case, saying what the step
+	// does. Operations persist it; to rename a step, list its old names in
+	// Was.
 	Name string
+	// Was lists names the step had in earlier releases: an operation that
+	// a manager of such a release persisted resumes at this step, and its
+	// status is rewritten with the current names.
+	Was []string
 	// Run does or polls the step's work, with what the actor's Declare
 	// observed in this pass (seen).
 	Run func(ctx *Context[T], seen S) (done bool, err error)
@@ -101,6 +108,12 @@ func (f Flow[T, S]) validate() error {
 			return fmt.Errorf("framework: flow %q: step %q is unnamed, has no Run or is not unique", f.Name, s.Name)
 		}
 		seen[s.Name] = true
+		for _, was := range s.Was {
+			if was == "" || seen[was] {
+				return fmt.Errorf("framework: flow %q: step %q: earlier name %q is empty or not unique", f.Name, s.Name, was)
+			}
+			seen[was] = true
+		}
 	}
 	return nil
 }
@@ -114,13 +127,35 @@ func (f Flow[T, S]) stepNames() []string {
 	return names
 }
 
+// step returns the step named name now or in an earlier release (Was).
 func (f *Flow[T, S]) step(name string) *Step[T, S] {
 	for i := range f.Steps {
-		if f.Steps[i].Name == name {
+		if f.Steps[i].Name == name || slices.Contains(f.Steps[i].Was, name) {
 			return &f.Steps[i]
 		}
 	}
 	return nil
+}
+
+// rename rewrites the step names op persisted with the names f's steps
+// have now, so that an operation an earlier release started shows and
+// resumes under today's names. Names f does not know stay as they are.
+func (f *Flow[T, S]) rename(op *commonv1.Operation) {
+	current := func(name string) string {
+		if s := f.step(name); s != nil {
+			return s.Name
+		}
+		return name
+	}
+	for i, name := range op.Steps {
+		op.Steps[i] = current(name)
+	}
+	for i, name := range op.Skipped {
+		op.Skipped[i] = current(name)
+	}
+	if op.Step != "" {
+		op.Step = current(op.Step)
+	}
 }
 
 // StartFlow returns an action that starts the registered flow name,
@@ -150,6 +185,9 @@ func (p *pass[T, S]) runOperation() (bool, reconcile.Result, error) {
 	p.setOperationCondition(op)
 	if op == nil || !op.Phase.Active() {
 		return false, reconcile.Result{}, nil
+	}
+	if f := p.r.flows[op.Name]; f != nil {
+		f.rename(op)
 	}
 	if op.Phase == commonv1.PhaseFailed {
 		// The flow waits for a rescue. The declarative phase ran, and runs

@@ -203,3 +203,36 @@ func TestResyncNotReady(t *testing.T) {
 		t.Errorf("not Ready, ResyncNotReady > Resync: resync after %s, want 30s", got)
 	}
 }
+
+// TestStepRenamed checks that an operation persisted under a step's earlier
+// name (Step.Was) resumes at that step and shows the current name.
+func TestStepRenamed(t *testing.T) {
+	ran := false
+	step := Step[*testapi.Widget, Nothing]{Name: "release-pods", Was: []string{"Shrink"},
+		Run: func(*Context[*testapi.Widget], Nothing) (bool, error) { ran = true; return false, nil }}
+	p, _ := flowPass(t, step, 0)
+	op := commonv1.NewOperation("f", "t", []string{"Shrink"}, metav1.Now())
+	op.Skipped = []string{"Shrink", "gone"}
+	p.obj.Status.Operation = op
+	if _, _, err := p.runOperation(); err != nil {
+		t.Fatalf("runOperation: %v", err)
+	}
+	if !ran || op.Phase != commonv1.PhaseRunning {
+		t.Errorf("step ran %t, phase %s; want it run under its earlier name, Running", ran, op.Phase)
+	}
+	if op.Step != "release-pods" || op.Steps[0] != "release-pods" || op.Skipped[0] != "release-pods" || op.Skipped[1] != "gone" {
+		t.Errorf("operation names step %q, steps %v, skipped %v; want release-pods throughout, unknown names kept",
+			op.Step, op.Steps, op.Skipped)
+	}
+}
+
+// TestFlowValidateEarlierNames checks that an earlier step name may not
+// repeat a step's name.
+func TestFlowValidateEarlierNames(t *testing.T) {
+	run := func(*Context[*testapi.Widget], Nothing) (bool, error) { return true, nil }
+	f := Flow[*testapi.Widget, Nothing]{Name: "f", Steps: []Step[*testapi.Widget, Nothing]{
+		{Name: "a", Run: run}, {Name: "b", Was: []string{"a"}, Run: run}}}
+	if err := f.validate(); err == nil || !strings.Contains(err.Error(), `earlier name "a"`) {
+		t.Errorf("validate() = %v; want the earlier name refused", err)
+	}
+}

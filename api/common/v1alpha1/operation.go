@@ -88,6 +88,60 @@ type Operation struct {
 	// finishedAt is when the flow succeeded, failed or was aborted.
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// held lists the workloads the flow holds at a size other than the one
+	// the spec alone gives: a scale-in keeps a StatefulSet's departing pods
+	// until it has removed their members, then releases them; a scale-out
+	// that adds one member at a time grows the set one pod at a time. The
+	// step that decides a size writes it here, and the controller sizes the
+	// workload from it while the flow is running or failed. Empty: the flow
+	// holds nothing, and a flow that is over holds nothing either.
+	// +optional
+	// +listType=map
+	// +listMapKey=workload
+	// +kubebuilder:validation:MaxItems=64
+	Held []HeldReplicas `json:"held,omitempty"`
+}
+
+// HeldReplicas is the size an operation holds one workload at.
+type HeldReplicas struct {
+	// workload is the name of the workload (a StatefulSet) in the object's
+	// namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Workload string `json:"workload"`
+	// replicas is the number of pods the workload keeps while the
+	// operation holds it.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+}
+
+// Hold records that the operation holds workload at replicas, replacing
+// what it held before. Steps call it; the controller reads it with
+// [Operation.HeldReplicas] when it sizes the workload.
+func (o *Operation) Hold(workload string, replicas int32) {
+	for i := range o.Held {
+		if o.Held[i].Workload == workload {
+			o.Held[i].Replicas = replicas
+			return
+		}
+	}
+	o.Held = append(o.Held, HeldReplicas{Workload: workload, Replicas: replicas})
+}
+
+// HeldReplicas returns the size the operation holds workload at, if it is
+// running or failed and holds it. A nil operation holds nothing.
+func (o *Operation) HeldReplicas(workload string) (int32, bool) {
+	if o == nil || !o.Phase.Active() {
+		return 0, false
+	}
+	for _, h := range o.Held {
+		if h.Workload == workload {
+			return h.Replicas, true
+		}
+	}
+	return 0, false
 }
 
 // NewOperation returns a running operation at its first step.

@@ -47,3 +47,28 @@ func TestOperationProgress(t *testing.T) {
 		}
 	}
 }
+
+func TestOperationHold(t *testing.T) {
+	var none *Operation
+	if _, ok := none.HeldReplicas("zk"); ok {
+		t.Error("a nil operation holds zk")
+	}
+	op := NewOperation("scale-in", "g2", []string{"drain", "release"}, metav1.Now())
+	if _, ok := op.HeldReplicas("zk"); ok {
+		t.Error("a new operation holds zk")
+	}
+	op.Hold("zk", 5)
+	op.Hold("other", 1)
+	op.Hold("zk", 3)
+	if got, ok := op.HeldReplicas("zk"); !ok || got != 3 || len(op.Held) != 2 {
+		t.Errorf("HeldReplicas(zk) = %d, %t with %v; want 3, true, two entries", got, ok, op.Held)
+	}
+	op.Finish(PhaseFailed, metav1.Now())
+	if got, ok := op.HeldReplicas("zk"); !ok || got != 3 {
+		t.Errorf("a failed operation: HeldReplicas(zk) = %d, %t; want 3, true (it waits for a rescue)", got, ok)
+	}
+	op.Finish(PhaseAborted, metav1.Now())
+	if _, ok := op.HeldReplicas("zk"); ok {
+		t.Error("an aborted operation still holds zk")
+	}
+}
