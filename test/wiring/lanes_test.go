@@ -58,7 +58,11 @@ func TestMakeTestRunsUnitTestsBeforeImages(t *testing.T) {
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			lines := strings.Split(makeOut(t, "-n", tc.target), "\n")
-			unit := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "go test ") })
+			// The command may start with environment assignments
+			// (ZKTEST_DEFER=... go test ...).
+			unit := slices.IndexFunc(lines, func(l string) bool {
+				return strings.HasPrefix(l, "go test ") || strings.Contains(l, " go test ")
+			})
 			image := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "hack/images.sh") })
 			switch {
 			case unit < 0:
