@@ -806,12 +806,11 @@ func TestChildrenKeptDuringFlows(t *testing.T) {
 	create(t, c, newCluster(ns, "zk", nil))
 	waitCluster(t, c, ns, "zk", "the cluster to settle", settled)
 	update(t, c, ns, "zk", func(zk *zkv1.ZookeeperCluster) { zk.Spec.Replicas = 5 })
-	zk := waitCluster(t, c, ns, "zk", "the scale flow to wait in change-members", func(zk *zkv1.ZookeeperCluster) bool {
+	waitCluster(t, c, ns, "zk", "the scale flow to wait in change-members", func(zk *zkv1.ZookeeperCluster) bool {
 		op := zk.Status.Operation
 		return op != nil && op.Name == "scale" && op.Step == "change-members" && op.Phase == commonv1.PhaseRunning
 	})
-
-	zk = waitCluster(t, c, ns, "zk", "change-members to hold the StatefulSet for server 4", func(zk *zkv1.ZookeeperCluster) bool {
+	zk := waitCluster(t, c, ns, "zk", "change-members to hold the StatefulSet for server 4", func(zk *zkv1.ZookeeperCluster) bool {
 		held, ok := zk.Status.Operation.HeldReplicas("zk")
 		return ok && held == 4
 	})
