@@ -3,7 +3,6 @@ package gpss
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/gpss/build"
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
 
@@ -24,12 +24,12 @@ import (
 // scale-in; none is left without an instance, and none runs twice.
 // Scaling out needs no flow: new instances simply join.
 const (
-	flowScaleIn     = "scale-in"
-	stepRecordJobs  = "record-jobs"
-	stepStopJobs    = "stop-jobs"
-	stepShrink      = "shrink"
-	stepStartJobs   = "start-jobs"
-	scaleInStepTime = 5 * time.Minute
+	flowScaleIn         = "scale-in"
+	stepRecordJobs      = "record-jobs"
+	stepStopJobs        = "stop-jobs"
+	stepRemoveInstances = "remove-instances"
+	stepStartJobs       = "start-jobs"
+	scaleInStepTime     = 5 * time.Minute
 )
 
 func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
@@ -38,7 +38,9 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
 		Steps: []framework.Step[*Cluster, *cluster]{
 			{Name: stepRecordJobs, Run: c.recordJobs, Timeout: scaleInStepTime},
 			{Name: stepStopJobs, Run: c.stopJobs, Timeout: scaleInStepTime},
-			{Name: stepShrink, Run: c.shrink, Timeout: scaleInStepTime},
+			// Named "shrink" while Declare shrank the StatefulSet on seeing it
+			// run: operations persisted then resume here.
+			{Name: stepRemoveInstances, Was: []string{"shrink"}, Run: c.removeInstances, Timeout: scaleInStepTime},
 			{Name: stepStartJobs, Run: c.startStoppedJobs, Timeout: scaleInStepTime},
 		},
 		Poll:    time.Second,
@@ -47,21 +49,19 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
 }
 
 // desiredReplicas is the instances' StatefulSet's size for this pass:
-// spec.replicas, but never below the size it has until a scale-in flow
-// has stopped the jobs (its shrink step or later).
+// spec.replicas, or more. A StatefulSet larger than spec.replicas keeps its
+// size: its instances may run jobs, and only a scale-in flow, once it has
+// stopped them, releases them, by holding the StatefulSet at a smaller
+// size (status.operation.held). Growing needs no flow.
 func desiredReplicas(g *Cluster, cl *cluster, op *commonv1.Operation) int32 {
 	want := g.Spec.Replicas
 	if cl.sts == nil {
 		return want
 	}
-	current := ptr.Deref(cl.sts.Spec.Replicas, want)
-	if current <= want {
-		return want
+	if held, ok := op.HeldReplicas(build.InstancesName(g)); ok {
+		return max(held, want)
 	}
-	if op != nil && op.Name == flowScaleIn && op.Phase.Active() && slices.Index(op.Steps, op.Step) >= slices.Index(op.Steps, stepShrink) {
-		return want
-	}
-	return current
+	return max(ptr.Deref(cl.sts.Spec.Replicas, want), want)
 }
 
 // recordJobs records the running jobs in status.stoppedJobs (before any is
@@ -112,12 +112,15 @@ func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move
 	})
 }
 
-// shrink is done once the departing instances' pods are gone, terminating
-// ones included: a terminating instance still runs, and would take jobs
-// started now (Declare sizes the StatefulSet from this step on, and
-// deletes their gpfdist Services).
-func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
-	want := ctx.Obj.Spec.Replicas
+// removeInstances holds the StatefulSet at spec.replicas, which Declare
+// applies (deleting the departing instances' gpfdist Services), and is done
+// once the departing instances' pods are gone, terminating ones included: a
+// terminating instance still runs, and would take jobs started now. The
+// jobs are stopped by now (stop-jobs), so no job loses its instance.
+func (c *Controller) removeInstances(ctx *Context, cl *cluster) (bool, error) {
+	g := ctx.Obj
+	want := g.Spec.Replicas
+	ctx.Operation().Hold(build.InstancesName(g), want)
 	return cl.sts != nil && ptr.Deref(cl.sts.Spec.Replicas, 0) == want && cl.highestPod < int(want), nil
 }
 

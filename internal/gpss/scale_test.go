@@ -19,9 +19,10 @@ import (
 )
 
 // TestScaleInMovesTheJobs scales a cluster of three simulated instances with
-// four running jobs in to one: the jobs are stopped, the departing
-// instances go (the test plays the StatefulSet controller), and the same
-// jobs run again, each on the instance that stays.
+// four running jobs in to one: the jobs are stopped, the remove-instances
+// step holds the StatefulSet at one instance, the departing instances go
+// (the test plays the StatefulSet controller), and the same jobs run
+// again, each on the instance that stays.
 func TestScaleInMovesTheJobs(t *testing.T) {
 	etcd := gpsstest.StartEtcd(t)
 	sims := []*gpsstest.Simulator{
@@ -79,6 +80,12 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 	})
 	if owners := gpsstest.JobOwners(t, etcd, "c-sc"); len(owners) != 0 {
 		t.Errorf("the StatefulSet shrank while jobs still ran: %v", owners)
+	}
+	// The step that removes the instances decided the size, and says so;
+	// it waits for the departing pods to go.
+	if op := cluster(t, c, ns, "sc").Status.Operation; op == nil || op.Step != "remove-instances" ||
+		len(op.Held) != 1 || op.Held[0] != (commonv1.HeldReplicas{Workload: "sc", Replicas: 1}) {
+		t.Errorf("operation %+v; want remove-instances holding sc at 1 while the departing pods run", op)
 	}
 	for i := 1; i < 3; i++ {
 		sims[i].Stop()

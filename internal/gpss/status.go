@@ -84,7 +84,7 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 	case client.IgnoreNotFound(err) != nil:
 		return nil, fmt.Errorf("get the instances' StatefulSet: %w", err)
 	}
-	set := workload.Set{Namespace: g.Namespace, Name: g.Name, Selector: build.Selector(g, build.ComponentInstance)}
+	set := workload.Set{Namespace: g.Namespace, Name: build.InstancesName(g), Selector: build.Selector(g, build.ComponentInstance)}
 	pods, err := set.Pods(ctx, ctx.Client)
 	if err != nil {
 		return nil, err

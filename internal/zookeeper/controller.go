@@ -300,8 +300,8 @@ var configTypes = map[string]standard.SettingType{
 // Declare runs on every pass, flows included (framework.Declarer): it
 // applies the credentials, the Services and the PodDisruptionBudget,
 // observes the ensemble into status, applies the members ConfigMap and the
-// StatefulSet for the membership it found (and the server a scale flow is
-// adding), collects superseded configuration, and sets the conditions. It
+// StatefulSet for the membership it found and the size a scale flow holds
+// (with the server it is adding), collects superseded configuration, and sets the conditions. It
 // returns the ensemble for Observe and the flow steps of the same pass.
 func (c *Controller) Declare(ctx *Context) (*ensemble, error) {
 	zk := ctx.Obj
@@ -367,40 +367,31 @@ func (c *Controller) settleMembers(ctx *Context, e *ensemble) error {
 }
 
 // desiredServers returns the StatefulSet's size and the server joining (0
-// for none) for this pass. Never fewer pods
-// than members, whatever a lagging cache says; a new cluster starts with
-// exactly its members; the scale flow adds one joining server at a time
-// while it changes members (a failed one keeps the joiner it started),
-// and shrinks the StatefulSet only in its resize step, once the members
-// are exactly servers 1..spec.replicas.
+// for none) for this pass. A new cluster starts with exactly its members.
+// Otherwise the StatefulSet keeps its size unless an operation holds it
+// at another (the scale flow's steps do: status.operation.held), and never
+// has fewer pods than members, whatever a lagging cache says. While the
+// size is held, the server the next membership change adds has its
+// joining line if its pod is within that size: it is started for the
+// change, and a flow that failed before adding it keeps its line, without
+// which a restart of its pod would not find its own id among the peers.
 func desiredServers(zk *Cluster, e *ensemble, op *commonv1.Operation) (replicas int32, joining int) {
 	if e.bootstrap {
 		return int32(len(e.members)), 0
 	}
 	replicas = e.replicas(zk)
+	held, holding := op.HeldReplicas(serverSet(zk).Name)
+	if holding {
+		replicas = held
+	}
 	if len(e.members) > 0 {
 		replicas = max(replicas, int32(slices.Max(e.members)))
 	}
-	if op == nil || op.Name != flowScale || !op.Phase.Active() {
+	if !holding {
 		return replicas, 0
 	}
-	switch op.Step {
-	case stepChangeMembers:
-		add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas))
-		switch {
-		case add == 0:
-		case op.Phase == commonv1.PhaseRunning:
-			return max(replicas, int32(build.Ordinal(add)+1)), add
-		case replicas > int32(build.Ordinal(add)):
-			// A failed flow starts no server, but the joining server it
-			// started keeps its line: without it, a restart of its pod
-			// would not find its own id among the peers.
-			return replicas, add
-		}
-	case stepResize:
-		if slices.Equal(e.members, build.IDs(zk.Spec.Replicas)) {
-			return zk.Spec.Replicas, 0
-		}
+	if add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas)); add != 0 && replicas > int32(build.Ordinal(add)) {
+		return replicas, add
 	}
 	return replicas, 0
 }

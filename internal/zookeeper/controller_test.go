@@ -159,7 +159,7 @@ func describeStatus(zk *zkv1.ZookeeperCluster) string {
 		fmt.Fprintf(&b, " %s=%s/%s(%q)", c.Type, c.Status, c.Reason, c.Message)
 	}
 	if op := zk.Status.Operation; op != nil {
-		fmt.Fprintf(&b, " operation=%s/%s/%s", op.Name, op.Step, op.Phase)
+		fmt.Fprintf(&b, " operation=%s/%s/%s held=%v", op.Name, op.Step, op.Phase, op.Held)
 	}
 	return b.String()
 }
@@ -794,8 +794,9 @@ func TestBootstrapLeavesDepartedMembersOut(t *testing.T) {
 
 // TestChildrenKeptDuringFlows scales a cluster whose servers never serve
 // (the API server runs no pods), so the scale flow waits in change-members
-// for the joining server: meanwhile the declarative phase has started that
-// server (the StatefulSet grows by one, the members ConfigMap carries its
+// for the joining server: the step holds the StatefulSet one larger
+// (status.operation.held), the declarative phase starts that server from
+// the hold (the StatefulSet grows by one, the members ConfigMap carries its
 // joining line) and repairs the Services and the budget deleted under it,
 // without waiting for the flow to end.
 func TestChildrenKeptDuringFlows(t *testing.T) {
@@ -805,11 +806,14 @@ func TestChildrenKeptDuringFlows(t *testing.T) {
 	create(t, c, newCluster(ns, "zk", nil))
 	waitCluster(t, c, ns, "zk", "the cluster to settle", settled)
 	update(t, c, ns, "zk", func(zk *zkv1.ZookeeperCluster) { zk.Spec.Replicas = 5 })
-	zk := waitCluster(t, c, ns, "zk", "the scale flow to wait in change-members", func(zk *zkv1.ZookeeperCluster) bool {
+	waitCluster(t, c, ns, "zk", "the scale flow to wait in change-members", func(zk *zkv1.ZookeeperCluster) bool {
 		op := zk.Status.Operation
 		return op != nil && op.Name == "scale" && op.Step == "change-members" && op.Phase == commonv1.PhaseRunning
 	})
-
+	zk := waitCluster(t, c, ns, "zk", "change-members to hold the StatefulSet for server 4", func(zk *zkv1.ZookeeperCluster) bool {
+		held, ok := zk.Status.Operation.HeldReplicas("zk")
+		return ok && held == 4
+	})
 	var sts appsv1.StatefulSet
 	testenv.Eventually(t, "the joining server's pod to be asked for", func() (bool, string) {
 		mustGet(t, c, ns, "zk", &sts)

@@ -788,16 +788,22 @@ func TestReconfigBusy(t *testing.T) {
 	}
 }
 
+// TestDesiredServers checks how Declare sizes the StatefulSet: from the
+// size an operation holds (status.operation.held) and the membership,
+// never from which flow or step runs.
 func TestDesiredServers(t *testing.T) {
-	at := func(step string) *commonv1.Operation {
+	holding := func(replicas int32) *commonv1.Operation {
 		op := commonv1.NewOperation(flowScale, "t", []string{stepChangeMembers, stepResize}, metav1.Now())
-		if step == stepResize {
-			op.SetCurrent(1, metav1.Now())
-		}
+		op.Hold("zk", replicas)
 		return op
 	}
-	failed := at(stepChangeMembers)
-	failed.Finish(commonv1.PhaseFailed, metav1.Now())
+	ended := func(replicas int32, phase commonv1.Phase) *commonv1.Operation {
+		op := holding(replicas)
+		op.Finish(phase, metav1.Now())
+		return op
+	}
+	otherSet := commonv1.NewOperation(flowScale, "t", []string{stepChangeMembers, stepResize}, metav1.Now())
+	otherSet.Hold("zk-other", 7)
 	restart := commonv1.NewOperation(flowRestart, "t", []string{stepRestartFollowers, stepRestartLeader}, metav1.Now())
 	for _, tc := range []struct {
 		name      string
@@ -810,16 +816,23 @@ func TestDesiredServers(t *testing.T) {
 		joining   int
 	}{
 		{"a new cluster starts with its bootstrap members", 5, 0, []int{1, 2}, true, nil, 2, 0},
+		{"a new cluster ignores a hold", 5, 0, []int{1, 2}, true, holding(5), 2, 0},
 		{"steady", 3, 3, []int{1, 2, 3}, false, nil, 3, 0},
 		{"never fewer pods than members", 3, 2, []int{1, 2, 3}, false, nil, 3, 0},
-		{"no flow yet: nothing added or removed", 5, 3, []int{1, 2, 3}, false, nil, 3, 0},
-		{"scale-out adds the next server", 5, 3, []int{1, 2, 3}, false, at(stepChangeMembers), 4, 4},
-		{"scale-out keeps the joiner's pod", 5, 4, []int{1, 2, 3}, false, at(stepChangeMembers), 4, 4},
-		{"scale-in keeps the pods while members leave", 3, 5, []int{1, 2, 3, 4}, false, at(stepChangeMembers), 5, 0},
-		{"resize shrinks once members match", 3, 5, []int{1, 2, 3}, false, at(stepResize), 3, 0},
-		{"resize waits for the members", 3, 5, []int{1, 2, 3, 4}, false, at(stepResize), 5, 0},
-		{"a failed flow starts no joiner", 5, 3, []int{1, 2, 3}, false, failed, 3, 0},
-		{"a failed flow keeps the joiner it started", 5, 4, []int{1, 2, 3}, false, failed, 4, 4},
+		{"no hold: nothing added or removed", 5, 3, []int{1, 2, 3}, false, nil, 3, 0},
+		{"a held size adds the joining server", 5, 3, []int{1, 2, 3}, false, holding(4), 4, 4},
+		{"the joiner's pod kept", 5, 4, []int{1, 2, 3}, false, holding(4), 4, 4},
+		{"a hold below the joiner starts none", 5, 3, []int{1, 2, 3}, false, holding(3), 3, 0},
+		{"scale-in keeps the pods while members leave", 3, 5, []int{1, 2, 3, 4}, false, holding(5), 5, 0},
+		{"no hold: a scale-in shrinks nothing", 3, 5, []int{1, 2, 3}, false, nil, 5, 0},
+		{"a held size shrinks the set", 3, 5, []int{1, 2, 3}, false, holding(3), 3, 0},
+		{"a hold never drops a member's pod", 3, 5, []int{1, 2, 3, 4}, false, holding(3), 4, 0},
+		{"a failed flow keeps its hold and the joiner's line", 5, 4, []int{1, 2, 3}, false, ended(4, commonv1.PhaseFailed), 4, 4},
+		{"a failed flow starts no joiner it did not hold", 5, 3, []int{1, 2, 3}, false, ended(3, commonv1.PhaseFailed), 3, 0},
+		{"a succeeded flow's hold is over", 5, 3, []int{1, 2, 3}, false, ended(4, commonv1.PhaseSucceeded), 3, 0},
+		{"an aborted flow's hold is over", 3, 5, []int{1, 2, 3}, false, ended(3, commonv1.PhaseAborted), 5, 0},
+		{"an aborted scale-out leaves the joiner's pod, without its line", 5, 4, []int{1, 2, 3}, false, ended(4, commonv1.PhaseAborted), 4, 0},
+		{"another workload's hold", 5, 3, []int{1, 2, 3}, false, otherSet, 3, 0},
 		{"a rolling restart changes no size", 5, 3, []int{1, 2, 3}, false, restart, 3, 0},
 		{"no members known: no panic (applying refuses them)", 3, 3, nil, false, nil, 3, 0},
 	} {

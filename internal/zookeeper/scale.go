@@ -37,6 +37,12 @@ const (
 // before their pods go, and only while the remaining members keep a
 // quorum. Both steps target the current spec.replicas, so a change of
 // replicas during the flow redirects it instead of racing it.
+//
+// The steps say what size the StatefulSet has by holding it
+// (status.operation.held): change-members grows it for the joining
+// server, resize-statefulset sets it to spec.replicas. Declare sizes the
+// StatefulSet from the hold and the membership only (desiredServers); it
+// never asks which step runs.
 func (c *Controller) scaleFlow() framework.Flow[*Cluster, *ensemble] {
 	return framework.Flow[*Cluster, *ensemble]{
 		Name: flowScale,
@@ -81,8 +87,16 @@ func nextMemberChange(members []int, want int) (add, remove int) {
 // membership from the ensemble each time, so that a run repeated after the
 // operator restarted does not change it twice. Declare has started the
 // joining server's pod in the same pass, from the same membership.
+//
+// Before anything else it holds the StatefulSet large enough for the
+// server that joins next by the membership Declare observed, as Declare
+// will apply it in the next pass: the joiner's pod must run, and serve,
+// before it is added, and this needs no server to answer.
 func (c *Controller) changeMembers(ctx *Context, e *ensemble) (bool, error) {
 	zk := ctx.Obj
+	if add, _ := nextMemberChange(e.members, int(zk.Spec.Replicas)); add != 0 {
+		holdServers(ctx, e, int32(build.Ordinal(add)+1))
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()
 	cfg, session, err := c.members(rctx, ctx, e)
@@ -302,12 +316,23 @@ func (c *Controller) bootstrapMembers(ctx *Context) ([]int, error) {
 	return build.IDs(int32(n)), nil
 }
 
-// resizeStatefulSet waits until Declare has sized the StatefulSet to
-// spec.replicas (it does once the membership matches) and the departed
-// pods are gone, then reclaims their volumes under policy Delete.
+// holdServers holds the servers' StatefulSet at replicas or at the size
+// it has, whichever is larger, for Declare to apply: a joiner's pod is
+// added, and no pod goes before its member has left.
+func holdServers(ctx *Context, e *ensemble, replicas int32) {
+	ctx.Operation().Hold(serverSet(ctx.Obj).Name, max(replicas, e.replicas(ctx.Obj)))
+}
+
+// resizeStatefulSet holds the StatefulSet at spec.replicas once the
+// members are exactly servers 1..spec.replicas (no member's pod goes
+// before it has left), waits until Declare has applied that size and the
+// departed pods are gone, then reclaims their volumes under policy Delete.
 func (c *Controller) resizeStatefulSet(ctx *Context, e *ensemble) (bool, error) {
 	zk := ctx.Obj
 	want := zk.Spec.Replicas
+	if slices.Equal(e.members, build.IDs(want)) {
+		ctx.Operation().Hold(serverSet(zk).Name, want)
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.ReconfigTimeout)
 	defer cancel()
 	cfg, session, err := c.members(rctx, ctx, e)

@@ -50,6 +50,9 @@ const (
 // told another.
 const DefaultClusterDomain = "cluster.local"
 
+// InstancesName names the instances' StatefulSet: the cluster's name.
+func InstancesName(g *gpssv1.GpssCluster) string { return g.Name }
+
 // HeadlessServiceName names the instances' headless Service.
 func HeadlessServiceName(g *gpssv1.GpssCluster) string { return g.Name + "-headless" }
 

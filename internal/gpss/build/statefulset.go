@@ -44,7 +44,7 @@ const ServingCondition corev1.PodConditionType = "gpss.steward.dev/serving"
 //     readiness gate the controller sets): GPSS documents no health RPC.
 func StatefulSet(g *gpssv1.GpssCluster, replicas int32, image, configMap string) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
-		ObjectMeta: meta(g, g.Name, ComponentInstance),
+		ObjectMeta: meta(g, InstancesName(g), ComponentInstance),
 		Spec: appsv1.StatefulSetSpec{
 			Replicas:            ptr.To(replicas),
 			ServiceName:         HeadlessServiceName(g),
