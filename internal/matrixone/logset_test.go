@@ -183,16 +183,39 @@ func setupWith(t *testing.T, opts func(*matrixone.Options)) (client.Client, stri
 	}
 	ns := testenv.Namespace(t, c, "mo-test-")
 	probe := newFakeProbe(t)
-	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	addr := strings.TrimPrefix(probe.srv.URL, "http://")
 	o := matrixone.Options{Resync: time.Second, ResyncNotReady: 200 * time.Millisecond,
 		ProbeInterval: 200 * time.Millisecond, ProbeAddress: func(_, _, _ string) string { return addr }}
 	opts(&o)
-	if err := matrixone.Setup(mgr, o); err != nil {
-		t.Fatal(err)
+	start := func() (stop func()) {
+		mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
+		if err := matrixone.Setup(mgr, o); err != nil {
+			t.Fatal(err)
+		}
+		return testenv.StartManager(t, mgr)
 	}
-	testenv.StartManager(t, mgr)
+	stop := start()
+	operators.Store(ns, func(meanwhile func()) {
+		stop()
+		meanwhile()
+		stop = start()
+	})
 	return c, ns, probe
+}
+
+// operators holds, by namespace, a function that restarts the namespace's
+// operator: it stops its manager, calls meanwhile, and starts a new one,
+// with an empty cache and no memory of the old one, as a new leader would.
+var operators sync.Map
+
+// restartOperator restarts the operator of ns (operators).
+func restartOperator(t *testing.T, ns string, meanwhile func()) {
+	t.Helper()
+	restart, ok := operators.Load(ns)
+	if !ok {
+		t.Fatalf("no operator runs in %s", ns)
+	}
+	restart.(func(func()))(meanwhile)
 }
 
 func sharedClaim(t *testing.T, c client.Client, ns string) {
