@@ -488,6 +488,10 @@ func TestCNRestartDrainsFirst(t *testing.T) {
 	eventually(t, "cn-0 draining before its restart", func() (bool, string) {
 		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
 	})
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	if op := inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores"); op.Trigger != "revision c2" {
+		t.Errorf("trigger %q", op.Trigger)
+	}
 	time.Sleep(2 * time.Second)
 	if get2(t, c, ns, "cn-0", &corev1.Pod{}).UID != old.UID {
 		t.Fatal("cn-0 restarted while it held a session")
@@ -503,4 +507,42 @@ func TestCNRestartDrainsFirst(t *testing.T) {
 	eventually(t, "the restarted cn-0 working again", func() (bool, string) {
 		return admin.workState(cn0) == wire.WorkStateWorking, admin.workState(cn0)
 	})
+}
+
+// TestCNRollingRestartAbortedGoesOnWhereItWas: a rescue abort ends the
+// rolling restart; the controller starts another for the stale CNs, which
+// finds cn-0's drain on its pod and does not start it again.
+func TestCNRollingRestartAbortedGoesOnWhereItWas(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	eventually(t, "cn-0 draining", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	first := inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	started := get2(t, c, ns, "cn-0", &corev1.Pod{}).Annotations[matrixone.AnnotationDrainStarted]
+	time.Sleep(time.Second) // a second rolling restart starts in another second: its startedAt tells them apart
+	rescue(t, c, cnSet(t, c, ns), commonv1.RescueAbort)
+	eventually(t, "the aborted rolling restart followed by another", func() (bool, string) {
+		o := cnSet(t, c, ns)
+		op := o.Status.Operation
+		return op != nil && op.Name == "rolling-restart" && op.Phase == commonv1.PhaseRunning && !op.StartedAt.Equal(&first.StartedAt), operation(o)
+	})
+	if n := countEvents(t, c, ns, framework.ReasonOperationRescued, "abort"); n != 1 {
+		t.Errorf("%d OperationRescued Events", n)
+	}
+	admin.setSessions(cn0, 0)
+	eventually(t, "cn-0 restarted once drained", func() (bool, string) {
+		p := &corev1.Pod{}
+		return !get(t, c, ns, "cn-0", p) || p.DeletionTimestamp != nil, "still there"
+	})
+	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-0:"); n != 1 {
+		t.Errorf("cn-0's drain started %d times (first at %s)", n, started)
+	}
 }

@@ -138,3 +138,57 @@ func unready(t *testing.T, c client.Client, ns, name string, d time.Duration) {
 		t.Fatal(err)
 	}
 }
+
+// TestLogSetReplacementInterruptsARollingRestart: a rolling restart waits
+// for every store to be up; a store that fails meanwhile never is, so once
+// it is to be replaced the restart is interrupted and the replacement goes
+// first.
+func TestLogSetReplacementInterruptsARollingRestart(t *testing.T) {
+	c, ns, probe := setup(t)
+	sharedClaim(t, c, ns)
+	l := newLogSet(ns)
+	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: 30 * time.Second}
+	if err := c.Create(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+	runPods(t, c, sts, "r1")
+	for _, pod := range pods {
+		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
+	}
+	probe.set(healthyView(ns, pods...))
+	testenv.Eventually(t, "the LogSet Ready", func() (bool, string) {
+		got := condition(logSet(t, c, ns), "Ready")
+		return strings.HasPrefix(got, "True"), got
+	})
+
+	// log-2 stopped 20 s ago, and a new revision is out: the rolling
+	// restart waits for it.
+	unready(t, c, ns, "log-2", 20*time.Second)
+	v := healthyView(ns, pods...)
+	v.LogStores[2].State = wire.StoreDown
+	probe.set(v)
+	sts = get2(t, c, ns, "log", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "r2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the rolling restart waiting", func() (bool, string) {
+		l := logSet(t, c, ns)
+		op := l.Status.Operation
+		return op != nil && op.Name == "rolling-restart" && op.Phase == "Running", operation(l)
+	})
+	// 30 s after it stopped, log-2 is replaced, the restart interrupted.
+	testenv.Eventually(t, "log-2 replaced", func() (bool, string) {
+		return gone(t, c, ns, build.DataVolume+"-log-2"), operation(logSet(t, c, ns))
+	})
+	if n := countEvents(t, c, ns, "OperationInterrupted", "the store of log-2 failed: its replacement goes first"); n != 1 {
+		t.Errorf("%d OperationInterrupted Events", n)
+	}
+	for _, pod := range []string{"log-0", "log-1"} {
+		if p := (&corev1.Pod{}); !get(t, c, ns, pod, p) || !p.DeletionTimestamp.IsZero() {
+			t.Errorf("%s restarted while log-2 was down", pod)
+		}
+	}
+}

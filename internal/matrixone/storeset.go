@@ -45,7 +45,8 @@ type storeKind[T framework.Object] struct {
 
 // StoreSetController is the actor of a TNSet, CNSet or ProxySet: Declare
 // waits for what the role needs, applies the stores and observes them
-// through HAKeeper, Observe restarts stale stores one at a time, Finalize
+// through HAKeeper, Observe starts the flows that drain and remove
+// leaving CNs and restart stale stores one at a time, Finalize
 // applies the volumes' reclaim policy.
 type StoreSetController[T framework.Object] struct {
 	opts    Options
@@ -62,7 +63,7 @@ func newStoreSetController[T framework.Object](opts Options, k storeKind[T]) *St
 
 func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 	component := build.StoreSet{Role: c.k.role}.Component()
-	flows := []framework.Flow[T, *storeState]{}
+	flows := []framework.Flow[T, *storeState]{c.rollingRestartFlow()}
 	if c.k.drainTimeout != nil {
 		flows = append(flows, c.scaleInFlow())
 	}
@@ -226,8 +227,8 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 // Observe sets Working again the CNs the set keeps that HAKeeper has
 // Draining with no flow to own them (a CN restarted, a scale-in undone);
 // starts the scale-in flow when the CNs' StatefulSet is larger than
-// spec.replicas; and restarts the stores whose pods run an older revision
-// (restartNext).
+// spec.replicas; and starts the rolling-restart flow when a store the set
+// keeps runs an older revision than the StatefulSet's latest.
 func (c *StoreSetController[T]) Observe(_ *framework.Context[T], st *storeState) (framework.Action[T], error) {
 	if st == nil {
 		return nil, nil
@@ -240,13 +241,10 @@ func (c *StoreSetController[T]) Observe(_ *framework.Context[T], st *storeState)
 			return framework.StartFlow[T](flowScaleIn, scaleInTrigger(size, st.set.Replicas)), nil
 		}
 	}
-	if len(st.staleKept()) == 0 {
-		return nil, nil
+	if len(st.staleKept()) > 0 {
+		return framework.StartFlow[T](flowRollingRestart, rollingRestartTrigger(st.sts)), nil
 	}
-	return framework.Named("RestartStore", func(ctx *framework.Context[T]) error {
-		_, err := c.restartNext(ctx, st)
-		return err
-	}), nil
+	return nil, nil
 }
 
 // Finalize applies the volumes' reclaim policy when the set is deleted
