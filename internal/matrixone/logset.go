@@ -45,7 +45,7 @@ func NewLogSetController(opts Options) *LogSetController {
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
 		Actor:          c,
-		Flows:          []framework.Flow[*LogSet, *logState]{c.logRollingRestartFlow()},
+		Flows:          []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow()},
 		App:            build.App,
 		PartOf:         build.PartOf,
 		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
@@ -149,8 +149,8 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	return st, nil
 }
 
-// Observe replaces a failed store (st.replace, decided by Declare behind
-// the majority guard), and starts the rolling-restart flow when a store's
+// Observe starts the replace-store flow for a failed store (st.replace,
+// decided by Declare behind the majority guard), and starts the rolling-restart flow when a store's
 // pod runs an older revision of the pod template than the StatefulSet's
 // latest.
 func (c *LogSetController) Observe(_ *LogContext, st *logState) (framework.Action[*LogSet], error) {
@@ -158,7 +158,7 @@ func (c *LogSetController) Observe(_ *LogContext, st *logState) (framework.Actio
 		return nil, nil
 	}
 	if st.replace != nil {
-		return st.replaceStore(*st.replace), nil
+		return st.startReplacement(*st.replace), nil
 	}
 	if len(st.stale()) > 0 {
 		return framework.StartFlow[*LogSet](flowRollingRestart, rollingRestartTrigger(st.sts)), nil
