@@ -95,8 +95,9 @@ func (c *StoreSetController[T]) drainLeaving(ctx *framework.Context[T], st *stor
 }
 
 // releaseLeaving holds the StatefulSet at spec.replicas, so that Declare
-// shrinks it, and is done once the pods above it are gone (terminating
-// ones too: a CN still runs while it stops).
+// shrinks it, and is done once the cache shows it shrunk and the pods
+// above it are gone (terminating ones too: a CN still runs while it
+// stops).
 func (c *StoreSetController[T]) releaseLeaving(ctx *framework.Context[T], st *storeState) (bool, error) {
 	if st == nil {
 		return false, nil
@@ -105,7 +106,9 @@ func (c *StoreSetController[T]) releaseLeaving(ctx *framework.Context[T], st *st
 	ctx.Obj.StatusCore().Operation.Hold(st.sts.Name, want)
 	var why string
 	switch {
-	case *st.sts.Spec.Replicas != want:
+	case *st.sts.Spec.Replicas != want || st.cachedReplicas == nil || *st.cachedReplicas != want:
+		// The cache too: once the flow is over, the declarative half keeps
+		// the size the cache shows, which must be the released one.
 		why = fmt.Sprintf("the drained CNs leave: the StatefulSet goes to %d", want)
 	case st.highest >= int(want):
 		why = fmt.Sprintf("the drained CNs leave: waiting for %s to go", st.set.PodName(st.highest))

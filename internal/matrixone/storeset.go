@@ -139,6 +139,10 @@ type storeState struct {
 	// highest is the highest ordinal of the set's pods, terminating ones
 	// included; -1 when there is none.
 	highest int
+	// cachedReplicas is the CNs' StatefulSet's size as the cache had it
+	// before this pass applied it (nil before it exists, and for other
+	// kinds).
+	cachedReplicas *int32
 }
 
 // Declare runs on every pass: it reads HAKeeper's view through the
@@ -202,6 +206,9 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 			live = nil
 		case err != nil:
 			return nil, fmt.Errorf("get StatefulSet %s: %w", obj.GetName(), err)
+		}
+		if live != nil {
+			st.cachedReplicas = live.Spec.Replicas
 		}
 		// Leaving CNs stay until a scale-in drained and released them.
 		applied.Replicas = cnReplicas(st.set.Replicas, live, obj.StatusCore().Operation)
