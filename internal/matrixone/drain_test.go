@@ -546,3 +546,43 @@ func TestCNRollingRestartAbortedGoesOnWhereItWas(t *testing.T) {
 		t.Errorf("cn-0's drain started %d times (first at %s)", n, started)
 	}
 }
+
+// TestCNScaleInInterruptsARollingRestart: CNs that leave need no restart,
+// so a scale-in goes first; the rolling restart goes on afterwards with
+// the drain it had started.
+func TestCNScaleInInterruptsARollingRestart(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 3, time.Hour)
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	eventually(t, "cn-0 draining for its restart", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	scaleCNs(t, c, ns, 2)
+	eventually(t, "the scale-in released cn-2", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		return got == 2, fmt.Sprint(got, " ", operation(cnSet(t, c, ns)))
+	})
+	if n := countEvents(t, c, ns, framework.ReasonOperationInterrupted, "the scale-in goes first"); n != 1 {
+		t.Errorf("%d OperationInterrupted Events", n)
+	}
+	if admin.workState(cn0) != wire.WorkStateDraining {
+		t.Errorf("cn-0 is %s while the scale-in ran", admin.workState(cn0))
+	}
+	releasePods(t, c, ns, "cn")
+	inStep(t, "the rolling restart again", cn, "rolling-restart", "restart-stale-stores")
+	admin.setSessions(cn0, 0)
+	eventually(t, "cn-0 restarted once drained", func() (bool, string) {
+		p := &corev1.Pod{}
+		return !get(t, c, ns, "cn-0", p) || p.DeletionTimestamp != nil, "still there"
+	})
+	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-0:"); n != 1 {
+		t.Errorf("cn-0's drain started %d times", n)
+	}
+}

@@ -125,8 +125,21 @@ func (c *StoreSetController[T]) releaseLeaving(ctx *framework.Context[T], st *st
 // a scale-out it sets the CNs the set keeps Working again (undrain), and
 // after a further scale-in it starts a scale-in to the new size, which
 // finds the drains already started recorded on the pods.
+//
+// It also ends a CN set's rolling restart when spec.replicas went below the
+// StatefulSet's size: the scale-in goes first, as CNs that leave need no
+// restart, and a restart waiting for a CN that never gets ready (the one
+// a user removes) would hold the scale-in back for ever. The rolling
+// restart starts again afterwards, and a CN it had begun to drain goes on
+// draining (its drain is on its pod).
 func (c *StoreSetController[T]) InterruptFlow(_ *framework.Context[T], st *storeState, op *commonv1.Operation) (string, bool) {
-	if st == nil || op.Name != flowScaleIn {
+	if st == nil {
+		return "", false
+	}
+	if op.Name == flowRollingRestart && c.k.drainTimeout != nil && *st.sts.Spec.Replicas > st.set.Replicas {
+		return fmt.Sprintf("spec.replicas went down to %d: the scale-in goes first", st.set.Replicas), true
+	}
+	if op.Name != flowScaleIn {
 		return "", false
 	}
 	target, ok := scaleInTarget(op.Trigger)
