@@ -24,14 +24,16 @@ import (
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
-// A CN leaves its set (scale-in) or restarts only after a drain: the
-// controller sets it Draining in HAKeeper (mo_ctl), the proxies stop
-// sending it new sessions and move its sessions, between two statements,
-// to Working CNs, and when it holds none (or at spec.drainTimeout) the
-// StatefulSet may remove it, or the controller restart it. The drain is
-// recorded on the pod, so that it survives an operator restart, and goes
-// with the pod: a restarted CN starts undrained, and the controller sets
-// it Working again in HAKeeper, which remembers the work state of a store
+// A CN leaves its set (the scale-in flow, scale.go) or restarts (the
+// rolling-restart flow, restart.go) only after a drain: the controller
+// sets it Draining in HAKeeper (mo_ctl), the proxies stop sending it new
+// sessions and move its sessions, between two statements, to Working CNs,
+// and when it holds none and its lock tables moved (or at
+// spec.drainTimeout) the flow goes on: the StatefulSet may remove it, or
+// the controller restart it. The flow's progress is status.operation; what
+// each CN's drain has done is recorded on its pod, a fact that goes with
+// the pod: a restarted CN starts undrained, and the controller sets it
+// Working again in HAKeeper, which remembers the work state of a store
 // that comes back soon.
 const (
 	// AnnotationDrainStarted is when the controller set the pod's CN
@@ -60,7 +62,7 @@ func drainOf(p *corev1.Pod) (started time.Time, done bool) {
 }
 
 // leaving returns the pods above the spec's replicas, by ordinal: they
-// leave the set once drained.
+// leave the set once drained (the scale-in flow).
 func (st *storeState) leaving() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
@@ -69,27 +71,6 @@ func (st *storeState) leaving() []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// keptReplicas is the StatefulSet's replicas: the spec's, or while a
-// leaving CN has not drained, enough to keep every pod (the StatefulSet
-// removes the highest ordinals first).
-func (st *storeState) keptReplicas() int32 {
-	kept := st.set.Replicas
-	undrained := false
-	for ordinal, p := range st.pods {
-		if ordinal < int(st.set.Replicas) {
-			continue
-		}
-		kept = max(kept, int32(ordinal+1))
-		if _, done := drainOf(p); !done {
-			undrained = true
-		}
-	}
-	if !undrained {
-		return st.set.Replicas
-	}
-	return kept
 }
 
 // serving returns a CN the controller may send its statements to and the
@@ -108,50 +89,15 @@ func (st *storeState) serving() *corev1.Pod {
 	return nil
 }
 
-// observeDrains returns the next step of the CNs' drains, in this order:
-// set Working again the CNs the set keeps that HAKeeper has draining (a
-// restarted CN, a scale-in undone); start, confirm and end the drains of
-// the leaving CNs; drain the next CN to restart, then restart it (a set of
-// one CN restarts it undrained: no other CN could take its sessions).
-func (c *StoreSetController[T]) observeDrains(ctx *framework.Context[T], st *storeState) (framework.Action[T], error) {
-	if a := c.undrain(st); a != nil {
-		return a, nil
-	}
-	timeout := c.k.drainTimeout(ctx.Obj)
-	if leaving := st.leaving(); len(leaving) > 0 {
-		return c.drainStep(ctx, st, leaving, timeout)
-	}
-	stale := st.stale()
-	if len(stale) == 0 {
-		return nil, nil
-	}
-	pod := stale[0]
-	if started, _ := drainOf(pod); started.IsZero() {
-		if why := st.restartBlocked(); why != "" && st.set.Replicas > 1 {
-			ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
-			return nil, nil
-		}
-	}
-	if st.set.Replicas > 1 {
-		if a, err := c.drainStep(ctx, st, []*corev1.Pod{pod}, timeout); a != nil || err != nil {
-			return a, err
-		}
-		if _, done := drainOf(pod); !done {
-			return nil, nil
-		}
-	}
-	return c.restart(st, pod), nil
-}
-
-// undrain returns an action that sets Working the CNs the set keeps and
-// HAKeeper has Draining or Drained, clearing their pods' drain, or
-// restarts them when their lock tables had moved; nil when there are none.
-// A CN to restart that is draining stays so, and one just set Working is
-// not set so again before HAKeeper's view can show it (undrainUnseen):
-// one undrain, one Undrained Event.
-func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
+// toUndrain returns the CNs the set keeps that HAKeeper has Draining or
+// Drained, or whose pods record a drain, for undrain to set Working again
+// (a restarted CN, a scale-in undone); none when there are none. The CN a
+// rolling restart drains (the first stale one the set keeps) stays so,
+// and one just set Working is not set so again before HAKeeper's view
+// can show it (undrainUnseen): one undrain, one Undrained Event.
+func (c *StoreSetController[T]) toUndrain(st *storeState) []*corev1.Pod {
 	var restarting string
-	if stale := st.stale(); len(stale) > 0 {
+	if stale := st.staleKept(); len(stale) > 0 {
 		restarting = stale[0].Name
 	}
 	var pods []*corev1.Pod
@@ -167,17 +113,17 @@ func (c *StoreSetController[T]) undrain(st *storeState) framework.Action[T] {
 			pods = append(pods, p)
 		}
 	}
-	if len(pods) == 0 {
-		return nil
-	}
-	return framework.Named("UndrainCN", func(ctx *framework.Context[T]) error {
-		for _, p := range pods {
-			if err := c.undrainOne(ctx, st, p); err != nil {
-				return err
-			}
+	return pods
+}
+
+// undrain sets Working again, or restarts, each CN of pods (undrainOne).
+func (c *StoreSetController[T]) undrain(ctx *framework.Context[T], st *storeState, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		if err := c.undrainOne(ctx, st, p); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // undrainUnseen reports whether HAKeeper's view may not show yet that p's
@@ -215,11 +161,14 @@ func (c *StoreSetController[T]) undrainOne(ctx *framework.Context[T], st *storeS
 	return nil
 }
 
-// drainStep returns the next step of the drain of pods: start it, have
-// HAKeeper record it, end it when the CNs hold no session or at timeout;
-// nil while they drain, or when they all drained.
-func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeState, pods []*corev1.Pod,
-	timeout time.Duration) (framework.Action[T], error) {
+// drain moves the drain of pods one step on: it starts it, has HAKeeper
+// record it, and ends it when the CNs hold no session and their lock
+// tables moved, or at timeout. done once every pod of pods has drained;
+// each call does at most one thing, the next call looks again. The drain
+// of each pod is recorded on the pod (AnnotationDrainStarted, ...), so a
+// step that runs again, in this manager or the next, goes on where it was.
+func (c *StoreSetController[T]) drain(ctx *framework.Context[T], st *storeState, pods []*corev1.Pod,
+	timeout time.Duration) (done bool, err error) {
 	var start []*corev1.Pod
 	for _, p := range pods {
 		if started, _ := drainOf(p); started.IsZero() {
@@ -228,7 +177,7 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 	}
 	via := st.serving()
 	if len(start) > 0 {
-		return c.startDrain(st, start, via), nil
+		return false, c.startDrain(ctx, st, start, via)
 	}
 	for _, p := range pods {
 		started, done := drainOf(p)
@@ -239,10 +188,10 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 		since := st.now.Sub(started)
 		switch {
 		case via == nil && st.set.Replicas == 0:
-			return c.endDrain(p, "no CN is left to take its sessions", corev1.EventTypeNormal), nil
+			return false, c.endDrain(ctx, p, "no CN is left to take its sessions", corev1.EventTypeNormal)
 		case since >= timeout:
 			why := fmt.Sprintf("the drain did not end within %s (spec.drainTimeout): sessions it still held are cut", timeout)
-			return c.endDrain(p, why, corev1.EventTypeWarning), nil
+			return false, c.endDrain(ctx, p, why, corev1.EventTypeWarning)
 		case !st.viewOK:
 			// Which CN serves, and whether HAKeeper has this one Draining,
 			// are HAKeeper's to say.
@@ -250,35 +199,35 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 				p.Name, started.UTC().Format(time.RFC3339), timeout, st.viewErr)
 			ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonHAKeeperUnreachable, why)
 			ctx.SetReady(false, mov1.ReasonHAKeeperUnreachable, why)
-			return nil, nil
+			return false, nil
 		case via == nil:
 			setDraining(ctx, fmt.Sprintf("%s drains since %s: no other CN is serving to take its sessions (timeout %s)",
 				p.Name, started.UTC().Format(time.RFC3339), timeout))
-			return nil, nil
+			return false, nil
 		case ws != wire.WorkStateDraining && ws != wire.WorkStateDrained:
 			// Not recorded yet (HAKeeper's view lags), or the statement
 			// was lost: mo_ctl again, as often as the view says so.
 			if since > c.opts.DrainSettle {
-				return c.startDrain(st, []*corev1.Pod{p}, via), nil
+				return false, c.startDrain(ctx, st, []*corev1.Pod{p}, via)
 			}
 			setDraining(ctx, fmt.Sprintf("%s drains: HAKeeper does not say Draining yet", p.Name))
-			return nil, nil
+			return false, nil
 		}
 		n, err := c.sessions(ctx, st, via, p)
 		if err != nil {
 			setDraining(ctx, fmt.Sprintf("%s drains; counting its sessions failed: %v", p.Name, err))
-			return nil, nil
+			return false, nil
 		}
 		if n > 0 || since < c.opts.DrainSettle {
 			// The start, not the time since: the message stays the same
 			// from pass to pass while the count does, and status is not
 			// rewritten every pass.
 			setDraining(ctx, fmt.Sprintf("%s drains since %s: %d sessions (timeout %s)", p.Name, started.UTC().Format(time.RFC3339), n, timeout))
-			return nil, nil
+			return false, nil
 		}
-		return c.moveLocks(ctx, st, p)
+		return false, c.moveLocks(ctx, st, p)
 	}
-	return nil, nil
+	return true, nil
 }
 
 // moveLocks is the last step of a drain: MatrixOne's lock service restart
@@ -289,19 +238,17 @@ func (c *StoreSetController[T]) drainStep(ctx *framework.Context[T], st *storeSt
 // announces its restart to the allocator, which moves its lock tables to
 // other CNs as its transactions end, and the drain ends when the
 // allocator says the CN may stop (or at the drain's timeout).
-func (c *StoreSetController[T]) moveLocks(ctx *framework.Context[T], st *storeState, p *corev1.Pod) (framework.Action[T], error) {
+func (c *StoreSetController[T]) moveLocks(ctx *framework.Context[T], st *storeState, p *corev1.Pod) error {
 	uuid := wire.StoreID(st.set.Namespace, p.Name)
 	if _, announced := p.Annotations[AnnotationLocksMoving]; !announced {
-		return framework.Named("MoveLocks", func(ctx *framework.Context[T]) error {
-			err := c.views.viaLogPod(st.logPods, func(base string) error {
-				return hakeeper.StartLockRestart(ctx, c.views.http, base, uuid)
-			})
-			if err != nil {
-				return fmt.Errorf("announce the restart of %s's lock service: %w", p.Name, err)
-			}
-			ctx.Log.Info("Moving a CN's lock tables", "pod", p.Name)
-			return annotate(ctx, ctx.Client, p, map[string]string{AnnotationLocksMoving: st.now.UTC().Format(time.RFC3339)})
-		}), nil
+		err := c.views.viaLogPod(st.logPods, func(base string) error {
+			return hakeeper.StartLockRestart(ctx, c.views.http, base, uuid)
+		})
+		if err != nil {
+			return fmt.Errorf("announce the restart of %s's lock service: %w", p.Name, err)
+		}
+		ctx.Log.Info("Moving a CN's lock tables", "pod", p.Name)
+		return annotate(ctx, ctx.Client, p, map[string]string{AnnotationLocksMoving: st.now.UTC().Format(time.RFC3339)})
 	}
 	var status wire.LockRestart
 	err := c.views.viaLogPod(st.logPods, func(base string) (err error) {
@@ -311,12 +258,12 @@ func (c *StoreSetController[T]) moveLocks(ctx *framework.Context[T], st *storeSt
 	switch {
 	case err != nil:
 		setDraining(ctx, fmt.Sprintf("%s drains: asking whether its lock tables moved failed: %v", p.Name, err))
-		return nil, nil
+		return nil
 	case !status.CanRestart:
 		setDraining(ctx, fmt.Sprintf("%s drains: its lock tables move to other CNs (%d transactions hold locks there)", p.Name, status.RemainTxn))
-		return nil, nil
+		return nil
 	}
-	return c.endDrain(p, "it holds no session and its lock tables moved", corev1.EventTypeNormal), nil
+	return c.endDrain(ctx, p, "it holds no session and its lock tables moved", corev1.EventTypeNormal)
 }
 
 func setDraining[T framework.Object](ctx *framework.Context[T], message string) {
@@ -326,57 +273,40 @@ func setDraining[T framework.Object](ctx *framework.Context[T], message string) 
 
 // startDrain records the drain's start on each pod, then sets its CN
 // Draining through the CN via (through itself when there is none).
-func (c *StoreSetController[T]) startDrain(st *storeState, pods []*corev1.Pod, via *corev1.Pod) framework.Action[T] {
-	return framework.Named("DrainCN", func(ctx *framework.Context[T]) error {
-		for _, p := range pods {
-			if started, _ := drainOf(p); started.IsZero() {
-				now := map[string]string{AnnotationDrainStarted: st.now.UTC().Format(time.RFC3339)}
-				if err := annotate(ctx, ctx.Client, p, now); err != nil {
-					return err
-				}
-				ctx.Log.Info("Draining a CN", "pod", p.Name)
-				ctx.Event(corev1.EventTypeNormal, mov1.EventDraining, "Draining %s: its sessions move to the other CNs", p.Name)
-			}
-			through := via
-			if through == nil {
-				through = p
-			}
-			if err := c.setWorkState(ctx, st, through, p, mosql.Draining); err != nil {
+func (c *StoreSetController[T]) startDrain(ctx *framework.Context[T], st *storeState, pods []*corev1.Pod, via *corev1.Pod) error {
+	for _, p := range pods {
+		if started, _ := drainOf(p); started.IsZero() {
+			now := map[string]string{AnnotationDrainStarted: st.now.UTC().Format(time.RFC3339)}
+			if err := annotate(ctx, ctx.Client, p, now); err != nil {
 				return err
 			}
+			ctx.Log.Info("Draining a CN", "pod", p.Name)
+			ctx.Event(corev1.EventTypeNormal, mov1.EventDraining, "Draining %s: its sessions move to the other CNs", p.Name)
 		}
-		return nil
-	})
+		through := via
+		if through == nil {
+			through = p
+		}
+		if err := c.setWorkState(ctx, st, through, p, mosql.Draining); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // endDrain records the end of pod's drain: it may go.
-func (c *StoreSetController[T]) endDrain(pod *corev1.Pod, why, eventType string) framework.Action[T] {
-	return framework.Named("EndDrain", func(ctx *framework.Context[T]) error {
-		done := map[string]string{AnnotationDrained: time.Now().UTC().Format(time.RFC3339)}
-		if err := annotate(ctx, ctx.Client, pod, done); err != nil {
-			return err
-		}
-		reason := mov1.EventDrained
-		if eventType == corev1.EventTypeWarning {
-			reason = mov1.EventDrainTimedOut
-		}
-		ctx.Log.Info("A CN's drain ended", "pod", pod.Name, "why", why)
-		ctx.Event(eventType, reason, "%s drained: %s", pod.Name, why)
-		return nil
-	})
-}
-
-// restart deletes pod: the StatefulSet re-creates it on the latest
-// revision.
-func (c *StoreSetController[T]) restart(st *storeState, pod *corev1.Pod) framework.Action[T] {
-	return framework.Named("RestartStore", func(ctx *framework.Context[T]) error {
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
-			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
-		}
-		ctx.Log.Info("Restarting a store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
-		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting %s onto revision %s", pod.Name, st.sts.Status.UpdateRevision)
-		return nil
-	})
+func (c *StoreSetController[T]) endDrain(ctx *framework.Context[T], pod *corev1.Pod, why, eventType string) error {
+	done := map[string]string{AnnotationDrained: time.Now().UTC().Format(time.RFC3339)}
+	if err := annotate(ctx, ctx.Client, pod, done); err != nil {
+		return err
+	}
+	reason := mov1.EventDrained
+	if eventType == corev1.EventTypeWarning {
+		reason = mov1.EventDrainTimedOut
+	}
+	ctx.Log.Info("A CN's drain ended", "pod", pod.Name, "why", why)
+	ctx.Event(eventType, reason, "%s drained: %s", pod.Name, why)
+	return nil
 }
 
 // target is the CN via as the admin reaches it: its pod's SQL address,

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -193,6 +194,73 @@ func stsReplicas(t *testing.T, c client.Client, ns string) int32 {
 	return *get2(t, c, ns, "cn", &appsv1.StatefulSet{}).Spec.Replicas
 }
 
+// releasePods plays the StatefulSet controller of the set name: it
+// deletes the pods at or above its replicas, and observes its generation.
+func releasePods(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	sts := get2(t, c, ns, name, &appsv1.StatefulSet{})
+	sts.Status.ObservedGeneration, sts.Status.Replicas, sts.Status.ReadyReplicas = sts.Generation, *sts.Spec.Replicas, *sts.Spec.Replicas
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	for i := int(*sts.Spec.Replicas); i < int(*sts.Spec.Replicas)+8; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)}}
+		if err := client.IgnoreNotFound(c.Delete(t.Context(), pod)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// operation is obj's status.operation, "none" when it has none, for
+// messages.
+func operation(obj framework.Object) string {
+	op := obj.StatusCore().Operation
+	if op == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %s at %s (trigger %q, skipped %v, held %v): %s %s", op.Name, op.Phase, op.Step, op.Trigger,
+		op.Skipped, op.Held, op.LastError, op.Message)
+}
+
+// rescue sets the rescue annotation on obj to verb.
+func rescue(t *testing.T, c client.Client, obj client.Object, verb commonv1.Rescue) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, commonv1.RescueAnnotation, verb)
+	if err := c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cnSet is the CNSet "cn".
+func cnSet(t *testing.T, c client.Client, ns string) *mov1.CNSet {
+	t.Helper()
+	return get2(t, c, ns, "cn", &mov1.CNSet{})
+}
+
+// inStep waits until obj's operation is flow, running step.
+func inStep(t *testing.T, what string, obj func() framework.Object, flow, step string) *commonv1.Operation {
+	t.Helper()
+	var op *commonv1.Operation
+	eventually(t, what, func() (bool, string) {
+		o := obj()
+		op = o.StatusCore().Operation
+		return op != nil && op.Name == flow && op.Phase == commonv1.PhaseRunning && op.Step == step, operation(o)
+	})
+	return op
+}
+
+// succeeded waits until obj's operation is flow, succeeded.
+func succeeded(t *testing.T, what string, obj func() framework.Object, flow string) *commonv1.Operation {
+	t.Helper()
+	var op *commonv1.Operation
+	eventually(t, what, func() (bool, string) {
+		o := obj()
+		op = o.StatusCore().Operation
+		return op != nil && op.Name == flow && op.Phase == commonv1.PhaseSucceeded, operation(o)
+	})
+	return op
+}
+
 func TestCNScaleInDrainsFirst(t *testing.T) {
 	c, ns, admin, _ := readyCNs(t, 3, time.Hour)
 	cn1, cn2 := wire.StoreID(ns, "cn-1"), wire.StoreID(ns, "cn-2")
@@ -204,6 +272,10 @@ func TestCNScaleInDrainsFirst(t *testing.T) {
 		return admin.workState(cn1) == wire.WorkStateDraining && admin.workState(cn2) == wire.WorkStateDraining,
 			admin.workState(cn1) + " " + admin.workState(cn2)
 	})
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	if op := inStep(t, "the scale-in draining", cn, "scale-in", "drain-leaving-cns"); op.Trigger != "replicas 3 to 1" {
+		t.Errorf("trigger %q", op.Trigger)
+	}
 	for _, name := range []string{"cn-1", "cn-2"} {
 		pod := get2(t, c, ns, name, &corev1.Pod{})
 		if pod.Annotations[matrixone.AnnotationDrainStarted] == "" {
@@ -252,8 +324,85 @@ func TestCNScaleInDrainsFirst(t *testing.T) {
 		got := stsReplicas(t, c, ns)
 		return got == 1, fmt.Sprint(got)
 	})
+	op := inStep(t, "the scale-in releasing the CNs", cn, "scale-in", "release-leaving-cns")
+	if held, ok := op.HeldReplicas("cn"); !ok || held != 1 {
+		t.Errorf("the scale-in holds %v", op.Held)
+	}
 	if ws := admin.workState(wire.StoreID(ns, "cn-0")); ws != wire.WorkStateWorking {
 		t.Errorf("the CN kept is %s", ws)
+	}
+	// The StatefulSet controller removes the pods: the scale-in is done,
+	// and the StatefulSet stays at 1.
+	releasePods(t, c, ns, "cn")
+	succeeded(t, "the scale-in done", cn, "scale-in")
+	eventually(t, "the CNSet Ready", func() (bool, string) {
+		got := condition(cnSet(t, c, ns), framework.ConditionReady)
+		return strings.HasPrefix(got, "True"), got
+	})
+	if got := stsReplicas(t, c, ns); got != 1 {
+		t.Errorf("the StatefulSet has %d replicas after the scale-in", got)
+	}
+}
+
+// TestCNScaleInResumesAfterAnOperatorRestart: an operator that takes over
+// in the middle of a drain goes on from status.operation and the drains
+// recorded on the pods: the flow is not started again, nor the drain.
+func TestCNScaleInResumesAfterAnOperatorRestart(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	cn1 := wire.StoreID(ns, "cn-1")
+	admin.setSessions(cn1, 1)
+	scaleCNs(t, c, ns, 1)
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	eventually(t, "cn-1 draining", func() (bool, string) {
+		return admin.workState(cn1) == wire.WorkStateDraining, admin.workState(cn1)
+	})
+	before := inStep(t, "the scale-in draining", cn, "scale-in", "drain-leaving-cns")
+	started := get2(t, c, ns, "cn-1", &corev1.Pod{}).Annotations[matrixone.AnnotationDrainStarted]
+
+	// The CN's last session ends while no operator runs.
+	restartOperator(t, ns, func() { admin.setSessions(cn1, 0) })
+	eventually(t, "the StatefulSet scaled in by the new operator", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		return got == 1, fmt.Sprint(got, " ", operation(cnSet(t, c, ns)))
+	})
+	if got := get2(t, c, ns, "cn-1", &corev1.Pod{}).Annotations[matrixone.AnnotationDrainStarted]; got != started {
+		t.Errorf("cn-1's drain started again: %s, then %s", started, got)
+	}
+	releasePods(t, c, ns, "cn")
+	op := succeeded(t, "the scale-in done", cn, "scale-in")
+	if !op.StartedAt.Equal(&before.StartedAt) || op.Trigger != before.Trigger {
+		t.Errorf("the scale-in started again: %+v, before %+v", op, before)
+	}
+	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-1:"); n != 1 {
+		t.Errorf("%d Draining Events for cn-1", n)
+	}
+}
+
+// TestCNScaleInRescueSkipReleasesUndrainedCNs: skipping the drain of a
+// scale-in releases the CNs at once, their sessions cut.
+func TestCNScaleInRescueSkipReleasesUndrainedCNs(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	admin.setSessions(wire.StoreID(ns, "cn-1"), 3)
+	scaleCNs(t, c, ns, 1)
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	inStep(t, "the scale-in draining", cn, "scale-in", "drain-leaving-cns")
+	time.Sleep(2 * time.Second)
+	if got := stsReplicas(t, c, ns); got != 2 {
+		t.Fatalf("the StatefulSet has %d replicas while cn-1 drains", got)
+	}
+	rescue(t, c, cnSet(t, c, ns), commonv1.RescueSkip)
+	op := inStep(t, "the scale-in releasing cn-1", cn, "scale-in", "release-leaving-cns")
+	if len(op.Skipped) != 1 || op.Skipped[0] != "drain-leaving-cns" {
+		t.Errorf("skipped %v", op.Skipped)
+	}
+	eventually(t, "the StatefulSet scaled in", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		return got == 1, fmt.Sprint(got)
+	})
+	releasePods(t, c, ns, "cn")
+	succeeded(t, "the scale-in done", cn, "scale-in")
+	if n := countEvents(t, c, ns, framework.ReasonOperationRescued, "skip"); n != 1 {
+		t.Errorf("%d OperationRescued Events", n)
 	}
 }
 
@@ -299,6 +448,11 @@ func TestCNScaleInUndoneSetsTheCNWorkingAgain(t *testing.T) {
 	if got := stsReplicas(t, c, ns); got != 2 {
 		t.Errorf("the StatefulSet has %d replicas", got)
 	}
+	op := cnSet(t, c, ns).Status.Operation
+	if op == nil || op.Name != "scale-in" || op.Phase != commonv1.PhaseAborted ||
+		op.Message != "Interrupted: spec.replicas went up to 2: the CNs the set keeps are set working again" {
+		t.Errorf("the scale-in: %s", operation(cnSet(t, c, ns)))
+	}
 }
 
 // TestCNScaleInUndoneAfterItsLocksMovedRestartsTheCN: MatrixOne cannot
@@ -334,6 +488,10 @@ func TestCNRestartDrainsFirst(t *testing.T) {
 	eventually(t, "cn-0 draining before its restart", func() (bool, string) {
 		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
 	})
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	if op := inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores"); op.Trigger != "revision c2" {
+		t.Errorf("trigger %q", op.Trigger)
+	}
 	time.Sleep(2 * time.Second)
 	if get2(t, c, ns, "cn-0", &corev1.Pod{}).UID != old.UID {
 		t.Fatal("cn-0 restarted while it held a session")
@@ -349,4 +507,82 @@ func TestCNRestartDrainsFirst(t *testing.T) {
 	eventually(t, "the restarted cn-0 working again", func() (bool, string) {
 		return admin.workState(cn0) == wire.WorkStateWorking, admin.workState(cn0)
 	})
+}
+
+// TestCNRollingRestartAbortedGoesOnWhereItWas: a rescue abort ends the
+// rolling restart; the controller starts another for the stale CNs, which
+// finds cn-0's drain on its pod and does not start it again.
+func TestCNRollingRestartAbortedGoesOnWhereItWas(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	eventually(t, "cn-0 draining", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	first := inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	started := get2(t, c, ns, "cn-0", &corev1.Pod{}).Annotations[matrixone.AnnotationDrainStarted]
+	time.Sleep(time.Second) // a second rolling restart starts in another second: its startedAt tells them apart
+	rescue(t, c, cnSet(t, c, ns), commonv1.RescueAbort)
+	eventually(t, "the aborted rolling restart followed by another", func() (bool, string) {
+		o := cnSet(t, c, ns)
+		op := o.Status.Operation
+		return op != nil && op.Name == "rolling-restart" && op.Phase == commonv1.PhaseRunning && !op.StartedAt.Equal(&first.StartedAt), operation(o)
+	})
+	if n := countEvents(t, c, ns, framework.ReasonOperationRescued, "abort"); n != 1 {
+		t.Errorf("%d OperationRescued Events", n)
+	}
+	admin.setSessions(cn0, 0)
+	eventually(t, "cn-0 restarted once drained", func() (bool, string) {
+		p := &corev1.Pod{}
+		return !get(t, c, ns, "cn-0", p) || p.DeletionTimestamp != nil, "still there"
+	})
+	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-0:"); n != 1 {
+		t.Errorf("cn-0's drain started %d times (first at %s)", n, started)
+	}
+}
+
+// TestCNScaleInInterruptsARollingRestart: CNs that leave need no restart,
+// so a scale-in goes first; the rolling restart goes on afterwards with
+// the drain it had started.
+func TestCNScaleInInterruptsARollingRestart(t *testing.T) {
+	c, ns, admin, _ := readyCNs(t, 3, time.Hour)
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	cn := func() framework.Object { return cnSet(t, c, ns) }
+	eventually(t, "cn-0 draining for its restart", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	scaleCNs(t, c, ns, 2)
+	eventually(t, "the scale-in released cn-2", func() (bool, string) {
+		got := stsReplicas(t, c, ns)
+		return got == 2, fmt.Sprint(got, " ", operation(cnSet(t, c, ns)))
+	})
+	if n := countEvents(t, c, ns, framework.ReasonOperationInterrupted, "the scale-in goes first"); n != 1 {
+		t.Errorf("%d OperationInterrupted Events", n)
+	}
+	if admin.workState(cn0) != wire.WorkStateDraining {
+		t.Errorf("cn-0 is %s while the scale-in ran", admin.workState(cn0))
+	}
+	releasePods(t, c, ns, "cn")
+	inStep(t, "the rolling restart again", cn, "rolling-restart", "restart-stale-stores")
+	admin.setSessions(cn0, 0)
+	eventually(t, "cn-0 restarted once drained", func() (bool, string) {
+		p := &corev1.Pod{}
+		return !get(t, c, ns, "cn-0", p) || p.DeletionTimestamp != nil, "still there"
+	})
+	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-0:"); n != 1 {
+		t.Errorf("cn-0's drain started %d times", n)
+	}
 }

@@ -26,8 +26,9 @@ type LogSet = mov1.LogSet
 type LogContext = framework.Context[*LogSet]
 
 // LogSetController is the LogSet actor: Declare applies the stores and
-// observes HAKeeper, Observe restarts stale stores one at a time, Finalize
-// applies the volumes' reclaim policy.
+// observes HAKeeper, Observe starts the flows that replace a failed store
+// and restart stale stores one at a time, Finalize applies the volumes'
+// reclaim policy.
 type LogSetController struct {
 	opts    Options
 	views   *viewReader
@@ -44,6 +45,7 @@ func NewLogSetController(opts Options) *LogSetController {
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
 		Actor:          c,
+		Flows:          []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow()},
 		App:            build.App,
 		PartOf:         build.PartOf,
 		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
@@ -147,37 +149,21 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	return st, nil
 }
 
-// Observe restarts the stores whose pods run an older revision of the pod
-// template, one at a time, the next only when it is safe (logState.
-// restartBlocked: HAKeeper runs, every shard has a leader, every store is
-// up, and the shards keep their majority without the store restarted).
-// The pods come back under their names, with their volumes, as the same
-// stores.
-func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Action[*LogSet], error) {
+// Observe starts the replace-store flow for a failed store (st.replace,
+// decided by Declare behind the majority guard), and starts the rolling-restart flow when a store's
+// pod runs an older revision of the pod template than the StatefulSet's
+// latest.
+func (c *LogSetController) Observe(_ *LogContext, st *logState) (framework.Action[*LogSet], error) {
 	if st == nil { // Declare waits for the shared storage
 		return nil, nil
 	}
 	if st.replace != nil {
-		return st.replaceStore(*st.replace), nil
+		return st.startReplacement(*st.replace), nil
 	}
-	stale := st.stale()
-	if len(stale) == 0 {
-		return nil, nil
+	if len(st.stale()) > 0 {
+		return framework.StartFlow[*LogSet](flowRollingRestart, rollingRestartTrigger(st.sts)), nil
 	}
-	pod := stale[0]
-	if why := st.restartBlocked(ctx.Obj, pod); why != "" {
-		ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
-		return nil, nil
-	}
-	return framework.Named("RestartStore", func(ctx *LogContext) error {
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
-			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
-		}
-		ctx.Log.Info("Restarting a log store", "pod", pod.Name, "revision", st.sts.Status.UpdateRevision)
-		ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRestarted, "Restarting log store %s onto revision %s",
-			pod.Name, st.sts.Status.UpdateRevision)
-		return nil
-	}), nil
+	return nil, nil
 }
 
 // Finalize runs when the set is deleted. Owner references take the

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,46 +178,216 @@ func (st *logState) underReplicated() string {
 	return strings.Join(short, ", ")
 }
 
-// nextStoreID is the UUID of the store that replaces the one in pod: the
-// first generation's that HAKeeper has never known.
-func (st *logState) nextStoreID(l *LogSet, pod string) string {
+// nextStoreID is the UUID of the store that replaces old, the store of
+// pod: the first generation's that HAKeeper has never known.
+func (st *logState) nextStoreID(l *LogSet, pod, old string) string {
 	for generation := 1; ; generation++ {
 		uuid := build.ReplacementStoreID(l, pod, generation)
-		if _, known := st.view.LogStore(uuid); !known && uuid != st.storeID(pod) {
+		if _, known := st.view.LogStore(uuid); !known && uuid != old {
 			return uuid
 		}
 	}
 }
 
-// replaceStore returns the action that replaces d's store: it records the
-// new store's UUID in the stores ConfigMap (first, so that the pod finds
-// it), then deletes the volume claim and the pod, both by UID.
-func (st *logState) replaceStore(d downStore) framework.Action[*LogSet] {
-	return framework.Named("ReplaceStore", func(ctx *LogContext) error {
+// The replace-store flow and its steps.
+const (
+	flowReplaceStore   = "replace-store"
+	stepRecordNewStore = "record-new-store"
+	stepDeleteVolume   = "delete-volume-and-pod"
+	stepWaitNewStore   = "wait-for-new-store"
+	// newStoreTimeout bounds the wait for the new store: its pod starts
+	// on an empty volume and mo-agent asks HAKeeper about its UUID for up
+	// to a minute first.
+	newStoreTimeout = 10 * time.Minute
+)
+
+// replaceStoreFlow replaces a failed log store (Declare decides which,
+// behind the majority guard: storesHealth) in three steps:
+// record-new-store writes the new store's UUID into the stores ConfigMap,
+// first, so that the pod finds it; delete-volume-and-pod deletes the
+// failed store's volume claim and pod, each only if it is still the one
+// the flow started with (their UIDs are in the trigger), so that a step
+// that runs again never deletes the new store's; wait-for-new-store waits
+// until HAKeeper hears from the new store on its new volume. HAKeeper
+// gives it the replicas of the failed store once it has expired that one
+// (StoresHealthy says ReplicasMissing until then).
+func (c *LogSetController) replaceStoreFlow() framework.Flow[*LogSet, *logState] {
+	return framework.Flow[*LogSet, *logState]{
+		Name: flowReplaceStore,
+		Steps: []framework.Step[*LogSet, *logState]{
+			{Name: stepRecordNewStore, Run: c.recordNewStore},
+			{Name: stepDeleteVolume, Run: c.deleteVolumeAndPod},
+			{Name: stepWaitNewStore, Run: c.waitForNewStore, Timeout: newStoreTimeout},
+		},
+		MaxAttempts: 5,
+		Backoff:     framework.Backoff{Initial: 2 * time.Second, Max: time.Minute},
+		Poll:        time.Second,
+	}
+}
+
+// replacement is what a replace-store flow replaces: the pod, its failed
+// store's UUID, and the UIDs of the pod and of its volume claim ("" when
+// it had none) when the flow started. It is the flow's trigger.
+type replacement struct {
+	pod, store       string
+	podUID, claimUID types.UID
+}
+
+// String is the trigger: "log-2: store <uuid>, pod uid <uid>, claim uid
+// <uid>" (claim uid "none" without a claim).
+func (r replacement) String() string {
+	claim := string(r.claimUID)
+	if claim == "" {
+		claim = "none"
+	}
+	return fmt.Sprintf("%s: store %s, pod uid %s, claim uid %s", r.pod, r.store, r.podUID, claim)
+}
+
+// parseReplacement reads a replace-store flow's trigger.
+func parseReplacement(trigger string) (replacement, error) {
+	f := strings.Fields(strings.ReplaceAll(trigger, ",", ""))
+	if len(f) != 9 || !strings.HasSuffix(f[0], ":") || f[1] != "store" || f[3] != "pod" || f[4] != "uid" || f[6] != "claim" || f[7] != "uid" {
+		return replacement{}, framework.Terminal(fmt.Errorf("trigger %q does not name a store to replace", trigger))
+	}
+	r := replacement{pod: strings.TrimSuffix(f[0], ":"), store: f[2], podUID: types.UID(f[5]), claimUID: types.UID(f[8])}
+	if r.claimUID == "none" {
+		r.claimUID = ""
+	}
+	return r, nil
+}
+
+// startReplacement returns the action that starts the replace-store flow
+// for d's store, recording in its trigger the UIDs of its pod and claim.
+func (st *logState) startReplacement(d downStore) framework.Action[*LogSet] {
+	return framework.Named("StartReplaceStore", func(ctx *LogContext) error {
 		l := ctx.Obj
-		old, uuid := st.storeID(d.name), st.nextStoreID(l, d.name)
-		if err := recordStores(ctx, map[string]string{d.name: uuid}); err != nil {
-			return err
-		}
-		set := logSet(l)
-		ordinal, _ := set.PodOrdinal(d.pod)
+		r := replacement{pod: d.name, store: st.storeID(d.name), podUID: d.pod.UID}
+		ordinal, _ := logSet(l).PodOrdinal(d.pod)
+		// From the API server: a claim the cache does not hold (one a
+		// user made under the StatefulSet's name, without Steward's
+		// labels) is deleted all the same.
 		claim := &corev1.PersistentVolumeClaim{}
-		err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: set.ClaimName(ordinal)}, claim)
-		switch {
+		switch err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: logSet(l).ClaimName(ordinal)}, claim); {
 		case err == nil:
-			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID})); err != nil {
-				return fmt.Errorf("delete volume claim %s: %w", claim.Name, err)
-			}
+			r.claimUID = claim.UID
 		case !apierrors.IsNotFound(err):
-			return err
+			return fmt.Errorf("get volume claim %s: %w", logSet(l).ClaimName(ordinal), err)
 		}
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, d.pod, client.Preconditions{UID: &d.pod.UID})); err != nil {
-			return fmt.Errorf("delete pod %s: %w", d.name, err)
-		}
-		ctx.Log.Info("Replaced a failed log store", "pod", d.name, "store", old, "newStore", uuid, "down", d.down.Round(time.Second))
-		ctx.Event(corev1.EventTypeWarning, mov1.EventStoreReplaced,
-			"Replaced the log store of %s (%s), not ready for %s, by a new store %s on a new volume",
-			d.name, old, d.down.Round(time.Second), uuid)
-		return nil
+		return framework.StartFlow[*LogSet](flowReplaceStore, r.String())(ctx)
 	})
+}
+
+// replacing returns the replacement the running replace-store flow makes.
+func replacing(ctx *LogContext) (replacement, error) {
+	return parseReplacement(ctx.Obj.Status.Operation.Trigger)
+}
+
+// recordNewStore records the new store's UUID for the pod in the stores
+// ConfigMap; done once it names a store other than the failed one. The
+// UUID is the first generation's HAKeeper never knew, computed from the
+// failed store, so a run repeated finds the same one.
+func (c *LogSetController) recordNewStore(ctx *LogContext, st *logState) (bool, error) {
+	r, err := replacing(ctx)
+	if err != nil || st == nil {
+		return false, err
+	}
+	if cur := st.stores[r.pod]; cur != "" && cur != r.store {
+		return true, nil
+	}
+	if !st.viewOK {
+		// Which UUIDs HAKeeper knows is HAKeeper's to say.
+		return false, nil
+	}
+	uuid := st.nextStoreID(ctx.Obj, r.pod, r.store)
+	if err := recordStores(ctx, map[string]string{r.pod: uuid}); err != nil {
+		return false, err
+	}
+	ctx.Log.Info("Recorded the store that replaces a failed one", "pod", r.pod, "store", r.store, "newStore", uuid)
+	return true, nil
+}
+
+// deleteVolumeAndPod deletes the failed store's volume claim, then its
+// pod, both by the UIDs the flow started with: a claim or pod that has
+// another UID is the new store's, re-created by the StatefulSet, and
+// stays. It waits until the stores ConfigMap, as this pass read it, names
+// the new store, which the pod re-created will start as.
+func (c *LogSetController) deleteVolumeAndPod(ctx *LogContext, st *logState) (bool, error) {
+	r, err := replacing(ctx)
+	if err != nil || st == nil {
+		return false, err
+	}
+	l := ctx.Obj
+	uuid := st.stores[r.pod]
+	if uuid == "" || uuid == r.store {
+		setReplacing(ctx, r, fmt.Sprintf("waiting for the stores ConfigMap %s to name the new store", build.LogStoresName(l)))
+		return false, nil
+	}
+	if r.claimUID != "" {
+		ordinal, _ := workload.Ordinal(r.pod, l.Name+"-")
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: logSet(l).ClaimName(ordinal)}}
+		if _, err := deleteByUID(ctx, claim, r.claimUID); err != nil {
+			return false, fmt.Errorf("delete volume claim %s: %w", claim.Name, err)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: r.pod}}
+	deleted, err := deleteByUID(ctx, pod, r.podUID)
+	if err != nil {
+		return false, fmt.Errorf("delete pod %s: %w", r.pod, err)
+	}
+	if deleted {
+		since := "since it failed"
+		if ordinal, ok := workload.Ordinal(r.pod, l.Name+"-"); ok && st.pods[ordinal] != nil && st.pods[ordinal].UID == r.podUID {
+			since = "for " + st.now.Sub(workload.UnreadySince(st.pods[ordinal])).Round(time.Second).String()
+		}
+		ctx.Log.Info("Replaced a failed log store", "pod", r.pod, "store", r.store, "newStore", uuid)
+		ctx.Event(corev1.EventTypeWarning, mov1.EventStoreReplaced,
+			"Replaced the log store of %s (%s), not ready %s, by a new store %s on a new volume", r.pod, r.store, since, uuid)
+	}
+	return true, nil
+}
+
+// deleteByUID deletes obj if it still has uid; deleted reports whether
+// this call deleted it (not when it was gone, or is another object now).
+func deleteByUID(ctx *LogContext, obj client.Object, uid types.UID) (deleted bool, err error) {
+	err = ctx.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone, or re-created under its name: a precondition on the UID
+		// fails with a conflict.
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// waitForNewStore is done once the pod runs the new store: ready, and
+// HAKeeper hears from it.
+func (c *LogSetController) waitForNewStore(ctx *LogContext, st *logState) (bool, error) {
+	r, err := replacing(ctx)
+	if err != nil || st == nil {
+		return false, err
+	}
+	l := ctx.Obj
+	ordinal, _ := workload.Ordinal(r.pod, l.Name+"-")
+	p, ok := st.pods[ordinal]
+	switch {
+	case !ok || p.UID == r.podUID:
+		setReplacing(ctx, r, fmt.Sprintf("waiting for the StatefulSet to re-create %s", r.pod))
+	case !workload.IsReady(p):
+		setReplacing(ctx, r, fmt.Sprintf("waiting for %s to start as the new store", r.pod))
+	case st.storeState(r.pod) != mov1.StoreUp:
+		setReplacing(ctx, r, fmt.Sprintf("waiting for HAKeeper to hear from the new store of %s", r.pod))
+	default:
+		ctx.Log.Info("The new log store is up", "pod", r.pod, "newStore", st.storeID(r.pod))
+		return true, nil
+	}
+	return false, nil
+}
+
+// setReplacing says in StoresHealthy how the replacement r goes: the
+// store is down, and what the flow waits for.
+func setReplacing(ctx *LogContext, r replacement, wait string) {
+	ctx.SetCondition(mov1.ConditionStoresHealthy, metav1.ConditionFalse, mov1.ReasonStoreDown,
+		fmt.Sprintf("replacing the failed store %s of %s: %s", r.store, r.pod, wait))
 }

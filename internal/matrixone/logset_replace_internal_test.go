@@ -144,7 +144,7 @@ func TestStoresHealth(t *testing.T) {
 				if replace.name != "log-2" {
 					t.Errorf("replaces %s, want log-2", replace.name)
 				}
-				if got := st.nextStoreID(l, "log-2"); got != replacement {
+				if got := st.nextStoreID(l, "log-2", st.storeID("log-2")); got != replacement {
 					t.Errorf("new store %s, want generation 1's %s", got, replacement)
 				}
 			}
@@ -159,7 +159,7 @@ func TestNextStoreIDSkipsKnownGenerations(t *testing.T) {
 	first := build.ReplacementStoreID(l, "log-1", 1)
 	st := &logState{ns: "db", stores: map[string]string{"log-1": first},
 		view: wire.View{LogStores: []wire.LogStore{{UUID: wire.StoreID("db", "log-1")}, {UUID: first}}}}
-	if got, want := st.nextStoreID(l, "log-1"), build.ReplacementStoreID(l, "log-1", 2); got != want {
+	if got, want := st.nextStoreID(l, "log-1", st.storeID("log-1")), build.ReplacementStoreID(l, "log-1", 2); got != want {
 		t.Errorf("nextStoreID = %s, want %s", got, want)
 	}
 }

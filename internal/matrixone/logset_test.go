@@ -183,16 +183,39 @@ func setupWith(t *testing.T, opts func(*matrixone.Options)) (client.Client, stri
 	}
 	ns := testenv.Namespace(t, c, "mo-test-")
 	probe := newFakeProbe(t)
-	mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
 	addr := strings.TrimPrefix(probe.srv.URL, "http://")
 	o := matrixone.Options{Resync: time.Second, ResyncNotReady: 200 * time.Millisecond,
 		ProbeInterval: 200 * time.Millisecond, ProbeAddress: func(_, _, _ string) string { return addr }}
 	opts(&o)
-	if err := matrixone.Setup(mgr, o); err != nil {
-		t.Fatal(err)
+	start := func() (stop func()) {
+		mgr := testenv.NamespacedManager(t, cfg, newScheme(), ns, 0)
+		if err := matrixone.Setup(mgr, o); err != nil {
+			t.Fatal(err)
+		}
+		return testenv.StartManager(t, mgr)
 	}
-	testenv.StartManager(t, mgr)
+	stop := start()
+	operators.Store(ns, func(meanwhile func()) {
+		stop()
+		meanwhile()
+		stop = start()
+	})
 	return c, ns, probe
+}
+
+// operators holds, by namespace, a function that restarts the namespace's
+// operator: it stops its manager, calls meanwhile, and starts a new one,
+// with an empty cache and no memory of the old one, as a new leader would.
+var operators sync.Map
+
+// restartOperator restarts the operator of ns (operators).
+func restartOperator(t *testing.T, ns string, meanwhile func()) {
+	t.Helper()
+	restart, ok := operators.Load(ns)
+	if !ok {
+		t.Fatalf("no operator runs in %s", ns)
+	}
+	restart.(func(func()))(meanwhile)
 }
 
 func sharedClaim(t *testing.T, c client.Client, ns string) {
@@ -453,6 +476,52 @@ func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
 	})
 	if !get(t, c, ns, gone, &corev1.Pod{}) {
 		t.Fatalf("%s restarted twice", gone)
+	}
+	if op := logSet(t, c, ns).Status.Operation; op == nil || op.Name != "rolling-restart" || op.Trigger != "revision r2" ||
+		op.Phase != commonv1.PhaseRunning {
+		t.Errorf("the rolling restart: %s", operation(logSet(t, c, ns)))
+	}
+}
+
+// TestLogSetRollingRestartResumesFromStatus: an operator that starts on a
+// LogSet whose status.operation says a rolling restart runs (as a new
+// leader finds it) goes on with that operation: it restarts the stale
+// stores one at a time and ends it, and starts no other.
+func TestLogSetRollingRestartResumesFromStatus(t *testing.T) {
+	c, ns, probe := setup(t)
+	readyLogSet(t, c, ns, probe)
+	since := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	restartOperator(t, ns, func() {
+		sts := get2(t, c, ns, "log", &appsv1.StatefulSet{})
+		sts.Status.UpdateRevision = "r2"
+		if err := c.Status().Update(t.Context(), sts); err != nil {
+			t.Fatal(err)
+		}
+		l := logSet(t, c, ns)
+		l.Status.Operation = commonv1.NewOperation("rolling-restart", "revision r2", []string{"restart-stale-stores"}, since)
+		if err := c.Status().Update(t.Context(), l); err != nil {
+			t.Fatal(err)
+		}
+	})
+	sts := get2(t, c, ns, "log", &appsv1.StatefulSet{})
+	for range pods {
+		// The pods have no finalizer: a pod deleted is gone at once, and
+		// the test re-creates it on the new revision.
+		gone := -1
+		testenv.Eventually(t, "a store restarted", func() (bool, string) {
+			for i, name := range pods {
+				if !get(t, c, ns, name, &corev1.Pod{}) {
+					gone = i
+					return true, ""
+				}
+			}
+			return false, operation(logSet(t, c, ns))
+		})
+		runPod(t, c, sts, gone, "r2")
+	}
+	op := succeeded(t, "the rolling restart done", func() framework.Object { return logSet(t, c, ns) }, "rolling-restart")
+	if !op.StartedAt.Equal(&since) {
+		t.Errorf("another rolling restart ran: started at %s, not %s", op.StartedAt, since)
 	}
 }
 

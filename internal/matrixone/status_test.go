@@ -128,7 +128,7 @@ func countEvents(t *testing.T, c client.Client, ns, reason, what string) int {
 
 // TestPrinterColumnsSayWhy: every MatrixOne kind's table has a Reason
 // column, the Ready condition's reason, so that a user sees why a set is
-// not Ready.
+// not Ready, and every set's an Operation column, the flow it runs.
 func TestPrinterColumnsSayWhy(t *testing.T) {
 	c, _, _ := setup(t)
 	for _, plural := range []string{"matrixoneclusters", "logsets", "tnsets", "cnsets", "proxysets"} {
@@ -140,15 +140,22 @@ func TestPrinterColumnsSayWhy(t *testing.T) {
 		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 		for _, v := range versions {
 			columns, _, _ := unstructured.NestedSlice(v.(map[string]any), "additionalPrinterColumns")
-			found := false
+			found, operation := false, false
 			for _, col := range columns {
 				col := col.(map[string]any)
 				if col["name"] == "Reason" && col["jsonPath"] == `.status.conditions[?(@.type=="Ready")].reason` {
 					found = true
 				}
+				if col["name"] == "Operation" && col["jsonPath"] == `.status.operation.name` {
+					operation = true
+				}
 			}
 			if !found {
 				t.Errorf("%s has no Reason column: %v", plural, columns)
+			}
+			// The sets run flows: their tables name the one running.
+			if !operation && plural != "matrixoneclusters" {
+				t.Errorf("%s has no Operation column: %v", plural, columns)
 			}
 		}
 	}

@@ -2,12 +2,12 @@ package matrixone
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,7 +45,8 @@ type storeKind[T framework.Object] struct {
 
 // StoreSetController is the actor of a TNSet, CNSet or ProxySet: Declare
 // waits for what the role needs, applies the stores and observes them
-// through HAKeeper, Observe restarts stale stores one at a time, Finalize
+// through HAKeeper, Observe starts the flows that drain and remove
+// leaving CNs and restart stale stores one at a time, Finalize
 // applies the volumes' reclaim policy.
 type StoreSetController[T framework.Object] struct {
 	opts    Options
@@ -62,8 +63,13 @@ func newStoreSetController[T framework.Object](opts Options, k storeKind[T]) *St
 
 func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 	component := build.StoreSet{Role: c.k.role}.Component()
+	flows := []framework.Flow[T, *storeState]{c.rollingRestartFlow()}
+	if c.k.drainTimeout != nil {
+		flows = append(flows, c.scaleInFlow())
+	}
 	_, err := framework.Setup(mgr, framework.Options[T, *storeState]{
 		Actor:          c,
+		Flows:          flows,
 		App:            build.App,
 		PartOf:         build.PartOf,
 		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
@@ -130,6 +136,13 @@ type storeState struct {
 	// logPods are the LogSet's pods, whose probes run the CNs' lock
 	// service restart handshake.
 	logPods map[int]*corev1.Pod
+	// highest is the highest ordinal of the set's pods, terminating ones
+	// included; -1 when there is none.
+	highest int
+	// cachedReplicas is the CNs' StatefulSet's size as the cache had it
+	// before this pass applied it (nil before it exists, and for other
+	// kinds).
+	cachedReplicas *int32
 }
 
 // Declare runs on every pass: it reads HAKeeper's view through the
@@ -178,14 +191,27 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 	if err != nil {
 		return nil, err
 	}
+	st.highest = -1
 	for ordinal, p := range pods {
+		st.highest = max(st.highest, ordinal)
 		if p.DeletionTimestamp.IsZero() {
 			st.pods[ordinal] = p
 		}
 	}
 	applied := st.set
 	if c.k.drainTimeout != nil {
-		applied.Replicas = st.keptReplicas() // leaving CNs stay until drained
+		live := &appsv1.StatefulSet{}
+		switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live); {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return nil, fmt.Errorf("get StatefulSet %s: %w", obj.GetName(), err)
+		}
+		if live != nil {
+			st.cachedReplicas = live.Spec.Replicas
+		}
+		// Leaving CNs stay until a scale-in drained and released them.
+		applied.Replicas = cnReplicas(st.set.Replicas, live, obj.StatusCore().Operation)
 	}
 	st.sts = applied.StatefulSet(name)
 	if err := ctx.Apply(st.sts, st.set.Component()); err != nil {
@@ -205,27 +231,27 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 	return st, nil
 }
 
-// Observe runs the CNs' drains (observeDrains), and for the other kinds
-// restarts the stores whose pods run an older revision, one at a time, the next only when every store's pod has been ready for
-// RestartSettle and HAKeeper hears from every store. A set of one store
-// (a TN) restarts it anyway: there is no other to keep serving.
-func (c *StoreSetController[T]) Observe(ctx *framework.Context[T], st *storeState) (framework.Action[T], error) {
+// Observe sets Working again the CNs the set keeps that HAKeeper has
+// Draining with no flow to own them (a CN restarted, a scale-in undone);
+// starts the scale-in flow when the CNs' StatefulSet is larger than
+// spec.replicas; and starts the rolling-restart flow when a store the set
+// keeps runs an older revision than the StatefulSet's latest.
+func (c *StoreSetController[T]) Observe(_ *framework.Context[T], st *storeState) (framework.Action[T], error) {
 	if st == nil {
 		return nil, nil
 	}
 	if c.k.drainTimeout != nil {
-		return c.observeDrains(ctx, st)
+		if pods := c.toUndrain(st); len(pods) > 0 {
+			return framework.Named("UndrainCN", func(ctx *framework.Context[T]) error { return c.undrain(ctx, st, pods) }), nil
+		}
+		if size := *st.sts.Spec.Replicas; size > st.set.Replicas {
+			return framework.StartFlow[T](flowScaleIn, scaleInTrigger(size, st.set.Replicas)), nil
+		}
 	}
-	stale := st.stale()
-	if len(stale) == 0 {
-		return nil, nil
+	if len(st.staleKept()) > 0 {
+		return framework.StartFlow[T](flowRollingRestart, rollingRestartTrigger(st.sts)), nil
 	}
-	pod := stale[0]
-	if why := st.restartBlocked(); why != "" && st.set.Replicas > 1 {
-		ctx.Log.V(1).Info("Restart waits", "pod", pod.Name, "why", why)
-		return nil, nil
-	}
-	return c.restart(st, pod), nil
+	return nil, nil
 }
 
 // Finalize applies the volumes' reclaim policy when the set is deleted
@@ -335,7 +361,7 @@ func (st *storeState) notReady() (reason, message string) {
 	if why := revisionPending(st.sts); why != "" {
 		return commonv1.ReasonRestarting, why
 	}
-	if stale := st.stale(); len(stale) > 0 {
+	if stale := st.staleKept(); len(stale) > 0 {
 		return commonv1.ReasonRestarting, fmt.Sprintf("%d stores to restart onto revision %s, next %s",
 			len(stale), st.sts.Status.UpdateRevision, stale[0].Name)
 	}
@@ -371,21 +397,6 @@ func (st *storeState) setConditions(ctx interface {
 	}
 	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
 	ctx.SetReady(false, reason, message)
-}
-
-// stale returns the pods on an older revision, by ordinal; none while the
-// StatefulSet controller has not computed the latest revision.
-func (st *storeState) stale() []*corev1.Pod {
-	if !workload.RevisionKnown(st.sts) {
-		return nil
-	}
-	var out []*corev1.Pod
-	for _, ordinal := range slices.Sorted(maps.Keys(st.pods)) {
-		if p := st.pods[ordinal]; p.Labels[appsv1.ControllerRevisionHashLabelKey] != st.sts.Status.UpdateRevision {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // restartBlocked says why restarting a store now would leave the set

@@ -264,6 +264,9 @@ type LogShardStatus struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="HAKeeper",type=string,JSONPath=`.status.haKeeper`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.operation.step`,priority=1
+// +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type LogSet struct {

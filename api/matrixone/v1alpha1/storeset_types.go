@@ -195,6 +195,9 @@ type StoreStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Log-Set",type=string,JSONPath=`.spec.logSet`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.operation.step`,priority=1
+// +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TNSet struct {
@@ -234,6 +237,9 @@ type TNSetList struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="SQL",type=string,JSONPath=`.status.sqlAddress`,priority=1
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.operation.step`,priority=1
+// +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CNSet struct {
@@ -272,6 +278,9 @@ type CNSetList struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready-Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="SQL",type=string,JSONPath=`.status.sqlAddress`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.operation.step`,priority=1
+// +kubebuilder:printcolumn:name="Op-Phase",type=string,JSONPath=`.status.operation.phase`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProxySet struct {
