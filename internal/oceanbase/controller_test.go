@@ -105,15 +105,27 @@ func (p *player) run(ctx context.Context) {
 	}
 }
 
-// stopDeleted stops the nodes whose pods are gone, as the kubelet would.
+// stopDeleted stops the nodes whose pods are gone or terminating, and
+// removes the terminating pods, as the kubelet would. A pod stays
+// terminating after a graceful delete (of a bound pod), and after a DELETE
+// canceled between the API server's two writes, the one that marks the
+// pod deleted and the one that removes it (a manager stopped mid-request:
+// TestRecoverManagerRestarted then hung now and then). In a real cluster
+// the kubelet, or the pod garbage collector for an unbound pod, ends it.
 func (p *player) stopDeleted(ctx context.Context) {
 	var pods corev1.PodList
 	if err := p.c.List(ctx, &pods, client.InNamespace(p.ns)); err != nil {
 		return
 	}
 	have := map[string]bool{}
-	for _, pod := range pods.Items {
-		have[pod.Name] = true
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp == nil {
+			have[pod.Name] = true
+			continue
+		}
+		p.stop(pod.Name)
+		_ = p.c.Delete(ctx, pod, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID})
 	}
 	p.mu.Lock()
 	var gone []string

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 )
 
@@ -234,4 +235,41 @@ func TestRecoverPodDeletedAgain(t *testing.T) {
 	})
 	deletePod()
 	recovered(t, c, p, ns, 3, map[string]string{pod: old})
+}
+
+// TestRecoverPodTerminating: the recovering observer's pod is bound to a
+// node before the flow restarts it, so the restart's DELETE leaves it
+// terminating until the kubelet ends it, as in a real cluster. The same
+// state follows a manager stopped during that DELETE on an unbound pod:
+// the API server marks the pod deleted, then its request is canceled
+// before it removes it (TestRecoverManagerRestarted, now and then). The
+// flow waits for the pod to go and still ends.
+func TestRecoverPodTerminating(t *testing.T) {
+	c, ns, p := setup(t, 185)
+	ob := newCluster(t, c, ns, obv1.OBZoneSpec{Name: "z1"}, obv1.OBZoneSpec{Name: "z2"}, obv1.OBZoneSpec{Name: "z3"})
+	pod := build.PodName(ob, "z3", 0)
+	old := addressOf(t, c, ns, pod)
+	before := &corev1.Pod{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: pod}, before); err != nil {
+		t.Fatal(err)
+	}
+	loseStore(t, c, ns, pod)
+	// The empty observer's pod, bound well before the lease runs out and
+	// the flow restarts it.
+	again := &corev1.Pod{}
+	eventually(t, "the pod on a new claim", func() (bool, string) {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: pod}, again); err != nil {
+			return false, err.Error()
+		}
+		return again.UID != before.UID && workload.IsReady(again), string(again.UID)
+	})
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}
+	if err := c.SubResource("binding").Create(t.Context(), again, binding); err != nil {
+		t.Fatal(err)
+	}
+	recovered(t, c, p, ns, 3, map[string]string{pod: old})
+	if n := p.statements("ADD SERVER"); n != 1 {
+		t.Errorf("%d ADD SERVER statements, want 1", n)
+	}
 }
