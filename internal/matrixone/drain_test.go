@@ -515,17 +515,7 @@ func TestCNRestartDrainsFirst(t *testing.T) {
 func TestCNRollingRestartAbortedGoesOnWhereItWas(t *testing.T) {
 	c, ns, admin, _ := readyCNs(t, 2, time.Hour)
 	cn0 := wire.StoreID(ns, "cn-0")
-	admin.setSessions(cn0, 1)
-	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
-	sts.Status.UpdateRevision = "c2"
-	if err := c.Status().Update(t.Context(), sts); err != nil {
-		t.Fatal(err)
-	}
-	cn := func() framework.Object { return cnSet(t, c, ns) }
-	eventually(t, "cn-0 draining", func() (bool, string) {
-		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
-	})
-	first := inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	first := restartDrainingCN0(t, c, ns, admin)
 	started := get2(t, c, ns, "cn-0", &corev1.Pod{}).Annotations[matrixone.AnnotationDrainStarted]
 	time.Sleep(time.Second) // a second rolling restart starts in another second: its startedAt tells them apart
 	rescue(t, c, cnSet(t, c, ns), commonv1.RescueAbort)
@@ -553,17 +543,8 @@ func TestCNRollingRestartAbortedGoesOnWhereItWas(t *testing.T) {
 func TestCNScaleInInterruptsARollingRestart(t *testing.T) {
 	c, ns, admin, _ := readyCNs(t, 3, time.Hour)
 	cn0 := wire.StoreID(ns, "cn-0")
-	admin.setSessions(cn0, 1)
-	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
-	sts.Status.UpdateRevision = "c2"
-	if err := c.Status().Update(t.Context(), sts); err != nil {
-		t.Fatal(err)
-	}
 	cn := func() framework.Object { return cnSet(t, c, ns) }
-	eventually(t, "cn-0 draining for its restart", func() (bool, string) {
-		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
-	})
-	inStep(t, "the rolling restart", cn, "rolling-restart", "restart-stale-stores")
+	restartDrainingCN0(t, c, ns, admin)
 	scaleCNs(t, c, ns, 2)
 	eventually(t, "the scale-in released cn-2", func() (bool, string) {
 		got := stsReplicas(t, c, ns)
@@ -585,4 +566,21 @@ func TestCNScaleInInterruptsARollingRestart(t *testing.T) {
 	if n := countEvents(t, c, ns, mov1.EventDraining, "Draining cn-0:"); n != 1 {
 		t.Errorf("cn-0's drain started %d times", n)
 	}
+}
+
+// restartDrainingCN0 makes every CN stale (a new revision, c2) while cn-0
+// holds a session, and returns the rolling restart once it drains cn-0.
+func restartDrainingCN0(t *testing.T, c client.Client, ns string, admin *fakeAdmin) *commonv1.Operation {
+	t.Helper()
+	cn0 := wire.StoreID(ns, "cn-0")
+	admin.setSessions(cn0, 1)
+	sts := get2(t, c, ns, "cn", &appsv1.StatefulSet{})
+	sts.Status.UpdateRevision = "c2"
+	if err := c.Status().Update(t.Context(), sts); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cn-0 draining for its restart", func() (bool, string) {
+		return admin.workState(cn0) == wire.WorkStateDraining, admin.workState(cn0)
+	})
+	return inStep(t, "the rolling restart", func() framework.Object { return cnSet(t, c, ns) }, "rolling-restart", "restart-stale-stores")
 }

@@ -25,20 +25,7 @@ import (
 // is down too; once the others are up its new UUID is recorded, then its
 // volume claim and pod are deleted; the new store shows in status.
 func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testing.T) {
-	c, ns, probe := setup(t)
-	sharedClaim(t, c, ns)
-	l := newLogSet(ns)
-	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: 30 * time.Second}
-	if err := c.Create(t.Context(), l); err != nil {
-		t.Fatal(err)
-	}
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
-	runPods(t, c, sts, "r1")
-	for _, pod := range pods {
-		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
-	}
-	probe.set(healthyView(ns, pods...))
+	c, ns, probe, l, sts := runningLogSet(t, 30*time.Second)
 	testenv.Eventually(t, "StoresHealthy, and the bootstrap recorded for mo-agent", func() (bool, string) {
 		stores := &corev1.ConfigMap{}
 		got := condition(logSet(t, c, ns), mov1.ConditionStoresHealthy)
@@ -153,20 +140,7 @@ func unready(t *testing.T, c client.Client, ns, name string, d time.Duration) {
 // it is to be replaced the restart is interrupted and the replacement goes
 // first.
 func TestLogSetReplacementInterruptsARollingRestart(t *testing.T) {
-	c, ns, probe := setup(t)
-	sharedClaim(t, c, ns)
-	l := newLogSet(ns)
-	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: 30 * time.Second}
-	if err := c.Create(t.Context(), l); err != nil {
-		t.Fatal(err)
-	}
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
-	runPods(t, c, sts, "r1")
-	for _, pod := range pods {
-		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
-	}
-	probe.set(healthyView(ns, pods...))
+	c, ns, probe, _, sts := runningLogSet(t, 30*time.Second)
 	testenv.Eventually(t, "the LogSet Ready", func() (bool, string) {
 		got := condition(logSet(t, c, ns), "Ready")
 		return strings.HasPrefix(got, "True"), got
@@ -208,20 +182,7 @@ func TestLogSetReplacementInterruptsARollingRestart(t *testing.T) {
 // wait for the new store, and no replacement starts again for a pod that
 // has not failed.
 func TestLogSetReplaceStoreResumesFromStatus(t *testing.T) {
-	c, ns, probe := setup(t)
-	sharedClaim(t, c, ns)
-	l := newLogSet(ns)
-	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: time.Hour}
-	if err := c.Create(t.Context(), l); err != nil {
-		t.Fatal(err)
-	}
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
-	runPods(t, c, sts, "r1")
-	for _, pod := range pods {
-		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
-	}
-	probe.set(healthyView(ns, pods...))
+	c, ns, probe, l, _ := runningLogSet(t, time.Hour)
 	lf := func() framework.Object { return logSet(t, c, ns) }
 	testenv.Eventually(t, "the LogSet Ready", func() (bool, string) {
 		got := condition(logSet(t, c, ns), framework.ConditionReady)
@@ -277,4 +238,26 @@ func TestLogSetReplaceStoreResumesFromStatus(t *testing.T) {
 	if op := logSet(t, c, ns).Status.Operation; op.Phase != commonv1.PhaseAborted || !op.StartedAt.Equal(&since) {
 		t.Errorf("after the abort: %s", operation(logSet(t, c, ns)))
 	}
+}
+
+// runningLogSet creates a LogSet whose stores fail after storeFailureTimeout,
+// with its shared claim, and runs its pods (revision r1) on their claims,
+// every store up in HAKeeper's view.
+func runningLogSet(t *testing.T, storeFailureTimeout time.Duration) (client.Client, string, *fakeProbe, *mov1.LogSet, *appsv1.StatefulSet) {
+	t.Helper()
+	c, ns, probe := setup(t)
+	sharedClaim(t, c, ns)
+	l := newLogSet(ns)
+	l.Spec.StoreFailureTimeout = &metav1.Duration{Duration: storeFailureTimeout}
+	if err := c.Create(t.Context(), l); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "not yet" })
+	runPods(t, c, sts, "r1")
+	for _, pod := range pods {
+		createClaim(t, c, ns, build.DataVolume+"-"+pod, corev1.ReadWriteOnce)
+	}
+	probe.set(healthyView(ns, pods...))
+	return c, ns, probe, l, sts
 }
