@@ -6,9 +6,20 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
 	"github.com/stewardhq/steward/internal/systems"
 )
@@ -149,4 +160,225 @@ func newHTTPClient(timeout time.Duration) *http.Client {
 			DisableCompression:  true,
 		},
 	}
+}
+
+// Cluster is the kind the umbrella's controller reconciles.
+type Cluster = mov1.MatrixOneCluster
+
+// ClusterContext is the framework's pass context of a MatrixOneCluster.
+type ClusterContext = framework.Context[*Cluster]
+
+// ClusterController is the MatrixOneCluster actor. It makes the cluster's
+// sets and passes each a change only when the sets before it in the
+// rollout order are Ready: log service, CN groups, TN, proxy. The sets'
+// own controllers do the rest (a LogSet restarts its stores one at a time
+// behind the majority guard, a CNSet drains its CNs first), so the order
+// is the whole cluster's: log stores first, as everything depends on
+// them; then the CNs, which drain (their sessions move through the
+// proxy) and come back on the new configuration while the TN, which
+// every write needs, still runs the old one and serves; then the TN, its
+// one store restarted with the CNs already current; the proxy last, as
+// its restart cuts every session it carries.
+type ClusterController struct{}
+
+// NewClusterController returns the MatrixOneCluster controller.
+func NewClusterController() *ClusterController { return &ClusterController{} }
+
+func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
+	_, err := framework.Setup(mgr, framework.Options[*Cluster, framework.Nothing]{
+		Actor:          c,
+		App:            build.App,
+		PartOf:         build.PartOf,
+		Owns:           []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
+		Resync:         opts.Resync,
+		ResyncNotReady: opts.ResyncNotReady,
+	})
+	return err
+}
+
+// Default applies the cluster's defaults; the webhook calls it too.
+func (*ClusterController) Default(c *Cluster) { mov1.DefaultMatrixOneCluster(c) }
+
+// Validate checks the image and each role's pods as its set would
+// (validateRole), the shared storage (validateSharedStorage), the
+// durations (not negative), the root password Secret's name, the CN
+// groups' names (groupNameClashes), and shardReplicas within replicas.
+func (*ClusterController) Validate(c *Cluster) error {
+	spec := field.NewPath("spec")
+	errs := standard.ValidateImage(spec.Child("image"), c.Spec.Image)
+	errs = append(errs, validateRole(spec.Child("logService"), build.RoleLog, &c.Spec.LogService.RoleSpec)...)
+	errs = append(errs, standard.ValidateDuration(spec.Child("logService", "storeFailureTimeout"), c.Spec.LogService.StoreFailureTimeout)...)
+	errs = append(errs, validateRole(spec.Child("tn"), build.RoleTN, &c.Spec.TN.RoleSpec)...)
+	for i := range c.Spec.CNGroups {
+		group := spec.Child("cnGroups").Index(i)
+		errs = append(errs, validateRole(group, build.RoleCN, &c.Spec.CNGroups[i].RoleSpec)...)
+		errs = append(errs, standard.ValidateDuration(group.Child("drainTimeout"), c.Spec.CNGroups[i].DrainTimeout)...)
+	}
+	errs = append(errs, groupNameClashes(c)...)
+	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), c.Spec.RootPassword, "Secret")...)
+	errs = append(errs, validateRole(spec.Child("proxy"), build.RoleProxy, &c.Spec.Proxy.RoleSpec)...)
+	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), c.Spec.SharedStorage)...)
+	if l := c.Spec.LogService; l.Replicas > 0 && l.ShardReplicas > l.Replicas {
+		errs = append(errs, field.Invalid(spec.Child("logService", "shardReplicas"), l.ShardReplicas,
+			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Replicas)))
+	}
+	return errs.ToAggregate()
+}
+
+// set is one of the cluster's sets as a pass handles it.
+type set struct {
+	obj       framework.Object
+	component string
+	// spec returns the set's spec, for comparing the desired one with
+	// the live one.
+	spec func(framework.Object) any
+}
+
+// Declare runs on every pass: it applies the sets in rollout order, each
+// new set at once (the sets wait for one another through their status)
+// and each change only when every set before it is Ready; it scales the
+// CN groups removed from the spec to zero (their CNs drain), then deletes
+// them; it sets the status and conditions. Observe needs nothing of it.
+func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, error) {
+	mc := ctx.Obj
+	sets := build.Sets(mc)
+	order := []set{{obj: sets.Log, component: build.ComponentClusterLog, spec: func(o framework.Object) any { return o.(*mov1.LogSet).Spec }}}
+	for _, cn := range sets.CNs {
+		order = append(order, set{obj: cn, component: build.ComponentClusterCN, spec: func(o framework.Object) any { return o.(*mov1.CNSet).Spec }})
+	}
+	order = append(order,
+		set{obj: sets.TN, component: build.ComponentClusterTN, spec: func(o framework.Object) any { return o.(*mov1.TNSet).Spec }},
+		set{obj: sets.Proxy, component: build.ComponentClusterProxy, spec: func(o framework.Object) any { return o.(*mov1.ProxySet).Spec }})
+
+	mc.Status.Sets = nil
+	held := ""
+	readySoFar := true
+	for _, s := range order {
+		st, waits, err := c.applyInOrder(ctx, s, readySoFar)
+		if err != nil {
+			return framework.Nothing{}, err
+		}
+		if waits && held == "" {
+			held = fmt.Sprintf("%s %s", st.Kind, st.Name)
+		}
+		readySoFar = readySoFar && st.Ready
+		mc.Status.Sets = append(mc.Status.Sets, st)
+	}
+	if err := c.retireGroups(ctx, sets); err != nil {
+		return framework.Nothing{}, err
+	}
+	mc.Status.SQLAddress = sets.Proxy.Status.SQLAddress
+	mc.Status.RootPasswordSecret = sets.Log.RootPasswordSecret()
+	c.setConditions(ctx, held)
+	return framework.Nothing{}, nil
+}
+
+// applyInOrder applies s when it is new, when its spec is the desired
+// one already, or when every set before it is Ready (readySoFar), and
+// returns its status, and whether a change to it waits (its status' reason
+// says so).
+func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar bool) (_ mov1.SetStatus, waits bool, _ error) {
+	kind := kindOf(s.obj)
+	st := mov1.SetStatus{Kind: kind, Name: s.obj.GetName()}
+	live := s.obj.DeepCopyObject().(framework.Object)
+	err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(s.obj), live)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return st, false, fmt.Errorf("get %s %s: %w", kind, s.obj.GetName(), err)
+	case !readySoFar && !equality.Semantic.DeepEqual(s.spec(live), s.spec(s.obj)):
+		// Held back: the live set keeps its spec until the sets before
+		// it are Ready.
+		st.Reason = "its change waits for the sets before it to be Ready"
+		return st, true, nil
+	}
+	if err := ctx.Apply(s.obj, s.component); err != nil {
+		return st, false, err
+	}
+	st.Ready, st.Reason = framework.IsReady(s.obj)
+	if !st.Ready {
+		if cond := meta.FindStatusCondition(s.obj.StatusCore().Conditions, framework.ConditionReady); cond != nil && cond.Message != "" {
+			st.Reason += ": " + cond.Message
+		}
+	}
+	return st, false, nil
+}
+
+// retireGroups scales each CNSet of a group no longer in the spec to zero
+// (its CNs drain before they go), and deletes it once it is Ready with no
+// CN.
+func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.ClusterSets) error {
+	list := &mov1.CNSetList{}
+	if err := ctx.Client.List(ctx, list, client.InNamespace(ctx.Obj.Namespace), client.MatchingLabels(ctx.Selector(build.ComponentClusterCN))); err != nil {
+		return fmt.Errorf("list the CN groups: %w", err)
+	}
+	kept := map[string]bool{}
+	for _, cn := range sets.CNs {
+		kept[cn.Name] = true
+	}
+	for i := range list.Items {
+		cn := &list.Items[i]
+		if kept[cn.Name] || !metav1.IsControlledBy(cn, ctx.Obj) || !cn.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if ready, _ := framework.IsReady(cn); ready && ptr.Deref(cn.Spec.Replicas, 1) == 0 && cn.Status.ReadyReplicas == 0 {
+			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, cn, client.Preconditions{UID: &cn.UID})); err != nil {
+				return fmt.Errorf("delete the retired CN group %s: %w", cn.Name, err)
+			}
+			ctx.Log.Info("Deleted a retired CN group", "cnset", cn.Name)
+			continue
+		}
+		retiring := &mov1.CNSet{ObjectMeta: metav1.ObjectMeta{Namespace: cn.Namespace, Name: cn.Name}, Spec: *cn.Spec.DeepCopy()}
+		retiring.Spec.Replicas = ptr.To[int32](0)
+		if err := ctx.Apply(retiring, build.ComponentClusterCN); err != nil {
+			return err
+		}
+		ctx.Obj.Status.Sets = append(ctx.Obj.Status.Sets, mov1.SetStatus{Kind: "CNSet", Name: cn.Name,
+			Reason: "retired from the spec: its CNs drain, then it is deleted"})
+	}
+	return nil
+}
+
+// setConditions sets Ready and Progressing from the sets' status: Ready
+// when every set is Ready at its generation and no change waits.
+func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
+	for _, s := range ctx.Obj.Status.Sets {
+		if s.Ready {
+			continue
+		}
+		message := fmt.Sprintf("%s %s: %s", s.Kind, s.Name, s.Reason)
+		reason := mov1.ReasonSetsNotReady
+		if held != "" {
+			reason, message = mov1.ReasonRollingOut, message+"; the change to "+held+" waits for it"
+		}
+		if neverReady(ctx.Obj) {
+			reason = commonv1.ReasonCreating
+		}
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+		ctx.SetReady(false, reason, message)
+		return
+	}
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, commonv1.ReasonStable, "")
+	ctx.SetReady(true, mov1.ReasonSetsReady, fmt.Sprintf("%d sets Ready", len(ctx.Obj.Status.Sets)))
+}
+
+// Observe has nothing to do: the sets act.
+func (*ClusterController) Observe(*ClusterContext, framework.Nothing) (framework.Action[*Cluster], error) {
+	return nil, nil
+}
+
+// Finalize has nothing to clean: owner references take the sets, whose
+// controllers apply their volumes' reclaim policies.
+func (*ClusterController) Finalize(*ClusterContext) (bool, error) { return true, nil }
+
+func kindOf(obj framework.Object) string {
+	switch obj.(type) {
+	case *mov1.LogSet:
+		return "LogSet"
+	case *mov1.TNSet:
+		return "TNSet"
+	case *mov1.CNSet:
+		return "CNSet"
+	}
+	return "ProxySet"
 }

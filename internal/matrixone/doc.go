@@ -6,4 +6,23 @@
 // They run the image images/matrixone, observe HAKeeper through mo-agent's
 // probe in the log pods (package hakeeper) and build their children with
 // package build. docs/matrixone.md has the design.
+//
+// One package, a file per actor, as OceanBase's (the sets share the
+// HAKeeper views, the drain and the stores' status):
+//   - controller.go: Options, System and Setup (every kind's controller),
+//     and the MatrixOneCluster actor, the kind the system is named for;
+//   - logset.go, logset_status.go: the LogSet actor, and its status and
+//     conditions from what Declare observed;
+//   - storeset.go: the TNSet, CNSet and ProxySet actor (one generic actor,
+//     the kinds told apart in kinds.go), its status and conditions;
+//   - scale.go, restart.go, logset_replace.go: the task flows (a CN
+//     scale-in; every set's rolling restart; a failed log store's
+//     replacement), each with its helpers; no code outside a flow's file
+//     names its steps;
+//   - drain.go: a CN's drain, which the scale-in and the rolling restart
+//     run, recorded on its pod;
+//   - sets.go, views.go: what the sets share: the pods' and shared
+//     storage's validation, a revision pending, the claims' reclaim, and
+//     HAKeeper's view of the stores read through the log pods;
+//   - webhook.go: every kind's admission.
 package matrixone
