@@ -474,3 +474,9 @@ func (c *Controller) recoverMembers(ctx *Context, e *ensemble) ([]int, error) {
 	}
 	return build.IDs(e.replicas(zk)), nil
 }
+
+// needsScale reports whether membership or the StatefulSet's size differs
+// from spec.replicas.
+func needsScale(want, stsReplicas int32, members []int) bool {
+	return stsReplicas != want || !slices.Equal(members, build.IDs(want))
+}

@@ -7,10 +7,12 @@
 //     children on every pass (flows included) and observes the ensemble
 //     once, and Observe, which starts a flow when membership or a server's
 //     revision differs from the spec;
-//   - status.go: observing the ensemble (the pods, and each server's
+//   - observe.go: observing the ensemble (the pods, and each server's
 //     AdminServer stat and voting view, gathered concurrently with a
-//     deadline) into status and the Available, Progressing and Ready
-//     conditions;
+//     deadline) into the ensemble Declare returns; it writes no status;
+//   - status.go: status written from that observation, and one setter per
+//     condition (Available, Progressing, Ready);
+//   - webhook.go: admission (defaults, validation, the children dry-run);
 //   - scale.go: the scale flow, membership changed one dynamic
 //     reconfiguration at a time, never below a serving quorum;
 //   - restart.go: the rolling-restart flow, followers first, the leader
