@@ -4,8 +4,11 @@
 // The controller's files split by concern:
 //   - controller.go: options, setup, Default, Validate, Declare (the
 //     children, the managed etcd first, then the instances) and Observe;
-//   - status.go: the instances' pods into status and the Available,
-//     Progressing and Ready conditions;
+//   - observe.go: what Declare observes (cluster, which it returns to
+//     Observe and the steps): the etcd's and the instances' StatefulSets,
+//     pods, gpfdist Services and answers; it writes no status;
+//   - status.go: status written from that observation, and one setter per
+//     condition (Available; Progressing and Ready, from one verdict);
 //   - serving.go: each instance asked ListJobs in the background, the
 //     pods' serving condition (their readiness gate) and status.jobs;
 //   - scale.go: the scale-in flow (jobs stopped, instances removed, jobs
