@@ -7,18 +7,6 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// Reasons of the MatrixOneCluster's conditions.
-const (
-	// ReasonSetsNotReady: a set the cluster made is not Ready (the message
-	// names the first, in the rollout order, and why).
-	ReasonSetsNotReady = "SetsNotReady"
-	// ReasonRollingOut: a change waits for the sets before it in the
-	// rollout order (log service, CN groups, TN, proxy) to be Ready.
-	ReasonRollingOut = "RollingOut"
-	// ReasonSetsReady: every set is Ready at its generation.
-	ReasonSetsReady = "SetsReady"
-)
-
 // MatrixOneClusterSpec is a whole MatrixOne cluster: a log service, a TN,
 // groups of CNs and a proxy, made as a LogSet, a TNSet, CNSets and a
 // ProxySet that the cluster owns. A change reaches the sets one at a

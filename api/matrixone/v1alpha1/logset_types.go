@@ -6,26 +6,6 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// Reasons of the LogSet's Available, Progressing and Ready conditions, next
-// to the shared ones in api/common/v1alpha1 (Creating, Restarting, Stable,
-// NoLeader).
-const (
-	// ReasonHAKeeperUnreachable: no log pod's probe could read HAKeeper's
-	// view (no store up yet, or HAKeeper without a quorum).
-	ReasonHAKeeperUnreachable = "HAKeeperUnreachable"
-	// ReasonBootstrapping: HAKeeper runs but has not finished creating the
-	// log shards.
-	ReasonBootstrapping = "Bootstrapping"
-	// ReasonStoresDown: a store of the set is down or unknown to HAKeeper.
-	ReasonStoresDown = "StoresDown"
-	// ReasonShardsLed: HAKeeper runs and every log shard has a leader
-	// (Available=True).
-	ReasonShardsLed = "ShardsLed"
-	// ReasonWaitingForSharedStorage: the shared filesystem claim does not
-	// exist yet.
-	ReasonWaitingForSharedStorage = "WaitingForSharedStorage"
-)
-
 // ConditionStoresHealthy says whether every log store is up, and when one
 // is not, what happens to it: it is down (StoreDown), replaced once down
 // for spec.storeFailureTimeout, or not replaced and why
@@ -33,41 +13,6 @@ const (
 // shard runs fewer replicas than it should (ReplicasMissing: HAKeeper has
 // yet to put them on a store that replaced a failed one).
 const ConditionStoresHealthy = "StoresHealthy"
-
-// Reasons of the StoresHealthy condition.
-const (
-	// ReasonAllStoresUp: every store's pod is ready and HAKeeper hears from
-	// its store (StoresHealthy=True).
-	ReasonAllStoresUp = "AllStoresUp"
-	// ReasonStoreDown: a store is down, for less than
-	// spec.storeFailureTimeout.
-	ReasonStoreDown = "StoreDown"
-	// ReasonReplacementBlocked: a store has been down for
-	// spec.storeFailureTimeout but replacing it now would not be safe; the
-	// message says why.
-	ReasonReplacementBlocked = "ReplacementBlocked"
-	// ReasonReplacementDisabled: a store has been down for long, and
-	// spec.storeFailureTimeout is 0.
-	ReasonReplacementDisabled = "ReplacementDisabled"
-	// ReasonReplicasMissing: every store is up, but a shard runs fewer
-	// replicas than it should (a replaced store not yet given the failed
-	// one's by HAKeeper, or a restarted one not yet reporting them); also
-	// Ready's reason then.
-	ReasonReplicasMissing = "ReplicasMissing"
-)
-
-// Reasons of the Events the LogSet controller records.
-const (
-	// EventStoreRestarted: a log store's pod was deleted to restart it onto
-	// the latest revision.
-	EventStoreRestarted = "StoreRestarted"
-	// EventStoreReplaced: a failed log store's volume claim and pod were
-	// deleted, so that its pod comes back as a new store.
-	EventStoreReplaced = "StoreReplaced"
-	// EventSharedClaimCreated: the LogSet made the shared filesystem claim
-	// its spec sizes.
-	EventSharedClaimCreated = "SharedClaimCreated"
-)
 
 // LogSetSpec is the desired state of a MatrixOne log service: HAKeeper and
 // the log shards, on replicas log stores.

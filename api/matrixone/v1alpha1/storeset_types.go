@@ -7,34 +7,6 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// Reasons of the TNSet's, CNSet's and ProxySet's conditions, next to the
-// LogSet's and the shared ones.
-const (
-	// ReasonWaitingForTN: HAKeeper hears from no TN store yet; a CN
-	// started before one gives up after 30 s.
-	ReasonWaitingForTN = "WaitingForTN"
-	// ReasonStoresServing: the set's stores are up (Available=True).
-	ReasonStoresServing = "StoresServing"
-	// ReasonDraining: CNs that leave the set (scale-in) or restart are
-	// draining: the proxy moves their sessions to the other CNs.
-	ReasonDraining = "Draining"
-)
-
-// Reasons of the Events the store set controllers record, next to
-// EventStoreRestarted.
-const (
-	// EventDraining: a CN was set draining before it leaves or restarts.
-	EventDraining = "Draining"
-	// EventDrained: a draining CN holds no session any more.
-	EventDrained = "Drained"
-	// EventDrainTimedOut: a CN still held sessions at spec.drainTimeout
-	// and leaves or restarts anyway; those sessions are cut.
-	EventDrainTimedOut = "DrainTimedOut"
-	// EventUndrained: a CN HAKeeper had as draining, which the set keeps
-	// (after its restart, or a scale-in undone), was set working again.
-	EventUndrained = "Undrained"
-)
-
 // TNSetSpec is the desired state of MatrixOne's transaction node: one TN
 // store, which commits transactions to the log service and writes table
 // data to the shared storage.

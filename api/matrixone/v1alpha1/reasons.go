@@ -1,0 +1,101 @@
+package v1alpha1
+
+// Reasons that only MatrixOne's kinds use, next to the shared ones in
+// api/common. Users read them in status.conditions, in kubectl get's Reason
+// column and in kubectl get events; docs/matrixone.md says what each means.
+// They are API: renaming one breaks whoever matches on it.
+
+// Reasons of the MatrixOneCluster's conditions.
+const (
+	// ReasonSetsNotReady: a set the cluster made is not Ready (the message
+	// names the first, in the rollout order, and why).
+	ReasonSetsNotReady = "SetsNotReady"
+	// ReasonRollingOut: a change waits for the sets before it in the
+	// rollout order (log service, CN groups, TN, proxy) to be Ready.
+	ReasonRollingOut = "RollingOut"
+	// ReasonSetsReady: every set is Ready at its generation.
+	ReasonSetsReady = "SetsReady"
+)
+
+// Reasons of the LogSet's Available, Progressing and Ready conditions, next
+// to the shared ones in api/common/v1alpha1 (Creating, Restarting, Stable,
+// NoLeader).
+const (
+	// ReasonHAKeeperUnreachable: no log pod's probe could read HAKeeper's
+	// view (no store up yet, or HAKeeper without a quorum).
+	ReasonHAKeeperUnreachable = "HAKeeperUnreachable"
+	// ReasonBootstrapping: HAKeeper runs but has not finished creating the
+	// log shards.
+	ReasonBootstrapping = "Bootstrapping"
+	// ReasonStoresDown: a store of the set is down or unknown to HAKeeper.
+	ReasonStoresDown = "StoresDown"
+	// ReasonShardsLed: HAKeeper runs and every log shard has a leader
+	// (Available=True).
+	ReasonShardsLed = "ShardsLed"
+	// ReasonWaitingForSharedStorage: the shared filesystem claim does not
+	// exist yet.
+	ReasonWaitingForSharedStorage = "WaitingForSharedStorage"
+)
+
+// Reasons of the StoresHealthy condition.
+const (
+	// ReasonAllStoresUp: every store's pod is ready and HAKeeper hears from
+	// its store (StoresHealthy=True).
+	ReasonAllStoresUp = "AllStoresUp"
+	// ReasonStoreDown: a store is down, for less than
+	// spec.storeFailureTimeout.
+	ReasonStoreDown = "StoreDown"
+	// ReasonReplacementBlocked: a store has been down for
+	// spec.storeFailureTimeout but replacing it now would not be safe; the
+	// message says why.
+	ReasonReplacementBlocked = "ReplacementBlocked"
+	// ReasonReplacementDisabled: a store has been down for long, and
+	// spec.storeFailureTimeout is 0.
+	ReasonReplacementDisabled = "ReplacementDisabled"
+	// ReasonReplicasMissing: every store is up, but a shard runs fewer
+	// replicas than it should (a replaced store not yet given the failed
+	// one's by HAKeeper, or a restarted one not yet reporting them); also
+	// Ready's reason then.
+	ReasonReplicasMissing = "ReplicasMissing"
+)
+
+// Reasons of the Events the LogSet controller records.
+const (
+	// EventStoreRestarted: a log store's pod was deleted to restart it onto
+	// the latest revision.
+	EventStoreRestarted = "StoreRestarted"
+	// EventStoreReplaced: a failed log store's volume claim and pod were
+	// deleted, so that its pod comes back as a new store.
+	EventStoreReplaced = "StoreReplaced"
+	// EventSharedClaimCreated: the LogSet made the shared filesystem claim
+	// its spec sizes.
+	EventSharedClaimCreated = "SharedClaimCreated"
+)
+
+// Reasons of the TNSet's, CNSet's and ProxySet's conditions, next to the
+// LogSet's and the shared ones.
+const (
+	// ReasonWaitingForTN: HAKeeper hears from no TN store yet; a CN
+	// started before one gives up after 30 s.
+	ReasonWaitingForTN = "WaitingForTN"
+	// ReasonStoresServing: the set's stores are up (Available=True).
+	ReasonStoresServing = "StoresServing"
+	// ReasonDraining: CNs that leave the set (scale-in) or restart are
+	// draining: the proxy moves their sessions to the other CNs.
+	ReasonDraining = "Draining"
+)
+
+// Reasons of the Events the store set controllers record, next to
+// EventStoreRestarted.
+const (
+	// EventDraining: a CN was set draining before it leaves or restarts.
+	EventDraining = "Draining"
+	// EventDrained: a draining CN holds no session any more.
+	EventDrained = "Drained"
+	// EventDrainTimedOut: a CN still held sessions at spec.drainTimeout
+	// and leaves or restarts anyway; those sessions are cut.
+	EventDrainTimedOut = "DrainTimedOut"
+	// EventUndrained: a CN HAKeeper had as draining, which the set keeps
+	// (after its restart, or a scale-in undone), was set working again.
+	EventUndrained = "Undrained"
+)
