@@ -16,13 +16,14 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Flow and step names, persisted in status.operation.
+// The bootstrap flow and its steps, persisted in status.operation (a
+// step's earlier names are in its Was).
 const (
 	flowBootstrap     = "bootstrap"
-	stepBootstrap     = "Bootstrap"
-	stepCreateUsers   = "CreateUsers"
-	stepAddServers    = "AddServers"
-	stepSetParameters = "SetParameters"
+	stepBootstrap     = "bootstrap-first-observers"
+	stepCreateUsers   = "create-users"
+	stepAddServers    = "add-servers"
+	stepSetParameters = "set-parameters"
 	operatorUser      = "operator"
 	rootUser          = "root"
 	bootstrapTimeout  = 30 * time.Minute
@@ -35,10 +36,10 @@ func (c *Controller) bootstrapFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowBootstrap,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepBootstrap, Run: c.runBootstrap},
-			{Name: stepCreateUsers, Run: c.createUsers},
-			{Name: stepAddServers, Run: c.addServersStep},
-			{Name: stepSetParameters, Run: c.setParametersStep},
+			{Name: stepBootstrap, Was: []string{"Bootstrap"}, Run: c.runBootstrap},
+			{Name: stepCreateUsers, Was: []string{"CreateUsers"}, Run: c.createUsers},
+			{Name: stepAddServers, Was: []string{"AddServers"}, Run: c.addServersStep},
+			{Name: stepSetParameters, Was: []string{"SetParameters"}, Run: c.setParametersStep},
 		},
 		MaxAttempts: 20,
 	}

@@ -168,7 +168,7 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 		return nil, err
 	}
 	for _, zone := range ob.Spec.Zones {
-		replicas := cl.replicas(zone, ctx.Operation())
+		replicas := cl.replicas(ob, zone, ctx.Operation())
 		for i := range int(replicas) {
 			if err := ctx.Apply(build.ServerService(ob, zone.Name, i), build.ComponentServer); err != nil {
 				return nil, err

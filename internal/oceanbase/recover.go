@@ -19,15 +19,16 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Recover flow and steps.
+// The recover flow and its steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
 	flowRecover          = "recover"
-	stepRecordLost       = "RecordLostServers"
-	stepReaddress        = "Readdress"
-	stepAddReplacements  = "AddReplacements"
-	stepWaitReplacements = "WaitReplacementsServing"
-	stepDeleteLost       = "DeleteLostServers"
-	stepWaitLostDeleted  = "WaitLostServersDeleted"
+	stepRecordLost       = "record-lost-servers"
+	stepReaddress        = "readdress-observers"
+	stepAddReplacements  = "add-replacements"
+	stepWaitReplacements = "wait-replacements-serving"
+	stepDeleteLost       = "delete-lost-servers"
+	stepWaitLostDeleted  = "wait-lost-servers-deleted"
 )
 
 // StoreClaimAnnotation on an observer's Service is the UID of the volume
@@ -55,12 +56,12 @@ func (c *Controller) recoverFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRecover,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepRecordLost, Run: c.recordLost},
-			{Name: stepReaddress, Run: c.readdress},
-			{Name: stepAddReplacements, Run: c.addReplacements},
-			{Name: stepWaitReplacements, Run: c.waitReplacements},
-			{Name: stepDeleteLost, Run: c.deleteLost},
-			{Name: stepWaitLostDeleted, Run: c.waitLostDeleted},
+			{Name: stepRecordLost, Was: []string{"RecordLostServers"}, Run: c.recordLost},
+			{Name: stepReaddress, Was: []string{"Readdress"}, Run: c.readdress},
+			{Name: stepAddReplacements, Was: []string{"AddReplacements"}, Run: c.addReplacements},
+			{Name: stepWaitReplacements, Was: []string{"WaitReplacementsServing"}, Run: c.waitReplacements},
+			{Name: stepDeleteLost, Was: []string{"DeleteLostServers"}, Run: c.deleteLost},
+			{Name: stepWaitLostDeleted, Was: []string{"WaitLostServersDeleted"}, Run: c.waitLostDeleted},
 		},
 		MaxAttempts: 10,
 	}

@@ -8,19 +8,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Scale-in flow and steps.
+// The scale-in flow and its steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
-	flowScaleIn       = "scale-in"
-	stepDeleteServers = "DeleteServers"
-	stepWaitDeleted   = "WaitServersDeleted"
-	stepShrink        = "Shrink"
+	flowScaleIn         = "scale-in"
+	stepDeleteServers   = "delete-servers"
+	stepWaitDeleted     = "wait-servers-deleted"
+	stepRemoveObservers = "remove-observers"
 )
 
 func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods, ", ") }
@@ -89,9 +92,11 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowScaleIn,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepDeleteServers, Run: c.deleteServers},
-			{Name: stepWaitDeleted, Run: c.waitServersDeleted},
-			{Name: stepShrink, Run: c.shrink},
+			{Name: stepDeleteServers, Was: []string{"DeleteServers"}, Run: c.deleteServers},
+			{Name: stepWaitDeleted, Was: []string{"WaitServersDeleted"}, Run: c.waitServersDeleted},
+			// Named "Shrink" while Declare shrank the StatefulSets on seeing
+			// it run; it holds them now (status.operation.held).
+			{Name: stepRemoveObservers, Was: []string{"Shrink"}, Run: c.removeObservers},
 		},
 		MaxAttempts: 10,
 	}
@@ -142,16 +147,36 @@ func (c *Controller) waitServersDeleted(ctx *Context, seen *cluster) (bool, erro
 	return len(waiting) == 0, nil
 }
 
-// shrink waits for the departed pods to go (Declare applies the spec's
-// replicas while this step runs) and deletes their volume claims.
-func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
-	ob := ctx.Obj
+// removeObservers releases the departing observers, whose servers
+// OceanBase has let go by now: it holds each zone's StatefulSet that has
+// more observers than the zone's replicas at the replicas
+// (status.operation.held), which Declare applies, and once the cache shows
+// the StatefulSet at that size and the departed pods are gone, deletes
+// their volume claims. Done then: after the flow Declare keeps the size
+// the cache shows. A claim is deleted only once the StatefulSet no longer
+// asks for its pod, or the StatefulSet would create the pod again on a new
+// claim.
+func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
+	ob, op := ctx.Obj, ctx.Operation()
 	done := true
 	for _, z := range ob.Spec.Zones {
+		name, size := build.StatefulSetName(ob, z.Name), int32(0)
+		if sts := cl.sets[z.Name]; sts != nil {
+			size = ptr.Deref(sts.Spec.Replicas, 0)
+		}
+		// A zone held already is held again: at the spec's replicas of
+		// this run, should they have changed since.
+		if _, held := op.HeldReplicas(name); held || size > z.Replicas {
+			op.Hold(name, z.Replicas)
+		}
 		for o := range cl.pods[z.Name] {
 			if o >= int(z.Replicas) {
 				done = false
 			}
+		}
+		if size > z.Replicas {
+			done = false
+			continue
 		}
 		claims, err := zoneSet(ob, z.Name).Claims(ctx, ctx.Client)
 		if err != nil {
@@ -163,8 +188,8 @@ func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		for _, name := range deleted {
-			ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", name)
+		for _, claim := range deleted {
+			ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", claim)
 		}
 	}
 	return done, nil

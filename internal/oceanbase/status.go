@@ -72,19 +72,20 @@ func (cl *cluster) addr(pod string) string {
 }
 
 // replicas is the number of observers zone's StatefulSet should have:
-// the spec's, except that it keeps its current, larger number until a
-// scale-in has deleted the departing servers from OceanBase.
-func (cl *cluster) replicas(zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+// what a running or failed flow holds it at (status.operation.held: a
+// scale-in's remove-observers step, once OceanBase has let the departing
+// servers go), but never fewer than the spec's; without a hold, the spec's,
+// except that a StatefulSet with more keeps them, as their servers may be
+// in OceanBase still.
+func (cl *cluster) replicas(ob *Cluster, zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+	if held, ok := op.HeldReplicas(build.StatefulSetName(ob, zone.Name)); ok {
+		return max(held, zone.Replicas)
+	}
 	sts := cl.sets[zone.Name]
 	if sts == nil {
 		return zone.Replicas
 	}
-	current := ptr.Deref(sts.Spec.Replicas, 0)
-	shrinking := op != nil && op.Name == flowScaleIn && op.Phase.Active() && op.Step == stepShrink
-	if current <= zone.Replicas || shrinking {
-		return zone.Replicas
-	}
-	return current
+	return max(ptr.Deref(sts.Spec.Replicas, 0), zone.Replicas)
 }
 
 // seedsReady reports whether the first observer of every zone is ready

@@ -16,15 +16,16 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Tenant flows and their steps, persisted in status.operation.
+// Tenant flows and their steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
 	flowCreateTenant      = "create"
-	stepCreateUnitConfig  = "CreateUnitConfig"
-	stepCreatePools       = "CreatePools"
-	stepCreateTenant      = "CreateTenant"
-	stepSetRootPassword   = "SetRootPassword"
+	stepCreateUnitConfig  = "create-unit-config"
+	stepCreatePools       = "create-pools"
+	stepCreateTenant      = "create-tenant"
+	stepSetRootPassword   = "set-root-password"
 	flowTenantZones       = "zones"
-	stepChangeZones       = "ChangeZones"
+	stepChangeZones       = "change-zones"
 	allowlistVariable     = "ob_tcp_invited_nodes"
 	tenantFlowMaxAttempts = 10
 )
@@ -39,10 +40,10 @@ func (c *TenantController) createFlow() framework.Flow[*Tenant, *tenantState] {
 	return framework.Flow[*Tenant, *tenantState]{
 		Name: flowCreateTenant,
 		Steps: []framework.Step[*Tenant, *tenantState]{
-			{Name: stepCreateUnitConfig, Run: c.createUnitConfig},
-			{Name: stepCreatePools, Run: c.createPools},
-			{Name: stepCreateTenant, Run: c.createTenant},
-			{Name: stepSetRootPassword, Run: c.setRootPassword},
+			{Name: stepCreateUnitConfig, Was: []string{"CreateUnitConfig"}, Run: c.createUnitConfig},
+			{Name: stepCreatePools, Was: []string{"CreatePools"}, Run: c.createPools},
+			{Name: stepCreateTenant, Was: []string{"CreateTenant"}, Run: c.createTenant},
+			{Name: stepSetRootPassword, Was: []string{"SetRootPassword"}, Run: c.setRootPassword},
 		},
 		MaxAttempts: tenantFlowMaxAttempts,
 	}
@@ -168,7 +169,7 @@ func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenantState
 func (c *TenantController) zonesFlow() framework.Flow[*Tenant, *tenantState] {
 	return framework.Flow[*Tenant, *tenantState]{
 		Name:        flowTenantZones,
-		Steps:       []framework.Step[*Tenant, *tenantState]{{Name: stepChangeZones, Run: c.changeZones}},
+		Steps:       []framework.Step[*Tenant, *tenantState]{{Name: stepChangeZones, Was: []string{"ChangeZones"}, Run: c.changeZones}},
 		MaxAttempts: tenantFlowMaxAttempts,
 	}
 }

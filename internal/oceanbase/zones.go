@@ -21,21 +21,22 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Zone flows and their steps, persisted in status.operation.
+// Zone flows and their steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
-	flowAddZone           = "add-zone"
-	stepAddZones          = "AddZones"
-	stepAddZoneServers    = "AddZoneServers"
-	stepExtendSysTenant   = "ExtendSysTenant"
-	flowRemoveZone        = "remove-zone"
-	stepShrinkSysTenant   = "ShrinkSysTenant"
-	stepWaitTenantsLeave  = "WaitTenantsLeave"
-	stepStopZones         = "StopZones"
-	stepDeleteZoneServers = "DeleteZoneServers"
-	stepDeleteZones       = "DeleteZones"
-	stepRemoveZoneSets    = "RemoveZoneSets"
-	sysTenant             = "sys"
-	zoneFlowMaxAttempts   = 10
+	flowAddZone            = "add-zone"
+	stepAddZones           = "add-zones"
+	stepAddZoneServers     = "add-zone-servers"
+	stepExtendSysTenant    = "extend-sys-tenant"
+	flowRemoveZone         = "remove-zone"
+	stepShrinkSysTenant    = "shrink-sys-tenant"
+	stepWaitTenantsLeave   = "wait-tenants-leave"
+	stepStopZones          = "stop-zones"
+	stepDeleteZoneServers  = "delete-zone-servers"
+	stepDeleteZones        = "delete-zones"
+	stepDeleteStatefulSets = "delete-zone-statefulsets"
+	sysTenant              = "sys"
+	zoneFlowMaxAttempts    = 10
 )
 
 // leavingZone is a zone the spec no longer has whose StatefulSet remains:
@@ -170,9 +171,9 @@ func (c *Controller) addZoneFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowAddZone,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepAddZones, Run: c.addZones},
-			{Name: stepAddZoneServers, Run: c.addZoneServers},
-			{Name: stepExtendSysTenant, Run: c.extendSysTenant},
+			{Name: stepAddZones, Was: []string{"AddZones"}, Run: c.addZones},
+			{Name: stepAddZoneServers, Was: []string{"AddZoneServers"}, Run: c.addZoneServers},
+			{Name: stepExtendSysTenant, Was: []string{"ExtendSysTenant"}, Run: c.extendSysTenant},
 		},
 		MaxAttempts: zoneFlowMaxAttempts,
 	}
@@ -311,12 +312,12 @@ func (c *Controller) removeZoneFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRemoveZone,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepWaitTenantsLeave, Run: c.waitTenantsLeave},
-			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
-			{Name: stepStopZones, Run: c.stopLeavingZones},
-			{Name: stepDeleteZoneServers, Run: c.deleteZoneServers},
-			{Name: stepDeleteZones, Run: c.deleteZones},
-			{Name: stepRemoveZoneSets, Run: c.removeZoneSets},
+			{Name: stepWaitTenantsLeave, Was: []string{"WaitTenantsLeave"}, Run: c.waitTenantsLeave},
+			{Name: stepShrinkSysTenant, Was: []string{"ShrinkSysTenant"}, Run: c.shrinkSysTenant},
+			{Name: stepStopZones, Was: []string{"StopZones"}, Run: c.stopLeavingZones},
+			{Name: stepDeleteZoneServers, Was: []string{"DeleteZoneServers"}, Run: c.deleteZoneServers},
+			{Name: stepDeleteZones, Was: []string{"DeleteZones"}, Run: c.deleteZones},
+			{Name: stepDeleteStatefulSets, Was: []string{"RemoveZoneSets"}, Run: c.deleteZoneStatefulSets},
 		},
 		MaxAttempts: zoneFlowMaxAttempts,
 	}
@@ -325,7 +326,7 @@ func (c *Controller) removeZoneFlow() framework.Flow[*Cluster, *cluster] {
 // shrinkSysTenant takes the leaving zones out of the sys tenant's
 // locality, one zone per change, waiting for each, then out of its pool.
 // It changes nothing while a user tenant holds a leaving zone (one may have
-// come back since WaitTenantsLeave, or a flow begun before that step came
+// come back since wait-tenants-leave, or a flow begun before that step came
 // first may be here): the sys tenant would lose a replica for a removal
 // that cannot go on, and with it the majority that losing one more zone
 // would take.
@@ -539,13 +540,13 @@ func (c *Controller) deleteZones(ctx *Context, seen *cluster) (bool, error) {
 	return done, nil
 }
 
-// removeZoneSets removes each leaving zone's observers once OceanBase
+// deleteZoneStatefulSets removes each leaving zone's observers once OceanBase
 // lists none of their servers: the StatefulSet is scaled to zero, and once
 // its pods are gone their volume claims are deleted (the store of a
 // deleted server cannot rejoin: docs/oceanbase.md), then the StatefulSet;
 // the servers' Services go with it. Done when no leaving zone's
 // StatefulSet is left.
-func (c *Controller) removeZoneSets(ctx *Context, seen *cluster) (bool, error) {
+func (c *Controller) deleteZoneStatefulSets(ctx *Context, seen *cluster) (bool, error) {
 	cl, err := connected(seen)
 	if err != nil {
 		return false, err
