@@ -2,14 +2,18 @@ package oceanbase
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
@@ -193,6 +197,42 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	cl.lost = lostServers(ctx, cl)
 	c.setConditions(ctx, cl)
 	return cl, nil
+}
+
+// replicas is the number of observers zone's StatefulSet should have:
+// what a running or failed flow holds it at (status.operation.held: a
+// scale-in's remove-observers step, once OceanBase has let the departing
+// servers go), but never fewer than the spec's; without a hold, the spec's,
+// except that a StatefulSet with more keeps them, as their servers may be
+// in OceanBase still.
+func (cl *cluster) replicas(ob *Cluster, zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+	if held, ok := op.HeldReplicas(build.StatefulSetName(ob, zone.Name)); ok {
+		return max(held, zone.Replicas)
+	}
+	sts := cl.sets[zone.Name]
+	if sts == nil {
+		return zone.Replicas
+	}
+	return max(ptr.Deref(sts.Spec.Replicas, 0), zone.Replicas)
+}
+
+// applyLeavingServices keeps the Services of a leaving zone's servers: a
+// server's address is its Service's IP, and OceanBase must reach it until
+// it has let the server go.
+func applyLeavingServices(ctx *Context, cl *cluster) error {
+	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
+		lz := cl.leaving[zone]
+		n := int(ptr.Deref(lz.set.Spec.Replicas, 0))
+		for o := range lz.pods {
+			n = max(n, o+1)
+		}
+		for i := range n {
+			if err := ctx.Apply(build.ServerService(ctx.Obj, zone, i), build.ComponentServer); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,11 +27,6 @@ import (
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/finalizers,verbs=update
-
-// The OBParameter's webhooks: the checks against its cluster and the other
-// OBParameters (Clashes, Admit).
-//
-// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // ClusterParameter is the kind the parameter controller reconciles.
 type ClusterParameter = obv1.OBParameter
@@ -84,11 +77,6 @@ func setupKinds(mgr ctrl.Manager, c *Controller) error {
 	return err
 }
 
-// setupParameterWebhooks registers the OBParameter's validating webhook.
-func setupParameterWebhooks(mgr ctrl.Manager) error {
-	return framework.SetupWebhooks[*ClusterParameter](mgr, NewParameterController(nil, Options{}))
-}
-
 // watchClusterForParameters makes a change of an OBCluster (bootstrapped,
 // a server added) start a pass of each of its OBParameters.
 func watchClusterForParameters(r client.Reader) func(*builder.Builder) *builder.Builder {
@@ -107,63 +95,6 @@ func watchClusterForParameters(r client.Reader) func(*builder.Builder) *builder.
 			return out
 		}))
 	}
-}
-
-// Clashes refuses a parameter that the cluster's spec.parameters sets, or
-// that another OBParameter of the cluster sets, the older keeping it
-// (framework.ClashChecker): two owners of one value would set it back and
-// forth. The controller checks it on every pass too, so a parameter
-// added to the cluster's spec later stops this one.
-func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *ClusterParameter) error {
-	name := field.NewPath("spec", "name")
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
-	}
-	if err == nil && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
-		return field.ErrorList{field.Invalid(name, p.Spec.Name,
-			fmt.Sprintf("OBCluster %s sets it in spec.parameters; change it there, or remove it there first", ob.Name))}.ToAggregate()
-	}
-	var list obv1.OBParameterList
-	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
-		return fmt.Errorf("list OBParameters: %w", err)
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
-			continue
-		}
-		if framework.Older(o, p) {
-			return field.ErrorList{field.Duplicate(name, fmt.Sprintf("%s: OBParameter %s sets it", p.Spec.Name, o.Name))}.ToAggregate()
-		}
-	}
-	return nil
-}
-
-// Admit checks the parameter against its cluster at admission
-// (framework.Admitter): the cluster exists, and has the zone or the server
-// the parameter is limited to.
-func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *ClusterParameter) error {
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
-	if apierrors.IsNotFound(err) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), p.Spec.Cluster)}.ToAggregate()
-	}
-	if err != nil {
-		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
-	}
-	if p.Spec.Zone != "" && !slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == p.Spec.Zone }) {
-		var zones []string
-		for _, z := range ob.Spec.Zones {
-			zones = append(zones, z.Name)
-		}
-		return field.ErrorList{field.NotSupported(field.NewPath("spec", "zone"), p.Spec.Zone, zones)}.ToAggregate()
-	}
-	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
-	}
-	return nil
 }
 
 // Dependencies returns the parameter's cluster, which must be
@@ -326,16 +257,4 @@ func (c *ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
 	c.logins.release(holderOf("OBParameter", ctx.Obj.UID))
 	ctx.Log.Info("The parameter keeps its value in OceanBase", "parameter", ctx.Obj.Spec.Name)
 	return true, nil
-}
-
-// operatorDB logs in to ob as its operator user through the logins l, for
-// holder, through its observers' addresses (ready ones first).
-func operatorDB(ctx context.Context, r client.Reader, l *logins, holder string, ob *Cluster) (*sql.DB, error) {
-	ob = ob.DeepCopy()
-	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
-	if err != nil {
-		return nil, err
-	}
-	return l.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
 }

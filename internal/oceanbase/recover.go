@@ -67,6 +67,50 @@ func (c *Controller) recoverFlow() framework.Flow[*Cluster, *cluster] {
 	}
 }
 
+// lostServers returns the servers to recover: those status records that
+// OceanBase still lists, and the observers of the spec's zones (departing
+// ones left to the scale-in) that lost their store. It sets StoresLost,
+// and returns none while a majority of zones is lost.
+func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
+	ob := ctx.Obj
+	if cl.db == nil {
+		return nil
+	}
+	var lost []obv1.OBLostServer
+	for _, l := range ob.Status.LostServers {
+		if cl.server(l.Address) != nil {
+			lost = append(lost, l)
+		}
+	}
+	departing := cl.departing(ob)
+	for _, z := range ob.Spec.Zones {
+		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
+			p := cl.pods[z.Name][o]
+			addr := svcAddr(cl.svcs[p.Name])
+			if slices.Contains(departing, p.Name) || !storeLost(p, cl.claims[p.Name], cl.svcs[p.Name], cl.server(addr)) ||
+				slices.ContainsFunc(lost, func(l obv1.OBLostServer) bool { return l.Address == addr }) {
+				continue
+			}
+			lost = append(lost, obv1.OBLostServer{Address: addr, Pod: p.Name, Zone: z.Name})
+		}
+	}
+	if len(lost) == 0 {
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
+		return nil
+	}
+	var zones []string
+	for _, z := range ob.Spec.Zones {
+		zones = append(zones, z.Name)
+	}
+	if ok, why := majorityServes(zones, cl.servers); !ok {
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
+			describeLost(lost)+"; not recovered while "+why)
+		return nil
+	}
+	ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(lost)+"; recovering")
+	return lost
+}
+
 // storeLost reports whether pod runs on another store than the one its
 // server was added with: its claim is not the one recorded on its Service
 // while OceanBase lists the Service's address INACTIVE. A pod restarted on
@@ -112,77 +156,6 @@ func svcAddr(svc *corev1.Service) string {
 		return ""
 	}
 	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, build.RPCPort)
-}
-
-// pod returns the observer pod name, nil when there is none.
-func (cl *cluster) pod(name string) *corev1.Pod {
-	for _, pods := range cl.pods {
-		for _, p := range pods {
-			if p.Name == name {
-				return p
-			}
-		}
-	}
-	return nil
-}
-
-func (cl *cluster) server(addr string) *obsql.Server {
-	if s, ok := cl.servers[addr]; ok && addr != "" {
-		return &s
-	}
-	return nil
-}
-
-// lostServers returns the servers to recover: those status records that
-// OceanBase still lists, and the observers of the spec's zones (departing
-// ones left to the scale-in) that lost their store. It sets StoresLost,
-// and returns none while a majority of zones is lost.
-func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
-	ob := ctx.Obj
-	if cl.db == nil {
-		return nil
-	}
-	var lost []obv1.OBLostServer
-	for _, l := range ob.Status.LostServers {
-		if cl.server(l.Address) != nil {
-			lost = append(lost, l)
-		}
-	}
-	departing := cl.departing(ob)
-	for _, z := range ob.Spec.Zones {
-		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
-			p := cl.pods[z.Name][o]
-			addr := svcAddr(cl.svcs[p.Name])
-			if slices.Contains(departing, p.Name) || !storeLost(p, cl.claims[p.Name], cl.svcs[p.Name], cl.server(addr)) ||
-				slices.ContainsFunc(lost, func(l obv1.OBLostServer) bool { return l.Address == addr }) {
-				continue
-			}
-			lost = append(lost, obv1.OBLostServer{Address: addr, Pod: p.Name, Zone: z.Name})
-		}
-	}
-	if len(lost) == 0 {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
-		return nil
-	}
-	var zones []string
-	for _, z := range ob.Spec.Zones {
-		zones = append(zones, z.Name)
-	}
-	if ok, why := majorityServes(zones, cl.servers); !ok {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
-			describeLost(lost)+"; not recovered while "+why)
-		return nil
-	}
-	ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(lost)+"; recovering")
-	return lost
-}
-
-func describeLost(lost []obv1.OBLostServer) string {
-	var out []string
-	for _, l := range lost {
-		out = append(out, fmt.Sprintf("%s (%s)", l.Address, l.Pod))
-	}
-	return "lost stores: " + strings.Join(out, ", ")
 }
 
 func recoverTrigger(lost []obv1.OBLostServer) string {

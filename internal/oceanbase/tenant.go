@@ -4,21 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
@@ -71,91 +66,6 @@ func setupTenants(mgr ctrl.Manager, opts Options) error {
 // Default applies the API's defaults (obv1.DefaultTenant).
 func (*TenantController) Default(t *Tenant) { obv1.DefaultTenant(t) }
 
-// Validate checks what the CRD's schema cannot: the unit's sizes, that
-// the primary zone names the tenant's zones, and that spec.rootPassword is
-// a name a Secret can have.
-func (*TenantController) Validate(t *Tenant) error {
-	errs := standard.ValidateObjectName(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword, "Secret")
-	unit := field.NewPath("spec", "unit")
-	u := t.Spec.Unit
-	if u.MaxCPU.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("maxCPU"), u.MaxCPU.String(), "must be positive"))
-	}
-	if u.MinCPU != nil && (u.MinCPU.Sign() <= 0 || u.MinCPU.Cmp(u.MaxCPU) > 0) {
-		errs = append(errs, field.Invalid(unit.Child("minCPU"), u.MinCPU.String(), "must be positive and at most maxCPU"))
-	}
-	if u.MemorySize.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("memorySize"), u.MemorySize.String(), "must be positive"))
-	}
-	if u.LogDiskSize != nil && u.LogDiskSize.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("logDiskSize"), u.LogDiskSize.String(), "must be positive"))
-	}
-	if pz := t.Spec.PrimaryZone; pz != obv1.DefaultPrimaryZone {
-		zones := build.TenantZones(t)
-		for _, z := range strings.FieldsFunc(pz, func(r rune) bool { return r == ',' || r == ';' }) {
-			if !slices.Contains(zones, z) {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "primaryZone"), pz,
-					fmt.Sprintf("zone %q is not one of spec.zones", z)))
-			}
-		}
-	}
-	return errs.ToAggregate()
-}
-
-// Admit checks the tenant against its cluster at admission
-// (framework.Admitter): the cluster exists, has the tenant's zones, and
-// each of them has at least unitNum servers (a unit per server).
-func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
-	if apierrors.IsNotFound(err) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), t.Spec.Cluster)}.ToAggregate()
-	}
-	if err != nil {
-		return fmt.Errorf("get OBCluster %s: %w", t.Spec.Cluster, err)
-	}
-	replicas := map[string]int32{}
-	var names []string
-	for _, z := range ob.Spec.Zones {
-		replicas[z.Name] = max(z.Replicas, 1)
-		names = append(names, z.Name)
-	}
-	var errs field.ErrorList
-	for i, z := range t.Spec.Zones {
-		path := field.NewPath("spec", "zones").Index(i).Child("name")
-		n, ok := replicas[z.Name]
-		switch {
-		case !ok:
-			errs = append(errs, field.NotSupported(path, z.Name, names))
-		case n < t.Spec.UnitNum:
-			errs = append(errs, field.Invalid(field.NewPath("spec", "unitNum"), t.Spec.UnitNum,
-				fmt.Sprintf("zone %s of OBCluster %s has %d observers: a zone holds at most one unit of a tenant per server", z.Name, ob.Name, n)))
-		}
-	}
-	return errs.ToAggregate()
-}
-
-// Clashes refuses a tenantName another OBTenant of the same cluster
-// already manages (framework.ClashChecker): two objects would fight over
-// one tenant. Of two, the older keeps it.
-func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant) error {
-	var list obv1.OBTenantList
-	if err := r.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
-		return fmt.Errorf("list OBTenants: %w", err)
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		obv1.DefaultTenant(o)
-		if o.UID == t.UID || o.Spec.Cluster != t.Spec.Cluster || o.Spec.TenantName != t.Spec.TenantName || o.DeletionTimestamp != nil {
-			continue
-		}
-		if framework.Older(o, t) {
-			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenantName"), t.Spec.TenantName)}.ToAggregate()
-		}
-	}
-	return nil
-}
-
 // Dependencies returns the tenant's cluster: the tenant waits for its cluster to be bootstrapped (not
 // Ready: a tenant can change while the cluster scales).
 //
@@ -173,21 +83,6 @@ func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependenc
 // OceanBase.
 func clearTenantObservation(s *obv1.OBTenantStatus) {
 	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
-}
-
-// bootstrappedCluster is the dependency of a tenant or a parameter on its
-// cluster: the cluster named, bootstrapped.
-func bootstrappedCluster(name string) []framework.Dependency {
-	return []framework.Dependency{{
-		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		Ready: func(o client.Object) (bool, string) {
-			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, obv1.ConditionBootstrapped)
-			if c == nil || c.Status != metav1.ConditionTrue {
-				return false, "not bootstrapped"
-			}
-			return true, ""
-		},
-	}}
 }
 
 // tenantState is what a pass observed of the tenant in OceanBase.
@@ -262,23 +157,6 @@ func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holde
 		return nil, err
 	}
 	return c.logins.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
-}
-
-// clusterHosts are the IPs of ob's observers as its status lists them,
-// those whose pods are ready first, a leaving zone's last.
-func clusterHosts(ob *Cluster) []string {
-	var ready, other []string
-	for _, s := range ob.Status.Servers {
-		ip, _, err := net.SplitHostPort(s.Address)
-		switch {
-		case err != nil:
-		case s.PodReady && slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == s.Zone }):
-			ready = append(ready, ip)
-		default:
-			other = append(other, ip)
-		}
-	}
-	return append(ready, other...)
 }
 
 // tenantPools are the tenant's pools, by zone.
@@ -434,10 +312,4 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 		return false, err
 	}
 	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
-}
-
-// setupTenantWebhooks registers the OBTenant's defaulting and validating
-// webhooks.
-func setupTenantWebhooks(mgr ctrl.Manager) error {
-	return framework.SetupWebhooks[*Tenant](mgr, NewTenantController(Options{}))
 }

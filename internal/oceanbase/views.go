@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +30,62 @@ import (
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones;observers,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/status;observers/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/finalizers;observers/finalizers,verbs=update
+
+// ZoneView is the kind the zone views' controller reconciles.
+type ZoneView = obv1.OBZone
+
+// ServerView is the kind the server views' controller reconciles.
+type ServerView = obv1.OBServer
+
+// zoneViews is the OBZone actor.
+type zoneViews struct{}
+
+// serverViews is the OBServer actor.
+type serverViews struct{}
+
+func setupViews(mgr ctrl.Manager) error {
+	_, err := framework.Setup(mgr, framework.Options[*ZoneView, framework.Nothing]{
+		Actor: zoneViews{}, App: "obzone", PartOf: build.PartOf,
+		Customize: watchClusterFor(mgr.GetClient(), build.ComponentZoneView, &obv1.OBZoneList{}),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = framework.Setup(mgr, framework.Options[*ServerView, framework.Nothing]{
+		Actor: serverViews{}, App: "observer-view", PartOf: build.PartOf,
+		Customize: watchClusterFor(mgr.GetClient(), build.ComponentServerView, &obv1.OBServerList{}),
+	})
+	return err
+}
+
+// watchViews makes a view created, deleted or edited start a pass of its
+// cluster, which applies it again; its status writes do not, as the
+// cluster does not read them.
+func watchViews(b *builder.Builder) *builder.Builder {
+	specOnly := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	return b.Owns(&obv1.OBZone{}, specOnly).Owns(&obv1.OBServer{}, specOnly)
+}
+
+// watchClusterFor makes a change of an OBCluster start a pass of each of
+// its views of component (list), found through their labels in the cache.
+func watchClusterFor(r client.Reader, component string, list client.ObjectList) func(*builder.Builder) *builder.Builder {
+	return func(b *builder.Builder) *builder.Builder {
+		return b.Watches(&obv1.OBCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			ob := o.(*Cluster)
+			l := list.DeepCopyObject().(client.ObjectList)
+			if err := r.List(ctx, l, client.InNamespace(ob.Namespace), client.MatchingLabels(build.Selector(ob, component))); err != nil {
+				return nil
+			}
+			items, _ := meta.ExtractList(l)
+			out := make([]reconcile.Request, 0, len(items))
+			for _, item := range items {
+				obj := item.(client.Object)
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+			return out
+		}))
+	}
+}
 
 // applyViews applies an OBZone per zone of the spec and an OBServer per
 // observer the zones' StatefulSets have (their server Services' set), and
@@ -68,62 +123,6 @@ func (c *Controller) applyViews(ctx *Context, cl *cluster) error {
 	}
 	_, err := ctx.DeleteOrphans(&obv1.OBServerList{})
 	return err
-}
-
-// watchViews makes a view created, deleted or edited start a pass of its
-// cluster, which applies it again; its status writes do not, as the
-// cluster does not read them.
-func watchViews(b *builder.Builder) *builder.Builder {
-	specOnly := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	return b.Owns(&obv1.OBZone{}, specOnly).Owns(&obv1.OBServer{}, specOnly)
-}
-
-// ZoneView is the kind the zone views' controller reconciles.
-type ZoneView = obv1.OBZone
-
-// ServerView is the kind the server views' controller reconciles.
-type ServerView = obv1.OBServer
-
-// zoneViews is the OBZone actor.
-type zoneViews struct{}
-
-// serverViews is the OBServer actor.
-type serverViews struct{}
-
-func setupViews(mgr ctrl.Manager) error {
-	_, err := framework.Setup(mgr, framework.Options[*ZoneView, framework.Nothing]{
-		Actor: zoneViews{}, App: "obzone", PartOf: build.PartOf,
-		Customize: watchClusterFor(mgr.GetClient(), build.ComponentZoneView, &obv1.OBZoneList{}),
-	})
-	if err != nil {
-		return err
-	}
-	_, err = framework.Setup(mgr, framework.Options[*ServerView, framework.Nothing]{
-		Actor: serverViews{}, App: "observer-view", PartOf: build.PartOf,
-		Customize: watchClusterFor(mgr.GetClient(), build.ComponentServerView, &obv1.OBServerList{}),
-	})
-	return err
-}
-
-// watchClusterFor makes a change of an OBCluster start a pass of each of
-// its views of component (list), found through their labels in the cache.
-func watchClusterFor(r client.Reader, component string, list client.ObjectList) func(*builder.Builder) *builder.Builder {
-	return func(b *builder.Builder) *builder.Builder {
-		return b.Watches(&obv1.OBCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			ob := o.(*Cluster)
-			l := list.DeepCopyObject().(client.ObjectList)
-			if err := r.List(ctx, l, client.InNamespace(ob.Namespace), client.MatchingLabels(build.Selector(ob, component))); err != nil {
-				return nil
-			}
-			items, _ := meta.ExtractList(l)
-			out := make([]reconcile.Request, 0, len(items))
-			for _, item := range items {
-				obj := item.(client.Object)
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			}
-			return out
-		}))
-	}
 }
 
 // viewDependency is a view's cluster, ready as soon as it exists: a view
@@ -394,14 +393,4 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// podImage is the image of p's observer container.
-func podImage(p *corev1.Pod) string {
-	for _, ct := range p.Spec.Containers {
-		if ct.Name == build.ContainerName {
-			return ct.Image
-		}
-	}
-	return ""
 }
