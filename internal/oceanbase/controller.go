@@ -127,10 +127,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Customize:      func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
-		err = setupTenants(mgr, opts)
+		err = setupTenants(mgr, opts) // tenant.go
 	}
 	if err == nil {
-		err = setupKinds(mgr, c) // OBZone, OBServer, OBParameter
+		err = setupViews(mgr) // OBZone and OBServer, views.go
+	}
+	if err == nil {
+		err = setupParameters(mgr, c) // parameter.go
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -150,10 +153,11 @@ func (*Controller) Default(c *Cluster) { obv1.Default(c) }
 // clusterHolder names the cluster's passes as a user of its login.
 func clusterHolder(ob *Cluster) string { return holderOf("OBCluster", ob.UID) }
 
-// Declare runs on every pass: it ensures the credential Secrets, applies
-// the Services and the zones' StatefulSets, observes pods and OceanBase
-// into status, and sets the conditions. It returns what it found, for
-// Observe and the flows' steps.
+// Declare runs on every pass: it ensures the credential Secrets, observes
+// the pods and OceanBase (observe.go), writes what it found into status,
+// applies the Services, the zones' StatefulSets and the views, and sets the
+// conditions (status.go). It returns what it found, for Observe and the
+// flows' steps.
 func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	ob := ctx.Obj
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
@@ -171,6 +175,7 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.writeStatus(ob, cl)
 	for _, zone := range ob.Spec.Zones {
 		replicas := cl.replicas(ob, zone, ctx.Operation())
 		for i := range int(replicas) {
@@ -194,8 +199,9 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	// StoresLost is set here, not where a flow starts: a pass that ends
 	// the recover flow must say the stores are back, and no later pass may
 	// come soon once the cluster is Ready.
-	cl.lost = lostServers(ctx, cl)
-	c.setConditions(ctx, cl)
+	c.setStoresLost(ctx, cl)
+	c.setBootstrapped(ctx, cl)
+	c.setReady(ctx, cl)
 	return cl, nil
 }
 
@@ -244,7 +250,7 @@ func applyLeavingServices(ctx *Context, cl *cluster) error {
 // sets drifted parameters.
 func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 	ob := ctx.Obj
-	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.lost
+	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.toRecover()
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {

@@ -24,7 +24,10 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// cluster is what a pass observed.
+// cluster is what a pass observed of an OBCluster: its StatefulSets, pods,
+// Services and volume claims, and what OceanBase says. Declare builds it
+// (observe), writes status from it and returns it, for Observe, the flows'
+// steps and InterruptFlow.
 type cluster struct {
 	sets map[string]*appsv1.StatefulSet // by zone
 	// pods are the observers' pods by zone and ordinal, terminating ones
@@ -39,20 +42,28 @@ type cluster struct {
 	servers map[string]obsql.Server // by address
 	zones   map[string]obsql.Zone
 	// tenants are DBA_OB_TENANTS; leaving are the zones the spec no longer
-	// has whose StatefulSets remain (zones.go).
+	// has whose StatefulSets remain (observeLeaving).
 	tenants []obsql.Tenant
 	leaving map[string]*leavingZone
 	// templates are the pod templates' hashes the spec makes, by zone
 	// (build.TemplateHashAnnotation).
 	templates map[string]string
 	// svcs are the server Services and claims the observers' volume
-	// claims, by pod name (recover.go).
+	// claims, by pod name (recover.go uses them).
 	svcs   map[string]*corev1.Service
 	claims map[string]*corev1.PersistentVolumeClaim
-	// lost are the servers to recover (lostServers), found once per pass
-	// by Declare, which sets StoresLost from them on every pass, a flow's
-	// included.
-	lost []obv1.OBLostServer
+	// lost are the servers whose observer lost its store (lostStores),
+	// found once per pass, from which Declare sets StoresLost on every
+	// pass, a flow's included; unrecoverable says why the recover flow
+	// leaves them (a majority of zones does not serve), empty when it may
+	// replace them (toRecover).
+	lost          []obv1.OBLostServer
+	unrecoverable string
+	// drift is how the servers' parameters differ from the spec's, when
+	// OceanBase answered that far (driftRead); status keeps what it said
+	// otherwise.
+	drift     []obv1.ParameterDrift
+	driftRead bool
 	// holds say which tenants and pools hold a leaving zone (tenantsIn);
 	// read only while a zone leaves.
 	holds []string
@@ -121,7 +132,9 @@ func (c *Controller) observe(ctx *Context) (*cluster, error) {
 		c.observeOceanBase(ctx, cl)
 	}
 	c.probeServices(ctx, cl)
-	c.writeStatus(ob, cl)
+	if cl.db != nil {
+		cl.lost, cl.unrecoverable = lostStores(ob, cl)
+	}
 	return cl, nil
 }
 
@@ -219,7 +232,8 @@ func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 		cl.tenants, err = obsql.Tenants(ctx, cl.db)
 	}
 	if err == nil {
-		ob.Status.ParameterDrift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
+		cl.drift, err = parameterDrift(ctx, cl.db, ob.Spec.Parameters)
+		cl.driftRead = true
 	}
 	if err == nil {
 		for _, s := range servers {

@@ -61,13 +61,10 @@ func NewParameterController(c *Controller, opts Options) *ParameterController {
 	return &ParameterController{logins: newLogins(opts.withDefaults())}
 }
 
-// setupKinds registers the controllers of the OBZone and OBServer views
-// and of OBParameters; the last share c's logins.
-func setupKinds(mgr ctrl.Manager, c *Controller) error {
-	if err := setupViews(mgr); err != nil {
-		return err
-	}
-	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter, *parameterState]{
+// setupParameters registers the OBParameter controller, which shares the
+// cluster controller c's logins.
+func setupParameters(mgr ctrl.Manager, c *Controller) error {
+	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter, *parameter]{
 		Actor:     NewParameterController(c, c.opts),
 		App:       "obparameter",
 		PartOf:    build.PartOf,
@@ -110,8 +107,10 @@ func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dep
 	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
 }
 
-// parameterState is what a pass observed of the parameter.
-type parameterState struct {
+// parameter is what a pass observed of an OBParameter's parameter in
+// OceanBase (as cluster is of an OBCluster): Declare reads it and returns
+// it, for Observe.
+type parameter struct {
 	db            *sql.DB
 	scope, target string // obsql.SetParameterIn's; target "" with a scope: not known yet
 	known         bool   // some server reports the name as a cluster parameter
@@ -122,10 +121,10 @@ type parameterState struct {
 // sets Ready. A name OceanBase only knows as a tenant's parameter is an
 // invalid spec. It returns what it read, for Observe; nil when OceanBase
 // did not answer or the server has no address.
-func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, error) {
+func (c *ParameterController) Declare(ctx *ParameterContext) (*parameter, error) {
 	p := ctx.Obj
 	ob := ctx.Dependencies[0].(*Cluster)
-	st := &parameterState{}
+	st := &parameter{}
 	switch {
 	case p.Spec.Zone != "":
 		st.scope, st.target = obsql.ScopeZone, p.Spec.Zone
@@ -163,7 +162,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, e
 
 // parameterStatus writes the values of the servers in scope into status
 // and records the drifted ones in st.
-func parameterStatus(p *ClusterParameter, st *parameterState, rows []obsql.ParameterRow) {
+func parameterStatus(p *ClusterParameter, st *parameter, rows []obsql.ParameterRow) {
 	s := &p.Status
 	s.Servers, s.Drifted, s.EditLevel = nil, 0, ""
 	for _, r := range rows {
@@ -193,7 +192,7 @@ func settling(p *ClusterParameter, now time.Time) bool {
 	return s.EditLevel == staticEffective || now.Sub(s.SetAt.Time) < ParameterSettle
 }
 
-func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time) {
+func setParameterReady(ctx *ParameterContext, st *parameter, now time.Time) {
 	p := ctx.Obj
 	switch {
 	case !st.known:
@@ -215,7 +214,7 @@ func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time)
 // Observe sets the parameter when a server in scope reports another value
 // (and it was not just set), or when no server knows the name (to have
 // OceanBase's answer).
-func (c *ParameterController) Observe(ctx *ParameterContext, st *parameterState) (framework.Action[*ClusterParameter], error) {
+func (c *ParameterController) Observe(ctx *ParameterContext, st *parameter) (framework.Action[*ClusterParameter], error) {
 	switch {
 	case st == nil:
 		return nil, nil // OceanBase did not answer, or the server has no address; status says so
@@ -228,7 +227,7 @@ func (c *ParameterController) Observe(ctx *ParameterContext, st *parameterState)
 // setParameter runs ALTER SYSTEM SET. OceanBase refusing a name no server
 // reports makes the spec invalid, with OceanBase's message: retrying
 // cannot help until the spec changes.
-func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameterState) error {
+func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameter) error {
 	p := ctx.Obj
 	err := obsql.SetParameterIn(ctx, st.db, p.Spec.Name, p.Spec.Value, st.scope, st.target)
 	switch {

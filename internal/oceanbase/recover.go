@@ -67,16 +67,13 @@ func (c *Controller) recoverFlow() framework.Flow[*Cluster, *cluster] {
 	}
 }
 
-// lostServers returns the servers to recover: those status records that
-// OceanBase still lists, and the observers of the spec's zones (departing
-// ones left to the scale-in) that lost their store. It sets StoresLost,
-// and returns none while a majority of zones is lost.
-func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
-	ob := ctx.Obj
-	if cl.db == nil {
-		return nil
-	}
-	var lost []obv1.OBLostServer
+// lostStores returns the servers whose observer lost its store: those
+// status records that OceanBase still lists, and the observers of the
+// spec's zones (departing ones left to the scale-in) that lost their
+// store. While the zones with a serving server are not a majority it says
+// why too (unrecoverable): OceanBase could not rebuild their replicas, and
+// the flow does not start.
+func lostStores(ob *Cluster, cl *cluster) (lost []obv1.OBLostServer, unrecoverable string) {
 	for _, l := range ob.Status.LostServers {
 		if cl.server(l.Address) != nil {
 			lost = append(lost, l)
@@ -95,20 +92,21 @@ func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
 		}
 	}
 	if len(lost) == 0 {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
+		return nil, ""
+	}
+	if ok, why := majorityServes(specZones(ob), cl.servers); !ok {
+		return lost, why
+	}
+	return lost, ""
+}
+
+// toRecover returns the servers the recover flow replaces: those that lost
+// their store, none while a majority of zones is lost.
+func (cl *cluster) toRecover() []obv1.OBLostServer {
+	if cl.unrecoverable != "" {
 		return nil
 	}
-	var zones []string
-	for _, z := range ob.Spec.Zones {
-		zones = append(zones, z.Name)
-	}
-	if ok, why := majorityServes(zones, cl.servers); !ok {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
-			describeLost(lost)+"; not recovered while "+why)
-		return nil
-	}
-	ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(lost)+"; recovering")
-	return lost
+	return cl.lost
 }
 
 // storeLost reports whether pod runs on another store than the one its
@@ -175,7 +173,7 @@ func (c *Controller) recordLost(ctx *Context, seen *cluster) (bool, error) {
 		return false, err
 	}
 	st := &ctx.Obj.Status
-	for _, l := range cl.lost {
+	for _, l := range cl.toRecover() {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
 			st.LostServers = append(st.LostServers, l)
 			ctx.Log.Info("An observer lost its store", "pod", l.Pod, "server", l.Address, "zone", l.Zone)

@@ -14,12 +14,15 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 )
 
-// writeStatus fills the servers, zones and counts from what was observed:
-// the spec's zones, then the zones leaving (their observers run until the
-// remove-zone flow has had OceanBase let them go).
+// writeStatus fills the servers, zones, counts and parameter drift from
+// what was observed: the spec's zones, then the zones leaving (their
+// observers run until the remove-zone flow has had OceanBase let them go).
 func (c *Controller) writeStatus(ob *Cluster, cl *cluster) {
 	st := &ob.Status
 	st.Servers, st.Zones, st.ActiveServers, st.RootService = nil, nil, 0, ""
+	if cl.driftRead {
+		st.ParameterDrift = cl.drift
+	}
 	zones := specZones(ob)
 	for _, zone := range append(slices.Clone(zones), cl.leavingZones(ob)...) {
 		zs := obv1.OBZoneStatus{Name: zone, Status: cl.zones[zone].Status, Leaving: !slices.Contains(zones, zone)}
@@ -92,8 +95,26 @@ func podImage(p *corev1.Pod) string {
 	return ""
 }
 
-// setConditions sets Bootstrapped and Ready.
-func (c *Controller) setConditions(ctx *Context, cl *cluster) {
+// setStoresLost sets StoresLost from the servers that lost their store:
+// True while there are (Recovering, or MajorityLost while OceanBase could
+// not rebuild their replicas), False otherwise. It is left as it was when
+// OceanBase was not read.
+func (c *Controller) setStoresLost(ctx *Context, cl *cluster) {
+	switch {
+	case cl.db == nil:
+	case len(cl.lost) == 0:
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
+	case cl.unrecoverable != "":
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
+			describeLost(cl.lost)+"; not recovered while "+cl.unrecoverable)
+	default:
+		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(cl.lost)+"; recovering")
+	}
+}
+
+// setBootstrapped sets Bootstrapped: True once the bootstrap flow
+// recorded the bootstrap, else whether it can start.
+func (c *Controller) setBootstrapped(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
 	switch {
 	case ob.Status.BootstrappedAt != nil:
@@ -106,10 +127,15 @@ func (c *Controller) setConditions(ctx *Context, cl *cluster) {
 		ctx.SetCondition(obv1.ConditionBootstrapped, metav1.ConditionFalse, obv1.ReasonWaitingForObservers,
 			"waiting for the first observer of every zone to run")
 	}
-	r := cl.readiness(ob)
+}
+
+// setReady sets Ready (readiness).
+func (c *Controller) setReady(ctx *Context, cl *cluster) {
+	r := cl.readiness(ctx.Obj)
 	ctx.SetReady(r.ready, r.reason, r.message)
 }
 
+// describeLost names the servers that lost their store.
 func describeLost(lost []obv1.OBLostServer) string {
 	var out []string
 	for _, l := range lost {
@@ -124,14 +150,14 @@ func describeLost(lost []obv1.OBLostServer) string {
 // ACTIVE and serving, its zone ACTIVE), OceanBase lists no other server,
 // the sys tenant's locality is the spec's zones, and no parameter
 // differs. Otherwise the reason and message say what is missing.
-func (cl *cluster) readiness(ob *Cluster) viewReady {
+func (cl *cluster) readiness(ob *Cluster) readyCondition {
 	switch {
 	case ob.Status.BootstrappedAt == nil:
-		return viewReady{reason: obv1.ReasonWaitingForObservers, message: "not bootstrapped yet"}
+		return readyCondition{reason: obv1.ReasonWaitingForObservers, message: "not bootstrapped yet"}
 	case cl.err != nil:
-		return viewReady{reason: obv1.ReasonUnreachable, message: cl.err.Error()}
+		return readyCondition{reason: obv1.ReasonUnreachable, message: cl.err.Error()}
 	case len(cl.holds) > 0:
-		return viewReady{reason: obv1.ReasonZoneRemovalHeld, message: holdsMessage(cl.holds)}
+		return readyCondition{reason: obv1.ReasonZoneRemovalHeld, message: holdsMessage(cl.holds)}
 	}
 	var notServing []string
 	for _, z := range ob.Spec.Zones {
@@ -140,24 +166,24 @@ func (cl *cluster) readiness(ob *Cluster) viewReady {
 		}
 	}
 	if len(notServing) > 0 {
-		return viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+		return readyCondition{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
 	}
 	if leaving := cl.leavingServers(ob); len(leaving) > 0 {
-		return viewReady{reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: " +
+		return readyCondition{reason: obv1.ReasonServersLeaving, message: "OceanBase still has servers the spec does not: " +
 			strings.Join(leaving, ", ")}
 	}
 	if why := cl.zonesChanging(ob); why != "" {
-		return viewReady{reason: obv1.ReasonZonesChanging, message: why}
+		return readyCondition{reason: obv1.ReasonZonesChanging, message: why}
 	}
 	if d := ob.Status.ParameterDrift; len(d) > 0 {
-		return viewReady{reason: obv1.ReasonParametersDrifted, message: fmt.Sprintf("parameter %s differs from the spec on %s",
+		return readyCondition{reason: obv1.ReasonParametersDrifted, message: fmt.Sprintf("parameter %s differs from the spec on %s",
 			d[0].Name, strings.Join(d[0].Servers, ", "))}
 	}
 	want := int32(0)
 	for _, z := range ob.Spec.Zones {
 		want += max(z.Replicas, 1)
 	}
-	return viewReady{ready: true, message: fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones))}
+	return readyCondition{ready: true, message: fmt.Sprintf("%d servers in %d zones serving", want, len(ob.Spec.Zones))}
 }
 
 // leavingServers are the servers OceanBase lists or the observers that

@@ -53,11 +53,11 @@ func NewTenantController(opts Options) *TenantController {
 
 func setupTenants(mgr ctrl.Manager, opts Options) error {
 	c := NewTenantController(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Tenant, *tenantState]{
+	_, err := framework.Setup(mgr, framework.Options[*Tenant, *tenant]{
 		Actor:  c,
 		App:    build.TenantApp,
 		PartOf: build.PartOf,
-		Flows:  []framework.Flow[*Tenant, *tenantState]{c.createFlow(), c.zonesFlow()},
+		Flows:  []framework.Flow[*Tenant, *tenant]{c.createFlow(), c.zonesFlow()},
 		Resync: c.opts.Resync,
 	})
 	return err
@@ -85,8 +85,10 @@ func clearTenantObservation(s *obv1.OBTenantStatus) {
 	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
 }
 
-// tenantState is what a pass observed of the tenant in OceanBase.
-type tenantState struct {
+// tenant is what a pass observed of an OBTenant's tenant in OceanBase
+// (as cluster is of an OBCluster): Declare reads it and returns it, for
+// Observe and the flows' steps.
+type tenant struct {
 	cluster *Cluster
 	db      *sql.DB
 	tenant  *obsql.Tenant          // nil: OceanBase has no such tenant
@@ -99,7 +101,7 @@ type tenantState struct {
 // and its unit config from OceanBase into status, and sets Ready. It
 // returns what it read, for Observe and the flows' steps; nil when
 // OceanBase could not be read.
-func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
+func (c *TenantController) Declare(ctx *TenantContext) (*tenant, error) {
 	t := ctx.Obj
 	newSecret := func(pw string) *corev1.Secret { return build.TenantPasswordSecret(t, pw) }
 	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
@@ -115,9 +117,9 @@ func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
 	return st, nil
 }
 
-func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
+func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	ob := ctx.Dependencies[0].(*Cluster)
-	st := &tenantState{cluster: ob}
+	st := &tenant{cluster: ob}
 	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(ctx.Obj), ob)
 	if err != nil {
 		return nil, err
@@ -150,17 +152,11 @@ func tenantHolder(t *Tenant) string { return holderOf("OBTenant", t.UID) }
 // clusterDB logs in to ob as its operator user, for holder, through its
 // observers' addresses (ready ones first).
 func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holder string, ob *Cluster) (*sql.DB, error) {
-	ob = ob.DeepCopy()
-	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
-	if err != nil {
-		return nil, err
-	}
-	return c.logins.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
+	return operatorDB(ctx, r, c.logins, holder, ob)
 }
 
 // tenantPools are the tenant's pools, by zone.
-func (st *tenantState) tenantPools() map[string]*obsql.Pool {
+func (st *tenant) tenantPools() map[string]*obsql.Pool {
 	out := map[string]*obsql.Pool{}
 	if st.tenant == nil {
 		return out
@@ -175,7 +171,7 @@ func (st *tenantState) tenantPools() map[string]*obsql.Pool {
 	return out
 }
 
-func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
+func (c *TenantController) writeStatus(t *Tenant, st *tenant) {
 	s := &t.Status
 	clearTenantObservation(s)
 	if st.tenant == nil {
@@ -193,7 +189,7 @@ func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
 }
 
 // drift says how the tenant differs from the spec, empty when it does not.
-func (st *tenantState) drift(t *Tenant) string {
+func (st *tenant) drift(t *Tenant) string {
 	want := build.TenantZones(t)
 	pools := st.tenantPools()
 	switch {
@@ -223,7 +219,7 @@ func unitWithLogDisk(want obsql.UnitConfig, got *obsql.UnitConfig) obsql.UnitCon
 	return want
 }
 
-func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
+func (c *TenantController) setReady(ctx *TenantContext, st *tenant) {
 	t := ctx.Obj
 	switch {
 	case st.tenant == nil:
@@ -251,7 +247,7 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
 // Observe creates a missing tenant, and brings an existing one to the
 // spec: zones first (a flow, one zone at a time), then the unit config, the
 // unit number, the primary zone and the allowlist.
-func (c *TenantController) Observe(ctx *TenantContext, st *tenantState) (TenantAction, error) {
+func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction, error) {
 	t := ctx.Obj
 	switch {
 	case st == nil:

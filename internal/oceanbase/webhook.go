@@ -23,17 +23,16 @@ import (
 // Default, Validate, the API server's validation of the children a
 // cluster's spec makes (RenderChildren), names no other cluster's
 // children take (Clashes) and, for a tenant or a parameter, the checks
-// against its cluster (Admit). The controllers apply the same Default
-// and Validate on every pass, so they are safe without them.
+// against its cluster (Admit) and the other tenants or parameters of the
+// cluster (Clashes); an OBParameter has no defaulting webhook. The
+// controllers apply the same Default, Validate and Clashes on every pass,
+// so they are safe without them. This file holds every kind's admission;
+// Default is with each kind's actor.
 //
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=mobcluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=vobcluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=mobtenant.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=vobtenant.steward.dev,admissionReviewVersions=v1
-
-// The OBParameter's webhooks: the checks against its cluster and the other
-// OBParameters (Clashes, Admit).
-//
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the OBCluster's, OBTenant's and OBParameter's
