@@ -1,7 +1,6 @@
 package oceanbase
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -120,7 +119,7 @@ func (c *TenantController) Declare(ctx *TenantContext) (*tenant, error) {
 func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	ob := ctx.Dependencies[0].(*Cluster)
 	st := &tenant{cluster: ob}
-	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(ctx.Obj), ob)
+	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(ctx.Obj), ob)
 	if err != nil {
 		return nil, err
 	}
@@ -148,12 +147,6 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 
 // tenantHolder names the tenant's passes as a user of its cluster's login.
 func tenantHolder(t *Tenant) string { return holderOf("OBTenant", t.UID) }
-
-// clusterDB logs in to ob as its operator user, for holder, through its
-// observers' addresses (ready ones first).
-func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holder string, ob *Cluster) (*sql.DB, error) {
-	return operatorDB(ctx, r, c.logins, holder, ob)
-}
 
 // tenantPools are the tenant's pools, by zone.
 func (st *tenant) tenantPools() map[string]*obsql.Pool {
@@ -299,7 +292,7 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(t), ob)
+	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(t), ob)
 	if err != nil {
 		return false, err
 	}
