@@ -36,17 +36,17 @@ const (
 // (internal/oceanbase/obsim/knobs.go): what no operator could go below.
 // Steps not listed wait for nothing obsim delays.
 var obsimFloor = map[string]time.Duration{
-	"bootstrap/Bootstrap": 2 * time.Second, // BootstrapDelay
+	"bootstrap/bootstrap-first-observers": 2 * time.Second, // BootstrapDelay
 	// The observer scaled in joined after the bootstrap and holds no unit
 	// (the sys tenant's are on each zone's first), so it has nothing to
 	// migrate: obsim, like OceanBase, deletes it at once, and MigrateDelay,
 	// which is per unit moved, does not apply.
-	"scale-in/WaitServersDeleted": 0,
-	"bootstrap/AddServers":        0,
-	"bootstrap/CreateUsers":       0,
-	"bootstrap/SetParameters":     0,
-	"scale-in/DeleteServers":      0,
-	"scale-in/Shrink":             0,
+	"scale-in/wait-servers-deleted": 0,
+	"bootstrap/add-servers":         0,
+	"bootstrap/create-users":        0,
+	"bootstrap/set-parameters":      0,
+	"scale-in/delete-servers":       0,
+	"scale-in/remove-observers":     0,
 }
 
 type kube struct{ *benchkube.Kube }
@@ -97,7 +97,7 @@ func BenchmarkCreate(b *testing.B) {
 		d := steps[s]
 		med := median(d)
 		floor := obsimFloor[s]
-		b.Logf("step %-28s median %6s over %d runs (obsim's delay %s; above it %s)",
+		b.Logf("step %-36s median %6s over %d runs (obsim's delay %s; above it %s)",
 			s, med.Round(10*time.Millisecond), len(d), floor, (med - floor).Round(10*time.Millisecond))
 		b.ReportMetric(med.Seconds(), "s-step-"+strings.ReplaceAll(s, "/", "-"))
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -16,13 +14,14 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Flow and step names, persisted in status.operation.
+// The bootstrap flow and its steps, persisted in status.operation (a
+// step's earlier names are in its Was).
 const (
 	flowBootstrap     = "bootstrap"
-	stepBootstrap     = "Bootstrap"
-	stepCreateUsers   = "CreateUsers"
-	stepAddServers    = "AddServers"
-	stepSetParameters = "SetParameters"
+	stepBootstrap     = "bootstrap-first-observers"
+	stepCreateUsers   = "create-users"
+	stepAddServers    = "add-servers"
+	stepSetParameters = "set-parameters"
 	operatorUser      = "operator"
 	rootUser          = "root"
 	bootstrapTimeout  = 30 * time.Minute
@@ -35,10 +34,10 @@ func (c *Controller) bootstrapFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowBootstrap,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepBootstrap, Run: c.runBootstrap},
-			{Name: stepCreateUsers, Run: c.createUsers},
-			{Name: stepAddServers, Run: c.addServersStep},
-			{Name: stepSetParameters, Run: c.setParametersStep},
+			{Name: stepBootstrap, Was: []string{"Bootstrap"}, Run: c.runBootstrap},
+			{Name: stepCreateUsers, Was: []string{"CreateUsers"}, Run: c.createUsers},
+			{Name: stepAddServers, Was: []string{"AddServers"}, Run: c.addServersStep},
+			{Name: stepSetParameters, Was: []string{"SetParameters"}, Run: c.setParametersStep},
 		},
 		MaxAttempts: 20,
 	}
@@ -162,71 +161,3 @@ func (c *Controller) addServersStep(ctx *Context, seen *cluster) (bool, error) {
 func (c *Controller) setParametersStep(ctx *Context, seen *cluster) (bool, error) {
 	return true, c.setParameters(ctx, seen)
 }
-
-// connected returns what this pass observed (cl), or an error when
-// OceanBase did not answer the operator's login: the steps that change
-// OceanBase wait for it.
-func connected(cl *cluster) (*cluster, error) {
-	switch {
-	case cl == nil:
-		return nil, errors.New("no cluster was observed in this pass")
-	case cl.db != nil:
-		return cl, nil
-	case cl.err != nil:
-		return nil, cl.err
-	}
-	return nil, errors.New("OceanBase has not answered yet")
-}
-
-// background runs one long statement per cluster outside the reconcile
-// workers, so that a step can start it and poll it.
-type background struct {
-	mu   sync.Mutex
-	runs map[types.UID]*run
-}
-
-type run struct {
-	done bool
-	err  error
-}
-
-func newBackground() *background { return &background{runs: map[types.UID]*run{}} }
-
-func (b *background) start(uid types.UID, f func(context.Context) error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r := &run{}
-	b.runs[uid] = r
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bootstrapTimeout)
-		defer cancel()
-		err := f(ctx)
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		r.done, r.err = true, err
-	}()
-}
-
-// poll reports a run's state: none (never started, or its outcome was
-// already taken), running, or finished with err, which is then forgotten.
-func (b *background) poll(uid types.UID) (state runState, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r := b.runs[uid]
-	switch {
-	case r == nil:
-		return runNone, nil
-	case !r.done:
-		return runRunning, nil
-	}
-	delete(b.runs, uid)
-	return runFinished, r.err
-}
-
-type runState int
-
-const (
-	runNone runState = iota
-	runRunning
-	runFinished
-)

@@ -2,14 +2,18 @@ package oceanbase
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
@@ -123,10 +127,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Customize:      func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
-		err = setupTenants(mgr, opts)
+		err = setupTenants(mgr, opts) // tenant.go
 	}
 	if err == nil {
-		err = setupKinds(mgr, c) // OBZone, OBServer, OBParameter
+		err = setupViews(mgr) // OBZone and OBServer, views.go
+	}
+	if err == nil {
+		err = setupParameters(mgr, c) // parameter.go
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -146,10 +153,11 @@ func (*Controller) Default(c *Cluster) { obv1.Default(c) }
 // clusterHolder names the cluster's passes as a user of its login.
 func clusterHolder(ob *Cluster) string { return holderOf("OBCluster", ob.UID) }
 
-// Declare runs on every pass: it ensures the credential Secrets, applies
-// the Services and the zones' StatefulSets, observes pods and OceanBase
-// into status, and sets the conditions. It returns what it found, for
-// Observe and the flows' steps.
+// Declare runs on every pass: it ensures the credential Secrets, observes
+// the pods and OceanBase (observe.go), writes what it found into status,
+// applies the Services, the zones' StatefulSets and the views, and sets the
+// conditions (status.go). It returns what it found, for Observe and the
+// flows' steps.
 func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	ob := ctx.Obj
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
@@ -167,8 +175,9 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.writeStatus(ob, cl)
 	for _, zone := range ob.Spec.Zones {
-		replicas := cl.replicas(zone, ctx.Operation())
+		replicas := cl.replicas(ob, zone, ctx.Operation())
 		for i := range int(replicas) {
 			if err := ctx.Apply(build.ServerService(ob, zone.Name, i), build.ComponentServer); err != nil {
 				return nil, err
@@ -190,9 +199,46 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	// StoresLost is set here, not where a flow starts: a pass that ends
 	// the recover flow must say the stores are back, and no later pass may
 	// come soon once the cluster is Ready.
-	cl.lost = lostServers(ctx, cl)
-	c.setConditions(ctx, cl)
+	c.setStoresLost(ctx, cl)
+	c.setBootstrapped(ctx, cl)
+	c.setReady(ctx, cl)
 	return cl, nil
+}
+
+// replicas is the number of observers zone's StatefulSet should have:
+// what a running or failed flow holds it at (status.operation.held: a
+// scale-in's remove-observers step, once OceanBase has let the departing
+// servers go), but never fewer than the spec's; without a hold, the spec's,
+// except that a StatefulSet with more keeps them, as their servers may be
+// in OceanBase still.
+func (cl *cluster) replicas(ob *Cluster, zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+	if held, ok := op.HeldReplicas(build.StatefulSetName(ob, zone.Name)); ok {
+		return max(held, zone.Replicas)
+	}
+	sts := cl.sets[zone.Name]
+	if sts == nil {
+		return zone.Replicas
+	}
+	return max(ptr.Deref(sts.Spec.Replicas, 0), zone.Replicas)
+}
+
+// applyLeavingServices keeps the Services of a leaving zone's servers: a
+// server's address is its Service's IP, and OceanBase must reach it until
+// it has let the server go.
+func applyLeavingServices(ctx *Context, cl *cluster) error {
+	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
+		lz := cl.leaving[zone]
+		n := int(ptr.Deref(lz.set.Spec.Replicas, 0))
+		for o := range lz.pods {
+			n = max(n, o+1)
+		}
+		for i := range n {
+			if err := ctx.Apply(build.ServerService(ctx.Obj, zone, i), build.ComponentServer); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Observe starts the bootstrap of a new cluster once the first observer of
@@ -204,7 +250,7 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 // sets drifted parameters.
 func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 	ob := ctx.Obj
-	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.lost
+	departing, zoneFlow, lost := cl.departing(ob), cl.zoneFlow(ob), cl.toRecover()
 	switch {
 	case ob.Status.BootstrappedAt == nil:
 		if cl.seedsReady(ob) {

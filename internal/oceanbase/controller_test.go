@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
@@ -434,6 +435,16 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 	ob = get(t, c, ns, "ob")
 	if op := ob.Status.Operation; op == nil || op.Name != "scale-in" || op.Phase != "Succeeded" {
 		t.Fatalf("the scale-in flow: %+v", op)
+	}
+	// Its last step released the departing observers by holding their
+	// zones' StatefulSets at the spec's size, as status still says (a
+	// finished flow holds nothing any more).
+	op := ob.Status.Operation
+	held := slices.SortedFunc(slices.Values(op.Held), func(a, b commonv1.HeldReplicas) int { return strings.Compare(a.Workload, b.Workload) })
+	wantHeld := []commonv1.HeldReplicas{{Workload: "ob-z1", Replicas: 1}, {Workload: "ob-z2", Replicas: 1}}
+	if !slices.Equal(op.Steps, []string{"delete-servers", "wait-servers-deleted", "remove-observers"}) ||
+		!slices.Equal(held, wantHeld) {
+		t.Errorf("the scale-in: steps %v, held %v; want its three steps, holding %v", op.Steps, op.Held, wantHeld)
 	}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: build.PodName(ob, "z1", 1)}, &corev1.Pod{}); err == nil {
 		t.Fatal("the departed observer's pod is still there")

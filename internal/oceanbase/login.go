@@ -4,11 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
+	"slices"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
@@ -190,4 +197,48 @@ func (l *logins) closeIfUnusedLocked(n *login) {
 		delete(l.byDB, n.db)
 		n.db.Close()
 	}
+}
+
+// operatorDB logs in to ob as its operator user through the logins l, for
+// holder, through its observers' addresses (ready ones first).
+func operatorDB(ctx context.Context, r client.Reader, l *logins, holder string, ob *Cluster) (*sql.DB, error) {
+	ob = ob.DeepCopy()
+	obv1.Default(ob) // the credentials' names, when no webhook wrote them
+	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
+	if err != nil {
+		return nil, err
+	}
+	return l.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
+}
+
+// clusterHosts are the IPs of ob's observers as its status lists them,
+// those whose pods are ready first, a leaving zone's last.
+func clusterHosts(ob *Cluster) []string {
+	var ready, other []string
+	for _, s := range ob.Status.Servers {
+		ip, _, err := net.SplitHostPort(s.Address)
+		switch {
+		case err != nil:
+		case s.PodReady && slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == s.Zone }):
+			ready = append(ready, ip)
+		default:
+			other = append(other, ip)
+		}
+	}
+	return append(ready, other...)
+}
+
+// bootstrappedCluster is the dependency of a tenant or a parameter on its
+// cluster: the cluster named, bootstrapped.
+func bootstrappedCluster(name string) []framework.Dependency {
+	return []framework.Dependency{{
+		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		Ready: func(o client.Object) (bool, string) {
+			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, obv1.ConditionBootstrapped)
+			if c == nil || c.Status != metav1.ConditionTrue {
+				return false, "not bootstrapped"
+			}
+			return true, ""
+		},
+	}}
 }

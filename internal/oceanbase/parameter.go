@@ -9,9 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,11 +27,6 @@ import (
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obparameters/finalizers,verbs=update
-
-// The OBParameter's webhooks: the checks against its cluster and the other
-// OBParameters (Clashes, Admit).
-//
-// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // ClusterParameter is the kind the parameter controller reconciles.
 type ClusterParameter = obv1.OBParameter
@@ -68,13 +61,10 @@ func NewParameterController(c *Controller, opts Options) *ParameterController {
 	return &ParameterController{logins: newLogins(opts.withDefaults())}
 }
 
-// setupKinds registers the controllers of the OBZone and OBServer views
-// and of OBParameters; the last share c's logins.
-func setupKinds(mgr ctrl.Manager, c *Controller) error {
-	if err := setupViews(mgr); err != nil {
-		return err
-	}
-	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter, *parameterState]{
+// setupParameters registers the OBParameter controller, which shares the
+// cluster controller c's logins.
+func setupParameters(mgr ctrl.Manager, c *Controller) error {
+	_, err := framework.Setup(mgr, framework.Options[*ClusterParameter, *parameter]{
 		Actor:     NewParameterController(c, c.opts),
 		App:       "obparameter",
 		PartOf:    build.PartOf,
@@ -82,11 +72,6 @@ func setupKinds(mgr ctrl.Manager, c *Controller) error {
 		Customize: watchClusterForParameters(mgr.GetClient()),
 	})
 	return err
-}
-
-// setupParameterWebhooks registers the OBParameter's validating webhook.
-func setupParameterWebhooks(mgr ctrl.Manager) error {
-	return framework.SetupWebhooks[*ClusterParameter](mgr, NewParameterController(nil, Options{}))
 }
 
 // watchClusterForParameters makes a change of an OBCluster (bootstrapped,
@@ -109,63 +94,6 @@ func watchClusterForParameters(r client.Reader) func(*builder.Builder) *builder.
 	}
 }
 
-// Clashes refuses a parameter that the cluster's spec.parameters sets, or
-// that another OBParameter of the cluster sets, the older keeping it
-// (framework.ClashChecker): two owners of one value would set it back and
-// forth. The controller checks it on every pass too, so a parameter
-// added to the cluster's spec later stops this one.
-func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *ClusterParameter) error {
-	name := field.NewPath("spec", "name")
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
-	if client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
-	}
-	if err == nil && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
-		return field.ErrorList{field.Invalid(name, p.Spec.Name,
-			fmt.Sprintf("OBCluster %s sets it in spec.parameters; change it there, or remove it there first", ob.Name))}.ToAggregate()
-	}
-	var list obv1.OBParameterList
-	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
-		return fmt.Errorf("list OBParameters: %w", err)
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
-			continue
-		}
-		if framework.Older(o, p) {
-			return field.ErrorList{field.Duplicate(name, fmt.Sprintf("%s: OBParameter %s sets it", p.Spec.Name, o.Name))}.ToAggregate()
-		}
-	}
-	return nil
-}
-
-// Admit checks the parameter against its cluster at admission
-// (framework.Admitter): the cluster exists, and has the zone or the server
-// the parameter is limited to.
-func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *ClusterParameter) error {
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
-	if apierrors.IsNotFound(err) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), p.Spec.Cluster)}.ToAggregate()
-	}
-	if err != nil {
-		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
-	}
-	if p.Spec.Zone != "" && !slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == p.Spec.Zone }) {
-		var zones []string
-		for _, z := range ob.Spec.Zones {
-			zones = append(zones, z.Name)
-		}
-		return field.ErrorList{field.NotSupported(field.NewPath("spec", "zone"), p.Spec.Zone, zones)}.ToAggregate()
-	}
-	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
-	}
-	return nil
-}
-
 // Dependencies returns the parameter's cluster, which must be
 // bootstrapped.
 //
@@ -179,8 +107,10 @@ func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dep
 	return bootstrappedCluster(ctx.Obj.Spec.Cluster), nil
 }
 
-// parameterState is what a pass observed of the parameter.
-type parameterState struct {
+// parameter is what a pass observed of an OBParameter's parameter in
+// OceanBase (as cluster is of an OBCluster): Declare reads it and returns
+// it, for Observe.
+type parameter struct {
 	db            *sql.DB
 	scope, target string // obsql.SetParameterIn's; target "" with a scope: not known yet
 	known         bool   // some server reports the name as a cluster parameter
@@ -191,10 +121,10 @@ type parameterState struct {
 // sets Ready. A name OceanBase only knows as a tenant's parameter is an
 // invalid spec. It returns what it read, for Observe; nil when OceanBase
 // did not answer or the server has no address.
-func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, error) {
+func (c *ParameterController) Declare(ctx *ParameterContext) (*parameter, error) {
 	p := ctx.Obj
 	ob := ctx.Dependencies[0].(*Cluster)
-	st := &parameterState{}
+	st := &parameter{}
 	switch {
 	case p.Spec.Zone != "":
 		st.scope, st.target = obsql.ScopeZone, p.Spec.Zone
@@ -232,7 +162,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameterState, e
 
 // parameterStatus writes the values of the servers in scope into status
 // and records the drifted ones in st.
-func parameterStatus(p *ClusterParameter, st *parameterState, rows []obsql.ParameterRow) {
+func parameterStatus(p *ClusterParameter, st *parameter, rows []obsql.ParameterRow) {
 	s := &p.Status
 	s.Servers, s.Drifted, s.EditLevel = nil, 0, ""
 	for _, r := range rows {
@@ -262,7 +192,7 @@ func settling(p *ClusterParameter, now time.Time) bool {
 	return s.EditLevel == staticEffective || now.Sub(s.SetAt.Time) < ParameterSettle
 }
 
-func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time) {
+func setParameterReady(ctx *ParameterContext, st *parameter, now time.Time) {
 	p := ctx.Obj
 	switch {
 	case !st.known:
@@ -284,7 +214,7 @@ func setParameterReady(ctx *ParameterContext, st *parameterState, now time.Time)
 // Observe sets the parameter when a server in scope reports another value
 // (and it was not just set), or when no server knows the name (to have
 // OceanBase's answer).
-func (c *ParameterController) Observe(ctx *ParameterContext, st *parameterState) (framework.Action[*ClusterParameter], error) {
+func (c *ParameterController) Observe(ctx *ParameterContext, st *parameter) (framework.Action[*ClusterParameter], error) {
 	switch {
 	case st == nil:
 		return nil, nil // OceanBase did not answer, or the server has no address; status says so
@@ -297,7 +227,7 @@ func (c *ParameterController) Observe(ctx *ParameterContext, st *parameterState)
 // setParameter runs ALTER SYSTEM SET. OceanBase refusing a name no server
 // reports makes the spec invalid, with OceanBase's message: retrying
 // cannot help until the spec changes.
-func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameterState) error {
+func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameter) error {
 	p := ctx.Obj
 	err := obsql.SetParameterIn(ctx, st.db, p.Spec.Name, p.Spec.Value, st.scope, st.target)
 	switch {
@@ -326,16 +256,4 @@ func (c *ParameterController) Finalize(ctx *ParameterContext) (bool, error) {
 	c.logins.release(holderOf("OBParameter", ctx.Obj.UID))
 	ctx.Log.Info("The parameter keeps its value in OceanBase", "parameter", ctx.Obj.Spec.Name)
 	return true, nil
-}
-
-// operatorDB logs in to ob as its operator user through the logins l, for
-// holder, through its observers' addresses (ready ones first).
-func operatorDB(ctx context.Context, r client.Reader, l *logins, holder string, ob *Cluster) (*sql.DB, error) {
-	ob = ob.DeepCopy()
-	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
-	if err != nil {
-		return nil, err
-	}
-	return l.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
 }

@@ -32,7 +32,7 @@ func TestParameterStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &obv1.OBParameter{Spec: obv1.OBParameterSpec{Name: "syslog_level", Value: "INFO"}}
-			st := &parameterState{scope: tc.scope, target: tc.target}
+			st := &parameter{scope: tc.scope, target: tc.target}
 			parameterStatus(p, st, rows)
 			var servers []string
 			for _, s := range p.Status.Servers {

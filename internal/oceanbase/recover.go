@@ -19,15 +19,16 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Recover flow and steps.
+// The recover flow and its steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
 	flowRecover          = "recover"
-	stepRecordLost       = "RecordLostServers"
-	stepReaddress        = "Readdress"
-	stepAddReplacements  = "AddReplacements"
-	stepWaitReplacements = "WaitReplacementsServing"
-	stepDeleteLost       = "DeleteLostServers"
-	stepWaitLostDeleted  = "WaitLostServersDeleted"
+	stepRecordLost       = "record-lost-servers"
+	stepReaddress        = "readdress-observers"
+	stepAddReplacements  = "add-replacements"
+	stepWaitReplacements = "wait-replacements-serving"
+	stepDeleteLost       = "delete-lost-servers"
+	stepWaitLostDeleted  = "wait-lost-servers-deleted"
 )
 
 // StoreClaimAnnotation on an observer's Service is the UID of the volume
@@ -55,15 +56,57 @@ func (c *Controller) recoverFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRecover,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepRecordLost, Run: c.recordLost},
-			{Name: stepReaddress, Run: c.readdress},
-			{Name: stepAddReplacements, Run: c.addReplacements},
-			{Name: stepWaitReplacements, Run: c.waitReplacements},
-			{Name: stepDeleteLost, Run: c.deleteLost},
-			{Name: stepWaitLostDeleted, Run: c.waitLostDeleted},
+			{Name: stepRecordLost, Was: []string{"RecordLostServers"}, Run: c.recordLost},
+			{Name: stepReaddress, Was: []string{"Readdress"}, Run: c.readdress},
+			{Name: stepAddReplacements, Was: []string{"AddReplacements"}, Run: c.addReplacements},
+			{Name: stepWaitReplacements, Was: []string{"WaitReplacementsServing"}, Run: c.waitReplacements},
+			{Name: stepDeleteLost, Was: []string{"DeleteLostServers"}, Run: c.deleteLost},
+			{Name: stepWaitLostDeleted, Was: []string{"WaitLostServersDeleted"}, Run: c.waitLostDeleted},
 		},
 		MaxAttempts: 10,
 	}
+}
+
+// lostStores returns the servers whose observer lost its store: those
+// status records that OceanBase still lists, and the observers of the
+// spec's zones (departing ones left to the scale-in) that lost their
+// store. While the zones with a serving server are not a majority it says
+// why too (unrecoverable): OceanBase could not rebuild their replicas, and
+// the flow does not start.
+func lostStores(ob *Cluster, cl *cluster) (lost []obv1.OBLostServer, unrecoverable string) {
+	for _, l := range ob.Status.LostServers {
+		if cl.server(l.Address) != nil {
+			lost = append(lost, l)
+		}
+	}
+	departing := cl.departing(ob)
+	for _, z := range ob.Spec.Zones {
+		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
+			p := cl.pods[z.Name][o]
+			addr := svcAddr(cl.svcs[p.Name])
+			if slices.Contains(departing, p.Name) || !storeLost(p, cl.claims[p.Name], cl.svcs[p.Name], cl.server(addr)) ||
+				slices.ContainsFunc(lost, func(l obv1.OBLostServer) bool { return l.Address == addr }) {
+				continue
+			}
+			lost = append(lost, obv1.OBLostServer{Address: addr, Pod: p.Name, Zone: z.Name})
+		}
+	}
+	if len(lost) == 0 {
+		return nil, ""
+	}
+	if ok, why := majorityServes(specZones(ob), cl.servers); !ok {
+		return lost, why
+	}
+	return lost, ""
+}
+
+// toRecover returns the servers the recover flow replaces: those that lost
+// their store, none while a majority of zones is lost.
+func (cl *cluster) toRecover() []obv1.OBLostServer {
+	if cl.unrecoverable != "" {
+		return nil
+	}
+	return cl.lost
 }
 
 // storeLost reports whether pod runs on another store than the one its
@@ -113,77 +156,6 @@ func svcAddr(svc *corev1.Service) string {
 	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, build.RPCPort)
 }
 
-// pod returns the observer pod name, nil when there is none.
-func (cl *cluster) pod(name string) *corev1.Pod {
-	for _, pods := range cl.pods {
-		for _, p := range pods {
-			if p.Name == name {
-				return p
-			}
-		}
-	}
-	return nil
-}
-
-func (cl *cluster) server(addr string) *obsql.Server {
-	if s, ok := cl.servers[addr]; ok && addr != "" {
-		return &s
-	}
-	return nil
-}
-
-// lostServers returns the servers to recover: those status records that
-// OceanBase still lists, and the observers of the spec's zones (departing
-// ones left to the scale-in) that lost their store. It sets StoresLost,
-// and returns none while a majority of zones is lost.
-func lostServers(ctx *Context, cl *cluster) []obv1.OBLostServer {
-	ob := ctx.Obj
-	if cl.db == nil {
-		return nil
-	}
-	var lost []obv1.OBLostServer
-	for _, l := range ob.Status.LostServers {
-		if cl.server(l.Address) != nil {
-			lost = append(lost, l)
-		}
-	}
-	departing := cl.departing(ob)
-	for _, z := range ob.Spec.Zones {
-		for _, o := range slices.Sorted(maps.Keys(cl.pods[z.Name])) {
-			p := cl.pods[z.Name][o]
-			addr := svcAddr(cl.svcs[p.Name])
-			if slices.Contains(departing, p.Name) || !storeLost(p, cl.claims[p.Name], cl.svcs[p.Name], cl.server(addr)) ||
-				slices.ContainsFunc(lost, func(l obv1.OBLostServer) bool { return l.Address == addr }) {
-				continue
-			}
-			lost = append(lost, obv1.OBLostServer{Address: addr, Pod: p.Name, Zone: z.Name})
-		}
-	}
-	if len(lost) == 0 {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionFalse, obv1.ReasonNoStoreLost, "")
-		return nil
-	}
-	var zones []string
-	for _, z := range ob.Spec.Zones {
-		zones = append(zones, z.Name)
-	}
-	if ok, why := majorityServes(zones, cl.servers); !ok {
-		ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonMajorityLost,
-			describeLost(lost)+"; not recovered while "+why)
-		return nil
-	}
-	ctx.SetCondition(obv1.ConditionStoresLost, metav1.ConditionTrue, obv1.ReasonRecovering, describeLost(lost)+"; recovering")
-	return lost
-}
-
-func describeLost(lost []obv1.OBLostServer) string {
-	var out []string
-	for _, l := range lost {
-		out = append(out, fmt.Sprintf("%s (%s)", l.Address, l.Pod))
-	}
-	return "lost stores: " + strings.Join(out, ", ")
-}
-
 func recoverTrigger(lost []obv1.OBLostServer) string {
 	var pods []string
 	for _, l := range lost {
@@ -201,7 +173,7 @@ func (c *Controller) recordLost(ctx *Context, seen *cluster) (bool, error) {
 		return false, err
 	}
 	st := &ctx.Obj.Status
-	for _, l := range cl.lost {
+	for _, l := range cl.toRecover() {
 		if !slices.ContainsFunc(st.LostServers, func(o obv1.OBLostServer) bool { return o.Address == l.Address }) {
 			st.LostServers = append(st.LostServers, l)
 			ctx.Log.Info("An observer lost its store", "pod", l.Pod, "server", l.Address, "zone", l.Zone)

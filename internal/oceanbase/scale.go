@@ -2,81 +2,28 @@ package oceanbase
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Scale-in flow and steps.
+// The scale-in flow and its steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
-	flowScaleIn       = "scale-in"
-	stepDeleteServers = "DeleteServers"
-	stepWaitDeleted   = "WaitServersDeleted"
-	stepShrink        = "Shrink"
+	flowScaleIn         = "scale-in"
+	stepDeleteServers   = "delete-servers"
+	stepWaitDeleted     = "wait-servers-deleted"
+	stepRemoveObservers = "remove-observers"
 )
 
 func scaleInTrigger(pods []string) string { return "remove " + strings.Join(pods, ", ") }
-
-// addServers adds to OceanBase the observers whose pods are ready and
-// that it does not know (ADD SERVER, zone by the pod's), each one's volume
-// claim recorded on its Service first (recover.go).
-func (c *Controller) addServers(ctx *Context, seen *cluster) error {
-	cl, err := connected(seen)
-	if err != nil {
-		return err
-	}
-	missing := cl.missingServers()
-	for _, pod := range slices.Sorted(maps.Keys(missing)) {
-		if err := recordStores(ctx, cl, pod); err != nil {
-			return err
-		}
-		if err := obsql.AddServer(ctx, cl.db, cl.addr(pod), missing[pod]); err != nil {
-			return err
-		}
-		ctx.Log.Info("Added a server", "pod", pod, "server", cl.addr(pod), "zone", missing[pod])
-		serverEvent(ctx, pod, corev1.EventTypeNormal, obv1.EventServerAdded, "Added server %s (%s) to zone %s", cl.addr(pod), pod, missing[pod])
-	}
-	return nil
-}
-
-// serverEvent records an Event on the cluster about the observer of pod,
-// its related object: a server's Events are its own, whatever another
-// server's of the same reason say at the same moment (a scale-out adding
-// two servers in one pass records two ServerAdded Events).
-func serverEvent(ctx *Context, pod, eventType, reason, format string, args ...any) {
-	observer := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ctx.Obj.Namespace, Name: pod}}
-	ctx.EventAbout(observer, eventType, reason, format, args...)
-}
-
-// setParameters sets the spec's parameters that drifted.
-func (c *Controller) setParameters(ctx *Context, seen *cluster) error {
-	cl, err := connected(seen)
-	if err != nil {
-		return err
-	}
-	drifted := map[string]bool{}
-	for _, d := range ctx.Obj.Status.ParameterDrift {
-		drifted[d.Name] = true
-	}
-	for _, p := range ctx.Obj.Spec.Parameters {
-		if !drifted[p.Name] {
-			continue
-		}
-		if err := obsql.SetParameter(ctx, cl.db, p.Name, p.Value); err != nil {
-			return framework.Terminal(err) // a name or value OceanBase refuses stays refused
-		}
-		ctx.Log.Info("Set a parameter", "parameter", p.Name, "value", p.Value)
-	}
-	return nil
-}
 
 // scaleInFlow removes the observers beyond a zone's replicas: each server
 // is deleted from OceanBase, which moves its units to the zone's other
@@ -89,9 +36,11 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowScaleIn,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepDeleteServers, Run: c.deleteServers},
-			{Name: stepWaitDeleted, Run: c.waitServersDeleted},
-			{Name: stepShrink, Run: c.shrink},
+			{Name: stepDeleteServers, Was: []string{"DeleteServers"}, Run: c.deleteServers},
+			{Name: stepWaitDeleted, Was: []string{"WaitServersDeleted"}, Run: c.waitServersDeleted},
+			// Named "Shrink" while Declare shrank the StatefulSets on seeing
+			// it run; it holds them now (status.operation.held).
+			{Name: stepRemoveObservers, Was: []string{"Shrink"}, Run: c.removeObservers},
 		},
 		MaxAttempts: 10,
 	}
@@ -142,16 +91,36 @@ func (c *Controller) waitServersDeleted(ctx *Context, seen *cluster) (bool, erro
 	return len(waiting) == 0, nil
 }
 
-// shrink waits for the departed pods to go (Declare applies the spec's
-// replicas while this step runs) and deletes their volume claims.
-func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
-	ob := ctx.Obj
+// removeObservers releases the departing observers, whose servers
+// OceanBase has let go by now: it holds each zone's StatefulSet that has
+// more observers than the zone's replicas at the replicas
+// (status.operation.held), which Declare applies, and once the cache shows
+// the StatefulSet at that size and the departed pods are gone, deletes
+// their volume claims. Done then: after the flow Declare keeps the size
+// the cache shows. A claim is deleted only once the StatefulSet no longer
+// asks for its pod, or the StatefulSet would create the pod again on a new
+// claim.
+func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
+	ob, op := ctx.Obj, ctx.Operation()
 	done := true
 	for _, z := range ob.Spec.Zones {
+		name, size := build.StatefulSetName(ob, z.Name), int32(0)
+		if sts := cl.sets[z.Name]; sts != nil {
+			size = ptr.Deref(sts.Spec.Replicas, 0)
+		}
+		// A zone held already is held again: at the spec's replicas of
+		// this run, should they have changed since.
+		if _, held := op.HeldReplicas(name); held || size > z.Replicas {
+			op.Hold(name, z.Replicas)
+		}
 		for o := range cl.pods[z.Name] {
 			if o >= int(z.Replicas) {
 				done = false
 			}
+		}
+		if size > z.Replicas {
+			done = false
+			continue
 		}
 		claims, err := zoneSet(ob, z.Name).Claims(ctx, ctx.Client)
 		if err != nil {
@@ -163,8 +132,8 @@ func (c *Controller) shrink(ctx *Context, cl *cluster) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		for _, name := range deleted {
-			ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", name)
+		for _, claim := range deleted {
+			ctx.Log.Info("Deleted the volume claim of a deleted server", "claim", claim)
 		}
 	}
 	return done, nil

@@ -1,6 +1,7 @@
 package oceanbase
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // readyCluster is what a pass observes of a bootstrapped cluster of zones
 // z1 (two observers) and z2 (one), every one serving, as changed by
 // change: its spec and the cluster's observation, from which writeStatus
-// and setConditions make status.
+// and setReady make status.
 func readyCluster(change func(*obv1.OBCluster, *cluster)) (*obv1.OBCluster, *cluster) {
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	started := at.Time
@@ -101,7 +102,7 @@ func TestClusterReady(t *testing.T) {
 			ob, cl := readyCluster(tc.change)
 			c := &Controller{}
 			c.writeStatus(ob, cl)
-			c.setConditions(&Context{Obj: ob}, cl)
+			c.setReady(&Context{Obj: ob}, cl)
 			r := meta.FindStatusCondition(ob.Status.Conditions, framework.ConditionReady)
 			if r == nil {
 				t.Fatal("no Ready condition")
@@ -114,5 +115,64 @@ func TestClusterReady(t *testing.T) {
 				t.Errorf("Ready False says %q: a count, not what is missing", r.Message)
 			}
 		})
+	}
+}
+
+// TestStoresLost: StoresLost says which servers lost their store and
+// whether the recover flow replaces them; a pass that could not read
+// OceanBase leaves it as it was.
+func TestStoresLost(t *testing.T) {
+	lost := []obv1.OBLostServer{{Address: "10.0.0.2:2882", Pod: "ob-z1-1", Zone: "z1"}}
+	for _, tc := range []struct {
+		name            string
+		change          func(*obv1.OBCluster, *cluster)
+		status          metav1.ConditionStatus
+		reason, message string
+	}{
+		{name: "none lost", status: metav1.ConditionFalse, reason: obv1.ReasonNoStoreLost},
+		{name: "one lost", change: func(_ *obv1.OBCluster, cl *cluster) { cl.lost = lost },
+			status: metav1.ConditionTrue, reason: obv1.ReasonRecovering, message: "lost stores: 10.0.0.2:2882 (ob-z1-1); recovering"},
+		{name: "one lost without a majority", change: func(_ *obv1.OBCluster, cl *cluster) {
+			cl.lost, cl.unrecoverable = lost, "only 1 of 3 zones serve (z2)"
+		}, status: metav1.ConditionTrue, reason: obv1.ReasonMajorityLost,
+			message: "lost stores: 10.0.0.2:2882 (ob-z1-1); not recovered while only 1 of 3 zones serve (z2)"},
+		{name: "OceanBase not read", change: func(ob *obv1.OBCluster, cl *cluster) {
+			cl.db = nil
+			ob.Status.Conditions = []metav1.Condition{{Type: obv1.ConditionStoresLost, Status: metav1.ConditionTrue,
+				Reason: obv1.ReasonRecovering, Message: "as it was"}}
+		}, status: metav1.ConditionTrue, reason: obv1.ReasonRecovering, message: "as it was"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ob, cl := readyCluster(nil)
+			cl.db = &sql.DB{} // read; never used
+			if tc.change != nil {
+				tc.change(ob, cl)
+			}
+			(&Controller{}).setStoresLost(&Context{Obj: ob}, cl)
+			c := meta.FindStatusCondition(ob.Status.Conditions, obv1.ConditionStoresLost)
+			if c == nil || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message {
+				t.Errorf("StoresLost %+v; want %s %s %q", c, tc.status, tc.reason, tc.message)
+			}
+			if got := cl.toRecover(); (len(got) > 0) != (tc.reason == obv1.ReasonRecovering && cl.db != nil) {
+				t.Errorf("toRecover() = %v with StoresLost %s", got, tc.reason)
+			}
+		})
+	}
+}
+
+// TestParameterDriftKept: status.parameterDrift is what the pass read, and
+// stays as it was when OceanBase did not answer that far.
+func TestParameterDriftKept(t *testing.T) {
+	was := []obv1.ParameterDrift{{Name: "syslog_level", Servers: []string{"10.0.0.1:2882=WDIAG"}}}
+	ob, cl := readyCluster(func(ob *obv1.OBCluster, _ *cluster) { ob.Status.ParameterDrift = was })
+	c := &Controller{}
+	c.writeStatus(ob, cl)
+	if len(ob.Status.ParameterDrift) != 1 {
+		t.Errorf("not read: parameterDrift %v; want it kept", ob.Status.ParameterDrift)
+	}
+	cl.drift, cl.driftRead = nil, true
+	c.writeStatus(ob, cl)
+	if ob.Status.ParameterDrift != nil {
+		t.Errorf("read, none drifted: parameterDrift %v; want none", ob.Status.ParameterDrift)
 	}
 }

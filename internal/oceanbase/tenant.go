@@ -1,24 +1,18 @@
 package oceanbase
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
-	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
@@ -58,11 +52,11 @@ func NewTenantController(opts Options) *TenantController {
 
 func setupTenants(mgr ctrl.Manager, opts Options) error {
 	c := NewTenantController(opts)
-	_, err := framework.Setup(mgr, framework.Options[*Tenant, *tenantState]{
+	_, err := framework.Setup(mgr, framework.Options[*Tenant, *tenant]{
 		Actor:  c,
 		App:    build.TenantApp,
 		PartOf: build.PartOf,
-		Flows:  []framework.Flow[*Tenant, *tenantState]{c.createFlow(), c.zonesFlow()},
+		Flows:  []framework.Flow[*Tenant, *tenant]{c.createFlow(), c.zonesFlow()},
 		Resync: c.opts.Resync,
 	})
 	return err
@@ -70,91 +64,6 @@ func setupTenants(mgr ctrl.Manager, opts Options) error {
 
 // Default applies the API's defaults (obv1.DefaultTenant).
 func (*TenantController) Default(t *Tenant) { obv1.DefaultTenant(t) }
-
-// Validate checks what the CRD's schema cannot: the unit's sizes, that
-// the primary zone names the tenant's zones, and that spec.rootPassword is
-// a name a Secret can have.
-func (*TenantController) Validate(t *Tenant) error {
-	errs := standard.ValidateObjectName(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword, "Secret")
-	unit := field.NewPath("spec", "unit")
-	u := t.Spec.Unit
-	if u.MaxCPU.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("maxCPU"), u.MaxCPU.String(), "must be positive"))
-	}
-	if u.MinCPU != nil && (u.MinCPU.Sign() <= 0 || u.MinCPU.Cmp(u.MaxCPU) > 0) {
-		errs = append(errs, field.Invalid(unit.Child("minCPU"), u.MinCPU.String(), "must be positive and at most maxCPU"))
-	}
-	if u.MemorySize.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("memorySize"), u.MemorySize.String(), "must be positive"))
-	}
-	if u.LogDiskSize != nil && u.LogDiskSize.Sign() <= 0 {
-		errs = append(errs, field.Invalid(unit.Child("logDiskSize"), u.LogDiskSize.String(), "must be positive"))
-	}
-	if pz := t.Spec.PrimaryZone; pz != obv1.DefaultPrimaryZone {
-		zones := build.TenantZones(t)
-		for _, z := range strings.FieldsFunc(pz, func(r rune) bool { return r == ',' || r == ';' }) {
-			if !slices.Contains(zones, z) {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "primaryZone"), pz,
-					fmt.Sprintf("zone %q is not one of spec.zones", z)))
-			}
-		}
-	}
-	return errs.ToAggregate()
-}
-
-// Admit checks the tenant against its cluster at admission
-// (framework.Admitter): the cluster exists, has the tenant's zones, and
-// each of them has at least unitNum servers (a unit per server).
-func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
-	ob := &Cluster{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
-	if apierrors.IsNotFound(err) {
-		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), t.Spec.Cluster)}.ToAggregate()
-	}
-	if err != nil {
-		return fmt.Errorf("get OBCluster %s: %w", t.Spec.Cluster, err)
-	}
-	replicas := map[string]int32{}
-	var names []string
-	for _, z := range ob.Spec.Zones {
-		replicas[z.Name] = max(z.Replicas, 1)
-		names = append(names, z.Name)
-	}
-	var errs field.ErrorList
-	for i, z := range t.Spec.Zones {
-		path := field.NewPath("spec", "zones").Index(i).Child("name")
-		n, ok := replicas[z.Name]
-		switch {
-		case !ok:
-			errs = append(errs, field.NotSupported(path, z.Name, names))
-		case n < t.Spec.UnitNum:
-			errs = append(errs, field.Invalid(field.NewPath("spec", "unitNum"), t.Spec.UnitNum,
-				fmt.Sprintf("zone %s of OBCluster %s has %d observers: a zone holds at most one unit of a tenant per server", z.Name, ob.Name, n)))
-		}
-	}
-	return errs.ToAggregate()
-}
-
-// Clashes refuses a tenantName another OBTenant of the same cluster
-// already manages (framework.ClashChecker): two objects would fight over
-// one tenant. Of two, the older keeps it.
-func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant) error {
-	var list obv1.OBTenantList
-	if err := r.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
-		return fmt.Errorf("list OBTenants: %w", err)
-	}
-	for i := range list.Items {
-		o := &list.Items[i]
-		obv1.DefaultTenant(o)
-		if o.UID == t.UID || o.Spec.Cluster != t.Spec.Cluster || o.Spec.TenantName != t.Spec.TenantName || o.DeletionTimestamp != nil {
-			continue
-		}
-		if framework.Older(o, t) {
-			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenantName"), t.Spec.TenantName)}.ToAggregate()
-		}
-	}
-	return nil
-}
 
 // Dependencies returns the tenant's cluster: the tenant waits for its cluster to be bootstrapped (not
 // Ready: a tenant can change while the cluster scales).
@@ -175,23 +84,10 @@ func clearTenantObservation(s *obv1.OBTenantStatus) {
 	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
 }
 
-// bootstrappedCluster is the dependency of a tenant or a parameter on its
-// cluster: the cluster named, bootstrapped.
-func bootstrappedCluster(name string) []framework.Dependency {
-	return []framework.Dependency{{
-		Object: &Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		Ready: func(o client.Object) (bool, string) {
-			c := meta.FindStatusCondition(o.(*Cluster).Status.Conditions, obv1.ConditionBootstrapped)
-			if c == nil || c.Status != metav1.ConditionTrue {
-				return false, "not bootstrapped"
-			}
-			return true, ""
-		},
-	}}
-}
-
-// tenantState is what a pass observed of the tenant in OceanBase.
-type tenantState struct {
+// tenant is what a pass observed of an OBTenant's tenant in OceanBase
+// (as cluster is of an OBCluster): Declare reads it and returns it, for
+// Observe and the flows' steps.
+type tenant struct {
 	cluster *Cluster
 	db      *sql.DB
 	tenant  *obsql.Tenant          // nil: OceanBase has no such tenant
@@ -204,7 +100,7 @@ type tenantState struct {
 // and its unit config from OceanBase into status, and sets Ready. It
 // returns what it read, for Observe and the flows' steps; nil when
 // OceanBase could not be read.
-func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
+func (c *TenantController) Declare(ctx *TenantContext) (*tenant, error) {
 	t := ctx.Obj
 	newSecret := func(pw string) *corev1.Secret { return build.TenantPasswordSecret(t, pw) }
 	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
@@ -220,10 +116,10 @@ func (c *TenantController) Declare(ctx *TenantContext) (*tenantState, error) {
 	return st, nil
 }
 
-func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
+func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	ob := ctx.Dependencies[0].(*Cluster)
-	st := &tenantState{cluster: ob}
-	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(ctx.Obj), ob)
+	st := &tenant{cluster: ob}
+	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(ctx.Obj), ob)
 	if err != nil {
 		return nil, err
 	}
@@ -252,37 +148,8 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenantState, error) {
 // tenantHolder names the tenant's passes as a user of its cluster's login.
 func tenantHolder(t *Tenant) string { return holderOf("OBTenant", t.UID) }
 
-// clusterDB logs in to ob as its operator user, for holder, through its
-// observers' addresses (ready ones first).
-func (c *TenantController) clusterDB(ctx context.Context, r client.Reader, holder string, ob *Cluster) (*sql.DB, error) {
-	ob = ob.DeepCopy()
-	obv1.Default(ob) // the credentials' names, when no webhook wrote them
-	pw, err := framework.ReadPassword(ctx, r, ob.Namespace, ob.Spec.Credentials.Operator)
-	if err != nil {
-		return nil, err
-	}
-	return c.logins.operator(ctx, holder, ob.UID, clusterHosts(ob), pw)
-}
-
-// clusterHosts are the IPs of ob's observers as its status lists them,
-// those whose pods are ready first, a leaving zone's last.
-func clusterHosts(ob *Cluster) []string {
-	var ready, other []string
-	for _, s := range ob.Status.Servers {
-		ip, _, err := net.SplitHostPort(s.Address)
-		switch {
-		case err != nil:
-		case s.PodReady && slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == s.Zone }):
-			ready = append(ready, ip)
-		default:
-			other = append(other, ip)
-		}
-	}
-	return append(ready, other...)
-}
-
 // tenantPools are the tenant's pools, by zone.
-func (st *tenantState) tenantPools() map[string]*obsql.Pool {
+func (st *tenant) tenantPools() map[string]*obsql.Pool {
 	out := map[string]*obsql.Pool{}
 	if st.tenant == nil {
 		return out
@@ -297,7 +164,7 @@ func (st *tenantState) tenantPools() map[string]*obsql.Pool {
 	return out
 }
 
-func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
+func (c *TenantController) writeStatus(t *Tenant, st *tenant) {
 	s := &t.Status
 	clearTenantObservation(s)
 	if st.tenant == nil {
@@ -315,7 +182,7 @@ func (c *TenantController) writeStatus(t *Tenant, st *tenantState) {
 }
 
 // drift says how the tenant differs from the spec, empty when it does not.
-func (st *tenantState) drift(t *Tenant) string {
+func (st *tenant) drift(t *Tenant) string {
 	want := build.TenantZones(t)
 	pools := st.tenantPools()
 	switch {
@@ -345,7 +212,7 @@ func unitWithLogDisk(want obsql.UnitConfig, got *obsql.UnitConfig) obsql.UnitCon
 	return want
 }
 
-func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
+func (c *TenantController) setReady(ctx *TenantContext, st *tenant) {
 	t := ctx.Obj
 	switch {
 	case st.tenant == nil:
@@ -373,7 +240,7 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenantState) {
 // Observe creates a missing tenant, and brings an existing one to the
 // spec: zones first (a flow, one zone at a time), then the unit config, the
 // unit number, the primary zone and the allowlist.
-func (c *TenantController) Observe(ctx *TenantContext, st *tenantState) (TenantAction, error) {
+func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction, error) {
 	t := ctx.Obj
 	switch {
 	case st == nil:
@@ -425,7 +292,7 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	db, err := c.clusterDB(ctx, ctx.Client, tenantHolder(t), ob)
+	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(t), ob)
 	if err != nil {
 		return false, err
 	}
@@ -434,10 +301,4 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 		return false, err
 	}
 	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
-}
-
-// setupTenantWebhooks registers the OBTenant's defaulting and validating
-// webhooks.
-func setupTenantWebhooks(mgr ctrl.Manager) error {
-	return framework.SetupWebhooks[*Tenant](mgr, NewTenantController(Options{}))
 }

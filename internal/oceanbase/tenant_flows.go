@@ -16,15 +16,16 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Tenant flows and their steps, persisted in status.operation.
+// Tenant flows and their steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
 	flowCreateTenant      = "create"
-	stepCreateUnitConfig  = "CreateUnitConfig"
-	stepCreatePools       = "CreatePools"
-	stepCreateTenant      = "CreateTenant"
-	stepSetRootPassword   = "SetRootPassword"
+	stepCreateUnitConfig  = "create-unit-config"
+	stepCreatePools       = "create-pools"
+	stepCreateTenant      = "create-tenant"
+	stepSetRootPassword   = "set-root-password"
 	flowTenantZones       = "zones"
-	stepChangeZones       = "ChangeZones"
+	stepChangeZones       = "change-zones"
 	allowlistVariable     = "ob_tcp_invited_nodes"
 	tenantFlowMaxAttempts = 10
 )
@@ -35,14 +36,14 @@ const (
 // idempotent (IF NOT EXISTS, or a login that tells), so a flow resumed
 // after a restart, or started for a tenant whose creation another manager
 // began, finishes the same tenant.
-func (c *TenantController) createFlow() framework.Flow[*Tenant, *tenantState] {
-	return framework.Flow[*Tenant, *tenantState]{
+func (c *TenantController) createFlow() framework.Flow[*Tenant, *tenant] {
+	return framework.Flow[*Tenant, *tenant]{
 		Name: flowCreateTenant,
-		Steps: []framework.Step[*Tenant, *tenantState]{
-			{Name: stepCreateUnitConfig, Run: c.createUnitConfig},
-			{Name: stepCreatePools, Run: c.createPools},
-			{Name: stepCreateTenant, Run: c.createTenant},
-			{Name: stepSetRootPassword, Run: c.setRootPassword},
+		Steps: []framework.Step[*Tenant, *tenant]{
+			{Name: stepCreateUnitConfig, Was: []string{"CreateUnitConfig"}, Run: c.createUnitConfig},
+			{Name: stepCreatePools, Was: []string{"CreatePools"}, Run: c.createPools},
+			{Name: stepCreateTenant, Was: []string{"CreateTenant"}, Run: c.createTenant},
+			{Name: stepSetRootPassword, Was: []string{"SetRootPassword"}, Run: c.setRootPassword},
 		},
 		MaxAttempts: tenantFlowMaxAttempts,
 	}
@@ -50,14 +51,14 @@ func (c *TenantController) createFlow() framework.Flow[*Tenant, *tenantState] {
 
 // tenantConnected returns what the pass observed (seen), or why OceanBase
 // could not be read.
-func tenantConnected(seen *tenantState) (*tenantState, error) {
+func tenantConnected(seen *tenant) (*tenant, error) {
 	if seen == nil {
 		return nil, errors.New("OceanBase has not answered")
 	}
 	return seen, nil
 }
 
-func (c *TenantController) createUnitConfig(ctx *TenantContext, seen *tenantState) (bool, error) {
+func (c *TenantController) createUnitConfig(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
@@ -69,7 +70,7 @@ func (c *TenantController) createUnitConfig(ctx *TenantContext, seen *tenantStat
 // one that differs from the spec: CREATE RESOURCE UNIT IF NOT EXISTS keeps
 // a unit made from an earlier spec, such as one whose memory OceanBase
 // found below its minimum (ob-operator #177), which the user then raised.
-func ensureUnitConfig(ctx *TenantContext, st *tenantState) error {
+func ensureUnitConfig(ctx *TenantContext, st *tenant) error {
 	name, want := build.UnitConfigName(ctx.Obj), build.UnitConfig(ctx.Obj)
 	switch {
 	case st.unit == nil:
@@ -81,7 +82,7 @@ func ensureUnitConfig(ctx *TenantContext, st *tenantState) error {
 	return nil
 }
 
-func (c *TenantController) createPools(ctx *TenantContext, seen *tenantState) (bool, error) {
+func (c *TenantController) createPools(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
@@ -97,7 +98,7 @@ func (c *TenantController) createPools(ctx *TenantContext, seen *tenantState) (b
 
 // createTenant sends CREATE TENANT IF NOT EXISTS in the background, and is
 // done when OceanBase reports the tenant NORMAL.
-func (c *TenantController) createTenant(ctx *TenantContext, seen *tenantState) (bool, error) {
+func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
@@ -134,7 +135,7 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenantState) (
 
 // setRootPassword sets the tenant's root password from its Secret. A new
 // tenant's root has none; a step run again logs in with the Secret's.
-func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenantState) (bool, error) {
+func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
@@ -165,15 +166,15 @@ func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenantState
 // pool. Each run of the step makes one change and waits for the locality
 // job it starts, so a flow resumed after a restart picks up where
 // OceanBase is.
-func (c *TenantController) zonesFlow() framework.Flow[*Tenant, *tenantState] {
-	return framework.Flow[*Tenant, *tenantState]{
+func (c *TenantController) zonesFlow() framework.Flow[*Tenant, *tenant] {
+	return framework.Flow[*Tenant, *tenant]{
 		Name:        flowTenantZones,
-		Steps:       []framework.Step[*Tenant, *tenantState]{{Name: stepChangeZones, Run: c.changeZones}},
+		Steps:       []framework.Step[*Tenant, *tenant]{{Name: stepChangeZones, Was: []string{"ChangeZones"}, Run: c.changeZones}},
 		MaxAttempts: tenantFlowMaxAttempts,
 	}
 }
 
-func (c *TenantController) changeZones(ctx *TenantContext, seen *tenantState) (bool, error) {
+func (c *TenantController) changeZones(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return false, err
@@ -195,7 +196,7 @@ func (c *TenantController) changeZones(ctx *TenantContext, seen *tenantState) (b
 
 // nextZoneChange makes the next change towards the spec's zones and says
 // what it did; "" when there is nothing left to do.
-func (c *TenantController) nextZoneChange(ctx *TenantContext, st *tenantState) (string, error) {
+func (c *TenantController) nextZoneChange(ctx *TenantContext, st *tenant) (string, error) {
 	t, db, name := ctx.Obj, st.db, ctx.Obj.Spec.TenantName
 	current, want := build.LocalityZones(st.tenant.Locality), build.TenantZones(t)
 	owned := st.tenantPools()
@@ -251,7 +252,7 @@ func poolList(pools map[string]*obsql.Pool, extra string) []string {
 	return out
 }
 
-func (c *TenantController) alterUnit(ctx *TenantContext, seen *tenantState) error {
+func (c *TenantController) alterUnit(ctx *TenantContext, seen *tenant) error {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
@@ -264,7 +265,7 @@ func (c *TenantController) alterUnit(ctx *TenantContext, seen *tenantState) erro
 	return obsql.AlterUnitConfig(ctx, st.db, name, build.UnitConfig(ctx.Obj))
 }
 
-func (c *TenantController) setUnitNum(ctx *TenantContext, seen *tenantState) error {
+func (c *TenantController) setUnitNum(ctx *TenantContext, seen *tenant) error {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
@@ -275,7 +276,7 @@ func (c *TenantController) setUnitNum(ctx *TenantContext, seen *tenantState) err
 	return obsql.SetUnitNum(ctx, st.db, t.Spec.TenantName, t.Spec.UnitNum)
 }
 
-func (c *TenantController) setPrimaryZone(ctx *TenantContext, seen *tenantState) error {
+func (c *TenantController) setPrimaryZone(ctx *TenantContext, seen *tenant) error {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
@@ -283,7 +284,7 @@ func (c *TenantController) setPrimaryZone(ctx *TenantContext, seen *tenantState)
 	return obsql.AlterTenant(ctx, st.db, ctx.Obj.Spec.TenantName, "PRIMARY_ZONE", ctx.Obj.Spec.PrimaryZone)
 }
 
-func (c *TenantController) setAllowlist(ctx *TenantContext, seen *tenantState) error {
+func (c *TenantController) setAllowlist(ctx *TenantContext, seen *tenant) error {
 	st, err := tenantConnected(seen)
 	if err != nil {
 		return err
@@ -300,15 +301,15 @@ func (c *TenantController) setAllowlist(ctx *TenantContext, seen *tenantState) e
 // then drops its pools and unit config; done when none is left.
 func (c *TenantController) dropTenant(ctx *TenantContext, db *sql.DB) (bool, error) {
 	t := ctx.Obj
-	tenant, err := obsql.TenantByName(ctx, db, t.Spec.TenantName)
+	found, err := obsql.TenantByName(ctx, db, t.Spec.TenantName)
 	switch {
 	case err != nil:
 		return false, err
-	case tenant != nil && tenant.Status != "DROPPING":
+	case found != nil && found.Status != "DROPPING":
 		ctx.Log.Info("Dropping the tenant", "tenant", t.Spec.TenantName)
 		ctx.Event(corev1.EventTypeNormal, obv1.EventDroppingTenant, "Dropping tenant %s (reclaim policy Delete)", t.Spec.TenantName)
 		return false, obsql.Drop(ctx, db, "TENANT", t.Spec.TenantName)
-	case tenant != nil:
+	case found != nil:
 		return false, nil
 	}
 	pools, err := obsql.Pools(ctx, db)

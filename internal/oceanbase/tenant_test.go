@@ -220,7 +220,7 @@ func TestTenantFixedAfterRefusal(t *testing.T) {
 			return false, err.Error()
 		}
 		op := got.Status.Operation
-		if op == nil || op.Name != "create" || op.Step != "CreateTenant" || op.Attempts < 3 ||
+		if op == nil || op.Name != "create" || op.Step != "create-tenant" || op.Attempts < 3 ||
 			!strings.Contains(op.LastError, "__min_full_resource_pool_memory") {
 			return false, fmt.Sprintf("operation %+v", op)
 		}

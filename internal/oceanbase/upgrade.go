@@ -16,10 +16,11 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
-// Upgrade flow and step.
+// The upgrade flow and its step, persisted in status.operation (the step's
+// earlier name is in its Was).
 const (
 	flowUpgrade      = "upgrade"
-	stepUpgradeZones = "UpgradeZones"
+	stepUpgradeZones = "upgrade-zones"
 )
 
 // upgradeFlow rolls a new image out zone by zone, as OceanBase's rolling
@@ -35,7 +36,7 @@ const (
 func (c *Controller) upgradeFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name:        flowUpgrade,
-		Steps:       []framework.Step[*Cluster, *cluster]{{Name: stepUpgradeZones, Run: c.upgradeZones}},
+		Steps:       []framework.Step[*Cluster, *cluster]{{Name: stepUpgradeZones, Was: []string{"UpgradeZones"}, Run: c.upgradeZones}},
 		MaxAttempts: 10,
 	}
 }

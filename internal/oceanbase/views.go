@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,52 +30,6 @@ import (
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones;observers,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/status;observers/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=oceanbase.steward.dev,resources=obzones/finalizers;observers/finalizers,verbs=update
-
-// applyViews applies an OBZone per zone of the spec and an OBServer per
-// observer the zones' StatefulSets have (their server Services' set), and
-// keeps those of a leaving zone while its StatefulSet or OceanBase has it
-// (its servers may serve for as long as a tenant holds its removal); it
-// deletes the views of zones and observers that are gone. Apply writes
-// only when a view is new or was changed, so an idle cluster writes
-// nothing.
-func (c *Controller) applyViews(ctx *Context, cl *cluster) error {
-	ob := ctx.Obj
-	for _, zone := range ob.Spec.Zones {
-		if err := ctx.Apply(build.ZoneView(ob, zone.Name), build.ComponentZoneView); err != nil {
-			return err
-		}
-		for i := range int(cl.replicas(zone, ctx.Operation())) {
-			if err := ctx.Apply(build.ServerView(ob, zone.Name, i), build.ComponentServerView); err != nil {
-				return err
-			}
-		}
-	}
-	for _, zone := range cl.leavingZones(ob) {
-		if err := ctx.Apply(build.ZoneView(ob, zone), build.ComponentZoneView); err != nil {
-			return err
-		}
-		if lz := cl.leaving[zone]; lz != nil {
-			for _, i := range slices.Sorted(maps.Keys(lz.pods)) {
-				if err := ctx.Apply(build.ServerView(ob, zone, i), build.ComponentServerView); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if _, err := ctx.DeleteOrphans(&obv1.OBZoneList{}); err != nil {
-		return err
-	}
-	_, err := ctx.DeleteOrphans(&obv1.OBServerList{})
-	return err
-}
-
-// watchViews makes a view created, deleted or edited start a pass of its
-// cluster, which applies it again; its status writes do not, as the
-// cluster does not read them.
-func watchViews(b *builder.Builder) *builder.Builder {
-	specOnly := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	return b.Owns(&obv1.OBZone{}, specOnly).Owns(&obv1.OBServer{}, specOnly)
-}
 
 // ZoneView is the kind the zone views' controller reconciles.
 type ZoneView = obv1.OBZone
@@ -105,6 +58,14 @@ func setupViews(mgr ctrl.Manager) error {
 	return err
 }
 
+// watchViews makes a view created, deleted or edited start a pass of its
+// cluster, which applies it again; its status writes do not, as the
+// cluster does not read them.
+func watchViews(b *builder.Builder) *builder.Builder {
+	specOnly := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	return b.Owns(&obv1.OBZone{}, specOnly).Owns(&obv1.OBServer{}, specOnly)
+}
+
 // watchClusterFor makes a change of an OBCluster start a pass of each of
 // its views of component (list), found through their labels in the cache.
 func watchClusterFor(r client.Reader, component string, list client.ObjectList) func(*builder.Builder) *builder.Builder {
@@ -124,6 +85,44 @@ func watchClusterFor(r client.Reader, component string, list client.ObjectList) 
 			return out
 		}))
 	}
+}
+
+// applyViews applies an OBZone per zone of the spec and an OBServer per
+// observer the zones' StatefulSets have (their server Services' set), and
+// keeps those of a leaving zone while its StatefulSet or OceanBase has it
+// (its servers may serve for as long as a tenant holds its removal); it
+// deletes the views of zones and observers that are gone. Apply writes
+// only when a view is new or was changed, so an idle cluster writes
+// nothing.
+func (c *Controller) applyViews(ctx *Context, cl *cluster) error {
+	ob := ctx.Obj
+	for _, zone := range ob.Spec.Zones {
+		if err := ctx.Apply(build.ZoneView(ob, zone.Name), build.ComponentZoneView); err != nil {
+			return err
+		}
+		for i := range int(cl.replicas(ob, zone, ctx.Operation())) {
+			if err := ctx.Apply(build.ServerView(ob, zone.Name, i), build.ComponentServerView); err != nil {
+				return err
+			}
+		}
+	}
+	for _, zone := range cl.leavingZones(ob) {
+		if err := ctx.Apply(build.ZoneView(ob, zone), build.ComponentZoneView); err != nil {
+			return err
+		}
+		if lz := cl.leaving[zone]; lz != nil {
+			for _, i := range slices.Sorted(maps.Keys(lz.pods)) {
+				if err := ctx.Apply(build.ServerView(ob, zone, i), build.ComponentServerView); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if _, err := ctx.DeleteOrphans(&obv1.OBZoneList{}); err != nil {
+		return err
+	}
+	_, err := ctx.DeleteOrphans(&obv1.OBServerList{})
+	return err
 }
 
 // viewDependency is a view's cluster, ready as soon as it exists: a view
@@ -182,7 +181,7 @@ func (zoneViews) Declare(ctx *framework.Context[*ZoneView]) (framework.Nothing, 
 	v := zoneView(ctx.Dependencies[0].(*Cluster), z.Spec.Zone)
 	v.status.StatusCore = z.Status.StatusCore
 	z.Status = v.status
-	setViewReady(ctx.SetCondition, v.viewReady)
+	setViewReady(ctx.SetCondition, v.readyCondition)
 	return framework.Nothing{}, nil
 }
 
@@ -208,7 +207,7 @@ func (serverViews) Declare(ctx *framework.Context[*ServerView]) (framework.Nothi
 	v := serverView(ctx.Dependencies[0].(*Cluster), s.Name)
 	v.status.StatusCore = s.Status.StatusCore
 	s.Status = v.status
-	setViewReady(ctx.SetCondition, v.viewReady)
+	setViewReady(ctx.SetCondition, v.readyCondition)
 	return framework.Nothing{}, nil
 }
 
@@ -218,13 +217,14 @@ func (serverViews) Observe(*framework.Context[*ServerView], framework.Nothing) (
 
 func (serverViews) Finalize(*framework.Context[*ServerView]) (bool, error) { return true, nil }
 
-// viewReady is a view's Ready condition.
-type viewReady struct {
+// readyCondition is a Ready condition: a view's, or its cluster's
+// (cluster.readiness).
+type readyCondition struct {
 	ready           bool
 	reason, message string
 }
 
-func setViewReady(set func(string, metav1.ConditionStatus, string, string), r viewReady) {
+func setViewReady(set func(string, metav1.ConditionStatus, string, string), r readyCondition) {
 	status := metav1.ConditionFalse
 	if r.ready {
 		status = metav1.ConditionTrue
@@ -234,25 +234,25 @@ func setViewReady(set func(string, metav1.ConditionStatus, string, string), r vi
 
 // clusterNotServing says why a cluster's status tells nothing of its
 // servers (not bootstrapped, OceanBase not answering); empty when it does.
-func clusterNotServing(ob *Cluster) viewReady {
+func clusterNotServing(ob *Cluster) readyCondition {
 	if ob.Status.BootstrappedAt == nil {
-		return viewReady{reason: obv1.ReasonNotBootstrapped, message: fmt.Sprintf("OBCluster %s is not bootstrapped yet", ob.Name)}
+		return readyCondition{reason: obv1.ReasonNotBootstrapped, message: fmt.Sprintf("OBCluster %s is not bootstrapped yet", ob.Name)}
 	}
 	if r := meta.FindStatusCondition(ob.Status.Conditions, framework.ConditionReady); r != nil && r.Reason == obv1.ReasonUnreachable {
-		return viewReady{reason: obv1.ReasonClusterUnreachable, message: fmt.Sprintf("OBCluster %s: %s", ob.Name, r.Message)}
+		return readyCondition{reason: obv1.ReasonClusterUnreachable, message: fmt.Sprintf("OBCluster %s: %s", ob.Name, r.Message)}
 	}
-	return viewReady{}
+	return readyCondition{}
 }
 
-// serving reports whether OceanBase reports s ACTIVE and serving, and its
-// pod is ready.
+// isServing reports whether OceanBase reports s ACTIVE and serving, and
+// its pod is ready.
 func isServing(s obv1.OBServerStatus) bool {
 	return s.Status == "ACTIVE" && s.StartServiceTime != nil && s.PodReady
 }
 
 type zoneViewResult struct {
 	status obv1.OBZoneViewStatus
-	viewReady
+	readyCondition
 }
 
 // zoneView is zone's view from ob's status: Ready when OceanBase reports
@@ -264,7 +264,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 	i := slices.IndexFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone })
 	j := slices.IndexFunc(ob.Status.Zones, func(z obv1.OBZoneStatus) bool { return z.Name == zone })
 	if i < 0 && (j < 0 || !ob.Status.Zones[j].Leaving) {
-		out.viewReady = viewReady{reason: obv1.ReasonNotInCluster, message: fmt.Sprintf("OBCluster %s has no zone %s", ob.Name, zone)}
+		out.readyCondition = readyCondition{reason: obv1.ReasonNotInCluster, message: fmt.Sprintf("OBCluster %s has no zone %s", ob.Name, zone)}
 		return out
 	}
 	st := &out.status
@@ -282,13 +282,13 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 	}
 	switch nr := clusterNotServing(ob); {
 	case nr.reason != "":
-		out.viewReady = nr
+		out.readyCondition = nr
 	case i < 0:
-		out.viewReady = viewReady{reason: obv1.ReasonZoneRemoving, message: fmt.Sprintf(
+		out.readyCondition = readyCondition{reason: obv1.ReasonZoneRemoving, message: fmt.Sprintf(
 			"OBCluster %s is removing the zone; OceanBase reports it %s, %d of its %d servers serving",
 			ob.Name, orUnknown(st.Status), st.ActiveServers, st.Servers)}
 	default:
-		out.viewReady = zoneServes(ob, zone)
+		out.readyCondition = zoneServes(ob, zone)
 		var departing []string
 		for _, s := range ob.Status.Servers {
 			if s.Zone == zone && !specObserver(ob, s) {
@@ -296,7 +296,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 			}
 		}
 		if out.ready && len(departing) > 0 {
-			out.viewReady = viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(departing, "; ")}
+			out.readyCondition = readyCondition{reason: obv1.ReasonServersNotServing, message: strings.Join(departing, "; ")}
 		}
 	}
 	return out
@@ -305,7 +305,7 @@ func zoneView(ob *Cluster, zone string) zoneViewResult {
 // zoneServes says whether zone of ob's spec serves, from ob's status:
 // OceanBase reports it ACTIVE and each observer of its replicas serves
 // (its pod ready, its server ACTIVE with a start_service_time).
-func zoneServes(ob *Cluster, zone string) viewReady {
+func zoneServes(ob *Cluster, zone string) readyCondition {
 	replicas := int32(1)
 	if i := slices.IndexFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone }); i >= 0 {
 		replicas = max(ob.Spec.Zones[i].Replicas, 1)
@@ -315,7 +315,7 @@ func zoneServes(ob *Cluster, zone string) viewReady {
 		status = ob.Status.Zones[j].Status
 	}
 	if status != "ACTIVE" {
-		return viewReady{reason: obv1.ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(status))}
+		return readyCondition{reason: obv1.ReasonZoneNotActive, message: fmt.Sprintf("OceanBase reports the zone %s", orUnknown(status))}
 	}
 	var notServing []string
 	serving := int32(0)
@@ -332,14 +332,14 @@ func zoneServes(ob *Cluster, zone string) viewReady {
 		}
 	}
 	if len(notServing) > 0 {
-		return viewReady{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
+		return readyCondition{reason: obv1.ReasonServersNotServing, message: strings.Join(notServing, "; ")}
 	}
-	return viewReady{ready: true, reason: obv1.ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
+	return readyCondition{ready: true, reason: obv1.ReasonZoneServing, message: fmt.Sprintf("ACTIVE, %d servers serving", serving)}
 }
 
 type serverViewResult struct {
 	status obv1.OBServerViewStatus
-	viewReady
+	readyCondition
 }
 
 // serverView is pod's view from ob's status: Ready when OceanBase reports
@@ -348,9 +348,9 @@ func serverView(ob *Cluster, pod string) serverViewResult {
 	var out serverViewResult
 	i := slices.IndexFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == pod })
 	if i < 0 {
-		out.viewReady = viewReady{reason: obv1.ReasonPodMissing, message: fmt.Sprintf("OBCluster %s has no pod %s", ob.Name, pod)}
+		out.readyCondition = readyCondition{reason: obv1.ReasonPodMissing, message: fmt.Sprintf("OBCluster %s has no pod %s", ob.Name, pod)}
 		if nr := clusterNotServing(ob); nr.reason == obv1.ReasonNotBootstrapped {
-			out.viewReady = nr
+			out.readyCondition = nr
 		}
 		return out
 	}
@@ -360,17 +360,17 @@ func serverView(ob *Cluster, pod string) serverViewResult {
 		RootService: s.Address != "" && s.Address == ob.Status.RootService}
 	switch nr := clusterNotServing(ob); {
 	case nr.reason != "":
-		out.viewReady = nr
+		out.readyCondition = nr
 	case s.Status == "":
-		out.viewReady = viewReady{reason: obv1.ReasonServerUnknown, message: fmt.Sprintf("OceanBase does not know server %s", orUnknown(s.Address))}
+		out.readyCondition = readyCondition{reason: obv1.ReasonServerUnknown, message: fmt.Sprintf("OceanBase does not know server %s", orUnknown(s.Address))}
 	case s.Status != "ACTIVE":
-		out.viewReady = viewReady{reason: obv1.ReasonServerNotActive, message: "OceanBase reports the server " + s.Status}
+		out.readyCondition = readyCondition{reason: obv1.ReasonServerNotActive, message: "OceanBase reports the server " + s.Status}
 	case s.StartServiceTime == nil:
-		out.viewReady = viewReady{reason: obv1.ReasonServerNotServing, message: "ACTIVE, but it has not started serving"}
+		out.readyCondition = readyCondition{reason: obv1.ReasonServerNotServing, message: "ACTIVE, but it has not started serving"}
 	case !s.PodReady:
-		out.viewReady = viewReady{reason: obv1.ReasonPodNotReady, message: "the pod is not ready"}
+		out.readyCondition = readyCondition{reason: obv1.ReasonPodNotReady, message: "the pod is not ready"}
 	default:
-		out.viewReady = viewReady{ready: true, reason: obv1.ReasonServerServing, message: "ACTIVE and serving since " +
+		out.readyCondition = readyCondition{ready: true, reason: obv1.ReasonServerServing, message: "ACTIVE and serving since " +
 			s.StartServiceTime.UTC().Format("2006-01-02T15:04:05Z")}
 	}
 	return out
@@ -394,14 +394,4 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// podImage is the image of p's observer container.
-func podImage(p *corev1.Pod) string {
-	for _, ct := range p.Spec.Containers {
-		if ct.Name == build.ContainerName {
-			return ct.Image
-		}
-	}
-	return ""
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,13 +23,17 @@ import (
 // Default, Validate, the API server's validation of the children a
 // cluster's spec makes (RenderChildren), names no other cluster's
 // children take (Clashes) and, for a tenant or a parameter, the checks
-// against its cluster (Admit). The controllers apply the same Default
-// and Validate on every pass, so they are safe without them.
+// against its cluster (Admit) and the other tenants or parameters of the
+// cluster (Clashes); an OBParameter has no defaulting webhook. The
+// controllers apply the same Default, Validate and Clashes on every pass,
+// so they are safe without them. This file holds every kind's admission;
+// Default is with each kind's actor.
 //
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=mobcluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=vobcluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=mobtenant.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=vobtenant.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the OBCluster's, OBTenant's and OBParameter's
 // webhooks on mgr.GetWebhookServer() (framework.SetupWebhooks). It is the
@@ -44,6 +50,17 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 		return fmt.Errorf("oceanbase: %w", err)
 	}
 	return nil
+}
+
+// setupTenantWebhooks registers the OBTenant's defaulting and validating
+// webhooks.
+func setupTenantWebhooks(mgr ctrl.Manager) error {
+	return framework.SetupWebhooks[*Tenant](mgr, NewTenantController(Options{}))
+}
+
+// setupParameterWebhooks registers the OBParameter's validating webhook.
+func setupParameterWebhooks(mgr ctrl.Manager) error {
+	return framework.SetupWebhooks[*ClusterParameter](mgr, NewParameterController(nil, Options{}))
 }
 
 // Validate checks what the CRD's schema cannot:
@@ -145,3 +162,145 @@ type source struct {
 // maxServers is the most servers of a zone (the schema's maximum of
 // spec.zones[].replicas).
 const maxServers = 16
+
+// Validate checks what the CRD's schema cannot: the unit's sizes, that
+// the primary zone names the tenant's zones, and that spec.rootPassword is
+// a name a Secret can have.
+func (*TenantController) Validate(t *Tenant) error {
+	errs := standard.ValidateObjectName(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword, "Secret")
+	unit := field.NewPath("spec", "unit")
+	u := t.Spec.Unit
+	if u.MaxCPU.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("maxCPU"), u.MaxCPU.String(), "must be positive"))
+	}
+	if u.MinCPU != nil && (u.MinCPU.Sign() <= 0 || u.MinCPU.Cmp(u.MaxCPU) > 0) {
+		errs = append(errs, field.Invalid(unit.Child("minCPU"), u.MinCPU.String(), "must be positive and at most maxCPU"))
+	}
+	if u.MemorySize.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("memorySize"), u.MemorySize.String(), "must be positive"))
+	}
+	if u.LogDiskSize != nil && u.LogDiskSize.Sign() <= 0 {
+		errs = append(errs, field.Invalid(unit.Child("logDiskSize"), u.LogDiskSize.String(), "must be positive"))
+	}
+	if pz := t.Spec.PrimaryZone; pz != obv1.DefaultPrimaryZone {
+		zones := build.TenantZones(t)
+		for _, z := range strings.FieldsFunc(pz, func(r rune) bool { return r == ',' || r == ';' }) {
+			if !slices.Contains(zones, z) {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "primaryZone"), pz,
+					fmt.Sprintf("zone %q is not one of spec.zones", z)))
+			}
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// Admit checks the tenant against its cluster at admission
+// (framework.Admitter): the cluster exists, has the tenant's zones, and
+// each of them has at least unitNum servers (a unit per server).
+func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), t.Spec.Cluster)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get OBCluster %s: %w", t.Spec.Cluster, err)
+	}
+	replicas := map[string]int32{}
+	var names []string
+	for _, z := range ob.Spec.Zones {
+		replicas[z.Name] = max(z.Replicas, 1)
+		names = append(names, z.Name)
+	}
+	var errs field.ErrorList
+	for i, z := range t.Spec.Zones {
+		path := field.NewPath("spec", "zones").Index(i).Child("name")
+		n, ok := replicas[z.Name]
+		switch {
+		case !ok:
+			errs = append(errs, field.NotSupported(path, z.Name, names))
+		case n < t.Spec.UnitNum:
+			errs = append(errs, field.Invalid(field.NewPath("spec", "unitNum"), t.Spec.UnitNum,
+				fmt.Sprintf("zone %s of OBCluster %s has %d observers: a zone holds at most one unit of a tenant per server", z.Name, ob.Name, n)))
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// Clashes refuses a tenantName another OBTenant of the same cluster
+// already manages (framework.ClashChecker): two objects would fight over
+// one tenant. Of two, the older keeps it.
+func (*TenantController) Clashes(ctx context.Context, r client.Reader, t *Tenant) error {
+	var list obv1.OBTenantList
+	if err := r.List(ctx, &list, client.InNamespace(t.Namespace)); err != nil {
+		return fmt.Errorf("list OBTenants: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		obv1.DefaultTenant(o)
+		if o.UID == t.UID || o.Spec.Cluster != t.Spec.Cluster || o.Spec.TenantName != t.Spec.TenantName || o.DeletionTimestamp != nil {
+			continue
+		}
+		if framework.Older(o, t) {
+			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenantName"), t.Spec.TenantName)}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Clashes refuses a parameter that the cluster's spec.parameters sets, or
+// that another OBParameter of the cluster sets, the older keeping it
+// (framework.ClashChecker): two owners of one value would set it back and
+// forth. The controller checks it on every pass too, so a parameter
+// added to the cluster's spec later stops this one.
+func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *ClusterParameter) error {
+	name := field.NewPath("spec", "name")
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
+	}
+	if err == nil && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
+		return field.ErrorList{field.Invalid(name, p.Spec.Name,
+			fmt.Sprintf("OBCluster %s sets it in spec.parameters; change it there, or remove it there first", ob.Name))}.ToAggregate()
+	}
+	var list obv1.OBParameterList
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return fmt.Errorf("list OBParameters: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
+			continue
+		}
+		if framework.Older(o, p) {
+			return field.ErrorList{field.Duplicate(name, fmt.Sprintf("%s: OBParameter %s sets it", p.Spec.Name, o.Name))}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Admit checks the parameter against its cluster at admission
+// (framework.Admitter): the cluster exists, and has the zone or the server
+// the parameter is limited to.
+func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *ClusterParameter) error {
+	ob := &Cluster{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "cluster"), p.Spec.Cluster)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
+	}
+	if p.Spec.Zone != "" && !slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == p.Spec.Zone }) {
+		var zones []string
+		for _, z := range ob.Spec.Zones {
+			zones = append(zones, z.Name)
+		}
+		return field.ErrorList{field.NotSupported(field.NewPath("spec", "zone"), p.Spec.Zone, zones)}.ToAggregate()
+	}
+	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
+	}
+	return nil
+}

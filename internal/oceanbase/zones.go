@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,131 +20,23 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
-// Zone flows and their steps, persisted in status.operation.
+// Zone flows and their steps, persisted in status.operation (a step's
+// earlier names are in its Was).
 const (
-	flowAddZone           = "add-zone"
-	stepAddZones          = "AddZones"
-	stepAddZoneServers    = "AddZoneServers"
-	stepExtendSysTenant   = "ExtendSysTenant"
-	flowRemoveZone        = "remove-zone"
-	stepShrinkSysTenant   = "ShrinkSysTenant"
-	stepWaitTenantsLeave  = "WaitTenantsLeave"
-	stepStopZones         = "StopZones"
-	stepDeleteZoneServers = "DeleteZoneServers"
-	stepDeleteZones       = "DeleteZones"
-	stepRemoveZoneSets    = "RemoveZoneSets"
-	sysTenant             = "sys"
-	zoneFlowMaxAttempts   = 10
+	flowAddZone            = "add-zone"
+	stepAddZones           = "add-zones"
+	stepAddZoneServers     = "add-zone-servers"
+	stepExtendSysTenant    = "extend-sys-tenant"
+	flowRemoveZone         = "remove-zone"
+	stepShrinkSysTenant    = "shrink-sys-tenant"
+	stepWaitTenantsLeave   = "wait-tenants-leave"
+	stepStopZones          = "stop-zones"
+	stepDeleteZoneServers  = "delete-zone-servers"
+	stepDeleteZones        = "delete-zones"
+	stepDeleteStatefulSets = "delete-zone-statefulsets"
+	sysTenant              = "sys"
+	zoneFlowMaxAttempts    = 10
 )
-
-// leavingZone is a zone the spec no longer has whose StatefulSet remains:
-// its pods run until the remove-zone flow has had OceanBase let their
-// servers go.
-type leavingZone struct {
-	set  *appsv1.StatefulSet
-	pods map[int]*corev1.Pod
-}
-
-// observeLeaving finds the cluster's StatefulSets of zones the spec no
-// longer has, and their pods.
-func observeLeaving(ctx *Context, cl *cluster) error {
-	ob := ctx.Obj
-	cl.leaving = map[string]*leavingZone{}
-	var sets appsv1.StatefulSetList
-	if err := ctx.Client.List(ctx, &sets, client.InNamespace(ob.Namespace),
-		client.MatchingLabels(build.Selector(ob, build.ComponentObserver))); err != nil {
-		return fmt.Errorf("list the StatefulSets: %w", err)
-	}
-	for i := range sets.Items {
-		sts := &sets.Items[i]
-		zone := sts.Labels[build.ZoneLabel]
-		if zone == "" || inSpec(ob, zone) || !metav1.IsControlledBy(sts, ob) {
-			continue
-		}
-		pods, err := zoneSet(ob, zone).Pods(ctx, ctx.Client)
-		if err != nil {
-			return err
-		}
-		cl.leaving[zone] = &leavingZone{set: sts, pods: pods}
-	}
-	return nil
-}
-
-func inSpec(ob *Cluster, zone string) bool {
-	return slices.ContainsFunc(ob.Spec.Zones, func(z obv1.OBZoneSpec) bool { return z.Name == zone })
-}
-
-// applyLeavingServices keeps the Services of a leaving zone's servers: a
-// server's address is its Service's IP, and OceanBase must reach it until
-// it has let the server go.
-func applyLeavingServices(ctx *Context, cl *cluster) error {
-	for _, zone := range slices.Sorted(maps.Keys(cl.leaving)) {
-		lz := cl.leaving[zone]
-		n := int(ptr.Deref(lz.set.Spec.Replicas, 0))
-		for o := range lz.pods {
-			n = max(n, o+1)
-		}
-		for i := range n {
-			if err := ctx.Apply(build.ServerService(ctx.Obj, zone, i), build.ComponentServer); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sys is the sys tenant as this pass read it; nil when OceanBase was not
-// read.
-func (cl *cluster) sys() *obsql.Tenant {
-	for i := range cl.tenants {
-		if cl.tenants[i].Type == "SYS" {
-			return &cl.tenants[i]
-		}
-	}
-	return nil
-}
-
-// joining are the spec's zones that the sys tenant's locality does not
-// have yet, in the spec's order: the zones an add-zone flow brings in.
-func (cl *cluster) joining(ob *Cluster) []string {
-	sys := cl.sys()
-	if sys == nil {
-		return nil
-	}
-	have := build.LocalityZones(sys.Locality)
-	var out []string
-	for _, z := range ob.Spec.Zones {
-		if !slices.Contains(have, z.Name) {
-			out = append(out, z.Name)
-		}
-	}
-	return out
-}
-
-// leavingZones are the zones the spec no longer has that OceanBase, the
-// sys tenant's locality or a StatefulSet still has, sorted: the zones a
-// remove-zone flow takes out.
-func (cl *cluster) leavingZones(ob *Cluster) []string {
-	seen := map[string]bool{}
-	for z := range cl.zones {
-		seen[z] = true
-	}
-	for z := range cl.leaving {
-		seen[z] = true
-	}
-	if sys := cl.sys(); sys != nil {
-		for _, z := range build.LocalityZones(sys.Locality) {
-			seen[z] = true
-		}
-	}
-	var out []string
-	for _, z := range slices.Sorted(maps.Keys(seen)) {
-		if !inSpec(ob, z) {
-			out = append(out, z)
-		}
-	}
-	return out
-}
 
 // zoneFlow starts the flow that brings OceanBase's zones to the spec's:
 // zones are added before any is removed, so that a zone that replaces
@@ -160,6 +51,43 @@ func (cl *cluster) zoneFlow(ob *Cluster) Action {
 	return nil
 }
 
+// InterruptFlow ends a zone flow the spec no longer asks for: a removal
+// whose zones are back in spec.zones with nothing else to remove, or an
+// addition whose zones left spec.zones with nothing else to add. Its
+// remaining steps would find nothing to do, and its last would record
+// ZonesRemoved or ZonesAdded for zones that were not (and count each step
+// in steward_actions_total); the flow that undoes what it did, if any,
+// starts in the same pass.
+func (c *Controller) InterruptFlow(ctx *Context, cl *cluster, op *commonv1.Operation) (string, bool) {
+	if cl == nil || cl.db == nil {
+		return "", false // OceanBase was not read: nothing to judge by
+	}
+	ob := ctx.Obj
+	switch op.Name {
+	case flowRemoveZone:
+		back := slices.DeleteFunc(triggerZones(op.Trigger, "remove "), func(z string) bool { return !inSpec(ob, z) })
+		if len(back) > 0 && len(cl.leavingZones(ob)) == 0 {
+			return fmt.Sprintf("spec.zones has %s again: no zone to remove", strings.Join(back, ", ")), true
+		}
+	case flowAddZone:
+		gone := slices.DeleteFunc(triggerZones(op.Trigger, "add "), func(z string) bool { return inSpec(ob, z) })
+		if len(gone) > 0 && len(cl.joining(ob)) == 0 {
+			return fmt.Sprintf("spec.zones no longer has %s: no zone to add", strings.Join(gone, ", ")), true
+		}
+	}
+	return "", false
+}
+
+// triggerZones are the zones a zone flow's trigger ("add z4, z5",
+// "remove z3") names.
+func triggerZones(trigger, verb string) []string {
+	rest, ok := strings.CutPrefix(trigger, verb)
+	if !ok {
+		return nil
+	}
+	return strings.Split(rest, ", ")
+}
+
 // addZoneFlow brings the spec's new zones into OceanBase: each zone is
 // added and started, its observers are added as servers once they run,
 // and the sys tenant gets a replica there, one zone at a time as OceanBase
@@ -170,9 +98,9 @@ func (c *Controller) addZoneFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowAddZone,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepAddZones, Run: c.addZones},
-			{Name: stepAddZoneServers, Run: c.addZoneServers},
-			{Name: stepExtendSysTenant, Run: c.extendSysTenant},
+			{Name: stepAddZones, Was: []string{"AddZones"}, Run: c.addZones},
+			{Name: stepAddZoneServers, Was: []string{"AddZoneServers"}, Run: c.addZoneServers},
+			{Name: stepExtendSysTenant, Was: []string{"ExtendSysTenant"}, Run: c.extendSysTenant},
 		},
 		MaxAttempts: zoneFlowMaxAttempts,
 	}
@@ -311,21 +239,37 @@ func (c *Controller) removeZoneFlow() framework.Flow[*Cluster, *cluster] {
 	return framework.Flow[*Cluster, *cluster]{
 		Name: flowRemoveZone,
 		Steps: []framework.Step[*Cluster, *cluster]{
-			{Name: stepWaitTenantsLeave, Run: c.waitTenantsLeave},
-			{Name: stepShrinkSysTenant, Run: c.shrinkSysTenant},
-			{Name: stepStopZones, Run: c.stopLeavingZones},
-			{Name: stepDeleteZoneServers, Run: c.deleteZoneServers},
-			{Name: stepDeleteZones, Run: c.deleteZones},
-			{Name: stepRemoveZoneSets, Run: c.removeZoneSets},
+			{Name: stepWaitTenantsLeave, Was: []string{"WaitTenantsLeave"}, Run: c.waitTenantsLeave},
+			{Name: stepShrinkSysTenant, Was: []string{"ShrinkSysTenant"}, Run: c.shrinkSysTenant},
+			{Name: stepStopZones, Was: []string{"StopZones"}, Run: c.stopLeavingZones},
+			{Name: stepDeleteZoneServers, Was: []string{"DeleteZoneServers"}, Run: c.deleteZoneServers},
+			{Name: stepDeleteZones, Was: []string{"DeleteZones"}, Run: c.deleteZones},
+			{Name: stepDeleteStatefulSets, Was: []string{"RemoveZoneSets"}, Run: c.deleteZoneStatefulSets},
 		},
 		MaxAttempts: zoneFlowMaxAttempts,
 	}
 }
 
+// waitTenantsLeave holds the removal while a user tenant has a replica in
+// a leaving zone (its locality) or a resource pool there (its units): the
+// servers could not be deleted, OceanBase having nowhere to move those
+// units. It is the flow's first step, so that nothing changes, the sys
+// tenant's locality included, for a removal that cannot finish. The flow
+// neither changes anything nor fails; Ready and the operation's message
+// say which tenants hold it, and it continues once their zones changed (an
+// OBTenant's spec.zones, or ALTER TENANT).
+func (c *Controller) waitTenantsLeave(ctx *Context, seen *cluster) (bool, error) {
+	if held, err := heldByTenants(ctx, seen); held || err != nil {
+		return false, err
+	}
+	ctx.Operation().Message = ""
+	return true, nil
+}
+
 // shrinkSysTenant takes the leaving zones out of the sys tenant's
 // locality, one zone per change, waiting for each, then out of its pool.
 // It changes nothing while a user tenant holds a leaving zone (one may have
-// come back since WaitTenantsLeave, or a flow begun before that step came
+// come back since wait-tenants-leave, or a flow begun before that step came
 // first may be here): the sys tenant would lose a replica for a removal
 // that cannot go on, and with it the majority that losing one more zone
 // would take.
@@ -368,22 +312,6 @@ func (c *Controller) shrinkSysTenant(ctx *Context, seen *cluster) (bool, error) 
 	return true, nil
 }
 
-// waitTenantsLeave holds the removal while a user tenant has a replica in
-// a leaving zone (its locality) or a resource pool there (its units): the
-// servers could not be deleted, OceanBase having nowhere to move those
-// units. It is the flow's first step, so that nothing changes, the sys
-// tenant's locality included, for a removal that cannot finish. The flow
-// neither changes anything nor fails; Ready and the operation's message
-// say which tenants hold it, and it continues once their zones changed (an
-// OBTenant's spec.zones, or ALTER TENANT).
-func (c *Controller) waitTenantsLeave(ctx *Context, seen *cluster) (bool, error) {
-	if held, err := heldByTenants(ctx, seen); held || err != nil {
-		return false, err
-	}
-	ctx.Operation().Message = ""
-	return true, nil
-}
-
 // heldByTenants reports whether a user tenant holds a leaving zone, and
 // then says so: in the operation's message, in Ready, and in a Warning
 // Event when the holds change.
@@ -409,46 +337,6 @@ func heldByTenants(ctx *Context, seen *cluster) (bool, error) {
 	op.Message = msg
 	ctx.SetReady(false, obv1.ReasonZoneRemovalHeld, msg)
 	return true, nil
-}
-
-// holdsMessage says what holds a zone removal, and what to do.
-func holdsMessage(holds []string) string {
-	return "held: " + strings.Join(holds, "; ") + "; change those tenants' zones (an OBTenant's spec.zones) to let the zone go"
-}
-
-// tenantsIn says which user tenants have a replica or a pool in zones.
-func (cl *cluster) tenantsIn(zones []string, pools map[string]*obsql.Pool) []string {
-	names := map[int64]string{}
-	var out []string
-	for _, t := range cl.tenants {
-		names[t.ID] = t.Name
-		if t.Type != "USER" {
-			continue
-		}
-		for _, z := range build.LocalityZones(t.Locality) {
-			if slices.Contains(zones, z) {
-				out = append(out, fmt.Sprintf("tenant %s has a replica in zone %s (locality %s)", t.Name, z, t.Locality))
-			}
-		}
-	}
-	sys := cl.sys()
-	for _, name := range slices.Sorted(maps.Keys(pools)) {
-		p := pools[name]
-		if sys != nil && p.TenantID == sys.ID {
-			continue
-		}
-		for _, z := range p.Zones {
-			if !slices.Contains(zones, z) {
-				continue
-			}
-			owner := "no tenant"
-			if p.TenantID != 0 {
-				owner = "tenant " + names[p.TenantID]
-			}
-			out = append(out, fmt.Sprintf("resource pool %s (%s) has units in zone %s", p.Name, owner, z))
-		}
-	}
-	return out
 }
 
 // stopLeavingZones stops the leaving zones OceanBase reports ACTIVE; done
@@ -539,13 +427,13 @@ func (c *Controller) deleteZones(ctx *Context, seen *cluster) (bool, error) {
 	return done, nil
 }
 
-// removeZoneSets removes each leaving zone's observers once OceanBase
+// deleteZoneStatefulSets removes each leaving zone's observers once OceanBase
 // lists none of their servers: the StatefulSet is scaled to zero, and once
 // its pods are gone their volume claims are deleted (the store of a
 // deleted server cannot rejoin: docs/oceanbase.md), then the StatefulSet;
 // the servers' Services go with it. Done when no leaving zone's
 // StatefulSet is left.
-func (c *Controller) removeZoneSets(ctx *Context, seen *cluster) (bool, error) {
+func (c *Controller) deleteZoneStatefulSets(ctx *Context, seen *cluster) (bool, error) {
 	cl, err := connected(seen)
 	if err != nil {
 		return false, err
@@ -628,49 +516,4 @@ func deleteZoneSet(ctx *Context, zone string, sts *appsv1.StatefulSet) error {
 		ctx.Log.Info("Deleted a removed zone's StatefulSet", "zone", zone, "statefulSet", sts.Name)
 	}
 	return nil
-}
-
-func specZones(ob *Cluster) []string {
-	out := make([]string, len(ob.Spec.Zones))
-	for i, z := range ob.Spec.Zones {
-		out[i] = z.Name
-	}
-	return out
-}
-
-// InterruptFlow ends a zone flow the spec no longer asks for: a removal
-// whose zones are back in spec.zones with nothing else to remove, or an
-// addition whose zones left spec.zones with nothing else to add. Its
-// remaining steps would find nothing to do, and its last would record
-// ZonesRemoved or ZonesAdded for zones that were not (and count each step
-// in steward_actions_total); the flow that undoes what it did, if any,
-// starts in the same pass.
-func (c *Controller) InterruptFlow(ctx *Context, cl *cluster, op *commonv1.Operation) (string, bool) {
-	if cl == nil || cl.db == nil {
-		return "", false // OceanBase was not read: nothing to judge by
-	}
-	ob := ctx.Obj
-	switch op.Name {
-	case flowRemoveZone:
-		back := slices.DeleteFunc(triggerZones(op.Trigger, "remove "), func(z string) bool { return !inSpec(ob, z) })
-		if len(back) > 0 && len(cl.leavingZones(ob)) == 0 {
-			return fmt.Sprintf("spec.zones has %s again: no zone to remove", strings.Join(back, ", ")), true
-		}
-	case flowAddZone:
-		gone := slices.DeleteFunc(triggerZones(op.Trigger, "add "), func(z string) bool { return inSpec(ob, z) })
-		if len(gone) > 0 && len(cl.joining(ob)) == 0 {
-			return fmt.Sprintf("spec.zones no longer has %s: no zone to add", strings.Join(gone, ", ")), true
-		}
-	}
-	return "", false
-}
-
-// triggerZones are the zones a zone flow's trigger ("add z4, z5",
-// "remove z3") names.
-func triggerZones(trigger, verb string) []string {
-	rest, ok := strings.CutPrefix(trigger, verb)
-	if !ok {
-		return nil
-	}
-	return strings.Split(rest, ", ")
 }

@@ -216,7 +216,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	eventually(t, "the removal holds for the tenant", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
-		if o.Status.Operation == nil || o.Status.Operation.Name != "remove-zone" || o.Status.Operation.Step != "WaitTenantsLeave" ||
+		if o.Status.Operation == nil || o.Status.Operation.Name != "remove-zone" || o.Status.Operation.Step != "wait-tenants-leave" ||
 			!strings.Contains(o.Status.Operation.Message, "tenant t1") || r == nil || r.Reason != obv1.ReasonZoneRemovalHeld {
 			return false, fmt.Sprintf("operation %+v, ready %+v", o.Status.Operation, r)
 		}
@@ -244,7 +244,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		}
 	}
 	o := get(t, c, ns, "ob")
-	if o.Status.Operation.Phase != "Running" || o.Status.Operation.Step != "WaitTenantsLeave" {
+	if o.Status.Operation.Phase != "Running" || o.Status.Operation.Step != "wait-tenants-leave" {
 		t.Fatalf("the held removal: %+v", o.Status.Operation)
 	}
 	if s := queryString(op, "SELECT STATUS FROM oceanbase.DBA_OB_SERVERS WHERE ZONE = 'z4'"); s != "ACTIVE" {
@@ -266,7 +266,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	// its remaining steps not run (nor counted), no ZonesRemoved recorded.
 	removeZoneSteps := func() float64 {
 		n := 0.0
-		for _, step := range []string{"WaitTenantsLeave", "ShrinkSysTenant", "StopZones", "DeleteZoneServers", "DeleteZones", "RemoveZoneSets"} {
+		for _, step := range []string{"wait-tenants-leave", "shrink-sys-tenant", "stop-zones", "delete-zone-servers", "delete-zones", "delete-zone-statefulsets"} {
 			var m dto.Metric
 			if err := metrics.ActionsTotal.WithLabelValues("OBCluster", "remove-zone/"+step).Write(&m); err != nil {
 				t.Fatal(err)

@@ -283,8 +283,8 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 		check("held")
 		time.Sleep(time.Second)
 	}
-	if op := o.get().Status.Operation; op == nil || op.Name != "scale-in" || op.Step != "WaitServersDeleted" || !strings.Contains(op.Message, "DELETING") {
-		t.Errorf("status.operation: %+v, want scale-in waiting in WaitServersDeleted, saying the server is DELETING", op)
+	if op := o.get().Status.Operation; op == nil || op.Name != "scale-in" || op.Step != "wait-servers-deleted" || !strings.Contains(op.Message, "DELETING") {
+		t.Errorf("status.operation: %+v, want scale-in waiting in wait-servers-deleted, saying the server is DELETING", op)
 	}
 	if during != nil {
 		during()
