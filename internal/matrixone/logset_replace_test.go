@@ -140,7 +140,7 @@ func unready(t *testing.T, c client.Client, ns, name string, d time.Duration) {
 // it is to be replaced the restart is interrupted and the replacement goes
 // first.
 func TestLogSetReplacementInterruptsARollingRestart(t *testing.T) {
-	c, ns, probe, _, sts := runningLogSet(t, 30*time.Second)
+	c, ns, probe, _, _ := runningLogSet(t, 30*time.Second)
 	testenv.Eventually(t, "the LogSet Ready", func() (bool, string) {
 		got := condition(logSet(t, c, ns), "Ready")
 		return strings.HasPrefix(got, "True"), got
@@ -152,7 +152,7 @@ func TestLogSetReplacementInterruptsARollingRestart(t *testing.T) {
 	v := healthyView(ns, pods...)
 	v.LogStores[2].State = wire.StoreDown
 	probe.set(v)
-	sts = get2(t, c, ns, "log", &appsv1.StatefulSet{})
+	sts := get2(t, c, ns, "log", &appsv1.StatefulSet{})
 	sts.Status.UpdateRevision = "r2"
 	if err := c.Status().Update(t.Context(), sts); err != nil {
 		t.Fatal(err)

@@ -38,18 +38,18 @@ import (
 // once per controller with probe.NewCollector[zkclient.Observation] and
 // keep it. The controller and the benchmark (bench/zookeeper) both observe
 // through it.
-func ObserveEnsemble(ctx context.Context, c *probe.Collector[zkclient.Observation], client *http.Client,
+func ObserveEnsemble(ctx context.Context, c *probe.Collector[zkclient.Observation], httpClient *http.Client,
 	targets []probe.Target) map[string]probe.Result[zkclient.Observation] {
-	return c.Collect(ctx, targets, observeCall(client))
+	return c.Collect(ctx, targets, observeCall(httpClient))
 }
 
 // WatchEnsemble returns what the collector c last heard from each target,
 // keyed by Target.Key, without waiting: c keeps asking every target in the
 // background (zkclient.Observe) and notifies when an answer changed. A
 // target named for the first time reads probe.ErrPending until it answers.
-func WatchEnsemble(c *probe.Collector[zkclient.Observation], client *http.Client,
+func WatchEnsemble(c *probe.Collector[zkclient.Observation], httpClient *http.Client,
 	targets []probe.Target) map[string]probe.Result[zkclient.Observation] {
-	return c.Watch(targets, observeCall(client))
+	return c.Watch(targets, observeCall(httpClient))
 }
 
 // observationChanged reports whether two answers of a server differ in what
@@ -60,9 +60,9 @@ func observationChanged(old, cur zkclient.Observation) bool {
 		old.Stat.Version != cur.Stat.Version || !slices.Equal(old.Voting, cur.Voting)
 }
 
-func observeCall(client *http.Client) probe.CallFunc[zkclient.Observation] {
+func observeCall(httpClient *http.Client) probe.CallFunc[zkclient.Observation] {
 	return func(ctx context.Context, t probe.Target) (zkclient.Observation, error) {
-		return zkclient.Observe(ctx, client, t.Address)
+		return zkclient.Observe(ctx, httpClient, t.Address)
 	}
 }
 
