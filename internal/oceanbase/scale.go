@@ -100,7 +100,17 @@ func (c *Controller) waitServersDeleted(ctx *Context, seen *cluster) (bool, erro
 // the cache shows. A claim is deleted only once the StatefulSet no longer
 // asks for its pod, or the StatefulSet would create the pod again on a new
 // claim.
-func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
+//
+// It never releases an observer whose server OceanBase still lists
+// (ob-operator #8): the replicas lowered again while the step runs name
+// observers the earlier steps did not delete, so the step holds the set
+// above the highest of them (releaseFloor) and leaves them to the next
+// scale-in, which Observe starts once this one is done.
+func (c *Controller) removeObservers(ctx *Context, seen *cluster) (bool, error) {
+	cl, err := connected(seen)
+	if err != nil {
+		return false, err
+	}
 	ob, op := ctx.Obj, ctx.Operation()
 	done := true
 	for _, z := range ob.Spec.Zones {
@@ -108,17 +118,18 @@ func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
 		if sts := cl.sets[z.Name]; sts != nil {
 			size = ptr.Deref(sts.Spec.Replicas, 0)
 		}
-		// A zone held already is held again: at the spec's replicas of
-		// this run, should they have changed since.
-		if _, held := op.HeldReplicas(name); held || size > z.Replicas {
-			op.Hold(name, z.Replicas)
+		floor := cl.releaseFloor(z)
+		// A zone held already is held again: at this run's floor, should
+		// the replicas have changed since.
+		if _, held := op.HeldReplicas(name); held || size > floor {
+			op.Hold(name, floor)
 		}
 		for o := range cl.pods[z.Name] {
-			if o >= int(z.Replicas) {
+			if o >= int(floor) {
 				done = false
 			}
 		}
-		if size > z.Replicas {
+		if size > floor {
 			done = false
 			continue
 		}
@@ -127,7 +138,7 @@ func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
 			return false, err
 		}
 		deleted, err := workload.DeleteClaims(ctx, ctx.Client, claims, func(o int) bool {
-			return o >= int(z.Replicas) && cl.pods[z.Name][o] == nil
+			return o >= int(floor) && cl.pods[z.Name][o] == nil
 		})
 		if err != nil {
 			return false, err
@@ -137,4 +148,17 @@ func (c *Controller) removeObservers(ctx *Context, cl *cluster) (bool, error) {
 		}
 	}
 	return done, nil
+}
+
+// releaseFloor is the size below which zone's StatefulSet may not shrink:
+// its replicas, or one above the highest observer whose server OceanBase
+// still lists.
+func (cl *cluster) releaseFloor(zone obv1.OBZoneSpec) int32 {
+	floor := zone.Replicas
+	for o, p := range cl.pods[zone.Name] {
+		if o >= int(floor) && cl.server(cl.addr(p.Name)) != nil {
+			floor = int32(o) + 1
+		}
+	}
+	return floor
 }

@@ -2,6 +2,7 @@ package oceanbase
 
 import (
 	"context"
+	"database/sql"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 )
 
 // TestZoneReplicas: Declare sizes a zone's StatefulSet from what the
@@ -100,6 +102,7 @@ func TestRemoveObservers(t *testing.T) {
 		}
 		return err == nil
 	}
+	db := &sql.DB{} // OceanBase answered (the step sends nothing)
 	run := func(what string, cl *cluster, wantDone bool) {
 		t.Helper()
 		done, err := (&Controller{}).removeObservers(ctx, cl)
@@ -110,7 +113,7 @@ func TestRemoveObservers(t *testing.T) {
 
 	// The departing pod is gone (deleted by hand, say) while the
 	// StatefulSet still has two: it would come back, so its claim stays.
-	run("the StatefulSet still at two", &cluster{sets: map[string]*appsv1.StatefulSet{"z1": set(2), "z2": set(1)},
+	run("the StatefulSet still at two", &cluster{db: db, sets: map[string]*appsv1.StatefulSet{"z1": set(2), "z2": set(1)},
 		pods: map[string]map[int]*corev1.Pod{"z1": {0: pod("ob-z1-0")}, "z2": {0: pod("ob-z2-0")}}}, false)
 	if held, ok := ob.Status.Operation.HeldReplicas("ob-z1"); !ok || held != 1 {
 		t.Errorf("the step holds ob-z1 at %d, %t; want 1", held, ok)
@@ -122,18 +125,38 @@ func TestRemoveObservers(t *testing.T) {
 		t.Fatal("the claim of ob-z1-1 was deleted while its StatefulSet still asks for the pod")
 	}
 
-	run("the StatefulSet at one, its pod terminating", &cluster{sets: map[string]*appsv1.StatefulSet{"z1": set(1), "z2": set(1)},
+	run("the StatefulSet at one, its pod terminating", &cluster{db: db, sets: map[string]*appsv1.StatefulSet{"z1": set(1), "z2": set(1)},
 		pods: map[string]map[int]*corev1.Pod{"z1": {0: pod("ob-z1-0"), 1: pod("ob-z1-1")}, "z2": {0: pod("ob-z2-0")}}}, false)
 	if !claimed(1) {
 		t.Fatal("the claim of ob-z1-1 was deleted under its pod")
 	}
-	run("the pod gone", &cluster{sets: map[string]*appsv1.StatefulSet{"z1": set(1), "z2": set(1)},
+	run("the pod gone", &cluster{db: db, sets: map[string]*appsv1.StatefulSet{"z1": set(1), "z2": set(1)},
 		pods: map[string]map[int]*corev1.Pod{"z1": {0: pod("ob-z1-0")}, "z2": {0: pod("ob-z2-0")}}}, true)
 	if claimed(1) || !claimed(0) {
 		t.Errorf("claims of ob-z1: 0 kept %t, 1 kept %t; want only 0's", claimed(0), claimed(1))
 	}
 	if held, ok := ob.Status.Operation.HeldReplicas("ob-z1"); !ok || held != 1 {
 		t.Errorf("the step holds ob-z1 at %d, %t; want 1 until the flow ends", held, ok)
+	}
+
+	// z2's replicas lowered to 0 while the step runs: OceanBase still
+	// lists ob-z2-0's server, which no step deleted, so the set stays at
+	// one and its claim stays; the step is done with what it released,
+	// and the next scale-in deletes the server first.
+	ob.Spec.Zones[1].Replicas = 0
+	listed := &cluster{db: db, sets: map[string]*appsv1.StatefulSet{"z1": set(1), "z2": set(1)},
+		pods:    map[string]map[int]*corev1.Pod{"z1": {0: pod("ob-z1-0")}, "z2": {0: pod("ob-z2-0")}},
+		ips:     map[string]string{"ob-z2-0": "10.0.0.2"},
+		servers: map[string]obsql.Server{"10.0.0.2:2882": {Zone: "z2", Status: "ACTIVE"}}}
+	run("z2 lowered to 0, its server still listed", listed, true)
+	if held, ok := ob.Status.Operation.HeldReplicas("ob-z2"); ok && held != 1 {
+		t.Errorf("the step holds ob-z2 at %d; want it kept at 1 while OceanBase lists ob-z2-0's server", held)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: zoneSet(ob, "z2").ClaimName(0)}, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("the claim of ob-z2-0, whose server OceanBase lists: %v", err)
+	}
+	if _, err := (&Controller{}).removeObservers(ctx, &cluster{}); err == nil {
+		t.Error("the step ran without OceanBase's answer; it must not release what it cannot check")
 	}
 }
 
