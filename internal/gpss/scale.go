@@ -11,6 +11,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/gpss/build"
 	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
@@ -54,14 +55,7 @@ func (c *Controller) scaleInFlow() framework.Flow[*Cluster, *cluster] {
 // stopped them, releases them, by holding the StatefulSet at a smaller
 // size (status.operation.held). Growing needs no flow.
 func desiredReplicas(g *Cluster, cl *cluster, op *commonv1.Operation) int32 {
-	want := g.Spec.Replicas
-	if cl.sts == nil {
-		return want
-	}
-	if held, ok := op.HeldReplicas(build.InstancesName(g)); ok {
-		return max(held, want)
-	}
-	return max(ptr.Deref(cl.sts.Spec.Replicas, want), want)
+	return workload.Replicas(g.Spec.Replicas, cl.sts, op)
 }
 
 // recordJobs records the running jobs in status.stoppedJobs (before any is

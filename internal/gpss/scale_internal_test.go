@@ -57,7 +57,7 @@ func TestDesiredReplicas(t *testing.T) {
 			g := &Cluster{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: gpssv1.GpssClusterSpec{Replicas: tc.want}}
 			cl := &cluster{}
 			if tc.sts > 0 {
-				cl.sts = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(tc.sts)}}
+				cl.sts = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(tc.sts)}}
 			}
 			if got := desiredReplicas(g, cl, tc.op); got != tc.size {
 				t.Errorf("desiredReplicas = %d, want %d", got, tc.size)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -60,25 +59,6 @@ func scaleInTarget(trigger string) (int32, bool) {
 		return 0, false
 	}
 	return to, true
-}
-
-// cnReplicas is the size Declare gives the CNs' StatefulSet: the size an
-// operation holds it at; else spec.replicas (want), but never fewer pods
-// than the StatefulSet has (live, nil before it exists): CNs leave only
-// through a scale-in, which drains them before it releases them. A hold
-// below want means spec.replicas went up since the flow decided: the
-// flow is interrupted in this pass, and no pod the spec wants goes.
-func cnReplicas(want int32, live *appsv1.StatefulSet, op *commonv1.Operation) int32 {
-	if live == nil {
-		return want
-	}
-	if held, ok := op.HeldReplicas(live.Name); ok {
-		return max(held, want)
-	}
-	if live.Spec.Replicas != nil && *live.Spec.Replicas > want {
-		return *live.Spec.Replicas
-	}
-	return want
 }
 
 // drainLeaving drains the CNs above spec.replicas; done once each drained.

@@ -210,8 +210,9 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 		if live != nil {
 			st.cachedReplicas = live.Spec.Replicas
 		}
-		// Leaving CNs stay until a scale-in drained and released them.
-		applied.Replicas = cnReplicas(st.set.Replicas, live, obj.StatusCore().Operation)
+		// Leaving CNs stay until a scale-in drained and released them
+		// (status.operation.held).
+		applied.Replicas = workload.Replicas(st.set.Replicas, live, obj.StatusCore().Operation)
 	}
 	st.sts = applied.StatefulSet(name)
 	if err := ctx.Apply(st.sts, st.set.Component()); err != nil {

@@ -177,7 +177,7 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 	}
 	c.writeStatus(ob, cl)
 	for _, zone := range ob.Spec.Zones {
-		replicas := cl.replicas(ob, zone, ctx.Operation())
+		replicas := cl.replicas(zone, ctx.Operation())
 		for i := range int(replicas) {
 			if err := ctx.Apply(build.ServerService(ob, zone.Name, i), build.ComponentServer); err != nil {
 				return nil, err
@@ -211,15 +211,8 @@ func (c *Controller) Declare(ctx *Context) (*cluster, error) {
 // servers go), but never fewer than the spec's; without a hold, the spec's,
 // except that a StatefulSet with more keeps them, as their servers may be
 // in OceanBase still.
-func (cl *cluster) replicas(ob *Cluster, zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
-	if held, ok := op.HeldReplicas(build.StatefulSetName(ob, zone.Name)); ok {
-		return max(held, zone.Replicas)
-	}
-	sts := cl.sets[zone.Name]
-	if sts == nil {
-		return zone.Replicas
-	}
-	return max(ptr.Deref(sts.Spec.Replicas, 0), zone.Replicas)
+func (cl *cluster) replicas(zone obv1.OBZoneSpec, op *commonv1.Operation) int32 {
+	return workload.Replicas(zone.Replicas, cl.sets[zone.Name], op)
 }
 
 // applyLeavingServices keeps the Services of a leaving zone's servers: a

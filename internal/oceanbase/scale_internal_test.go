@@ -64,9 +64,9 @@ func TestZoneReplicas(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := &cluster{sets: map[string]*appsv1.StatefulSet{}}
 			if tc.set != nil {
-				cl.sets["z1"] = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: tc.set}}
+				cl.sets["z1"] = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: build.StatefulSetName(ob, "z1")}, Spec: appsv1.StatefulSetSpec{Replicas: tc.set}}
 			}
-			if got := cl.replicas(ob, zone, tc.op); got != tc.want {
+			if got := cl.replicas(zone, tc.op); got != tc.want {
 				t.Errorf("replicas = %d, want %d", got, tc.want)
 			}
 		})

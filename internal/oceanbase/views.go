@@ -100,7 +100,7 @@ func (c *Controller) applyViews(ctx *Context, cl *cluster) error {
 		if err := ctx.Apply(build.ZoneView(ob, zone.Name), build.ComponentZoneView); err != nil {
 			return err
 		}
-		for i := range int(cl.replicas(ob, zone, ctx.Operation())) {
+		for i := range int(cl.replicas(zone, ctx.Operation())) {
 			if err := ctx.Apply(build.ServerView(ob, zone.Name, i), build.ComponentServerView); err != nil {
 				return err
 			}

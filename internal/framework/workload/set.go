@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
 // Set is a StatefulSet-shaped set of pods: pods named <Name>-<ordinal>,
@@ -90,4 +92,22 @@ func Ordinal(name, prefix string) (int, bool) {
 // no pod can be told stale, and a set must not call itself up to date.
 func RevisionKnown(sts *appsv1.StatefulSet) bool {
 	return sts != nil && sts.Status.ObservedGeneration >= sts.Generation && sts.Status.UpdateRevision != ""
+}
+
+// Replicas is the size of a StatefulSet whose scale-in is a task flow: the
+// spec's size (want), never below what the operation holds the set at
+// (commonv1.Operation.Held), and without a hold never below the live set's
+// current size, which only a flow's step releases. live is nil before the
+// set exists.
+func Replicas(want int32, live *appsv1.StatefulSet, op *commonv1.Operation) int32 {
+	if live == nil {
+		return want
+	}
+	if held, ok := op.HeldReplicas(live.Name); ok {
+		return max(held, want)
+	}
+	if live.Spec.Replicas != nil {
+		return max(*live.Spec.Replicas, want)
+	}
+	return want
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -242,3 +244,37 @@ func TestClaimsAgainstAPIServer(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestReplicas(t *testing.T) {
+	set := func(n int32) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: appsv1.StatefulSetSpec{Replicas: &n}}
+	}
+	holding := func(workload string, n int32, phase commonv1.Phase) *commonv1.Operation {
+		op := commonv1.NewOperation("scale-in", "t", []string{"release"}, metav1.Now())
+		op.Hold(workload, n)
+		if phase != commonv1.PhaseRunning {
+			op.Finish(phase, metav1.Now())
+		}
+		return op
+	}
+	for _, tc := range []struct {
+		name string
+		want int32
+		live *appsv1.StatefulSet
+		op   *commonv1.Operation
+		size int32
+	}{
+		{"no set yet", 3, nil, holding("s", 1, commonv1.PhaseRunning), 3},
+		{"grows without a flow", 5, set(3), nil, 5},
+		{"keeps a larger size without a hold", 1, set(3), nil, 3},
+		{"released to the held size", 1, set(3), holding("s", 1, commonv1.PhaseRunning), 1},
+		{"a failed flow still holds", 1, set(3), holding("s", 2, commonv1.PhaseFailed), 2},
+		{"never below the spec", 4, set(3), holding("s", 2, commonv1.PhaseRunning), 4},
+		{"an aborted flow holds nothing", 1, set(3), holding("s", 1, commonv1.PhaseAborted), 3},
+		{"another workload's hold", 1, set(3), holding("other", 1, commonv1.PhaseRunning), 3},
+	} {
+		if got := workload.Replicas(tc.want, tc.live, tc.op); got != tc.size {
+			t.Errorf("%s: Replicas = %d, want %d", tc.name, got, tc.size)
+		}
+	}
+}
