@@ -215,12 +215,13 @@ PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' cha
 # and every system's (images/<system>, or images/<system>-<part> for a
 # system with several); with SYSTEMS, the operator's and those systems'.
 # STAGED_IMAGES are built only when named (make images IMAGES=<name>): an
-# image no test uses yet, which CI should not pay for. None now.
+# image no test uses yet, which CI should not pay for: versitygw, the S3
+# server of issue 29, until the e2e suite starts it.
 # DEFAULT_IMAGES are the operator's and those of the systems the chart runs
 # by default (systems: all): what make demo loads.
 # TEST_IMAGES are images only tests run (a simulator that misbehaves on
 # purpose): e2e builds them, make demo does not.
-STAGED_IMAGES :=
+STAGED_IMAGES := versitygw
 TEST_IMAGES := gpss-simulator-broken
 ALL_IMAGES := $(filter-out $(STAGED_IMAGES),$(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh))))
 DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(TEST_IMAGES),$(ALL_IMAGES))
