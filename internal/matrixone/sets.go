@@ -3,8 +3,6 @@ package matrixone
 import (
 	"context"
 	"fmt"
-	"net"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +16,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/s3"
 )
 
 // What every MatrixOne set's controller shares.
@@ -58,54 +57,21 @@ func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorLi
 			errs = append(errs, standard.ValidateObjectName(p.Child("storageClassName"), *fs.StorageClassName, "StorageClass")...)
 		}
 	}
-	if s3 := s.S3; s3 != nil {
-		errs = append(errs, validateS3(path.Child("s3"), s3)...)
+	if s.S3 != nil {
+		errs = append(errs, validateS3(path.Child("s3"), s.S3)...)
 	}
 	return errs
 }
 
 // validateS3 checks an S3 location: the endpoint a URL with a host, the
 // bucket named by S3's rules, the credentials a Secret's name.
-func validateS3(path *field.Path, s3 *mov1.S3Storage) field.ErrorList {
-	errs := standard.ValidateEndpoint(path.Child("endpoint"), s3.Endpoint, "http", "https")
-	if why := bucketNameError(s3.Bucket); why != "" {
-		errs = append(errs, field.Invalid(path.Child("bucket"), s3.Bucket, why))
+func validateS3(path *field.Path, loc *mov1.S3Storage) field.ErrorList {
+	errs := standard.ValidateEndpoint(path.Child("endpoint"), loc.Endpoint, "http", "https")
+	if why := s3.BucketNameError(loc.Bucket); why != "" {
+		errs = append(errs, field.Invalid(path.Child("bucket"), loc.Bucket, why))
 	}
-	return append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), s3.CredentialsSecret, "Secret")...)
+	return append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), loc.CredentialsSecret, "Secret")...)
 }
-
-// bucketNameError says why name is not a bucket name by S3's rules
-// (general purpose buckets), or "" when it is one: 3 to 63 characters of
-// lower-case letters, digits, dots and hyphens, beginning and ending with
-// a letter or digit, no two dots side by side, not an IP address, not
-// beginning or ending as S3 reserves.
-func bucketNameError(name string) string {
-	switch {
-	case len(name) < 3 || len(name) > 63:
-		return "must have 3 to 63 characters"
-	case strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "":
-		return "must have only lower-case letters, digits, dots and hyphens"
-	case !isLowerAlnum(name[0]) || !isLowerAlnum(name[len(name)-1]):
-		return "must begin and end with a letter or a digit"
-	case strings.Contains(name, ".."):
-		return "must not have two dots side by side"
-	case net.ParseIP(name) != nil:
-		return "must not be an IP address"
-	}
-	for _, prefix := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
-		if strings.HasPrefix(name, prefix) {
-			return fmt.Sprintf("must not begin with %q (S3 reserves it)", prefix)
-		}
-	}
-	for _, suffix := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"} {
-		if strings.HasSuffix(name, suffix) {
-			return fmt.Sprintf("must not end with %q (S3 reserves it)", suffix)
-		}
-	}
-	return ""
-}
-
-func isLowerAlnum(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
 
 // revisionPending says why a set cannot yet tell which of its pods are
 // stale: its StatefulSet's controller has not observed the latest pod
