@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -35,6 +37,8 @@ type Client struct {
 	loc  Location
 	root string
 	mc   *minio.Client
+	// confirmed is whether the bucket has answered (confirmBucket).
+	confirmed atomic.Bool
 }
 
 // dialFunc dials a store; tests replace it.
@@ -94,29 +98,48 @@ func newClient(loc Location, dial dialFunc) (*Client, error) {
 // Location returns the client's location.
 func (c *Client) Location() Location { return c.loc }
 
+// ErrNoSuchBucket is the error of a call on a bucket that does not exist.
+var ErrNoSuchBucket = errors.New("the bucket does not exist")
+
 // fail wraps err, the store's answer to op on key (a key or a prefix, ""
-// for the bucket), with what was asked of which bucket where, and with a
-// hint when the answer is one a misconfiguration gives.
+// for the bucket), with what was asked of which bucket where, the store's
+// error code, and a hint when the answer is one a misconfiguration gives.
 func (c *Client) fail(op, key string, err error) error {
 	what := fmt.Sprintf("bucket %s at %s", c.loc.Bucket, c.loc.Endpoint)
 	if key != "" {
 		what = fmt.Sprintf("%s in %s", key, what)
 	}
-	if hint := c.hint(err); hint != "" {
-		return fmt.Errorf("s3: %s %s: %w (%s)", op, what, err, hint)
+	msg := fmt.Sprintf("s3: %s %s: ", op, what)
+	// minio-go's errors show the store's message, not its code.
+	if code := Code(err); code != "" && !strings.Contains(err.Error(), code) {
+		msg += code + ": "
 	}
-	return fmt.Errorf("s3: %s %s: %w", op, what, err)
+	if hint := c.hint(err); hint != "" {
+		return fmt.Errorf("%s%w (%s)", msg, err, hint)
+	}
+	return fmt.Errorf("%s%w", msg, err)
 }
 
 // hint says what a failure likely means, or "".
 func (c *Client) hint(err error) string {
-	var dns *net.DNSError
+	var (
+		dns  *net.DNSError
+		resp minio.ErrorResponse
+	)
+	errors.As(err, &resp)
 	switch code := Code(err); {
-	case code == "SignatureDoesNotMatch" || code == "InvalidAccessKeyId":
+	// versitygw answers an unknown key with XAdminUserNotFound.
+	case code == "SignatureDoesNotMatch" || code == "InvalidAccessKeyId" || code == "XAdminUserNotFound":
 		return fmt.Sprintf("the store refuses %s: check the credentials", c.loc.Credentials)
 	case code == "AccessDenied" && c.loc.Credentials == nil:
 		return "the request was sent without credentials"
-	case !c.loc.PathStyle && (errors.As(err, &dns) || code != "" && code != "NoSuchBucket" && code != "AccessDenied"):
+	// A HEAD answer has no body to say more: a wrong secret shows so.
+	case code == "AccessDenied":
+		return fmt.Sprintf("the store refuses %s: check the credentials, and what the key may do", c.loc.Credentials)
+	// What a store that wants path-style requests answers virtual-hosted
+	// ones with (versitygw: 405 to HeadBucket, InvalidBucketName to a
+	// put), when the bucket's host name resolves at all.
+	case !c.loc.PathStyle && (errors.As(err, &dns) || resp.StatusCode == http.StatusMethodNotAllowed || code == "InvalidBucketName"):
 		return "the request was virtual-hosted-style, the bucket in the host name: " +
 			"stores inside a cluster (versitygw, MinIO, Ceph) need path-style addressing"
 	}
@@ -127,10 +150,34 @@ func (c *Client) hint(err error) string {
 // "SignatureDoesNotMatch", ...), or "" when err is not a store's answer.
 func Code(err error) string {
 	var resp minio.ErrorResponse
-	if errors.As(err, &resp) {
+	switch {
+	case errors.As(err, &resp):
 		return resp.Code
+	case errors.Is(err, ErrNoSuchBucket):
+		return "NoSuchBucket"
 	}
 	return ""
+}
+
+// confirmBucket checks, once per client, that the bucket exists: a store
+// addressed the wrong way (virtual-hosted requests to one that wants
+// path-style ones) answers a listing with the list of its buckets, which
+// reads as an empty listing, and IsEmpty and DeletePrefix must not take
+// that for an empty prefix. Once the bucket has answered, the addressing
+// is right, and a bucket deleted later makes the listings themselves fail.
+func (c *Client) confirmBucket(ctx context.Context) error {
+	if c.confirmed.Load() {
+		return nil
+	}
+	ok, err := c.mc.BucketExists(ctx, c.loc.Bucket)
+	switch {
+	case err != nil:
+		return c.fail("checking", "", err)
+	case !ok:
+		return c.fail("checking", "", ErrNoSuchBucket)
+	}
+	c.confirmed.Store(true)
+	return nil
 }
 
 // EnsureBucket makes the location's bucket in its region unless it
@@ -141,17 +188,19 @@ func (c *Client) EnsureBucket(ctx context.Context) (created bool, err error) {
 	if err != nil {
 		return false, c.fail("checking", "", err)
 	}
-	if exists {
-		return false, nil
+	if !exists {
+		err = c.mc.MakeBucket(ctx, c.loc.Bucket, minio.MakeBucketOptions{Region: c.loc.Region})
+		switch {
+		case Code(err) == "BucketAlreadyOwnedByYou":
+			// Made meanwhile by another caller.
+		case err != nil:
+			return false, c.fail("making", "", err)
+		default:
+			created = true
+		}
 	}
-	err = c.mc.MakeBucket(ctx, c.loc.Bucket, minio.MakeBucketOptions{Region: c.loc.Region})
-	switch {
-	case Code(err) == "BucketAlreadyOwnedByYou":
-		return false, nil // made meanwhile by another caller
-	case err != nil:
-		return false, c.fail("making", "", err)
-	}
-	return true, nil
+	c.confirmed.Store(true)
+	return created, nil
 }
 
 // key returns the full key of name, a key relative to the location.
@@ -205,7 +254,8 @@ type Page struct {
 
 // ListPrefix lists one page of the objects under prefix, a directory
 // relative to the location ("" for all of it), in key order. It takes one
-// request.
+// request, and trusts the answer: see IsEmpty for a listing that a
+// wrongly addressed store cannot fool.
 func (c *Client) ListPrefix(ctx context.Context, prefix string, opts ListOptions) (Page, error) {
 	size := opts.PageSize
 	if size <= 0 {
@@ -227,12 +277,20 @@ func (c *Client) ListPrefix(ctx context.Context, prefix string, opts ListOptions
 			break
 		}
 	}
+	// minio-go's iterator ends without an error when ctx does.
+	if err := ctx.Err(); err != nil {
+		return Page{}, c.fail("listing", full, err)
+	}
 	return page, nil
 }
 
 // IsEmpty reports whether no object lies under prefix, a directory
-// relative to the location ("" for all of it).
+// relative to the location ("" for all of it). A bucket that does not
+// exist is an error ([ErrNoSuchBucket]), not an empty prefix.
 func (c *Client) IsEmpty(ctx context.Context, prefix string) (bool, error) {
+	if err := c.confirmBucket(ctx); err != nil {
+		return false, err
+	}
 	page, err := c.ListPrefix(ctx, prefix, ListOptions{PageSize: 1})
 	if err != nil {
 		return false, err
@@ -268,13 +326,17 @@ type DeleteResult struct {
 // finds nothing (Done), MaxBatches are sent, ctx ends or a delete fails.
 // It is resumable: deleted keys are not listed again, so a later call
 // picks up what is left, whatever stopped this one. The result counts
-// what was deleted, also when an error is returned.
+// what was deleted, also when an error is returned. A bucket that does not
+// exist is an error ([ErrNoSuchBucket]).
 func (c *Client) DeletePrefix(ctx context.Context, prefix string, opts DeleteOptions) (DeleteResult, error) {
 	size := opts.BatchSize
 	if size <= 0 {
 		size = DefaultBatchSize
 	}
 	var res DeleteResult
+	if err := c.confirmBucket(ctx); err != nil {
+		return res, err
+	}
 	for opts.MaxBatches <= 0 || res.Batches < opts.MaxBatches {
 		if err := ctx.Err(); err != nil {
 			return res, c.fail("deleting", c.prefix(prefix), err)

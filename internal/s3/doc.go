@@ -19,7 +19,11 @@
 // status field), deletes everything under a prefix in batches of bulk
 // deletes ([Client.DeletePrefix]: bounded per call, with counts, and
 // resumable, since a later call lists what is left), and tells whether a
-// prefix holds anything ([Client.IsEmpty]).
+// prefix holds anything ([Client.IsEmpty]). The last two first check, once
+// per client, that the bucket answers: a store addressed the wrong way
+// (virtual-hosted requests to one that wants path-style ones, as
+// versitygw does) answers a listing with its list of buckets, which would
+// read as an empty prefix.
 //
 // Every call takes a context and ends when it does; callers give it a
 // deadline. Errors say what was asked of which bucket at which endpoint,

@@ -105,6 +105,69 @@ func TestDemoImagesLeavePreviewsOut(t *testing.T) {
 	}
 }
 
+// TestRealServerTestsLanes checks where the tests that start real servers
+// run: make unit defers them (ZKTEST_DEFER, S3TEST_DEFER: the S3 tests
+// still run there when versitygw is already built), and make rootfs-tests
+// runs every package whose tests use a harness of real servers, with CI
+// true, s3test's own first and alone (its first test builds versitygw).
+func TestRealServerTestsLanes(t *testing.T) {
+	const module = "github.com/stewardhq/steward"
+	harnesses := []string{module + "/internal/zookeeper/zktest", module + "/internal/s3/s3test"}
+	var want []string
+	for _, f := range goList(t, "list", "-f", `{{.ImportPath}}:{{join .TestImports ","}},{{join .XTestImports ","}}`, "./internal/...") {
+		pkg, imports, _ := strings.Cut(f, ":")
+		for _, h := range harnesses {
+			if pkg == h || slices.Contains(strings.Split(imports, ","), h) {
+				want = append(want, pkg)
+				break
+			}
+		}
+	}
+	for _, h := range harnesses {
+		if !slices.Contains(want, h) {
+			t.Fatalf("no harness %s among the real-server packages %v", h, want)
+		}
+	}
+
+	unit := goTestLines(makeOut(t, "-n", "unit"))
+	if len(unit) != 1 || !strings.Contains(unit[0], `ZKTEST_DEFER="make rootfs-tests"`) || !strings.Contains(unit[0], `S3TEST_DEFER="make rootfs-tests"`) {
+		t.Errorf("make unit's go test does not defer the real servers to make rootfs-tests: %.200q", unit)
+	}
+
+	lines := goTestLines(makeOut(t, "-n", "rootfs-tests"))
+	if len(lines) != 2 {
+		t.Fatalf("make rootfs-tests runs go test %d times, want 2: %q", len(lines), lines)
+	}
+	var got []string
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "CI=true ") {
+			t.Errorf("make rootfs-tests runs %q without CI=true", l)
+		}
+		_, pkgs, _ := strings.Cut(l, "go test ")
+		fields := strings.Fields(pkgs)
+		if i == 0 && !slices.Equal(fields, harnesses[1:]) {
+			t.Errorf("make rootfs-tests runs %v first, want s3test alone", fields)
+		}
+		got = append(got, fields...)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("make rootfs-tests runs %v, want the real-server packages %v", got, want)
+	}
+}
+
+// goTestLines returns the lines of make -n's output that run go test.
+func goTestLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "go test ") || strings.Contains(l, " go test ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
 // goList runs the go command with args in the repository and returns its
 // output's lines.
 func goList(t *testing.T, args ...string) []string {
