@@ -1,12 +1,16 @@
 package matrixone
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,13 +68,37 @@ func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorLi
 }
 
 // validateS3 checks an S3 location: the endpoint a URL with a host, the
-// bucket named by S3's rules, the credentials a Secret's name.
+// bucket named by S3's rules, the credentials a Secret's name; an
+// endpoint that is an IP address needs pathStyle (virtual-hosted requests
+// would go to bucket.<address>, which no resolver knows); the CA Secret a
+// Secret's name and key, for an https endpoint (a CA means nothing to
+// plain HTTP, and would only hide a wrong scheme).
 func validateS3(path *field.Path, loc *mov1.S3Storage) field.ErrorList {
 	errs := standard.ValidateEndpoint(path.Child("endpoint"), loc.Endpoint, "http", "https")
+	u, err := url.Parse(loc.Endpoint)
+	if len(errs) == 0 && err == nil && !loc.PathStyle && net.ParseIP(u.Hostname()) != nil {
+		errs = append(errs, field.Invalid(path.Child("pathStyle"), loc.PathStyle,
+			"the endpoint is an IP address: virtual-hosted-style requests would put the bucket in front of it as a host name; set pathStyle"))
+	}
 	if why := s3.BucketNameError(loc.Bucket); why != "" {
 		errs = append(errs, field.Invalid(path.Child("bucket"), loc.Bucket, why))
 	}
-	return append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), loc.CredentialsSecret, "Secret")...)
+	errs = append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), loc.CredentialsSecret, "Secret")...)
+	if ca := loc.CASecret; ca != nil {
+		p := path.Child("caSecret")
+		if ca.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "the Secret holding the CA certificates"))
+		}
+		errs = append(errs, standard.ValidateObjectName(p.Child("name"), ca.Name, "Secret")...)
+		// Empty is the default key (the schema fills it in).
+		for _, msg := range validation.IsConfigMapKey(cmp.Or(ca.Key, mov1.DefaultCAKey)) {
+			errs = append(errs, field.Invalid(p.Child("key"), ca.Key, "not a valid Secret key: "+msg))
+		}
+		if err == nil && u.Scheme != "https" {
+			errs = append(errs, field.Invalid(p, ca.Name, "a CA is for an https endpoint; the endpoint is "+loc.Endpoint))
+		}
+	}
+	return errs
 }
 
 // revisionPending says why a set cannot yet tell which of its pods are

@@ -146,12 +146,55 @@ type S3Storage struct {
 
 	// credentialsSecret names a Secret in the set's namespace with the keys
 	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, given to mo-service as
-	// environment variables (never written into its configuration).
-	// Default: none (the pod's own identity, if the store accepts it);
-	// immutable.
+	// environment variables (never written into its configuration), where
+	// the AWS SDK's credential chain takes them first, before it would ask
+	// anything else. Default: none (the pod's own identity, if the store
+	// accepts it); immutable.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// pathStyle addresses the bucket in the URL's path
+	// (http://host/bucket/key) instead of in the host name
+	// (http://bucket.host/key). Stores inside a cluster need it (versitygw,
+	// MinIO, Ceph's RGW): no DNS name resolves bucket.host there. AWS S3
+	// and Alibaba OSS take either. MatrixOne has no path-style setting of
+	// its own: Steward sets its is-minio, which makes it address the
+	// endpoint exactly as given, bucket in the path. Default false;
+	// immutable.
+	// +optional
+	PathStyle bool `json:"pathStyle,omitempty"`
+
+	// caSecret is a key of a Secret in the set's namespace holding PEM
+	// certificates of the CAs the endpoint's certificate chains to, for an
+	// https endpoint signed by a private CA. It is mounted read-only into
+	// every MatrixOne pod and listed in MatrixOne's cert-files; the pods
+	// do not start until the Secret exists. MatrixOne 1.2.4 then connects
+	// without verifying the endpoint's certificate (it turns verification
+	// off whenever cert-files are set): Steward's own client verifies it.
+	// Default: none (the image's system CAs, verified); immutable.
+	// +optional
+	CASecret *S3CASecret `json:"caSecret,omitempty"`
+}
+
+// DefaultCAKey is the key of an S3 CA Secret unless caSecret.key says.
+const DefaultCAKey = "ca.crt"
+
+// S3CASecret is a key of a Secret holding PEM CA certificates.
+type S3CASecret struct {
+	// name is the Secret, in the set's namespace. Required; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key is the Secret's key holding the certificates. Default "ca.crt";
+	// immutable.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
 }
 
 // StoreState is whether a store serves: its pod's readiness, then how

@@ -42,15 +42,24 @@ func DefaultLogSet(l *LogSet) {
 	}
 	defaultPodSet(&s.PodSetSpec)
 	defaultStorage(&s.Storage)
+	defaultSharedStorage(&s.SharedStorage)
+}
+
+// defaultSharedStorage defaults the key of an S3 CA Secret.
+func defaultSharedStorage(s *SharedStorage) {
+	if s.S3 != nil && s.S3.CASecret != nil && s.S3.CASecret.Key == "" {
+		s.S3.CASecret.Key = DefaultCAKey
+	}
 }
 
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
-// (see DefaultLogSet): the image and the roles' volumes, as its schema
-// does; its sets default the rest.
+// (see DefaultLogSet): the image, the S3 CA Secret's key and the roles'
+// volumes, as its schema does; its sets default the rest.
 func DefaultMatrixOneCluster(c *MatrixOneCluster) {
 	if c.Spec.Image == "" {
 		c.Spec.Image = DefaultImage
 	}
+	defaultSharedStorage(&c.Spec.SharedStorage)
 	defaultStorage(&c.Spec.LogService.Storage)
 	defaultStorage(&c.Spec.TN.Storage)
 	for i := range c.Spec.CNGroups {

@@ -131,6 +131,19 @@ func TestLogStatefulSet(t *testing.T) {
 				}
 			}
 		}},
+		{"an S3 CA Secret is mounted read-only, its default key as ca.crt", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{Name: "s3-ca"}}}
+		}), func(t *testing.T, pod corev1.PodSpec, mo corev1.Container) {
+			checkS3CA(t, pod, mo, "s3-ca", mov1.DefaultCAKey)
+		}},
+		{"no S3 CA, no volume", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo-data", Region: "r", PathStyle: true}}
+		}), func(t *testing.T, pod corev1.PodSpec, _ corev1.Container) {
+			if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == S3CAVolume }) {
+				t.Error("an S3 CA volume without a CA Secret")
+			}
+		}},
 		{"GOMEMLIMIT is four fifths of the memory limit", newLogSet(func(l *mov1.LogSet) {
 			l.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Mi")}
 		}), func(t *testing.T, _ corev1.PodSpec, mo corev1.Container) {
@@ -179,6 +192,25 @@ func TestLogHeadlessServicePublishesNotReadyAddresses(t *testing.T) {
 	svc := LogHeadlessService(newLogSet())
 	if !svc.Spec.PublishNotReadyAddresses || svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 3 {
 		t.Errorf("Service %+v", svc.Spec)
+	}
+}
+
+// checkS3CA checks that the pod mounts key of Secret name read-only as
+// S3CAFile, in mo-service's container.
+func checkS3CA(t *testing.T, pod corev1.PodSpec, mo corev1.Container, name, key string) {
+	t.Helper()
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == S3CAVolume })
+	if i < 0 || pod.Volumes[i].Secret == nil {
+		t.Fatalf("no S3 CA Secret volume: %+v", pod.Volumes)
+	}
+	src := pod.Volumes[i].Secret
+	if src.SecretName != name || len(src.Items) != 1 || src.Items[0].Key != key || S3CADir+"/"+src.Items[0].Path != S3CAFile ||
+		src.Optional != nil && *src.Optional {
+		t.Errorf("the S3 CA volume: %+v, want %s's key %s as %s, not optional", src, name, key, S3CAFile)
+	}
+	j := slices.IndexFunc(mo.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == S3CAVolume })
+	if j < 0 || mo.VolumeMounts[j].MountPath != S3CADir || !mo.VolumeMounts[j].ReadOnly {
+		t.Errorf("the S3 CA mount: %+v", mo.VolumeMounts)
 	}
 }
 

@@ -1,7 +1,9 @@
 package build
 
 import (
+	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -48,6 +50,12 @@ const (
 	// proxy pods: a Secret volume, so a password written to the Secret
 	// reaches the probe without a restart.
 	RootPasswordDir = "/etc/matrixone-root"
+	// S3CAVolume is the S3 CA Secret's key (sharedStorage.s3.caSecret),
+	// mounted read-only in every pod as S3CAFile, which the file
+	// services' cert-files list.
+	S3CAVolume = "s3-ca"
+	S3CADir    = "/etc/matrixone-s3-ca"
+	S3CAFile   = S3CADir + "/ca.crt"
 )
 
 // SQLReady is the image's readiness probe of CN and proxy pods
@@ -107,7 +115,11 @@ func Shared(s mov1.SharedStorage) SharedStorage {
 	if s.S3 == nil {
 		return SharedStorage{}
 	}
-	return SharedStorage{S3: &S3{Endpoint: s.S3.Endpoint, Bucket: s.S3.Bucket, KeyPrefix: s.S3.KeyPrefix, Region: s.S3.Region}}
+	out := &S3{Endpoint: s.S3.Endpoint, Bucket: s.S3.Bucket, KeyPrefix: s.S3.KeyPrefix, Region: s.S3.Region, PathStyle: s.S3.PathStyle}
+	if s.S3.CASecret != nil {
+		out.CAFile = S3CAFile
+	}
+	return SharedStorage{S3: out}
 }
 
 // podSet is what a role's pod template is made of.
@@ -141,7 +153,8 @@ type podSet struct {
 //   - the downward API gives mo-agent the pod's name, namespace and IP;
 //   - GOMEMLIMIT is four fifths of the memory limit, so Go collects before
 //     the kernel kills (MatrixOne's caches are sized from the same limit);
-//   - S3 credentials come from the user's Secret as the AWS SDK's variables;
+//   - S3 credentials come from the user's Secret as the AWS SDK's variables,
+//     and an S3 CA bundle from the user's Secret as a read-only file;
 //   - the pod runs as the image's user, its volumes made its group's, with
 //     a read-only root filesystem and /tmp an emptyDir (the rendered
 //     configuration and MatrixOne's temporary files).
@@ -172,6 +185,15 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: p.configMap}}}},
 		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if s3 := p.shared.S3; s3 != nil && s3.CASecret != nil {
+		// Certificates are no secret: anyone in the pod may read them.
+		// Not optional: a pod without the CA would fail its store's TLS.
+		mounts = append(mounts, corev1.VolumeMount{Name: S3CAVolume, MountPath: S3CADir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: S3CAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: s3.CASecret.Name, Items: []corev1.KeyToPath{{Key: cmp.Or(s3.CASecret.Key, mov1.DefaultCAKey), Path: path.Base(S3CAFile)}},
+			DefaultMode: ptr.To[int32](0o444),
+		}}})
 	}
 	if fs := p.shared.FileSystem; fs != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: SharedVolume, MountPath: SharedMountPath})
