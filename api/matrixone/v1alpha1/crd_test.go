@@ -62,6 +62,18 @@ func TestDefaults(t *testing.T) {
 			Default: func(o client.Object) { mov1.DefaultMatrixOneCluster(o.(*mov1.MatrixOneCluster)) },
 		},
 		{
+			Minimal: obj("LogSet", "log-claim", "{sharedStorage: {bucketClaim: data}}"),
+			Typed:   &mov1.LogSet{},
+			Default: func(o client.Object) { mov1.DefaultLogSet(o.(*mov1.LogSet)) },
+			GoOnly:  []string{"spec.rootPassword", "spec.shardReplicas"},
+		},
+		{
+			// The reclaim policy, and the CA Secret's key.
+			Minimal: obj("BucketClaim", "data", "{s3: {endpoint: 'https://s3', bucket: mo-data, region: r, caSecret: {name: ca}}}"),
+			Typed:   &mov1.BucketClaim{},
+			Default: func(o client.Object) { mov1.DefaultBucketClaim(o.(*mov1.BucketClaim)) },
+		},
+		{
 			Minimal: obj("TNSet", "tn", "{logSet: log}"),
 			Typed:   &mov1.TNSet{},
 			Default: func(o client.Object) { mov1.DefaultTNSet(o.(*mov1.TNSet)) },
@@ -118,6 +130,9 @@ func TestCELRules(t *testing.T) {
 		return "sharedStorage: {s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, caSecret: " + caSecret + "}}"
 	}
 	set := func(more string) string { return "{logSet: log" + more + "}" }
+	claimS3 := func(prefix string) string {
+		return "s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, keyPrefix: '" + prefix + "'}"
+	}
 
 	violations := []testenv.Violation{
 		name("CNSet", "the Services and the StatefulSet's pods"),
@@ -129,14 +144,22 @@ func TestCELRules(t *testing.T) {
 		change(rule("LogSet", "spec.replicas", "replicas is immutable: adding and removing log stores is not supported yet"), logSet(", replicas: 3"), logSet(", replicas: 5")),
 		change(rule("LogSet", "spec.rootPassword", "rootPassword is immutable: MatrixOne read it at its bootstrap"), logSet(", rootPassword: a"), logSet(", rootPassword: b")),
 		change(rule("LogSet", "spec.shardReplicas", "shardReplicas is immutable: HAKeeper's bootstrap fixed it"), logSet(", shardReplicas: 1"), logSet(", shardReplicas: 3")),
-		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}}"),
+		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "", "{sharedStorage: {}}"),
+		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "",
+			"{sharedStorage: {bucketClaim: data, fileSystem: {claimName: shared}}}"),
+		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{sharedStorage: {bucketClaim: data}}", "{sharedStorage: {bucketClaim: data2}}"),
+		create(rule("BucketClaim", "", "metadata.name must have at most 63 characters: the pods that mount the claim carry it as a label"),
+			strings.Repeat("b", 64), "{"+claimS3("k")+"}"),
+		change(rule("BucketClaim", "spec.s3", "s3 is immutable: the claim's data lives there"),
+			"{"+claimS3("team/a")+"}", "{"+claimS3("team/b")+"}"),
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), logSet(""), "{"+s3+"}"),
 		// Each of the S3 fields, one by one: path style and the CA.
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
 			"{"+s3Path(false)+"}", "{"+s3Path(true)+"}"),
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
 			"{"+s3CA("{name: ca}")+"}", "{"+s3CA("{name: ca2}")+"}"),
-		create(rule("MatrixOneCluster", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}, cnGroups: [{name: cn}]}"),
+		create(rule("MatrixOneCluster", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "", "{sharedStorage: {}, cnGroups: [{name: cn}]}"),
 		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), cluster(""), "{"+s3+", cnGroups: [{name: cn}]}"),
 		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
 			"{"+s3Path(true)+", cnGroups: [{name: cn}]}", "{"+s3Path(false)+", cnGroups: [{name: cn}]}"),

@@ -47,9 +47,25 @@ func DefaultLogSet(l *LogSet) {
 
 // defaultSharedStorage defaults the key of an S3 CA Secret.
 func defaultSharedStorage(s *SharedStorage) {
-	if s.S3 != nil && s.S3.CASecret != nil && s.S3.CASecret.Key == "" {
-		s.S3.CASecret.Key = DefaultCAKey
+	if s.S3 != nil {
+		defaultS3(s.S3)
 	}
+}
+
+// defaultS3 defaults the key of an S3 CA Secret.
+func defaultS3(s *S3Storage) {
+	if s.CASecret != nil && s.CASecret.Key == "" {
+		s.CASecret.Key = DefaultCAKey
+	}
+}
+
+// DefaultBucketClaim applies the BucketClaim's defaults in memory (see
+// DefaultLogSet): the reclaim policy and the CA Secret's key.
+func DefaultBucketClaim(b *BucketClaim) {
+	if b.Spec.ReclaimPolicy == "" {
+		b.Spec.ReclaimPolicy = commonv1.ReclaimRetain
+	}
+	defaultS3(&b.Spec.S3)
 }
 
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
