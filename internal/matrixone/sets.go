@@ -45,10 +45,10 @@ func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.Err
 
 // validateSharedStorage checks what the schema cannot: a shared filesystem
 // claim Steward makes needs a positive size (the API server would refuse
-// the claim on every pass); the claim's, its class's and the S3
-// credentials Secret's names must be names such objects can have (the
-// sets would wait for them forever); an S3 bucket and endpoint must be
-// ones S3 takes (validateS3).
+// the claim on every pass); the claim's, its class's, the S3
+// credentials Secret's and the BucketClaim's names must be names such
+// objects can have (the sets would wait for them forever); an S3 bucket
+// and endpoint must be ones S3 takes (validateS3).
 func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorList {
 	var errs field.ErrorList
 	if fs := s.FileSystem; fs != nil {
@@ -63,6 +63,9 @@ func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorLi
 	}
 	if s.S3 != nil {
 		errs = append(errs, validateS3(path.Child("s3"), s.S3)...)
+	}
+	if s.BucketClaim != "" {
+		errs = append(errs, standard.ValidateObjectName(path.Child("bucketClaim"), s.BucketClaim, "BucketClaim")...)
 	}
 	return errs
 }
@@ -129,6 +132,46 @@ func sharedStorageMissing(ctx context.Context, r client.Reader, namespace string
 		return "", fmt.Errorf("get the shared storage's claim %s: %w", s.FileSystem.ClaimName, err)
 	}
 	return "", nil
+}
+
+// resolveSharedStorage returns l as its pods are rendered: when its shared
+// storage is a BucketClaim, a copy of l whose sharedStorage.s3 is the
+// claim's location (bucketClaim kept, which labels the pods), otherwise l
+// itself. It is the one place that reads the claim for the LogSet and for
+// the sets of its cluster, which render the same storage. When the claim
+// cannot serve l yet, it returns nil and why, with the reason of the
+// set's conditions: ReasonWaitingForSharedStorage while the claim does not
+// exist or is not bound yet, ReasonBucketClaimInUse when it is bound to
+// another LogSet (by UID: one re-created under l's name is another), in
+// Conflict, or being deleted before it bound l. A claim bound to l that
+// is being deleted serves on: its deletion waits for l to go.
+func resolveSharedStorage(ctx context.Context, r client.Reader, l *mov1.LogSet) (_ *mov1.LogSet, reason, why string, _ error) {
+	name := l.Spec.SharedStorage.BucketClaim
+	if name == "" {
+		return l, "", "", nil
+	}
+	claim := &mov1.BucketClaim{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, claim); {
+	case apierrors.IsNotFound(err):
+		return nil, mov1.ReasonWaitingForSharedStorage, fmt.Sprintf("waiting for the BucketClaim %s", name), nil
+	case err != nil:
+		return nil, "", "", fmt.Errorf("get the BucketClaim %s: %w", name, err)
+	}
+	switch b := claim.Status.BoundTo; {
+	case claim.BoundToLogSet(l):
+	case claim.Status.Phase == mov1.BucketClaimConflict:
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s overlaps an older claim (phase Conflict): it serves no LogSet", name), nil
+	case !claim.DeletionTimestamp.IsZero():
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s is being deleted", name), nil
+	case b != nil && claim.Status.Phase == mov1.BucketClaimBound:
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s is bound to the LogSet %s (UID %s): a claim serves one LogSet for life", name, b.Name, b.UID), nil
+	default:
+		return nil, mov1.ReasonWaitingForSharedStorage, fmt.Sprintf("waiting for the BucketClaim %s to bind to this LogSet (phase %s)", name, cmp.Or(string(claim.Status.Phase), "unset")), nil
+	}
+	mov1.DefaultBucketClaim(claim)
+	resolved := l.DeepCopy()
+	resolved.Spec.SharedStorage.S3 = claim.Spec.S3.DeepCopy()
+	return resolved, "", "", nil
 }
 
 // deleteClaims deletes the volume claims of set (reclaim policy Delete),

@@ -118,7 +118,7 @@ type BucketClaimStatus struct {
 	// phase is where the claim is in its life: Pending, Available, Bound,
 	// Released, Deleting or Conflict (docs/matrixone.md).
 	// +optional
-	Phase BucketClaimPhase `json:"phase,omitempty"`
+	Phase BucketClaimPhase `json:"phase,omitempty"` //nolint:kubeapilinter // nophase: a claim's lifecycle as a volume claim's, which users know by phase; the conditions (Ready, BucketReady, Bound) carry the same state
 
 	// boundTo is the LogSet the claim is, or was, bound to; it stays
 	// after the LogSet is gone (Released), until a new LogSet binds the

@@ -222,3 +222,42 @@ func env(c corev1.Container, name string) string {
 	}
 	return ""
 }
+
+// TestBucketClaimLabel checks that the pods of a set whose shared storage
+// is a BucketClaim (resolved into s3 by the controller) carry the claim's
+// name, which the claim's controller waits on before deleting its
+// objects, and that the StatefulSet's selector does not.
+func TestBucketClaimLabel(t *testing.T) {
+	l := newLogSet(func(l *mov1.LogSet) {
+		l.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "data",
+			S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo", Region: "r", CredentialsSecret: "s3-keys"}}
+	})
+	sts := LogStatefulSet(l, "mo-log-config-abc")
+	if got := sts.Spec.Template.Labels[LabelBucketClaim]; got != "data" {
+		t.Errorf("the pods' %s is %q", LabelBucketClaim, got)
+	}
+	if _, ok := sts.Spec.Selector.MatchLabels[LabelBucketClaim]; ok {
+		t.Error("the selector has the claim's label")
+	}
+	tn := StoreSet{Namespace: "db", Name: "mo-tn", Role: RoleTN, Replicas: 1, Pods: &l.Spec.PodSetSpec, Log: l}
+	if got := tn.StatefulSet("cfg").Spec.Template.Labels[LabelBucketClaim]; got != "data" {
+		t.Errorf("the TN's pods' %s is %q", LabelBucketClaim, got)
+	}
+	if got := LogStatefulSet(newLogSet(), "cfg").Spec.Template.Labels; got[LabelBucketClaim] != "" {
+		t.Errorf("a filesystem's pods carry %s: %v", LabelBucketClaim, got)
+	}
+}
+
+// TestClusterPassesTheBucketClaim checks that a MatrixOneCluster's LogSet
+// names the cluster's BucketClaim, which its sets resolve through it.
+func TestClusterPassesTheBucketClaim(t *testing.T) {
+	c := &mov1.MatrixOneCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mo"}, Spec: mov1.MatrixOneClusterSpec{
+		SharedStorage: mov1.SharedStorage{BucketClaim: "data"}, CNGroups: []mov1.CNGroupSpec{{Name: "cn"}}}}
+	sets := Sets(c)
+	if got := sets.Log.Spec.SharedStorage; got.BucketClaim != "data" || got.S3 != nil || got.FileSystem != nil {
+		t.Errorf("the LogSet's shared storage is %+v", got)
+	}
+	if sets.TN.Spec.LogSet != sets.Log.Name || sets.CNs[0].Spec.LogSet != sets.Log.Name {
+		t.Errorf("the sets do not name the LogSet %s", sets.Log.Name)
+	}
+}

@@ -86,6 +86,19 @@ var probeMemory = resource.MustParse("96Mi")
 // are made its group's.
 const podUser = 65532
 
+// The keys of an S3 credentials Secret, given to mo-service as the AWS
+// SDK's environment variables of the same names.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+)
+
+// LabelBucketClaim is on every pod whose shared storage is a BucketClaim,
+// with the claim's name: the claim's controller deletes the claim's
+// objects (reclaimPolicy Delete) only once no pod carries it, so that
+// nothing is still writing there.
+const LabelBucketClaim = "matrixone.steward.dev/bucket-claim"
+
 // Labels are the standard labels of the children of the set named
 // instance playing component.
 func Labels(instance, component string) map[string]string {
@@ -110,7 +123,9 @@ func MemoryLimit(r corev1.ResourceRequirements) int64 {
 	return 0
 }
 
-// Shared is the shared storage of a set's spec, as the templates take it.
+// Shared is the shared storage of a set's spec, as the templates take it:
+// a bucketClaim's location must have been resolved into s3 first (its
+// controller does, reading the claim); unresolved, it renders nothing.
 func Shared(s mov1.SharedStorage) SharedStorage {
 	if s.S3 == nil {
 		return SharedStorage{}
@@ -171,7 +186,7 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", limit*4/5/mib)})
 	}
 	if s3 := p.shared.S3; s3 != nil && s3.CredentialsSecret != "" {
-		for _, key := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		for _, key := range []string{EnvAccessKeyID, EnvSecretAccessKey} {
 			env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret}, Key: key}}})
 		}
@@ -229,8 +244,12 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		SecurityContext:          standard.RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	labels := Labels(p.instance, p.component)
+	if p.shared.BucketClaim != "" {
+		labels[LabelBucketClaim] = p.shared.BucketClaim
+	}
 	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: Labels(p.instance, p.component)},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
 			// MatrixOne needs no Kubernetes API.
 			AutomountServiceAccountToken: ptr.To(false),
