@@ -557,12 +557,19 @@ func TestBucketClaimAdmission(t *testing.T) {
 	c := hookServer.WebhookClient(t, newScheme(), matrixone.SetupWebhooks)
 	ns := testenv.Namespace(t, c, "mo-claims-")
 	other := testenv.Namespace(t, c, "mo-claims-other-")
-	create(t, c, newClaim(ns, "base", nil, "mo-data", "team/c1", ""))
+	// The store is this test's own (claims outlive a test on the shared
+	// API server, and another run's would overlap).
+	at := func(ns, name, bucket, prefix string) *mov1.BucketClaim {
+		b := newClaim(ns, name, nil, bucket, prefix, "")
+		b.Spec.S3.Endpoint = "http://s3." + ns + ".svc:7070"
+		return b
+	}
+	create(t, c, at(ns, "base", "mo-data", "team/c1"))
 	// The webhook reads the claims from its manager's cache, which sees
 	// the new claim a moment later (the controller's check covers that
 	// moment, TestBucketClaimConflict): wait until it does.
 	eventually(t, "the webhook to know the claim", func() (bool, string) {
-		probe := newClaim(ns, "probe", nil, "mo-data", "team/c1", "")
+		probe := at(ns, "probe", "mo-data", "team/c1")
 		err := c.Create(t.Context(), probe)
 		if err == nil {
 			remove(t, c, probe)
@@ -587,7 +594,9 @@ func TestBucketClaimAdmission(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n++
-			err := c.Create(t.Context(), newClaim(tc.ns, fmt.Sprintf("claim%d", n), nil, tc.bucket, tc.prefix, ""))
+			claim := at(tc.ns, fmt.Sprintf("claim%d", n), tc.bucket, tc.prefix)
+			claim.Spec.S3.Endpoint = "http://s3." + ns + ".svc:7070" // one store, whatever the namespace
+			err := c.Create(t.Context(), claim)
 			if !tc.refused {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -610,7 +619,7 @@ func TestBucketClaimAdmission(t *testing.T) {
 		t.Errorf("changing reclaimPolicy: %v", err)
 	}
 	// A credentials Secret no Secret can be named.
-	bad := newClaim(ns, "bad", nil, "mo-data3", "x", "")
+	bad := at(ns, "bad", "mo-data3", "x")
 	bad.Spec.S3.CredentialsSecret = "S3_Keys"
 	requireInvalid(t, c.Create(t.Context(), bad), "spec.s3.credentialsSecret")
 }

@@ -76,6 +76,12 @@ func TestClusterValidate(t *testing.T) {
 			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo-data", Region: "r",
 				CASecret: &mov1.S3CASecret{Name: "corp-ca"}}}
 		}, []string{"spec.sharedStorage.s3.caSecret", "a CA is for an https endpoint"}},
+		{"a BucketClaim no claim can be named", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "Data_1"}
+		}, []string{"spec.sharedStorage.bucketClaim", "not a valid BucketClaim name"}},
+		{"a BucketClaim", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "data"}
+		}, nil},
 		// Every class of CN group whose set makes another set's child.
 		{"a group named as the TN", []string{"a", "tn"}, nil,
 			[]string{"spec.cnGroups[1].name", "the CNSet mo-tn would make the StatefulSet mo-tn, which the TNSet mo-tn makes"}},
