@@ -325,7 +325,7 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 # system, added to the default ones (hack/demo-matrixone-values.yaml).
 
 .PHONY: demo-matrixone
-demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, create the sample MatrixOneCluster (real MatrixOne, about 3.5 GiB) and run SQL through its proxy with a MySQL client.
+demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, start versitygw (S3), create the sample MatrixOneCluster on the sample BucketClaim (real MatrixOne on S3, about 3.7 GiB) and run SQL through its proxy with a MySQL client.
 	$(MAKE) --no-print-directory images SYSTEMS=matrixone
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar $(IMAGES_DIR)/versitygw.tar

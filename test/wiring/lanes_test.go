@@ -1,8 +1,10 @@
 package wiring
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +104,59 @@ func TestDemoImagesLeavePreviewsOut(t *testing.T) {
 		if has == systems.IsPreview(s) {
 			t.Errorf("DEFAULT_IMAGES %v: %s's images included: %v, want %v", images, s, has, !systems.IsPreview(s))
 		}
+	}
+}
+
+// TestSystemImagesFollowTheirSystems checks the images that belong to no
+// system by name (neither the operator's nor images/<system>*, such as
+// versitygw, MatrixOne's object store): each is a known system's
+// SYSTEM_IMAGES_<system> in the Makefile, or staged; make images
+// SYSTEMS=<system> builds that system's, and make demo's DEFAULT_IMAGES
+// leave a preview's out.
+func TestSystemImagesFollowTheirSystems(t *testing.T) {
+	commands := []string{"echo staged $(STAGED_IMAGES)"}
+	for _, s := range systems.Known() {
+		commands = append(commands, fmt.Sprintf("echo %s $(SYSTEM_IMAGES_%s)", s, s))
+	}
+	commands = append(commands, "echo default $(DEFAULT_IMAGES)")
+	lists := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(makeOut(t, "-s", "--eval", "lanes-print: ; @"+strings.Join(commands, "; "), "lanes-print")), "\n") {
+		fields := strings.Fields(line)
+		lists[fields[0]] = fields[1:]
+	}
+	scripts, err := filepath.Glob(filepath.Join(root, "images", "*", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range scripts {
+		name := filepath.Base(filepath.Dir(script))
+		if name == "steward" || slices.ContainsFunc(systems.Known(), func(s string) bool { return name == s || strings.HasPrefix(name, s+"-") }) {
+			continue
+		}
+		found := slices.Contains(lists["staged"], name)
+		for _, s := range systems.Known() {
+			found = found || slices.Contains(lists[s], name)
+		}
+		if !found {
+			t.Errorf("images/%s belongs to no system by name, and no SYSTEM_IMAGES_<system> names it (nor STAGED_IMAGES): no make target builds it", name)
+		}
+	}
+	for _, s := range systems.Known() {
+		if len(lists[s]) == 0 {
+			continue
+		}
+		images := strings.Fields(makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(IMAGES)", "lanes-print", "SYSTEMS="+s))
+		for _, image := range lists[s] {
+			if !slices.Contains(images, image) {
+				t.Errorf("make images SYSTEMS=%s builds %v, not %s (SYSTEM_IMAGES_%s)", s, images, image, s)
+			}
+			if slices.Contains(lists["default"], image) == systems.IsPreview(s) {
+				t.Errorf("DEFAULT_IMAGES %v: %s, %s's, included: %v, want %v", lists["default"], image, s, !systems.IsPreview(s), systems.IsPreview(s))
+			}
+		}
+	}
+	if len(lists[systems.MatrixOne]) == 0 {
+		t.Errorf("no SYSTEM_IMAGES_%s: the pattern no longer finds versitygw", systems.MatrixOne)
 	}
 }
 
