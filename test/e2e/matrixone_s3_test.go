@@ -50,7 +50,7 @@ const (
 func moS3Spec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moCluster{scenario: newScenario(t, "mos3", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
-	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1}}
+	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1}, spec: t}
 	m.runSteps(t, s.dump, []step{
 		{"create on a BucketClaim on versitygw", s.create},
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
@@ -70,6 +70,9 @@ const (
 
 type moS3 struct {
 	*moUmbrella
+	// spec is the spec's test, which outlives its steps: the
+	// port-forward lasts as long.
+	spec *testing.T
 	// keys are versitygw's root keys, which the claims' Secret holds.
 	keys *s3.Credentials
 	// store is an S3 client for the bucket's root, through a port-forward
@@ -133,7 +136,7 @@ func (s *moS3) create(t *testing.T) {
 		return nil
 	})
 	s.logSetUID = bc.Status.BoundTo.UID
-	addr := portForward(t, s3Namespace, "svc/versitygw", 7070)
+	addr := portForward(s.spec, s3Namespace, "svc/versitygw", 7070)
 	var err error
 	if s.store, err = s3.New(s3.Location{Endpoint: "http://" + addr, Region: s3Region, Bucket: s3Bucket,
 		PathStyle: true, Credentials: s.keys}); err != nil {
