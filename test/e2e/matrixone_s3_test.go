@@ -174,14 +174,24 @@ func (s *moS3) list(ctx context.Context, prefix string) ([]s3.Object, error) {
 	}
 }
 
-// waitObjects waits until MatrixOne's shared file service has written
-// objects under the claim's prefix (data/; TN flushes and checkpoints,
-// once a minute by default) and logs what is there, by directory.
-func (s *moS3) waitObjects(t *testing.T, claim string) {
+// waitObjects flushes the table e2e.t of the cluster whose proxy is
+// proxy (the prefix of its sets' names) to the shared storage, waits until
+// the objects are under the claim's prefix (data/) and logs what is there,
+// by directory. MatrixOne 1.2.4's TN neither checkpoints nor flushes on
+// its own in its first 5 minutes (the checkpoint runner's startupLatency,
+// which no configuration sets): the flush is asked for, with mo_ctl.
+func (s *moS3) waitObjects(t *testing.T, cluster, claim string) {
 	t.Helper()
+	var out string
+	eventually(t, time.Minute, "e2e.t flushed", func(context.Context) error {
+		var err error
+		out, err = s.sqlOn(cluster, "select mo_ctl('dn', 'flush', 'e2e.t')")
+		return err
+	})
+	t.Logf("mo_ctl flush of e2e.t: %s", strings.TrimSpace(out))
 	prefix := s.ns + "/" + claim
 	var objects []s3.Object
-	eventually(t, 4*time.Minute, "objects under "+prefix+"/data", func(ctx context.Context) error {
+	eventually(t, 2*time.Minute, "objects under "+prefix+"/data", func(ctx context.Context) error {
 		var err error
 		if objects, err = s.list(ctx, prefix); err != nil {
 			return err
@@ -217,7 +227,20 @@ func (s *moS3) waitObjects(t *testing.T, claim string) {
 }
 
 // objectsThere lists the claim's prefix: MatrixOne's data is there.
-func (s *moS3) objectsThere(t *testing.T) { s.waitObjects(t, moS3Retained) }
+func (s *moS3) objectsThere(t *testing.T) { s.waitObjects(t, "mo", moS3Retained) }
+
+// sqlOn runs query as root through the proxy of the MatrixOneCluster
+// cluster.
+func (s *moS3) sqlOn(cluster, query string) (string, error) {
+	if cluster == "mo" {
+		return s.sql(query)
+	}
+	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), cluster+"-log-root", metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return moSQL(s.ns, fmt.Sprintf("%s-proxy.%s.svc:6001", cluster, s.ns), string(secret.Data["password"]), query)
+}
 
 // recreate deletes the cluster: the claim is Released, still naming the
 // gone LogSet, and its objects stay. Then it creates a second claim, with
@@ -277,7 +300,10 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Second, "--for=condition=Ready", "--timeout=6m"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	s.waitObjects(t, moS3Deleted)
+	for _, q := range []string{"create database if not exists e2e", "create table if not exists e2e.t (id int primary key)", "insert into e2e.t values (1)"} {
+		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Second, q); return err })
+	}
+	s.waitObjects(t, moS3Second, moS3Deleted)
 	start := time.Now()
 	if out, err := kubectl("delete", "matrixonecluster", moS3Second, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
 		t.Fatalf("%v: %s", err, out)
