@@ -16,7 +16,9 @@
 // new package cannot slip past the rules. internal/<system> itself is the
 // system's controller package and needs none. Elsewhere a marker is
 // optional: cmd/obsim is a testing main; internal/s3, shared by the
-// systems, is a client and internal/s3/s3test a test harness.
+// systems, is a client and internal/s3/s3test a test harness;
+// internal/testenv/realserver, what the harnesses of real servers share, is
+// a testing package too.
 //
 //   - controller: a system's actors (internal/<system> and any per-kind
 //     subpackage); imports its own system, the framework and the shared
@@ -181,8 +183,9 @@ func (t tree) scanSystem(fsys fs.FS, s string) error {
 // sharedWithRoles are the shared internal packages (outside every system,
 // imported by several) whose roles lintgen reads: each, and each package
 // directly under it, may say one (internal/s3 is a client, internal/s3/s3test
-// a test harness), and gets its role's rule.
-var sharedWithRoles = []string{"internal/s3"}
+// a test harness, internal/testenv/realserver the harnesses' common part),
+// and gets its role's rule.
+var sharedWithRoles = []string{"internal/s3", "internal/testenv"}
 
 // scanShared adds the roles of the shared packages that say one.
 func (t tree) scanShared(fsys fs.FS) error {
@@ -301,7 +304,7 @@ func (t tree) render() string {
 		// (zoo, zookeeper) is not allowed in by it.
 		for _, a := range []string{"api/common/", "api/" + s + "$", "api/" + s + "/", "internal/framework$",
 			"internal/framework/", "internal/" + s + "$", "internal/" + s + "/", "internal/s3$", "internal/s3/",
-			"internal/systems$", "internal/testenv$", "internal/version$"} {
+			"internal/systems$", "internal/testenv$", "internal/testenv/", "internal/version$"} {
 			w(12, "- %s", pkg(a))
 		}
 		w(10, "deny:")

@@ -56,6 +56,9 @@ func fiveSystems() fstest.MapFS {
 		// A shared package and its harness.
 		"internal/s3/doc.go":        goFile("s3", "+steward:role=client"),
 		"internal/s3/s3test/doc.go": goFile("s3test", "+steward:role=testing"),
+		// A shared package without a role, and its testing subpackage.
+		"internal/testenv/doc.go":            goFile("testenv", ""),
+		"internal/testenv/realserver/doc.go": goFile("realserver", "+steward:role=testing"),
 	}
 	for _, s := range []string{"foo", "gpss", "matrixone", "oceanbase", "zookeeper"} {
 		fsys["api/"+s+"/v1alpha1/doc.go"] = goFile("v1alpha1", "")
@@ -88,6 +91,9 @@ func TestScan(t *testing.T) {
 			"- ${config-path}/internal/s3/**\n",
 			`- "!${config-path}/internal/s3/s3test/**"` + "\n",
 			"- pkg: github.com/stewardhq/steward/internal/s3/s3test\n",
+			"- github.com/stewardhq/steward/internal/testenv$\n            - github.com/stewardhq/steward/internal/testenv/\n",
+			`- "!${config-path}/internal/testenv/realserver/**"` + "\n",
+			"- pkg: github.com/stewardhq/steward/internal/testenv/realserver\n",
 		},
 	}, {
 		name:   "a shared package that says it is a controller",

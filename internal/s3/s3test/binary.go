@@ -12,8 +12,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/stewardhq/steward/internal/testenv/realserver"
 )
 
 const (
@@ -26,8 +27,6 @@ const (
 	// sets it to the lane that builds it, make rootfs-tests.
 	DeferEnv = "S3TEST_DEFER"
 
-	// module is the Go module whose root holds images/versitygw.
-	module = "github.com/stewardhq/steward"
 	// gwModule and gwMain are versitygw's module and main package.
 	gwModule = "github.com/versity/versitygw"
 	gwMain   = gwModule + "/cmd/versitygw"
@@ -38,65 +37,61 @@ const (
 
 // environment is how servers run here, found once per process.
 type environment struct {
+	// Status is whether servers can run here; err is a BinEnv that is no
+	// binary.
+	realserver.Status
 	// bin is the versitygw binary.
 	bin string
-	// deferred names the lane the tests are deferred to, when the binary
-	// is not cached and DeferEnv is set.
-	deferred string
-	// skip is why servers cannot run here; empty when they can.
-	skip string
-	// err is a failure of what should work (a BinEnv that is no binary).
-	err error
 }
-
-var (
-	envOnce sync.Once
-	env     environment
-)
 
 // prepare finds (or builds) the binary once per process.
-func prepare() environment {
-	envOnce.Do(func() { env = findEnvironment() })
-	return env
-}
+var prepare = sync.OnceValue(findEnvironment)
 
 func findEnvironment() environment {
 	if runtime.GOOS != "linux" {
 		// The parent-death signal, which keeps a killed test from leaving
 		// servers behind, is Linux's.
-		return environment{skip: "real S3 servers need Linux"}
+		return skip("real S3 servers need Linux")
 	}
 	if bin := os.Getenv(BinEnv); bin != "" {
 		if err := executable(bin); err != nil {
-			return environment{err: fmt.Errorf("%s=%s: %w", BinEnv, bin, err)}
+			return failed(fmt.Errorf("%s=%s: %w", BinEnv, bin, err))
 		}
 		return environment{bin: bin}
 	}
-	repo, err := repoRoot()
+	repo, err := realserver.RepoRoot()
 	if err != nil {
-		return environment{err: err}
+		return failed(err)
 	}
 	gwDir := filepath.Join(repo, "images", "versitygw")
 	version, err := pinnedVersion(filepath.Join(gwDir, "go.mod"))
 	if err != nil {
-		return environment{err: err}
+		return failed(err)
 	}
-	bin := filepath.Join(cacheDir(), "versitygw-"+version)
+	bin := filepath.Join(realserver.CacheDir("s3test"), "versitygw-"+version)
 	if executable(bin) == nil {
 		return environment{bin: bin}
 	}
 	if lane := os.Getenv(DeferEnv); lane != "" {
-		return environment{deferred: lane}
+		return environment{Status: realserver.Status{Deferred: deferred(lane)}}
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		return environment{skip: fmt.Sprintf("no versitygw in %s and no go command to build it (or set %s)", bin, BinEnv)}
+		return skip(fmt.Sprintf("no versitygw in %s and no go command to build it (or set %s)", bin, BinEnv))
 	}
 	if err := build(goCmd, gwDir, version, bin); err != nil {
-		return environment{skip: fmt.Sprintf("building versitygw %s failed (no access to Go modules?): %v", version, err)}
+		return skip(fmt.Sprintf("building versitygw %s failed (no access to Go modules?): %v", version, err))
 	}
 	return environment{bin: bin}
 }
+
+// deferred says that the tests are deferred to lane.
+func deferred(lane string) string {
+	return fmt.Sprintf("no versitygw binary built yet; the tests that need one are deferred to %s (%s), which builds it", lane, DeferEnv)
+}
+
+func skip(why string) environment  { return environment{Status: realserver.Status{Skip: why}} }
+func failed(err error) environment { return environment{Status: realserver.Status{Err: err}} }
 
 // executable checks that path is an executable file.
 func executable(path string) error {
@@ -108,26 +103,6 @@ func executable(path string) error {
 		return errors.New("not an executable file")
 	}
 	return nil
-}
-
-// repoRoot walks up from the working directory (a test's package directory)
-// to the directory whose go.mod declares the Steward module.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding the repository: %w", err)
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.Contains(data, []byte("module "+module+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of %s above the working directory", module)
-		}
-		dir = parent
-	}
 }
 
 // pinnedVersion returns the version of versitygw goMod requires.
@@ -149,14 +124,6 @@ func pinnedVersion(goMod string) (string, error) {
 	return "", fmt.Errorf("%s requires no %s", goMod, gwModule)
 }
 
-// cacheDir is where built binaries are kept.
-func cacheDir() string {
-	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "steward", "s3test")
-	}
-	return filepath.Join(os.TempDir(), "steward-s3test")
-}
-
 // build builds versitygw's main from the module in gwDir into bin, unless
 // another process did meanwhile. Concurrent processes (go test runs
 // packages in parallel) serialize on a lock file; the binary appears under
@@ -165,18 +132,17 @@ func build(goCmd, gwDir, version, bin string) error {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
-	if executable(bin) == nil {
-		return nil // built by another process while this one waited
-	}
+	return realserver.Locked(bin+".lock", func() error {
+		if executable(bin) == nil {
+			return nil // built by another process while this one waited
+		}
+		return buildInto(goCmd, gwDir, version, bin)
+	})
+}
+
+// buildInto builds the binary under a temporary name and renames it to bin
+// once complete.
+func buildInto(goCmd, gwDir, version, bin string) error {
 	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	defer os.Remove(tmp)
 	start := time.Now()

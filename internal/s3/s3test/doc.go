@@ -30,5 +30,9 @@
 // cached or S3TEST_BIN names one, and skip otherwise, whatever CI says;
 // make rootfs-tests, the lane after make unit, builds it and runs them.
 //
+// Those rules and the supervision of the servers' processes are
+// internal/testenv/realserver's, shared with the other harnesses of real
+// servers.
+//
 // +steward:role=testing
 package s3test

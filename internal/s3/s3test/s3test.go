@@ -1,7 +1,6 @@
 package s3test
 
 import (
-	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,10 +10,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
-	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -23,11 +20,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stewardhq/steward/internal/s3"
+	"github.com/stewardhq/steward/internal/testenv/realserver"
 )
 
 const (
@@ -40,8 +37,6 @@ const (
 	StopTimeout = 5 * time.Second
 	// healthPath is the server's health check.
 	healthPath = "/health"
-	// logTail is how many lines of a server's output a failed test logs.
-	logTail = 40
 	// attempts is how many ports Start tries: a free port may be taken
 	// between the moment it is chosen and the server binding it.
 	attempts = 3
@@ -57,17 +52,14 @@ type Server struct {
 	accessKey string
 	secretKey string
 
+	sup *realserver.Supervisor
+
 	mu   sync.Mutex
 	port int
-	proc *process // nil when not running
 }
 
-// process is one run of a server.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has been waited for
-	err  error         // its exit status, once done is closed
-}
+// ports hands out the servers' ports, each once per process.
+var ports realserver.Ports
 
 // Option changes how [Start] runs a server.
 type Option func(*Server)
@@ -88,6 +80,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		return nil
 	}
 	s := &Server{t: t, bin: e.bin, dir: t.TempDir(), accessKey: "S3TEST" + randomHex(t, 7), secretKey: randomHex(t, 20)}
+	s.sup = &realserver.Supervisor{Harness: "s3test", Name: "versitygw", LogPath: s.LogPath()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -111,7 +104,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 		err = s.waitServing(ctx)
 		cancel()
-		if err == nil || !strings.Contains(s.tail(logTail), "address already in use") {
+		if err == nil || !strings.Contains(s.sup.Tail(), "address already in use") {
 			break
 		}
 	}
@@ -123,23 +116,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 }
 
 // usable skips or fails t when servers cannot run; see the package
-// documentation. It returns whether they can (t.Skipf and t.Fatalf do not
-// return, except in this package's tests).
+// documentation.
 func usable(t testing.TB, e environment) bool {
 	t.Helper()
-	switch {
-	case e.err != nil:
-		t.Fatalf("s3test: %v", e.err)
-	case e.deferred != "":
-		t.Skipf("s3test: no versitygw binary built yet; the tests that need one are deferred to %s (%s), which builds it", e.deferred, DeferEnv)
-	case e.skip != "" && os.Getenv("CI") == "true":
-		t.Fatalf("s3test: %s (CI=true: failing instead of skipping)", e.skip)
-	case e.skip != "":
-		t.Skipf("s3test: %s", e.skip)
-	default:
-		return true
-	}
-	return false
+	return realserver.Usable(t, "s3test", e.Status)
 }
 
 // Endpoint returns the server's URL: http://127.0.0.1:port, https with
@@ -181,14 +161,11 @@ func (s *Server) LogPath() string { return filepath.Join(s.dir, "server.log") }
 // start starts the server's process on a new free port and returns at
 // once.
 func (s *Server) start() error {
-	port, err := freePort()
+	taken, err := ports.Take(1)
 	if err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
+	port := taken[0]
 	args := []string{
 		"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		"--region", Region,
@@ -209,59 +186,12 @@ func (s *Server) start() error {
 		"ROOT_ACCESS_KEY_ID=" + s.accessKey,
 		"ROOT_SECRET_ACCESS_KEY=" + s.secretKey,
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// Should the test process die without cleaning up, the server
-		// dies with it.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	fmt.Fprintf(logFile, "=== s3test: %s %s at %s\n", s.bin, strings.Join(args, " "), time.Now().Format(time.RFC3339Nano))
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting versitygw: %w", err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
 	s.mu.Lock()
-	s.port, s.proc = port, p
+	s.port = port
 	s.mu.Unlock()
-	return nil
-}
-
-// freePort returns a port free on 127.0.0.1 now, below the usual
-// ephemeral range (32768 and up), so that no outgoing connection takes it
-// before the server binds it.
-func freePort() (int, error) {
-	for range 1000 {
-		p := 20000 + mathrand.IntN(12000)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return p, nil
-	}
-	return 0, errors.New("no free port on 127.0.0.1")
-}
-
-// running returns the running process, or nil.
-func (s *Server) running() *process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return nil
-	}
-	select {
-	case <-s.proc.done:
-		return nil
-	default:
-		return s.proc
-	}
+	// The supervisor gives it a parent-death signal: should the test
+	// process die without cleaning up, the server dies with it.
+	return s.sup.Start(cmd, s.bin+" "+strings.Join(args, " "))
 }
 
 // waitServing waits until the server's health check answers 200, and
@@ -269,28 +199,7 @@ func (s *Server) running() *process {
 func (s *Server) waitServing(ctx context.Context) error {
 	client := s.httpClient()
 	defer client.CloseIdleConnections()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		if s.running() == nil {
-			s.mu.Lock()
-			exit := "exit status 0"
-			if s.proc != nil && s.proc.err != nil {
-				exit = s.proc.err.Error()
-			}
-			s.mu.Unlock()
-			return fmt.Errorf("versitygw is not running (%s); its output ends with:\n%s", exit, s.tail(logTail))
-		}
-		if last = s.health(ctx, client); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("versitygw does not serve (%w): %w", last, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return s.sup.WaitServing(ctx, 100*time.Millisecond, func(ctx context.Context) error { return s.health(ctx, client) })
 }
 
 // health asks the server's health check.
@@ -324,46 +233,12 @@ func (s *Server) httpClient() *http.Client {
 // Stop stops the server: SIGTERM, then, if it has not exited after
 // [StopTimeout], SIGKILL. Stopping a server that does not run does
 // nothing.
-func (s *Server) Stop() {
-	p := s.running()
-	if p == nil {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(StopTimeout):
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
+func (s *Server) Stop() { s.sup.Stop(StopTimeout) }
 
 // cleanup stops the server and, when the test failed, logs its output.
 func (s *Server) cleanup() {
 	s.Stop()
-	if s.t.Failed() {
-		s.t.Logf("s3test: last lines of versitygw's output (%s):\n%s", s.LogPath(), s.tail(logTail))
-	}
-}
-
-// tail returns the last n lines of the server's output.
-func (s *Server) tail(n int) string {
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		return fmt.Sprintf("(no output: %v)", err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return "    " + strings.Join(lines, "\n    ")
+	s.sup.LogIfFailed(s.t)
 }
 
 // makeCertificates writes the server's key and certificate (tls.key,

@@ -3,64 +3,23 @@ package s3test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stewardhq/steward/internal/testenv/realserver"
 )
 
-// recorder is a testing.TB whose Skipf and Fatalf only record.
-type recorder struct {
-	testing.TB
-	skipped, failed string
-}
-
-func (r *recorder) Helper()                        {}
-func (r *recorder) Skipf(format string, a ...any)  { r.skipped = fmt.Sprintf(format, a...) }
-func (r *recorder) Fatalf(format string, a ...any) { r.failed = fmt.Sprintf(format, a...) }
-
-// TestUsable checks the skip rules: run with a binary; skip when the
-// build is deferred to another lane, whatever CI says; skip where the
-// binary cannot be built, unless CI=true; fail on a broken S3TEST_BIN.
-func TestUsable(t *testing.T) {
-	noGo := environment{skip: "no versitygw in /cache/versitygw-v1.8.0 and no go command to build it"}
-	for _, tc := range []struct {
-		name       string
-		env        environment
-		ci         string
-		want       bool
-		skip, fail string
-	}{
-		{name: "a binary", env: environment{bin: "/x"}, want: true},
-		{name: "a binary on CI", env: environment{bin: "/x"}, ci: "true", want: true},
-		{name: "deferred", env: environment{deferred: "make rootfs-tests"}, skip: "deferred to make rootfs-tests"},
-		{name: "deferred on CI", env: environment{deferred: "make rootfs-tests"}, ci: "true", skip: "deferred to make rootfs-tests"},
-		{name: "no build", env: noGo, skip: "no go command"},
-		{name: "no build on CI", env: noGo, ci: "true", fail: "CI=true"},
-		{name: "CI not true", env: noGo, ci: "1", skip: "no go command"},
-		{name: "a broken S3TEST_BIN", env: environment{err: errors.New("S3TEST_BIN=/nope: no such file")}, fail: "/nope"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("CI", tc.ci)
-			r := &recorder{TB: t}
-			got := usable(r, tc.env)
-			if got != tc.want || !contains(r.skipped, tc.skip) || !contains(r.failed, tc.fail) {
-				t.Errorf("usable() = %t, skipped %q, failed %q; want %t, skip with %q, fail with %q",
-					got, r.skipped, r.failed, tc.want, tc.skip, tc.fail)
-			}
-		})
+// TestDeferred checks S3TEST_DEFER's message: the lane the tests are
+// deferred to, which builds the binary.
+func TestDeferred(t *testing.T) {
+	want := "no versitygw binary built yet; the tests that need one are deferred to make rootfs-tests (S3TEST_DEFER), which builds it"
+	if got := deferred("make rootfs-tests"); got != want {
+		t.Errorf("deferred() = %q, want %q", got, want)
 	}
-}
-
-// contains reports whether s contains sub, or both are empty.
-func contains(s, sub string) bool {
-	if sub == "" {
-		return s == ""
-	}
-	return strings.Contains(s, sub)
 }
 
 func TestPinnedVersion(t *testing.T) {
@@ -80,7 +39,7 @@ func TestPinnedVersion(t *testing.T) {
 		}
 	}
 	// The repository's own pin is found.
-	repo, err := repoRoot()
+	repo, err := realserver.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +80,7 @@ func TestServer(t *testing.T) {
 			if loc.Endpoint != s.Endpoint() || !loc.PathStyle || loc.Region != Region || loc.Credentials == nil {
 				t.Errorf("Location = %+v", loc)
 			}
-			pid = s.running().cmd.Process.Pid
+			pid = s.sup.Running().Pid()
 		})
 		if pid == 0 {
 			continue // skipped
