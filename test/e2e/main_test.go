@@ -36,7 +36,9 @@ var env struct {
 const smokeImage = "localhost/steward-smoke:e2e"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	code := run(m)
+	printFailureNotes(os.Stdout)
+	os.Exit(code)
 }
 
 func run(m *testing.M) int {
@@ -137,6 +139,7 @@ func commandStdin(stdin, name string, args ...string) (string, error) {
 func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
 	t.Helper()
 	if err := waitFor(timeout, check); err != nil {
+		noteFailure(t, "%s: not done after %s: %v", what, timeout, err)
 		t.Fatalf("%s: not done after %s: %v", what, timeout, err)
 	}
 }
