@@ -36,7 +36,9 @@ var env struct {
 const smokeImage = "localhost/steward-smoke:e2e"
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	code := run(m)
+	printFailureNotes(os.Stdout)
+	os.Exit(code)
 }
 
 func run(m *testing.M) int {
@@ -136,8 +138,20 @@ func commandStdin(stdin, name string, args ...string) (string, error) {
 // eventually calls check until it succeeds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	if err := waitFor(timeout, check); err != nil {
-		t.Fatalf("%s: not done after %s: %v", what, timeout, err)
+	start := time.Now()
+	var trail []string // each new reason the check gave, with when; the last 20 are printed
+	last := ""
+	err := waitFor(timeout, func(ctx context.Context) error {
+		err := check(ctx)
+		if err != nil && err.Error() != last {
+			last = err.Error()
+			trail = append(trail, fmt.Sprintf("  at %s: %s", time.Since(start).Round(time.Second), last))
+		}
+		return err
+	})
+	if err != nil {
+		noteFailure(t, "%s: not done after %s: %v", what, timeout, err)
+		t.Fatalf("%s: not done after %s: %v\nwhat the check said, as it changed:\n%s", what, timeout, err, strings.Join(trail[max(0, len(trail)-20):], "\n"))
 	}
 }
 

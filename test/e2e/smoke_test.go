@@ -346,6 +346,7 @@ func newNamespace(t *testing.T, prefix string) string {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
+			noteObjects(t, ns.Name)
 			dumpNamespace(t, ns.Name)
 		}
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})

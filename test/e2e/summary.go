@@ -1,0 +1,75 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// failureNotes are what a failed run prints last, after the cluster went
+// down: CI keeps only the end of a failed run's output, where the tree of
+// test results comes, and a failure's own message and dump are hundreds
+// of lines above it. A note is one line: the test, and why it failed or
+// what its Steward objects said when it did.
+var failureNotes struct {
+	sync.Mutex
+	lines []string
+}
+
+// maxNoteLength bounds one note: a condition message or a kubectl error
+// can be long, and the notes are read on a screen.
+const maxNoteLength = 400
+
+// noteFailure records a line for the run's failure summary.
+func noteFailure(t *testing.T, format string, args ...any) {
+	line := t.Name() + ": " + strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+	if len(line) > maxNoteLength {
+		line = line[:maxNoteLength] + "…"
+	}
+	failureNotes.Lock()
+	defer failureNotes.Unlock()
+	failureNotes.lines = append(failureNotes.lines, line)
+}
+
+// noteObjects records, for the failure summary, what each Steward object
+// in ns says (its Ready condition and its operation) and the namespace's
+// last Warning events.
+func noteObjects(t *testing.T, ns string) {
+	const objects = `{range .items[*]}{.kind}/{.metadata.name}: Ready={.status.conditions[?(@.type=="Ready")].status} ` +
+		`{.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}; ` +
+		`operation {.status.operation.name} {.status.operation.step} {.status.operation.phase}: {.status.operation.message}{"\n"}{end}`
+	out, err := kubectl("get", "steward", "-n", ns, "-o", "jsonpath="+objects)
+	if err != nil {
+		noteFailure(t, "kubectl get steward: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" {
+			noteFailure(t, "%s", line)
+		}
+	}
+	const events = `{range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.reason}: {.message}{"\n"}{end}`
+	out, _ = kubectl("get", "events", "-n", ns, "--field-selector", "type=Warning", "--sort-by=.lastTimestamp", "-o", "jsonpath="+events)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, line := range lines[max(0, len(lines)-5):] {
+		if line != "" {
+			noteFailure(t, "Warning %s", line)
+		}
+	}
+}
+
+// printFailureNotes writes the failure summary, if any note was taken.
+func printFailureNotes(w io.Writer) {
+	failureNotes.Lock()
+	defer failureNotes.Unlock()
+	if len(failureNotes.lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "=== Failure summary (each failure's full output and dump are above)")
+	for _, line := range failureNotes.lines {
+		fmt.Fprintln(w, "    "+line)
+	}
+}
