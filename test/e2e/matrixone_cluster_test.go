@@ -601,6 +601,7 @@ func (m *moCluster) scaleCNs(t *testing.T) {
 		m.patch(`{"spec":{"replicas":1}}`)
 		m.waitCNs(1)
 		if took := time.Since(start); took >= drainTimeout {
+			noteFailure(t, "the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
 			t.Errorf("the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
 		}
 	})
@@ -662,11 +663,13 @@ func (m *moCluster) operatorKilledMidDrain(t *testing.T) {
 	m.expectDrained(t, leaving)
 }
 
-// waitCNs waits until the CNSet is Ready with n CNs, and only n pods.
+// waitCNs waits until the CNSet is Ready with n CNs, and only n pods:
+// longer than a drain may last (drainTimeout), so that a drain that ran to
+// its timeout fails the caller's own check, which says so, not this wait.
 func (m *moCluster) waitCNs(n int) {
 	m.t.Helper()
 	start := time.Now()
-	eventually(m.t, 5*time.Minute, fmt.Sprintf("the CNSet Ready with %d CNs", n), func(ctx context.Context) error {
+	eventually(m.t, drainTimeout+2*time.Minute, fmt.Sprintf("the CNSet Ready with %d CNs", n), func(ctx context.Context) error {
 		cn := &mov1.CNSet{}
 		if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: moClusterCN}, cn); err != nil {
 			return err
