@@ -601,8 +601,7 @@ func (m *moCluster) scaleCNs(t *testing.T) {
 		m.patch(`{"spec":{"replicas":1}}`)
 		m.waitCNs(1)
 		if took := time.Since(start); took >= drainTimeout {
-			noteFailure(t, "the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
-			t.Errorf("the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
+			errorf(t, "the scale-in took %s, not within drainTimeout (%s): a drain ran to its timeout", took.Round(time.Second), drainTimeout)
 		}
 	})
 	if len(results) > 0 {

@@ -73,3 +73,11 @@ func printFailureNotes(w io.Writer) {
 		fmt.Fprintln(w, "    "+line)
 	}
 }
+
+// errorf is t.Errorf whose message also goes to the failure summary: for
+// the failures that are not a wait's timeout (eventually notes those).
+func errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	noteFailure(t, format, args...)
+	t.Errorf(format, args...)
+}
