@@ -80,25 +80,25 @@ func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
 func (u *moUmbrella) create(t *testing.T) {
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	u.startClient()
 	mc := u.waitReady(6 * time.Minute)
 	t.Logf("Ready after %s: SQL at %s, root's password in Secret %s", time.Since(start).Round(time.Second),
 		mc.Status.SQLAddress, mc.Status.RootPasswordSecret)
 	if mc.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, u.ns) || mc.Status.RootPasswordSecret != moClusterLog+"-root" {
-		t.Errorf("status %+v", mc.Status)
+		errorf(t, "status %+v", mc.Status)
 	}
 	claim, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Get(context.Background(), "mo-shared", metav1.GetOptions{})
 	if err != nil || claim.Labels["app.kubernetes.io/component"] != "shared" || len(claim.OwnerReferences) != 0 {
-		t.Errorf("the shared claim the LogSet makes: %v %+v", err, claim)
+		errorf(t, "the shared claim the LogSet makes: %v %+v", err, claim)
 	}
 	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
 		_, err := u.sql("create database if not exists e2e")
 		return err
 	})
 	if _, err := u.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 }
 
@@ -109,7 +109,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	before := u.podUIDs(t)
 	u.underWrites(t, func() {
 		if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		eventually(t, 10*time.Minute, "every pod restarted and the cluster Ready", func(context.Context) error {
 			now := u.podUIDs(t)
@@ -126,7 +126,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	created := map[string][2]time.Time{} // by role: first and last pod created
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	for _, p := range pods.Items {
 		role := p.Labels["app.kubernetes.io/component"]
@@ -148,7 +148,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	t.Logf("Pods created: %s", strings.Join(line, ", "))
 	for i := 1; i < len(order); i++ {
 		if prev, next := created[order[i-1]][1], created[order[i]][0]; !next.After(prev) {
-			t.Errorf("%s's first pod (%s) was created before %s's last (%s)", order[i], next.Format(time.TimeOnly), order[i-1], prev.Format(time.TimeOnly))
+			errorf(t, "%s's first pod (%s) was created before %s's last (%s)", order[i], next.Format(time.TimeOnly), order[i-1], prev.Format(time.TimeOnly))
 		}
 	}
 }
@@ -159,11 +159,11 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 func (u *moUmbrella) recreate(t *testing.T) {
 	out, err := u.sql("select count(*) from e2e.t")
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	rows := strings.TrimSpace(out)
 	if out, err := kubectl("delete", "matrixonecluster", "mo", "-n", u.ns, "--wait=true", "--timeout=3m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	eventually(t, 3*time.Minute, "every MatrixOne pod gone", func(ctx context.Context) error {
 		pods, err := env.client.CoreV1().Pods(u.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
@@ -177,7 +177,7 @@ func (u *moUmbrella) recreate(t *testing.T) {
 	})
 	claims, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var names []string
 	for _, c := range claims.Items {
@@ -186,14 +186,14 @@ func (u *moUmbrella) recreate(t *testing.T) {
 	slices.Sort(names)
 	want := []string{"data-mo-cn-0", "data-mo-cn-1", "data-mo-log-0", "data-mo-tn-0", "mo-shared"}
 	if !slices.Equal(names, want) {
-		t.Fatalf("claims after the deletion: %v, want %v", names, want)
+		fatalf(t, "claims after the deletion: %v, want %v", names, want)
 	}
 	if _, err := env.client.CoreV1().Secrets(u.ns).Get(context.Background(), moClusterLog+"-root", metav1.GetOptions{}); err != nil {
-		t.Fatalf("root's password Secret after the deletion: %v", err)
+		fatalf(t, "root's password Secret after the deletion: %v", err)
 	}
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	u.waitReady(6 * time.Minute)
 	var after string
@@ -204,7 +204,7 @@ func (u *moUmbrella) recreate(t *testing.T) {
 	})
 	t.Logf("Re-created and Ready after %s; %s rows before the deletion, %s after", time.Since(start).Round(time.Second), rows, after)
 	if n, _ := strconv.Atoi(rows); n == 0 || after != rows {
-		t.Errorf("%s rows after the re-creation, %s before", after, rows)
+		errorf(t, "%s rows after the re-creation, %s before", after, rows)
 	}
 }
 
@@ -213,7 +213,7 @@ func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
 	t.Helper()
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {

@@ -81,3 +81,17 @@ func errorf(t *testing.T, format string, args ...any) {
 	noteFailure(t, format, args...)
 	t.Errorf(format, args...)
 }
+
+// fatalf is t.Fatalf whose message also goes to the failure summary.
+func fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	noteFailure(t, format, args...)
+	t.Fatalf(format, args...)
+}
+
+// fatalNow is t.Fatal whose message also goes to the failure summary.
+func fatalNow(t *testing.T, args ...any) {
+	t.Helper()
+	noteFailure(t, "%s", fmt.Sprint(args...))
+	t.Fatal(args...)
+}
