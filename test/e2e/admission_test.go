@@ -120,9 +120,9 @@ func (l *admissionLoad) expectAllAdmitted(t *testing.T, during string) {
 	sent, refusals, first := l.finish()
 	t.Logf("Admission during %s: %d requests over %s, %d refused", during, sent, time.Since(l.started).Round(time.Second), refusals)
 	if refusals > 0 {
-		t.Errorf("%d of %d admission requests were refused during %s; the first: %v", refusals, sent, during, first)
+		errorf(t, "%d of %d admission requests were refused during %s; the first: %v", refusals, sent, during, first)
 	}
 	if least := int(time.Since(l.started)/admissionInterval) / 4; sent < least {
-		t.Errorf("the load sent %d requests during %s, want at least %d: it did not run throughout", sent, during, least)
+		errorf(t, "the load sent %d requests during %s, want at least %d: it did not run throughout", sent, during, least)
 	}
 }

@@ -87,26 +87,26 @@ func testWebhooks(t *testing.T, z *zkScenario) {
 	// kubectl prints a 422's causes, not the webhook's name; the reason is
 	// the webhook's own (the schema cannot compare the two fields).
 	if err == nil || !strings.Contains(out, "spec.resources.limits.memory") || !strings.Contains(out, "must exceed spec.heap") {
-		t.Errorf("a memory limit below the heap: want a denial by the validating webhook naming spec.resources.limits.memory, got %v:\n%s", err, out)
+		errorf(t, "a memory limit below the heap: want a denial by the validating webhook naming spec.resources.limits.memory, got %v:\n%s", err, out)
 	}
 
 	want := &zkv1.ZookeeperCluster{Spec: zkv1.ZookeeperClusterSpec{Heap: "256m"}}
 	zkv1.Default(want)
 	wantMemory := want.Spec.Resources.Requests.Memory()
 	if wantMemory.IsZero() {
-		t.Fatal("zkv1.Default sets no memory request: nothing for the webhook to show")
+		fatalNow(t, "zkv1.Default sets no memory request: nothing for the webhook to show")
 	}
 	out, err = kubectlStdin(manifest(`{heap: 256m}`), "create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.spec.resources.requests.memory}")
 	if err != nil {
-		t.Fatalf("a valid spec was not admitted: %v\n%s", err, out)
+		fatalf(t, "a valid spec was not admitted: %v\n%s", err, out)
 	}
 	if got := strings.TrimSpace(out); got != wantMemory.String() {
-		t.Errorf("spec.resources.requests.memory = %q after admission, want %q from the defaulting webhook", got, wantMemory.String())
+		errorf(t, "spec.resources.requests.memory = %q after admission, want %q from the defaulting webhook", got, wantMemory.String())
 	}
 
 	out, err = kubectlStdin(manifest(`{replicas: 4}`), "create", "--dry-run=server", "-f", "-")
 	if err != nil || !strings.Contains(out, "Warning:") {
-		t.Errorf("an even replica count: want it admitted with a warning, got %v:\n%s", err, out)
+		errorf(t, "an even replica count: want it admitted with a warning, got %v:\n%s", err, out)
 	}
 	t.Logf("Admission with four replicas:\n%s", out)
 }
@@ -125,7 +125,7 @@ func testMetrics(t *testing.T, z *zkScenario) {
 	}
 	binding, err := env.client.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	t.Cleanup(func() {
 		_ = env.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
@@ -142,7 +142,7 @@ func testMetrics(t *testing.T, z *zkScenario) {
 		return nil
 	})
 	if !strings.Contains(body, "controller_runtime_reconcile_total") {
-		t.Errorf("the metrics lack controller_runtime_reconcile_total:\n%.500s", body)
+		errorf(t, "the metrics lack controller_runtime_reconcile_total:\n%.500s", body)
 	}
 	for _, tc := range []struct {
 		who, token string
@@ -152,7 +152,7 @@ func testMetrics(t *testing.T, z *zkScenario) {
 		{"an unbound ServiceAccount", stranger, http.StatusForbidden},
 	} {
 		if status, _ := get(t.Context(), url, tc.token); status != tc.want {
-			t.Errorf("GET /metrics with %s = %d, want %d", tc.who, status, tc.want)
+			errorf(t, "GET /metrics with %s = %d, want %d", tc.who, status, tc.want)
 		}
 	}
 }
@@ -193,7 +193,7 @@ func testFailover(t *testing.T, z *zkScenario) {
 	takeover := time.Since(killed)
 	t.Logf("%s leads %s after the kill (lease %s, retry %s)", next, takeover.Round(100*time.Millisecond), leaseDuration, retryPeriod)
 	if limit := leaseDuration + 2*retryPeriod + 3*time.Second; takeover > limit {
-		t.Errorf("the takeover took %s, want within the lease and a retry (%s)", takeover, limit)
+		errorf(t, "the takeover took %s, want within the lease and a retry (%s)", takeover, limit)
 	}
 	zk := z.waitReady(3, 4*time.Minute)
 	t.Logf("The new leader finished the scale-out: members %v", zk.Status.Members)
@@ -214,7 +214,7 @@ func testAdmissionSurvivesALostReplica(t *testing.T, z *zkScenario) {
 	_, leader := operatorLeader(t)
 	pods, err := operatorPods(t.Context())
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var standby corev1.Pod
 	for _, p := range pods {
@@ -223,17 +223,17 @@ func testAdmissionSurvivesALostReplica(t *testing.T, z *zkScenario) {
 		}
 	}
 	if err := evict(standby); err != nil {
-		t.Fatalf("evicting the standby %s: %v", standby.Name, err)
+		fatalf(t, "evicting the standby %s: %v", standby.Name, err)
 	}
 	if err := evict(leader); !apierrors.IsTooManyRequests(err) {
-		t.Errorf("evicting the leader %s right after the standby: %v, want 429 from the PodDisruptionBudget", leader.Name, err)
+		errorf(t, "evicting the leader %s right after the standby: %v, want 429 from the PodDisruptionBudget", leader.Name, err)
 	}
 	waitForReplicas(t, standby.Name)
 	t.Logf("Evicted the standby %s; the budget kept the leader %s", standby.Name, leader.Name)
 
 	_, leader = operatorLeader(t)
 	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, leader.Name, "--grace-period=0", "--force", "--wait=false"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	waitForReplicas(t, leader.Name)
 	load.expectAllAdmitted(t, "an eviction and a forced deletion of operator replicas")
@@ -281,11 +281,11 @@ func testUpgrade(t *testing.T, z *zkScenario) {
 	const tag = "e2e-upgrade"
 	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
 		"images", "tag", "--force", "localhost/steward:dev", "localhost/steward:"+tag); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	load := startAdmissionLoad(z.c, client.ObjectKey{Namespace: z.ns, Name: zkName})
 	if err := helmInstall("--reuse-values", "--set", "image.tag="+tag); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	eventually(t, 2*time.Minute, "every manager pod runs the new image", func(ctx context.Context) error {
 		pods, err := operatorPods(ctx)
@@ -304,7 +304,7 @@ func testUpgrade(t *testing.T, z *zkScenario) {
 	})
 	load.expectAllAdmitted(t, "a helm upgrade")
 	if after := webhookCA(t); after != certBefore {
-		t.Error("the webhook CA changed over the upgrade")
+		errorf(t, "the webhook CA changed over the upgrade")
 	}
 	testWebhooks(t, z)
 	z.patch(`{"spec":{"replicas":1}}`)
@@ -319,7 +319,7 @@ func testUpgrade(t *testing.T, z *zkScenario) {
 func testUninstall(t *testing.T, z *zkScenario) {
 	z.deleteCluster()
 	if out, err := helm("uninstall", operatorRelease, "--namespace", operatorNamespace, "--wait", "--timeout", "3m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	// helm uninstall --wait returns once the Deployment is gone; its pods
 	// still have their graceful shutdown to finish.
@@ -355,11 +355,11 @@ func testUninstall(t *testing.T, z *zkScenario) {
 	// Every CRD the chart ships, ZooKeeper's among them.
 	crds := chartCRDs(t)
 	if !slices.Contains(crds, "zookeeperclusters.zookeeper.steward.dev") {
-		t.Errorf("the chart's CRDs %v lack zookeeperclusters.zookeeper.steward.dev", crds)
+		errorf(t, "the chart's CRDs %v lack zookeeperclusters.zookeeper.steward.dev", crds)
 	}
 	for _, name := range crds {
 		if crd, err := kubectl("get", "crd", name, "-o", "name"); err != nil {
-			t.Errorf("the CRD %s did not survive the uninstall: %v %s", name, err, crd)
+			errorf(t, "the CRD %s did not survive the uninstall: %v %s", name, err, crd)
 		}
 	}
 
@@ -373,17 +373,17 @@ func chartCRDs(t *testing.T) []string {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(env.root, "charts", "steward", "crds", "*.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var names []string
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		var crd metav1.PartialObjectMetadata
 		if err := yaml.Unmarshal(data, &crd); err != nil || crd.Name == "" {
-			t.Fatalf("%s: no CRD name (%v)", p, err)
+			fatalf(t, "%s: no CRD name (%v)", p, err)
 		}
 		names = append(names, crd.Name)
 	}
@@ -408,7 +408,7 @@ func leaseHolder(t *testing.T) (identity, pod string) {
 		return "", ""
 	}
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	identity = ptr.Deref(l.Spec.HolderIdentity, "")
 	pod, _, _ = strings.Cut(identity, "_")
@@ -452,7 +452,7 @@ func killContainer(t *testing.T, pod corev1.Pod) {
 	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
 		"tasks", "kill", "--signal", "SIGKILL", id); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 }
 
@@ -461,10 +461,10 @@ func webhookCA(t *testing.T) string {
 	t.Helper()
 	s, err := env.client.CoreV1().Secrets(operatorNamespace).Get(context.Background(), operatorRelease+"-webhook-cert", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	if len(s.Data["ca.crt"]) == 0 || len(s.Data["tls.crt"]) == 0 {
-		t.Fatalf("the webhook Secret holds %d keys, no certificate", len(s.Data))
+		fatalf(t, "the webhook Secret holds %d keys, no certificate", len(s.Data))
 	}
 	return string(s.Data["ca.crt"])
 }
@@ -475,12 +475,12 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := env.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	tr, err := env.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	return tr.Status.Token
 }
@@ -495,10 +495,10 @@ func portForward(t *testing.T, ns, target string, port int) string {
 		"--address", "127.0.0.1", target, fmt.Sprintf(":%d", port))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
@@ -509,7 +509,7 @@ func portForward(t *testing.T, ns, target string, port int) string {
 			return "127.0.0.1:" + m[1]
 		}
 	}
-	t.Fatalf("kubectl port-forward %s ended without forwarding: %v", target, lines.Err())
+	fatalf(t, "kubectl port-forward %s ended without forwarding: %v", target, lines.Err())
 	return ""
 }
 

@@ -75,12 +75,12 @@ func (s smokeSpec) run(t *testing.T, in specInput) {
 	sc.runSteps(t, sc.dumpState, []step{
 		{"create and become Ready", func(t *testing.T) {
 			if out, err := kubectlStdin(s.manifest(t, in, sc.ns), "apply", "-f", "-"); err != nil {
-				t.Fatalf("%v: %s", err, out)
+				fatalf(t, "%v: %s", err, out)
 			}
 			startClient(t, sc.ns)
 			if out, err := kubectl("wait", "-n", sc.ns, s.resource+"/"+s.name, "--for=condition=Ready",
 				fmt.Sprintf("--timeout=%ds", int(s.ready.Seconds()))); err != nil {
-				t.Fatalf("%v: %s", err, out)
+				fatalf(t, "%v: %s", err, out)
 			}
 			t.Logf("Ready after %s", time.Since(start).Round(time.Second))
 		}},
@@ -89,7 +89,7 @@ func (s smokeSpec) run(t *testing.T, in specInput) {
 		}},
 		{"delete", func(t *testing.T) {
 			if out, err := kubectl("delete", "-n", sc.ns, s.resource, s.name, "--timeout=3m"); err != nil {
-				t.Fatalf("%v: %s", err, out)
+				fatalf(t, "%v: %s", err, out)
 			}
 			eventually(t, 2*time.Minute, "every pod of the cluster gone", func(ctx context.Context) error {
 				pods, err := env.client.CoreV1().Pods(sc.ns).List(ctx, metav1.ListOptions{})

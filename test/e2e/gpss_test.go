@@ -146,13 +146,13 @@ spec:
 `, gpssName, g.ns, g.image)
 	start := time.Now()
 	if out, err := kubectlStdin(manifest, "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	// The etcd's image is the API's default, which images/gpss-etcd built.
 	st := g.waitReady(3, 3*time.Minute).Status
 	t.Logf("Ready with 3 instances after %s", time.Since(start).Round(time.Second))
 	if st.CurrentImage != g.image || len(st.EtcdEndpoints) != 1 || !strings.HasPrefix(st.GRPCEndpoint, gpssName+"-grpc.") {
-		t.Errorf("status: %+v", st)
+		errorf(t, "status: %+v", st)
 	}
 	g.startClient()
 }
@@ -198,7 +198,7 @@ func (g *gpssScenario) upgrade(t *testing.T) {
 		g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, image))
 		st := g.waitReady(2, 3*time.Minute).Status
 		if st.CurrentImage != image {
-			t.Errorf("currentImage %q, want %q", st.CurrentImage, image)
+			errorf(t, "currentImage %q, want %q", st.CurrentImage, image)
 		}
 		t.Logf("Rolled to %s in %s (previous %s)", image, time.Since(start).Round(time.Second), st.PreviousImage)
 		g.allRunningOnce(2)
@@ -257,7 +257,7 @@ func (g *gpssScenario) configChange(t *testing.T) {
 	for i := range 2 {
 		pod, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), fmt.Sprintf("%s-%d", gpssName, i), metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		uids[pod.Name] = pod.UID
 	}
@@ -266,18 +266,18 @@ func (g *gpssScenario) configChange(t *testing.T) {
 	st := g.waitReady(2, 3*time.Minute).Status
 	t.Logf("gpss.json rolled out in %s: %s → %s", time.Since(start).Round(time.Second), before, st.ConfigRevision)
 	if st.ConfigRevision == before {
-		t.Errorf("status.configRevision stayed %s", before)
+		errorf(t, "status.configRevision stayed %s", before)
 	}
 	for name, uid := range uids {
 		pod, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		if pod.UID == uid {
-			t.Errorf("%s was not restarted", name)
+			errorf(t, "%s was not restarted", name)
 		}
 		if got := pod.Annotations["gpss.steward.dev/config-revision"]; got != st.ConfigRevision {
-			t.Errorf("%s runs %s, status.configRevision says %s", name, got, st.ConfigRevision)
+			errorf(t, "%s runs %s, status.configRevision says %s", name, got, st.ConfigRevision)
 		}
 	}
 	g.allRunningOnce(2)
@@ -304,7 +304,7 @@ func (g *gpssScenario) brokenImage(t *testing.T) {
 		}
 	}
 	if onBroken != 1 || st.CurrentImage != g.image {
-		t.Errorf("%d instances on the broken image (want 1), currentImage %q", onBroken, st.CurrentImage)
+		errorf(t, "%d instances on the broken image (want 1), currentImage %q", onBroken, st.CurrentImage)
 	}
 	g.patch(fmt.Sprintf(`{"spec":{"image":%q}}`, g.image))
 	g.waitReady(2, 3*time.Minute)
@@ -316,15 +316,15 @@ func (g *gpssScenario) brokenImage(t *testing.T) {
 func (g *gpssScenario) heal(t *testing.T) {
 	svc, err := env.client.CoreV1().Services(g.ns).Get(context.Background(), gpssName+"-1-gpfdist", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	old, err := env.client.CoreV1().Pods(g.ns).Get(context.Background(), gpssName+"-1", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	start := time.Now()
 	if out, err := kubectl("delete", "pod", "-n", g.ns, gpssName+"-1", "--wait=false"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	// By UID: a creation timestamp has whole seconds, and the StatefulSet
 	// may re-create the pod within the second of the delete.
@@ -343,7 +343,7 @@ func (g *gpssScenario) heal(t *testing.T) {
 	t.Logf("Healed in %s", time.Since(start).Round(time.Second))
 	after, err := env.client.CoreV1().Services(g.ns).Get(context.Background(), gpssName+"-1-gpfdist", metav1.GetOptions{})
 	if err != nil || after.UID != svc.UID {
-		t.Errorf("the instance's gpfdist Service changed: %v", err)
+		errorf(t, "the instance's gpfdist Service changed: %v", err)
 	}
 }
 
@@ -359,7 +359,7 @@ spec:
   clusterID: orders
 `, g.ns, g.image), "apply", "-f", "-")
 	if err == nil || !strings.Contains(out, `spec.clusterID: Duplicate value: "orders (GpssCluster gpss uses it)"`) {
-		t.Errorf("a second cluster with clusterID orders: %v: %s", err, out)
+		errorf(t, "a second cluster with clusterID orders: %v: %s", err, out)
 	}
 }
 
@@ -388,13 +388,13 @@ spec:
       memory: 64Mi
 `, name, g.ns, g.image, endpoint), "apply", "-f", "-")
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 	}
 	lost := func() *gpssv1.GpssCluster {
 		gc := &gpssv1.GpssCluster{}
 		if err := g.c.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: name}, gc); err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		return gc
 	}
@@ -414,7 +414,7 @@ spec:
 	for range 10 {
 		time.Sleep(2 * time.Second)
 		if ready := meta.FindStatusCondition(lost().Status.Conditions, "Ready"); ready == nil || ready.Status == metav1.ConditionTrue {
-			t.Fatalf("Ready with an unreachable etcd: %+v", ready)
+			fatalf(t, "Ready with an unreachable etcd: %+v", ready)
 		}
 	}
 
@@ -432,7 +432,7 @@ spec:
 	})
 	t.Logf("Ready %s after the etcd's address was corrected", time.Since(start).Round(time.Second))
 	if out, err := kubectl("delete", "gpsscluster", name, "-n", g.ns, "--wait=true", "--timeout=2m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 }
 
@@ -440,7 +440,7 @@ spec:
 // (reclaimPolicy Retain, the default).
 func (g *gpssScenario) delete(t *testing.T) {
 	if out, err := kubectl("delete", "gpsscluster", gpssName, "-n", g.ns, "--wait=true", "--timeout=2m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	eventually(t, 2*time.Minute, "the children go", func(context.Context) error {
 		out, err := kubectl("get", "statefulsets,services,configmaps,pods", "-n", g.ns, "-l", "app.kubernetes.io/instance="+gpssName, "-o", "name")
@@ -454,7 +454,7 @@ func (g *gpssScenario) delete(t *testing.T) {
 	})
 	out, err := kubectl("get", "pvc", "-n", g.ns, "-o", "name")
 	if err != nil || !strings.Contains(out, "data-"+gpssName+"-etcd-0") {
-		t.Errorf("the etcd's volume claim did not stay (reclaimPolicy Retain): %v %s", err, out)
+		errorf(t, "the etcd's volume claim did not stay (reclaimPolicy Retain): %v %s", err, out)
 	}
 }
 
@@ -496,7 +496,7 @@ func (g *gpssScenario) allRunningOnce(instances int) {
 func (g *gpssScenario) gpss(args ...string) {
 	g.t.Helper()
 	if out, err := g.gpssOut(args...); err != nil {
-		g.t.Fatal(err, out)
+		fatalNow(g.t, err, out)
 	}
 }
 

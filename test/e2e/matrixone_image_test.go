@@ -39,7 +39,7 @@ const moLogStores = 3
 func matrixoneImageSpec(t *testing.T, in specInput) {
 	archive := in.archive(t, "matrixone")
 	if out, err := localkube("load-image", archive); err != nil {
-		t.Fatalf("load the MatrixOne image: %v: %s", err, out)
+		fatalf(t, "load the MatrixOne image: %v: %s", err, out)
 	}
 	// Cleanups run last first: this one after newNamespace's deletion.
 	var ns string
@@ -69,7 +69,7 @@ func matrixoneImageSpec(t *testing.T, in specInput) {
 		return true
 	}
 	if !write(0) {
-		t.Fatal("the first write through the proxy failed")
+		fatalNow(t, "the first write through the proxy failed")
 	}
 
 	// The store of shard 0's leader goes; its pod comes back under its
@@ -82,10 +82,10 @@ func matrixoneImageSpec(t *testing.T, in specInput) {
 		}
 	}
 	if pod == "" {
-		t.Fatalf("shard 0's leader %s is no log pod's store", leader)
+		fatalf(t, "shard 0's leader %s is no log pod's store", leader)
 	}
 	if err := env.client.CoreV1().Pods(ns).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	failed := 0
 	deadline := time.Now().Add(30 * time.Second)
@@ -96,11 +96,11 @@ func matrixoneImageSpec(t *testing.T, in specInput) {
 	}
 	t.Logf("%s (shard 0's leader) deleted: %d writes acknowledged in the 30 s after, %d failed", pod, len(acked)-1, failed)
 	if len(acked) < 2 {
-		t.Fatal("no write acknowledged in the 30 s after a log store was deleted")
+		fatalNow(t, "no write acknowledged in the 30 s after a log store was deleted")
 	}
 	after := m.waitView()
 	if s, ok := after.LogStore(leader); !ok || s.State != wire.StoreUp {
-		t.Errorf("the deleted pod's store %s is not back up: %+v", leader, s)
+		errorf(t, "the deleted pod's store %s is not back up: %+v", leader, s)
 	}
 
 	// A write that failed may still have been applied (MatrixOne answered
@@ -115,7 +115,7 @@ func matrixoneImageSpec(t *testing.T, in specInput) {
 	}
 	for _, id := range acked {
 		if !have[id] {
-			t.Errorf("acknowledged write %d is missing", id)
+			errorf(t, "acknowledged write %d is missing", id)
 		}
 	}
 }
@@ -172,7 +172,7 @@ func (m *moTrial) templates() map[string]string {
 		}
 		text, err := build.Render(tmpl)
 		if err != nil {
-			m.t.Fatal(err)
+			fatalNow(m.t, err)
 		}
 		files[r.name+".toml"] = text
 	}
@@ -185,14 +185,14 @@ func (m *moTrial) create() {
 	if _, err := c.CoreV1().ConfigMaps(m.ns).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "mo-config"}, Data: m.templates(),
 	}, metav1.CreateOptions{}); err != nil {
-		m.t.Fatal(err)
+		fatalNow(m.t, err)
 	}
 	if _, err := c.CoreV1().PersistentVolumeClaims(m.ns).Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "mo-shared"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}, metav1.CreateOptions{}); err != nil {
-		m.t.Fatal(err)
+		fatalNow(m.t, err)
 	}
 	for _, r := range moRoles {
 		name := "mo-" + r.name
@@ -203,10 +203,10 @@ func (m *moTrial) create() {
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprintf("p%d", p), Port: p})
 		}
 		if _, err := c.CoreV1().Services(m.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			m.t.Fatal(err)
+			fatalNow(m.t, err)
 		}
 		if _, err := c.AppsV1().StatefulSets(m.ns).Create(ctx, m.statefulSet(name, labels, r.name, r.replicas, r.memory, r.goMemory), metav1.CreateOptions{}); err != nil {
-			m.t.Fatal(err)
+			fatalNow(m.t, err)
 		}
 	}
 }

@@ -93,12 +93,12 @@ func startS3(t *testing.T) *s3.Credentials {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		logs, _ := kubectl("logs", "-n", s3Namespace, "versitygw-0", "--tail=40")
-		t.Fatalf("hack/versitygw.sh: %v: %s\nversitygw's log:\n%s", err, out, logs)
+		fatalf(t, "hack/versitygw.sh: %v: %s\nversitygw's log:\n%s", err, out, logs)
 	}
 	t.Logf("%s (%s)", strings.TrimSpace(string(out)), time.Since(start).Round(time.Second))
 	secret, err := env.client.CoreV1().Secrets(s3Namespace).Get(context.Background(), "versitygw-root", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	return &s3.Credentials{AccessKeyID: string(secret.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(secret.Data["AWS_SECRET_ACCESS_KEY"])}
 }
@@ -122,10 +122,10 @@ func (s *moS3) create(t *testing.T) {
 	s.keys = startS3(t)
 	if out, err := kubectl("create", "secret", "generic", "s3-keys", "-n", s.ns,
 		"--from-literal=AWS_ACCESS_KEY_ID="+s.keys.AccessKeyID, "--from-literal=AWS_SECRET_ACCESS_KEY="+s.keys.SecretAccessKey); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	if out, err := kubectlStdin(s.claim(moS3Retained, commonv1.ReclaimRetain), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	took := s.createTimed(t)
 	t.Logf("Bootstrapped on S3 (versitygw) in %s", took.Round(time.Second))
@@ -140,7 +140,7 @@ func (s *moS3) create(t *testing.T) {
 	var err error
 	if s.store, err = s3.New(s3.Location{Endpoint: "http://" + addr, Region: s3Region, Bucket: s3Bucket,
 		PathStyle: true, Credentials: s.keys}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 }
 
@@ -257,14 +257,14 @@ func (s *moS3) recreate(t *testing.T) {
 		})
 		objects, err := s.list(context.Background(), s.ns+"/"+moS3Retained)
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		if kept = len(objects); kept == 0 {
-			t.Fatal("no object left under the Retained claim's prefix")
+			fatalNow(t, "no object left under the Retained claim's prefix")
 		}
 		t.Logf("The claim Released with its %d objects", kept)
 		if out, err := kubectlStdin(s.claim(moS3Deleted, commonv1.ReclaimDelete)+"---\n"+s.second(), "apply", "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 	})
 	bc := s.waitClaim(moS3Retained, time.Minute, func(bc *mov1.BucketClaim) error {
@@ -298,7 +298,7 @@ spec:
 // and waits until its claim, under Delete, emptied the prefix and went.
 func (s *moS3) deleteEmpties(t *testing.T) {
 	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Second, "--for=condition=Ready", "--timeout=6m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	for _, q := range []string{"create database if not exists e2e", "create table if not exists e2e.t (id int primary key)", "insert into e2e.t values (1)"} {
 		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Second, q); return err })
@@ -306,7 +306,7 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	s.waitObjects(t, moS3Second, moS3Deleted)
 	start := time.Now()
 	if out, err := kubectl("delete", "matrixonecluster", moS3Second, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	var last *mov1.BucketClaim
 	var once sync.Once
@@ -330,19 +330,19 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	}
 	objects, err := s.list(context.Background(), s.ns+"/"+moS3Deleted)
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	if len(objects) != 0 {
-		t.Errorf("%d objects left under the Delete claim's prefix, the first %s", len(objects), objects[0].Key)
+		errorf(t, "%d objects left under the Delete claim's prefix, the first %s", len(objects), objects[0].Key)
 	}
 	kept, err := s.list(context.Background(), s.ns+"/"+moS3Retained)
 	if err != nil || len(kept) == 0 {
-		t.Errorf("the Retained claim's prefix after the other's deletion: %d objects, %v", len(kept), err)
+		errorf(t, "the Retained claim's prefix after the other's deletion: %d objects, %v", len(kept), err)
 	}
 	out, _ := kubectl("get", "events", "-n", s.ns, "--field-selector", "involvedObject.name="+moS3Deleted, "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
 	t.Logf("The cluster deleted, the claim emptied and gone in %s; its events:\n%s", time.Since(start).Round(time.Second), out)
 	if !strings.Contains(out, mov1.EventPrefixEmptied) {
-		t.Errorf("no %s event", mov1.EventPrefixEmptied)
+		errorf(t, "no %s event", mov1.EventPrefixEmptied)
 	}
 }
 

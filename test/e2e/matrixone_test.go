@@ -150,23 +150,23 @@ func (m *moLogScenario) create(t *testing.T) {
 	createSharedClaim(t, m.ns)
 	start := time.Now()
 	if out, err := kubectlStdin(m.manifest("info"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	l := m.waitReady(5 * time.Minute)
 	t.Logf("Ready after %s: HAKeeper %s, shards %+v", time.Since(start).Round(time.Second), l.Status.HAKeeper, l.Status.Shards)
 	if l.Status.HAKeeper != wire.StateRunning || len(l.Status.Shards) != 2 || l.Status.Bootstrap == nil ||
 		len(l.Status.Bootstrap.InitialMembers) != 3 || len(l.Status.ServiceAddresses) != 3 {
-		t.Errorf("status %+v", l.Status)
+		errorf(t, "status %+v", l.Status)
 	}
 	for i, s := range l.Status.Stores {
 		pod := fmt.Sprintf("%s-%d", moLogSetName, i)
 		if s.Pod != pod || s.UUID != wire.StoreID(m.ns, pod) || s.State != mov1.StoreUp || s.Replicas != 2 {
-			t.Errorf("store %d: %+v", i, s)
+			errorf(t, "store %d: %+v", i, s)
 		}
 	}
 	for _, sh := range l.Status.Shards {
 		if sh.Leader == "" || sh.Replicas != 3 || sh.Of != 3 {
-			t.Errorf("shard %+v", sh)
+			errorf(t, "shard %+v", sh)
 		}
 	}
 }
@@ -179,7 +179,7 @@ func (m *moLogScenario) killLeader(t *testing.T) {
 	leader := l.Status.Shards[1].Leader
 	old := m.podUID(leader)
 	if err := env.client.CoreV1().Pods(m.ns).Delete(context.Background(), leader, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	start := time.Now()
 	eventually(t, 3*time.Minute, leader+" re-created and its store up", func(context.Context) error {
@@ -213,7 +213,7 @@ func (m *moLogScenario) rollConfig(t *testing.T) {
 	}
 	start := time.Now()
 	if out, err := kubectlStdin(m.manifest("debug"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	mostDown := 0
 	eventually(t, 6*time.Minute, "every store restarted onto the new configuration, the set Ready", func(ctx context.Context) error {
@@ -241,7 +241,7 @@ func (m *moLogScenario) rollConfig(t *testing.T) {
 	})
 	t.Logf("Rolled in %s; at most %d log pod(s) down at once", time.Since(start).Round(time.Second), mostDown)
 	if mostDown > 1 {
-		t.Errorf("%d log pods were down at once", mostDown)
+		errorf(t, "%d log pods were down at once", mostDown)
 	}
 }
 
@@ -264,10 +264,10 @@ func (m *moLogScenario) volumeLost(t *testing.T) {
 	old := wire.StoreID(m.ns, pod)
 	start := time.Now()
 	if out, err := kubectl("delete", "pvc", "-n", m.ns, "data-"+pod, "--wait=false"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	if out, err := kubectl("delete", "pod", "-n", m.ns, pod, "--wait=false"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	eventually(t, 3*time.Minute, pod+" refused to start on an empty volume", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, pod, metav1.GetOptions{})
@@ -318,7 +318,7 @@ func (m *moLogScenario) volumeLost(t *testing.T) {
 	})
 	out, _ := kubectl("get", "events", "-n", m.ns, "--field-selector", "reason="+mov1.EventStoreReplaced, "-o", "jsonpath={.items[*].message}")
 	if !strings.Contains(out, newStore) {
-		t.Errorf("no StoreReplaced event names %s: %q", newStore, out)
+		errorf(t, "no StoreReplaced event names %s: %q", newStore, out)
 	}
 	t.Logf("%s replaced and every shard on three stores %s after its volume was lost; %s", pod, time.Since(start).Round(time.Second), out)
 }
@@ -336,12 +336,12 @@ func (m *moLogScenario) recreate(t *testing.T) {
 	l := m.waitReady(time.Minute)
 	m.term = l.Status.Shards[1].Term
 	if out, err := kubectl("delete", "logset", moLogSetName, "-n", m.ns, "--wait=true", "--timeout=2m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	m.waitPods(0)
 	claims, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var names []string
 	for _, c := range claims.Items {
@@ -350,11 +350,11 @@ func (m *moLogScenario) recreate(t *testing.T) {
 	slices.Sort(names)
 	want := []string{"data-mo-log-0", "data-mo-log-1", "data-mo-log-2", "mo-shared"}
 	if !slices.Equal(names, want) {
-		t.Fatalf("claims after the deletion: %v, want %v", names, want)
+		fatalf(t, "claims after the deletion: %v, want %v", names, want)
 	}
 	start := time.Now()
 	if out, err := kubectlStdin(m.manifest("debug"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	l = m.waitReady(5 * time.Minute)
 	t.Logf("Re-created and Ready after %s; shard 1 at term %d (%d before the deletion)",
@@ -384,7 +384,7 @@ func createSharedClaim(t *testing.T, ns string) {
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 }
 

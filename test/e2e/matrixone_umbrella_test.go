@@ -91,7 +91,7 @@ func (u *moUmbrella) create(t *testing.T) { u.createTimed(t) }
 func (u *moUmbrella) createTimed(t *testing.T) time.Duration {
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	u.startClient()
 	mc := u.waitReady(6 * time.Minute)
@@ -99,12 +99,12 @@ func (u *moUmbrella) createTimed(t *testing.T) time.Duration {
 	t.Logf("Ready after %s: SQL at %s, root's password in Secret %s", took.Round(time.Second),
 		mc.Status.SQLAddress, mc.Status.RootPasswordSecret)
 	if mc.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, u.ns) || mc.Status.RootPasswordSecret != moClusterLog+"-root" {
-		t.Errorf("status %+v", mc.Status)
+		errorf(t, "status %+v", mc.Status)
 	}
 	if u.sharedClaim != "" {
 		claim, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Get(context.Background(), u.sharedClaim, metav1.GetOptions{})
 		if err != nil || claim.Labels["app.kubernetes.io/component"] != "shared" || len(claim.OwnerReferences) != 0 {
-			t.Errorf("the shared claim the LogSet makes: %v %+v", err, claim)
+			errorf(t, "the shared claim the LogSet makes: %v %+v", err, claim)
 		}
 	}
 	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
@@ -112,7 +112,7 @@ func (u *moUmbrella) createTimed(t *testing.T) time.Duration {
 		return err
 	})
 	if _, err := u.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	return took
 }
@@ -124,7 +124,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	before := u.podUIDs(t)
 	u.underWrites(t, func() {
 		if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		eventually(t, 10*time.Minute, "every pod restarted and the cluster Ready", func(context.Context) error {
 			now := u.podUIDs(t)
@@ -141,7 +141,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	created := map[string][2]time.Time{} // by role: first and last pod created
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	for _, p := range pods.Items {
 		role := p.Labels["app.kubernetes.io/component"]
@@ -163,7 +163,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 	t.Logf("Pods created: %s", strings.Join(line, ", "))
 	for i := 1; i < len(order); i++ {
 		if prev, next := created[order[i-1]][1], created[order[i]][0]; !next.After(prev) {
-			t.Errorf("%s's first pod (%s) was created before %s's last (%s)", order[i], next.Format(time.TimeOnly), order[i-1], prev.Format(time.TimeOnly))
+			errorf(t, "%s's first pod (%s) was created before %s's last (%s)", order[i], next.Format(time.TimeOnly), order[i-1], prev.Format(time.TimeOnly))
 		}
 	}
 }
@@ -178,11 +178,11 @@ func (u *moUmbrella) recreate(t *testing.T) { u.recreateAround(t, nil) }
 func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	out, err := u.sql("select count(*) from e2e.t")
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	rows := strings.TrimSpace(out)
 	if out, err := kubectl("delete", "matrixonecluster", "mo", "-n", u.ns, "--wait=true", "--timeout=3m"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	eventually(t, 3*time.Minute, "every MatrixOne pod gone", func(ctx context.Context) error {
 		pods, err := env.client.CoreV1().Pods(u.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
@@ -196,7 +196,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	})
 	claims, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var names []string
 	for _, c := range claims.Items {
@@ -212,17 +212,17 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
-		t.Fatalf("claims after the deletion: %v, want %v", names, want)
+		fatalf(t, "claims after the deletion: %v, want %v", names, want)
 	}
 	if _, err := env.client.CoreV1().Secrets(u.ns).Get(context.Background(), moClusterLog+"-root", metav1.GetOptions{}); err != nil {
-		t.Fatalf("root's password Secret after the deletion: %v", err)
+		fatalf(t, "root's password Secret after the deletion: %v", err)
 	}
 	if deleted != nil {
 		deleted()
 	}
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	u.waitReady(6 * time.Minute)
 	var after string
@@ -233,7 +233,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	})
 	t.Logf("Re-created and Ready after %s; %s rows before the deletion, %s after", time.Since(start).Round(time.Second), rows, after)
 	if n, _ := strconv.Atoi(rows); n == 0 || after != rows {
-		t.Errorf("%s rows after the re-creation, %s before", after, rows)
+		errorf(t, "%s rows after the re-creation, %s before", after, rows)
 	}
 }
 
@@ -242,7 +242,7 @@ func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
 	t.Helper()
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	out := map[string]string{}
 	for _, p := range pods.Items {

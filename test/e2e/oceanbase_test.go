@@ -97,7 +97,7 @@ func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	tags := archiveTags(t, in.archive(t, "oceanbase-obsim"))
 	if len(tags) < 2 {
-		t.Fatalf("the obsim archive has tags %v; want two, the second for the upgrade", tags)
+		fatalf(t, "the obsim archive has tags %v; want two, the second for the upgrade", tags)
 	}
 	o := &obScenario{scenario: newScenario(t, "ob", "obcluster", obName, "observer"), image: tags[0], next: tags[1]}
 	o.runSteps(t, o.dumpState, []step{
@@ -142,7 +142,7 @@ func (o *obScenario) create(t *testing.T) {
 		},
 	}
 	if err := o.c.Create(context.Background(), cluster); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	o.startClient()
 	ob := o.waitReady(3, 3*time.Minute)
@@ -154,21 +154,21 @@ func (o *obScenario) create(t *testing.T) {
 		// pod (service mode).
 		svc, err := env.client.CoreV1().Services(o.ns).Get(context.Background(), s.Pod, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		if want := svc.Spec.ClusterIP + ":2882"; s.Address != want || servers[want].zone != s.Zone {
-			t.Errorf("server %s: address %s (its Service's IP gives %s), in OceanBase's zone %q", s.Pod, s.Address, want, servers[want].zone)
+			errorf(t, "server %s: address %s (its Service's IP gives %s), in OceanBase's zone %q", s.Pod, s.Address, want, servers[want].zone)
 		}
 	}
 	if rs := rootService(servers); rs != ob.Status.RootService {
-		t.Errorf("status.rootService %s, OceanBase says %s", ob.Status.RootService, rs)
+		errorf(t, "status.rootService %s, OceanBase says %s", ob.Status.RootService, rs)
 	}
 	if v := o.parameter("syslog_level"); !allEqual(v, "INFO", 3) {
-		t.Errorf("syslog_level on the servers: %v, want INFO on 3", v)
+		errorf(t, "syslog_level on the servers: %v, want INFO on 3", v)
 	}
 	out, err := kubectl("get", "obc", "-n", o.ns, "-o", "wide")
 	if err != nil || !strings.Contains(out, "True") {
-		t.Errorf("kubectl get obc: %v\n%s", err, out)
+		errorf(t, "kubectl get obc: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get obc -o wide:\n%s", out)
 }
@@ -187,20 +187,20 @@ func (o *obScenario) tenant(t *testing.T) {
 		},
 	}
 	if err := o.c.Create(context.Background(), tenant); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	tn := o.waitTenantReady(2 * time.Minute)
 	t.Logf("Tenant %s NORMAL (id %d, locality %s) after %s", obTenant, tn.Status.TenantID, tn.Status.Locality, time.Since(start).Round(time.Second))
 	rows := o.query(fmt.Sprintf("SELECT STATUS, LOCALITY FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = '%s'", obTenant))
 	if len(rows) != 1 || rows[0][0] != "NORMAL" || strings.Count(rows[0][1], "FULL{1}@") != 3 {
-		t.Errorf("DBA_OB_TENANTS: %v, want NORMAL with a full replica in 3 zones", rows)
+		errorf(t, "DBA_OB_TENANTS: %v, want NORMAL with a full replica in 3 zones", rows)
 	}
 	password := o.secret(obTenant + "-root")
 	if rows, err := o.sqlAs("root@"+obTenant, password, "SELECT 1"); err != nil || len(rows) != 1 || rows[0][0] != "1" {
-		t.Errorf("root@%s cannot log in with its Secret's password: %v %v", obTenant, rows, err)
+		errorf(t, "root@%s cannot log in with its Secret's password: %v %v", obTenant, rows, err)
 	}
 	if _, err := o.sqlAs("root@"+obTenant, password+"x", "SELECT 1"); err == nil || !strings.Contains(err.Error(), "Access denied") {
-		t.Errorf("root@%s logs in with a wrong password: %v", obTenant, err)
+		errorf(t, "root@%s logs in with a wrong password: %v", obTenant, err)
 	}
 
 	start = time.Now()
@@ -208,7 +208,7 @@ func (o *obScenario) tenant(t *testing.T) {
 	o.waitTenantReady(time.Minute)
 	rows = o.query(fmt.Sprintf("SELECT MAX_CPU, MEMORY_SIZE FROM oceanbase.DBA_OB_UNIT_CONFIGS WHERE NAME = '%s_unit'", obTenant))
 	if len(rows) != 1 || parseFloat(rows[0][0]) != 2 || rows[0][1] != strconv.FormatInt(6<<30, 10) {
-		t.Errorf("DBA_OB_UNIT_CONFIGS: %v, want MAX_CPU 2 and MEMORY_SIZE 6Gi", rows)
+		errorf(t, "DBA_OB_UNIT_CONFIGS: %v, want MAX_CPU 2 and MEMORY_SIZE 6Gi", rows)
 	}
 	t.Logf("Unit config altered in %s", time.Since(start).Round(time.Second))
 }
@@ -225,7 +225,7 @@ func (o *obScenario) scale(t *testing.T) {
 	after := o.waitServers(4)
 	departing := o.address(obName + "-z1-1")
 	if s, ok := after[departing]; !ok || s.zone != "z1" {
-		t.Fatalf("OceanBase does not list %s-z1-1 (%s) in z1: %v", obName, departing, after)
+		fatalf(t, "OceanBase does not list %s-z1-1 (%s) in z1: %v", obName, departing, after)
 	}
 	t.Logf("Scaled z1 out to 2 in %s", time.Since(start).Round(time.Second))
 
@@ -268,15 +268,15 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 			case s.status == "DELETING" && addr == departing:
 				deleting++
 			case s.status != "ACTIVE":
-				t.Errorf("%s: server %s is %s", what, addr, s.status)
+				errorf(t, "%s: server %s is %s", what, addr, s.status)
 			}
 		}
 		if deleting != 1 || len(servers) != 4 {
-			t.Errorf("%s: OceanBase lists %d servers, %s %q; want 4 with only it deleting", what, len(servers), departing, servers[departing].status)
+			errorf(t, "%s: OceanBase lists %d servers, %s %q; want 4 with only it deleting", what, len(servers), departing, servers[departing].status)
 		}
 		p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 		if err != nil || p.DeletionTimestamp != nil {
-			t.Fatalf("%s: the pod of %s, a server OceanBase still lists, is going: %v", what, departing, err)
+			fatalf(t, "%s: the pod of %s, a server OceanBase still lists, is going: %v", what, departing, err)
 		}
 	}
 	for time.Since(held) < 6*time.Second {
@@ -284,7 +284,7 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 		time.Sleep(time.Second)
 	}
 	if op := o.get().Status.Operation; op == nil || op.Name != "scale-in" || op.Step != "wait-servers-deleted" || !strings.Contains(op.Message, "DELETING") {
-		t.Errorf("status.operation: %+v, want scale-in waiting in wait-servers-deleted, saying the server is DELETING", op)
+		errorf(t, "status.operation: %+v, want scale-in waiting in wait-servers-deleted, saying the server is DELETING", op)
 	}
 	if during != nil {
 		during()
@@ -302,7 +302,7 @@ func (o *obScenario) scaleInHeld(departing, zone string, during func()) {
 		}
 		s, listed := o.servers()[departing]
 		if gone && listed {
-			t.Fatalf("the pod %s went while OceanBase still listed its server %s (%s)", pod, departing, s.status)
+			fatalf(t, "the pod %s went while OceanBase still listed its server %s (%s)", pod, departing, s.status)
 		}
 		switch {
 		case listed:
@@ -343,10 +343,10 @@ func (o *obScenario) managerKilled(t *testing.T) {
 	o.scaleInHeld(departing, "z2", func() {
 		_, killed := leaseHolder(t)
 		if killed == "" {
-			t.Fatal("no manager replica holds the Lease")
+			fatalNow(t, "no manager replica holds the Lease")
 		}
 		if out, err := kubectl("delete", "pod", "-n", operatorNamespace, killed, "--grace-period=0", "--force", "--wait=false"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		operatorKilled = true
 		start := time.Now()
@@ -395,7 +395,7 @@ func (o *obScenario) podDeleted(t *testing.T) {
 	defer func() { o.via = "" }()
 	old, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	// A restarted observer takes a while to serve again; obsim's second by
 	// default could fall between two reads of DBA_OB_SERVERS.
@@ -403,7 +403,7 @@ func (o *obScenario) podDeleted(t *testing.T) {
 	defer o.knobs(`{"startServiceDelay":"1s"}`)
 	start := time.Now()
 	if out, err := kubectl("delete", "pod", "-n", o.ns, pod, "--wait=false"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	var seen []string
 	eventually(t, 2*time.Minute, "the server serves again with a new start time", func(ctx context.Context) error {
@@ -431,12 +431,12 @@ func (o *obScenario) podDeleted(t *testing.T) {
 	})
 	t.Logf("%s came back in %s; OceanBase listed %s as %v", pod, time.Since(start).Round(time.Second), addr, seen)
 	if !slices.ContainsFunc(seen, func(s string) bool { return s == "INACTIVE" || strings.HasSuffix(s, "(not serving)") }) {
-		t.Errorf("OceanBase never showed %s out of service: %v", addr, seen)
+		errorf(t, "OceanBase never showed %s out of service: %v", addr, seen)
 	}
 	o.waitReady(3, 2*time.Minute)
 	o.expectServers(before)
 	if got := o.address(pod); got != addr {
-		t.Errorf("%s came back as %s, was %s", pod, got, addr)
+		errorf(t, "%s came back as %s, was %s", pod, got, addr)
 	}
 }
 
@@ -464,7 +464,7 @@ func (o *obScenario) rootServiceKilled(t *testing.T) {
 	defer func() { o.via = "" }()
 	p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	start := time.Now()
 	signalContainer(t, *p, "SIGSTOP")
@@ -487,14 +487,14 @@ func (o *obScenario) rootServiceKilled(t *testing.T) {
 	o.patch(`{"spec":{"parameters":[{"name":"syslog_level","value":"DEBUG"}]}}`)
 	ob = o.waitReady(3, 2*time.Minute)
 	if v := o.parameter("syslog_level"); !allEqual(v, "DEBUG", 3) {
-		t.Errorf("syslog_level on the servers: %v, want DEBUG on 3", v)
+		errorf(t, "syslog_level on the servers: %v, want DEBUG on 3", v)
 	}
 	if now := rootService(o.servers()); ob.Status.RootService != now || now == rs {
-		t.Errorf("status.rootService %s; it was %s, OceanBase says %s", ob.Status.RootService, rs, now)
+		errorf(t, "status.rootService %s; it was %s, OceanBase says %s", ob.Status.RootService, rs, now)
 	}
 	after, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil || after.Status.ContainerStatuses[0].RestartCount == 0 {
-		t.Errorf("the killed observer's container did not restart: %v", err)
+		errorf(t, "the killed observer's container did not restart: %v", err)
 	}
 	t.Logf("The parameter set and the cluster Ready %s after the freeze", time.Since(start).Round(time.Second))
 }
@@ -511,14 +511,14 @@ func (o *obScenario) zoneRemovalHeld(t *testing.T) {
 	o.waitReady(4, 3*time.Minute)
 	o.waitServers(4)
 	if z := o.zones(); z["z4"] != "ACTIVE" {
-		t.Fatalf("DBA_OB_ZONES: %v, want z4 ACTIVE", z)
+		fatalf(t, "DBA_OB_ZONES: %v, want z4 ACTIVE", z)
 	}
 	t.Logf("Added z4 in %s", time.Since(start).Round(time.Second))
 
 	start = time.Now()
 	o.patchTenant(`{"spec":{"zones":[{"name":"z1"},{"name":"z2"},{"name":"z3"},{"name":"z4"}]}}`)
 	if tn := o.waitTenantReady(2 * time.Minute); !strings.Contains(tn.Status.Locality, "@z4") {
-		t.Fatalf("the tenant's locality %q has no replica in z4", tn.Status.Locality)
+		fatalf(t, "the tenant's locality %q has no replica in z4", tn.Status.Locality)
 	}
 	t.Logf("The tenant joined z4 in %s", time.Since(start).Round(time.Second))
 
@@ -547,7 +547,7 @@ func (o *obScenario) zoneRemovalHeld(t *testing.T) {
 	// A few passes go by: it stays held.
 	time.Sleep(5 * time.Second)
 	if err := held(context.Background()); err != nil {
-		t.Fatalf("the removal of z4 is no longer held while the tenant has it: %v", err)
+		fatalf(t, "the removal of z4 is no longer held while the tenant has it: %v", err)
 	}
 	ob := o.get()
 	t.Logf("Removal of z4 held after %s: %s", time.Since(start).Round(time.Second), ob.Status.Operation.Message)
@@ -557,7 +557,7 @@ func (o *obScenario) zoneRemovalHeld(t *testing.T) {
 	o.waitTenantReady(2 * time.Minute)
 	o.waitReady(3, 3*time.Minute)
 	if z := o.zones(); len(z) != 3 || z["z4"] != "" {
-		t.Errorf("DBA_OB_ZONES: %v, want z1, z2 and z3", z)
+		errorf(t, "DBA_OB_ZONES: %v, want z1, z2 and z3", z)
 	}
 	eventually(t, time.Minute, "z4's StatefulSet is gone", func(ctx context.Context) error {
 		_, err := env.client.AppsV1().StatefulSets(o.ns).Get(ctx, obName+"-z4", metav1.GetOptions{})
@@ -570,7 +570,7 @@ func (o *obScenario) zoneRemovalHeld(t *testing.T) {
 		return errors.New("still there")
 	})
 	if s, ok := o.waitServers(3)[addr]; ok {
-		t.Errorf("OceanBase still lists z4's server %s: %+v", addr, s)
+		errorf(t, "OceanBase still lists z4's server %s: %+v", addr, s)
 	}
 	t.Logf("z4 removed %s after the tenant left it", time.Since(start).Round(time.Second))
 }
@@ -588,7 +588,7 @@ func (o *obScenario) storeLost(t *testing.T) {
 	pod, addr := notRootService(ob)
 	p, err := env.client.CoreV1().Pods(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	var claim string
 	for _, v := range p.Spec.Volumes {
@@ -597,12 +597,12 @@ func (o *obScenario) storeLost(t *testing.T) {
 		}
 	}
 	if claim == "" {
-		t.Fatalf("pod %s has no volume claim", pod)
+		fatalf(t, "pod %s has no volume claim", pod)
 	}
 	start := time.Now()
 	for _, args := range [][]string{{"pvc", claim}, {"pod", pod}} {
 		if out, err := kubectl("delete", args[0], "-n", o.ns, args[1], "--wait=false"); err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 	}
 	var steps []string
@@ -647,23 +647,23 @@ func (o *obScenario) storeLost(t *testing.T) {
 	// seconds may end between two samples: the StoresLost Event, recorded
 	// by the status write that listed the server, is the evidence then.
 	if len(lost) == 0 && !o.eventSays("StoresLost is True: lost stores: "+addr) {
-		t.Errorf("neither status.lostServers nor a StoresLost Event ever listed %s", addr)
+		errorf(t, "neither status.lostServers nor a StoresLost Event ever listed %s", addr)
 	}
 	if c := meta.FindStatusCondition(ob.Status.Conditions, "StoresLost"); c == nil || c.Status != metav1.ConditionFalse {
-		t.Errorf("StoresLost: %+v", c)
+		errorf(t, "StoresLost: %+v", c)
 	}
 	svc, err := env.client.CoreV1().Services(o.ns).Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	now := o.address(pod)
 	if want := svc.Spec.ClusterIP + ":2882"; now != want || now == addr {
-		t.Errorf("%s's server at %s, its Service's IP gives %s, the lost one was %s", pod, now, want, addr)
+		errorf(t, "%s's server at %s, its Service's IP gives %s, the lost one was %s", pod, now, want, addr)
 	}
 	after := o.waitServers(3)
 	for a := range before {
 		if _, ok := after[a]; !ok && a != addr {
-			t.Errorf("server %s is gone; OceanBase lists %v", a, after)
+			errorf(t, "server %s is gone; OceanBase lists %v", a, after)
 		}
 	}
 	var added []string
@@ -673,7 +673,7 @@ func (o *obScenario) storeLost(t *testing.T) {
 		}
 	}
 	if len(added) != 1 {
-		t.Errorf("OceanBase listed %d new servers during the flow, want 1: %v", len(added), added)
+		errorf(t, "OceanBase listed %d new servers during the flow, want 1: %v", len(added), added)
 	}
 }
 
@@ -690,7 +690,7 @@ func (o *obScenario) upgrade(t *testing.T) {
 	o.waitTenantReady(time.Minute)
 	rows := o.query("SELECT NAME, UNIT_COUNT FROM oceanbase.DBA_OB_RESOURCE_POOLS WHERE NAME LIKE '" + obTenant + "_pool_%'")
 	if len(rows) != 3 || slices.ContainsFunc(rows, func(r []string) bool { return r[1] != "2" }) {
-		t.Errorf("the tenant's pools: %v, want 3 with 2 units each", rows)
+		errorf(t, "the tenant's pools: %v, want 3 with 2 units each", rows)
 	}
 	t.Logf("2-2-2, the tenant with 2 units per zone, after %s", time.Since(start).Round(time.Second))
 
@@ -716,7 +716,7 @@ func (o *obScenario) upgrade(t *testing.T) {
 			}
 		}
 		if len(inStatus) > 1 || len(inOceanBase) > 1 {
-			t.Fatalf("zones down at once: %v in status, %v in DBA_OB_ZONES", inStatus, inOceanBase)
+			fatalf(t, "zones down at once: %v in status, %v in DBA_OB_ZONES", inStatus, inOceanBase)
 		}
 		for _, z := range append(inStatus, inOceanBase...) {
 			if !slices.Contains(stopped, z) {
@@ -741,37 +741,37 @@ func (o *obScenario) upgrade(t *testing.T) {
 	order := o.zonesUpgraded()
 	t.Logf("Upgraded to %s in %s; zones stopped in order %v (seen stopped: %v)", o.next, time.Since(start).Round(time.Second), order, stopped)
 	if !slices.Equal(order, []string{"z1", "z2", "z3"}) {
-		t.Errorf("zones stopped %v, want z1, z2, z3 one after the other", order)
+		errorf(t, "zones stopped %v, want z1, z2, z3 one after the other", order)
 	}
 	if !inOrder(stopped, order) {
-		t.Errorf("zones seen stopped in order %v, which the Events' order %v does not have", stopped, order)
+		errorf(t, "zones seen stopped in order %v, which the Events' order %v does not have", stopped, order)
 	}
 	if op := ob.Status.Operation; op == nil || op.Name != "upgrade" || op.Phase != commonv1.PhaseSucceeded {
-		t.Errorf("status.operation: %+v, want a succeeded upgrade", op)
+		errorf(t, "status.operation: %+v, want a succeeded upgrade", op)
 	}
 	pods, err := env.client.CoreV1().Pods(o.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=observer"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	for _, p := range pods.Items {
 		if img := p.Spec.Containers[0].Image; img != o.next || !podReady(&p) {
-			t.Errorf("pod %s runs %s (ready %v), want %s", p.Name, img, podReady(&p), o.next)
+			errorf(t, "pod %s runs %s (ready %v), want %s", p.Name, img, podReady(&p), o.next)
 		}
 	}
 	if len(pods.Items) != 6 {
-		t.Errorf("%d observer pods, want 6", len(pods.Items))
+		errorf(t, "%d observer pods, want 6", len(pods.Items))
 	}
 	o.waitServers(6)
 	for _, r := range o.query("SELECT ZONE, STATUS FROM oceanbase.DBA_OB_ZONES") {
 		if r[1] != "ACTIVE" {
-			t.Errorf("zone %s is %s after the upgrade", r[0], r[1])
+			errorf(t, "zone %s is %s after the upgrade", r[0], r[1])
 		}
 	}
 	// Each obsim image reports its own version (images/oceanbase-obsim):
 	// the servers run the new one, not only the pods name its image.
 	for _, r := range o.query("SELECT SVR_IP, BUILD_VERSION FROM oceanbase.DBA_OB_SERVERS") {
 		if !strings.HasPrefix(r[1], obsimRelease(o.next)+"_") {
-			t.Errorf("server %s reports build_version %s after the upgrade to %s", r[0], r[1], o.next)
+			errorf(t, "server %s reports build_version %s after the upgrade to %s", r[0], r[1], o.next)
 		}
 	}
 	o.waitTenantReady(time.Minute)
@@ -817,7 +817,7 @@ func (o *obScenario) eventSays(text string) bool {
 	o.t.Helper()
 	var events corev1.EventList
 	if err := o.c.List(context.Background(), &events, client.InNamespace(o.ns)); err != nil {
-		o.t.Fatal(err)
+		fatalNow(o.t, err)
 	}
 	return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
 		return e.InvolvedObject.Name == obName && strings.Contains(e.Message, text)
@@ -846,7 +846,7 @@ func (o *obScenario) zonesUpgraded() []string {
 	o.t.Helper()
 	var events corev1.EventList
 	if err := o.c.List(context.Background(), &events, client.InNamespace(o.ns)); err != nil {
-		o.t.Fatal(err)
+		fatalNow(o.t, err)
 	}
 	var upgrading []corev1.Event
 	for _, e := range events.Items {
@@ -885,7 +885,7 @@ func (o *obScenario) address(pod string) string {
 			return s.Address
 		}
 	}
-	o.t.Fatalf("status lists no server for pod %s", pod)
+	fatalf(o.t, "status lists no server for pod %s", pod)
 	return ""
 }
 
@@ -914,7 +914,7 @@ func (o *obScenario) waitTenantReady(timeout time.Duration) *obv1.OBTenant {
 func (o *obScenario) patchTenant(patch string) {
 	o.t.Helper()
 	if out, err := kubectl("patch", "obtenant", obTenant, "-n", o.ns, "--type", "merge", "-p", patch); err != nil {
-		o.t.Fatalf("%v: %s", err, out)
+		fatalf(o.t, "%v: %s", err, out)
 	}
 }
 
@@ -923,7 +923,7 @@ func (o *obScenario) secret(name string) string {
 	o.t.Helper()
 	s, err := env.client.CoreV1().Secrets(o.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		o.t.Fatal(err)
+		fatalNow(o.t, err)
 	}
 	return string(s.Data["password"])
 }
@@ -976,7 +976,7 @@ func (o *obScenario) expectServers(want map[string]obServer) {
 	got := o.waitServers(len(want))
 	for addr := range want {
 		if _, ok := got[addr]; !ok {
-			o.t.Errorf("server %s is gone; OceanBase lists %v", addr, got)
+			errorf(o.t, "server %s is gone; OceanBase lists %v", addr, got)
 		}
 	}
 }
@@ -1064,7 +1064,7 @@ func (o *obScenario) knobs(patch string) {
 			o.t.Logf("knobs %s: OceanBase no longer lists %s (%s)", patch, s.Address, s.Pod)
 			continue
 		}
-		o.t.Fatalf("knobs %s of %s: %v: %s", patch, s.Pod, err, out)
+		fatalf(o.t, "knobs %s of %s: %v: %s", patch, s.Pod, err, out)
 	}
 }
 

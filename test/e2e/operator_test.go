@@ -33,7 +33,7 @@ func TestOperatorInCluster(t *testing.T) {
 	const ns = operatorNamespace
 	pods, err := operatorPods(t.Context())
 	if err != nil || len(pods) != 2 {
-		t.Fatalf("manager pods: %d, %v; want the default 2", len(pods), err)
+		fatalf(t, "manager pods: %d, %v; want the default 2", len(pods), err)
 	}
 	// The Lease may still name a replica of an earlier install: helm
 	// uninstall deletes the leader-election Role with the pods, so that
@@ -56,13 +56,13 @@ func TestOperatorInCluster(t *testing.T) {
 	})
 	for _, pod := range pods {
 		if !podReady(&pod) {
-			t.Errorf("the manager pod %s is not Ready", pod.Name)
+			errorf(t, "the manager pod %s is not Ready", pod.Name)
 		}
 		if restarts := pod.Status.ContainerStatuses[0].RestartCount; restarts != 0 && !operatorKilled {
-			t.Errorf("the manager pod %s restarted %d times", pod.Name, restarts)
+			errorf(t, "the manager pod %s restarted %d times", pod.Name, restarts)
 		}
 		if uid := pod.Spec.SecurityContext.RunAsUser; uid == nil || *uid == 0 {
-			t.Errorf("the manager pod %s runs as root", pod.Name)
+			errorf(t, "the manager pod %s runs as root", pod.Name)
 		}
 	}
 	eventually(t, 30*time.Second, "the budget allows one disruption", func(ctx context.Context) error {
@@ -110,7 +110,7 @@ func installOperator(t *testing.T) {
 		operatorErr = helmInstall(systemsValue()...)
 	})
 	if operatorErr != nil {
-		t.Fatalf("installing the operator: %v", operatorErr)
+		fatalf(t, "installing the operator: %v", operatorErr)
 	}
 }
 
@@ -213,11 +213,11 @@ func crClient(t *testing.T) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	for name, s := range systemSpecs {
 		if err := s.addToScheme(scheme); err != nil {
-			t.Fatalf("%s: %v", name, err)
+			fatalf(t, "%s: %v", name, err)
 		}
 	}
 	// Admission warnings (replicas: 1 has one) are kubectl's to show; the
@@ -226,7 +226,7 @@ func crClient(t *testing.T) client.Client {
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	return c
 }

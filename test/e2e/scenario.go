@@ -71,7 +71,7 @@ func settled(generation int64, st *commonv1.StatusCore) error {
 func (s *scenario) getInto(obj client.Object) {
 	s.t.Helper()
 	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: s.name}, obj); err != nil {
-		s.t.Fatal(err)
+		fatalNow(s.t, err)
 	}
 }
 
@@ -79,7 +79,7 @@ func (s *scenario) getInto(obj client.Object) {
 func (s *scenario) patch(patch string) {
 	s.t.Helper()
 	if out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", patch); err != nil {
-		s.t.Fatalf("%v: %s", err, out)
+		fatalf(s.t, "%v: %s", err, out)
 	}
 }
 
@@ -110,7 +110,7 @@ func startClient(t *testing.T, ns string) {
 		},
 	}
 	if _, err := env.client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	eventually(t, 2*time.Minute, "the client pod runs", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})

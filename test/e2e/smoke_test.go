@@ -49,17 +49,17 @@ func TestSmoke(t *testing.T) {
 		for i := range 3 {
 			pod, err := env.client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("web-%d", i), metav1.GetOptions{})
 			if err != nil {
-				t.Fatal(err)
+				fatalNow(t, err)
 			}
 			if pod.Spec.NodeName != "localkube-node" {
-				t.Errorf("pod %s ran on %s, want the real node", pod.Name, pod.Spec.NodeName)
+				errorf(t, "pod %s ran on %s, want the real node", pod.Name, pod.Spec.NodeName)
 			}
 			pvc, err := env.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, fmt.Sprintf("data-web-%d", i), metav1.GetOptions{})
 			if err != nil {
-				t.Fatal(err)
+				fatalNow(t, err)
 			}
 			if pvc.Status.Phase != corev1.ClaimBound {
-				t.Errorf("claim %s is %s, want Bound", pvc.Name, pvc.Status.Phase)
+				errorf(t, "claim %s is %s, want Bound", pvc.Name, pvc.Status.Phase)
 			}
 		}
 	})
@@ -67,35 +67,35 @@ func TestSmoke(t *testing.T) {
 	t.Run("exec reaches the container and its volume", func(t *testing.T) {
 		out, err := kubectl("exec", "-n", ns, "web-1", "--", "/smoke", "get", "http://localhost:8080/")
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		if want := "host=web-1 volume=web-1"; !strings.Contains(out, want) {
-			t.Errorf("exec output %q lacks %q", out, want)
+			errorf(t, "exec output %q lacks %q", out, want)
 		}
 	})
 
 	t.Run("logs show the container's output", func(t *testing.T) {
 		out, err := kubectl("logs", "-n", ns, "web-0")
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		if !strings.Contains(out, "Serving on :8080 as web-0") {
-			t.Errorf("logs %q lack the server's start line", out)
+			errorf(t, "logs %q lack the server's start line", out)
 		}
 	})
 
 	t.Run("a pod resolves a Service by DNS and reaches it through its ClusterIP", func(t *testing.T) {
 		svc, err := env.client.CoreV1().Services(ns).Get(ctx, "web-client", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		name := fmt.Sprintf("web-client.%s.svc.cluster.local", ns)
 		out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "lookup", name)
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		if strings.TrimSpace(out) != svc.Spec.ClusterIP {
-			t.Fatalf("%s resolved to %q, want ClusterIP %s", name, out, svc.Spec.ClusterIP)
+			fatalf(t, "%s resolved to %q, want ClusterIP %s", name, out, svc.Spec.ClusterIP)
 		}
 		// kube-proxy programs a new Service's rules a moment after the
 		// Service is created: wait for the first answer before counting.
@@ -112,16 +112,16 @@ func TestSmoke(t *testing.T) {
 		for range 12 {
 			out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
 			if err != nil {
-				t.Fatalf("%v: %s", err, out)
+				fatalf(t, "%v: %s", err, out)
 			}
 			seen[strings.Fields(out)[0]] = true
 		}
 		if len(seen) < 2 {
-			t.Errorf("12 requests through the ClusterIP all reached %v; expected balancing over 3 pods", seen)
+			errorf(t, "12 requests through the ClusterIP all reached %v; expected balancing over 3 pods", seen)
 		}
 		// A pod's DNS name in the headless Service resolves too.
 		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-2.web:8080/"); err != nil || !strings.Contains(out, "host=web-2") {
-			t.Errorf("headless pod name: %v: %s", err, out)
+			errorf(t, "headless pod name: %v: %s", err, out)
 		}
 	})
 
@@ -132,7 +132,7 @@ func TestSmoke(t *testing.T) {
 		// localkube's egress guard. localkube forward dials from there.
 		svc, err := env.client.CoreV1().Services(ns).Get(ctx, "web-client", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		url := localkubeForward(t, net.JoinHostPort(svc.Spec.ClusterIP, "8080"))
 		eventually(t, 30*time.Second, "a GET from the node through the ClusterIP", func(ctx context.Context) error {
@@ -151,15 +151,15 @@ func TestSmoke(t *testing.T) {
 		// localkube's egress chain.
 		out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "dial", "--timeout", "3s", "192.0.2.1:80")
 		if err == nil {
-			t.Fatalf("a pod connected to an outside address: %s", out)
+			fatalf(t, "a pod connected to an outside address: %s", out)
 		}
 		if after := egressDrops(t); after <= before {
-			t.Fatalf("egress drop counter %d -> %d: the packet was not dropped locally", before, after)
+			fatalf(t, "egress drop counter %d -> %d: the packet was not dropped locally", before, after)
 		}
 		// Names outside the cluster are not resolved: pods never get the
 		// host's resolver and CoreDNS forwards nowhere.
 		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "lookup", "--timeout", "3s", "example.com"); err == nil {
-			t.Fatalf("an outside name resolved: %s", out)
+			fatalf(t, "an outside name resolved: %s", out)
 		}
 	})
 
@@ -178,10 +178,10 @@ func TestSmoke(t *testing.T) {
 			}}
 			got, err := env.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 			if err != nil {
-				t.Fatal(err)
+				fatalNow(t, err)
 			}
 			if got.Status.Allowed != tc.allowed {
-				t.Errorf("node get %s: allowed=%t (%s), want %t", tc.resource, got.Status.Allowed, got.Status.Reason, tc.allowed)
+				errorf(t, "node get %s: allowed=%t (%s), want %t", tc.resource, got.Status.Allowed, got.Status.Reason, tc.allowed)
 			}
 		}
 	})
@@ -189,10 +189,10 @@ func TestSmoke(t *testing.T) {
 	t.Run("a re-created pod finds its volume", func(t *testing.T) {
 		old, err := env.client.CoreV1().Pods(ns).Get(ctx, "web-2", metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		if err := env.client.CoreV1().Pods(ns).Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 		eventually(t, 2*time.Minute, "a new web-2 is Ready", func(ctx context.Context) error {
 			pod, err := env.client.CoreV1().Pods(ns).Get(ctx, "web-2", metav1.GetOptions{})
@@ -209,10 +209,10 @@ func TestSmoke(t *testing.T) {
 		})
 		out, err := kubectl("exec", "-n", ns, "web-2", "--", "/smoke", "get", "http://localhost:8080/")
 		if err != nil {
-			t.Fatalf("%v: %s", err, out)
+			fatalf(t, "%v: %s", err, out)
 		}
 		if !strings.Contains(out, "volume=web-2") {
-			t.Fatalf("the new pod answered %q; its volume lost what the first one wrote", out)
+			fatalf(t, "the new pod answered %q; its volume lost what the first one wrote", out)
 		}
 	})
 }
@@ -240,7 +240,7 @@ func TestSimulatedNodes(t *testing.T) {
 		},
 	}
 	if _, err := env.client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	eventually(t, time.Minute, "the simulated pod is Running", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(ns).Get(ctx, "simulated", metav1.GetOptions{})
@@ -263,7 +263,7 @@ func createSmokeWorkload(t *testing.T, ns string, labels map[string]string) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "web-client"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: port}},
 	} {
 		if _, err := env.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 	}
 	sts := &appsv1.StatefulSet{
@@ -300,7 +300,7 @@ func createSmokeWorkload(t *testing.T, ns string, labels map[string]string) {
 		},
 	}
 	if _, err := env.client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 }
 
@@ -311,13 +311,13 @@ func localkubeForward(t *testing.T, target string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	listen := ln.Addr().String()
 	_ = ln.Close()
 	cmd := exec.Command(filepath.Join(env.binDir, "localkube"), "forward", "--listen", listen, "--target", target)
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return "http://" + listen
@@ -327,11 +327,11 @@ func egressDrops(t *testing.T) int {
 	t.Helper()
 	out, err := localkube("egress-drops")
 	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	return n
 }
@@ -342,7 +342,7 @@ func newNamespace(t *testing.T, prefix string) string {
 	ns, err := env.client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-" + prefix + "-"}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

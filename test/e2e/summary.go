@@ -73,3 +73,25 @@ func printFailureNotes(w io.Writer) {
 		fmt.Fprintln(w, "    "+line)
 	}
 }
+
+// errorf is t.Errorf whose message also goes to the failure summary: for
+// the failures that are not a wait's timeout (eventually notes those).
+func errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	noteFailure(t, format, args...)
+	t.Errorf(format, args...)
+}
+
+// fatalf is t.Fatalf whose message also goes to the failure summary.
+func fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	noteFailure(t, format, args...)
+	t.Fatalf(format, args...)
+}
+
+// fatalNow is t.Fatal whose message also goes to the failure summary.
+func fatalNow(t *testing.T, args ...any) {
+	t.Helper()
+	noteFailure(t, "%s", fmt.Sprint(args...))
+	t.Fatal(args...)
+}

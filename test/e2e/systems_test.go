@@ -58,7 +58,7 @@ func (in specInput) archive(t *testing.T, name string) string {
 	t.Helper()
 	path, ok := in.Archives[name]
 	if !ok {
-		t.Fatalf("no %s.tar in %s (run make images)", name, env.imagesDir)
+		fatalf(t, "no %s.tar in %s (run make images)", name, env.imagesDir)
 	}
 	return path
 }
@@ -265,18 +265,18 @@ func archiveTags(t *testing.T, archive string) []string {
 	t.Helper()
 	out, err := command("tar", "-xOf", archive, "manifest.json")
 	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	var manifest []struct{ RepoTags []string }
 	if err := json.Unmarshal([]byte(out), &manifest); err != nil {
-		t.Fatalf("manifest.json of %s: %v", archive, err)
+		fatalf(t, "manifest.json of %s: %v", archive, err)
 	}
 	var tags []string
 	for _, image := range manifest {
 		tags = append(tags, image.RepoTags...)
 	}
 	if len(tags) == 0 {
-		t.Fatalf("manifest.json of %s names no image", archive)
+		fatalf(t, "manifest.json of %s names no image", archive)
 	}
 	return tags
 }

@@ -22,7 +22,7 @@ import (
 // AdminServer for stat from another pod, as the operator will.
 func zookeeperImageSpec(t *testing.T, in specInput) {
 	if out, err := localkube("load-image", in.archive(t, systems.ZooKeeper)); err != nil {
-		t.Fatalf("load ZooKeeper image (run `make images`): %v: %s", err, out)
+		fatalf(t, "load ZooKeeper image (run `make images`): %v: %s", err, out)
 	}
 	ns := newNamespace(t, "zk")
 	ctx := context.Background()
@@ -32,7 +32,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 			"admin.enableServer=true\nadmin.serverPort=8080\n"},
 	}
 	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "zk-0"},
@@ -56,7 +56,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		},
 	}
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	startClient(t, ns)
 	var state string
@@ -93,7 +93,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		return nil
 	})
 	if state != "standalone" {
-		t.Fatalf("server_state %q, want standalone", state)
+		fatalf(t, "server_state %q, want standalone", state)
 	}
 
 	// A server whose volume has served before (it has a myid) and whose
@@ -106,7 +106,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 			"server.1=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n"},
 	}
 	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	fresh := pod.DeepCopy()
 	fresh.Name = "zk-dns-new"
@@ -121,7 +121,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	}}
 	for _, p := range []*corev1.Pod{fresh, served} {
 		if _, err := env.client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 	}
 	logSays := func(pod string, want, wantNot []string) func(context.Context) error {
@@ -137,7 +137,7 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 			}
 			for _, w := range wantNot {
 				if strings.Contains(out, w) {
-					t.Fatalf("%s: %q in the log:\n%s", pod, w, out)
+					fatalf(t, "%s: %q in the log:\n%s", pod, w, out)
 				}
 			}
 			return nil

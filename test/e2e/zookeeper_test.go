@@ -118,7 +118,7 @@ func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 		},
 	}
 	if err := z.c.Create(context.Background(), cluster); err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	start := time.Now()
 	zk := z.waitReady(replicas, 4*time.Minute)
@@ -126,7 +126,7 @@ func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 	out, err := kubectl("get", "zk", "-n", z.ns)
 	members := strings.ReplaceAll(fmt.Sprint(zk.Status.Members), " ", ",")
 	if err != nil || !strings.Contains(out, zk.Status.Leader) || !strings.Contains(out, members) {
-		t.Errorf("kubectl get zk shows no leader and members: %v\n%s", err, out)
+		errorf(t, "kubectl get zk shows no leader and members: %v\n%s", err, out)
 	}
 	t.Logf("kubectl get zk:\n%s", out)
 	z.startWriter()
@@ -152,11 +152,11 @@ func (z *zkScenario) imageChange(t *testing.T) {
 	next := strings.Split(z.image, ":")[0] + ":e2e-rollout"
 	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
 		"images", "tag", "--force", z.image, next); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	zk := z.rollout(fmt.Sprintf(`{"spec":{"image":%q}}`, next))
 	if zk.Status.CurrentImage != next {
-		t.Errorf("status.currentImage = %q, want %q", zk.Status.CurrentImage, next)
+		errorf(t, "status.currentImage = %q, want %q", zk.Status.CurrentImage, next)
 	}
 }
 
@@ -171,29 +171,29 @@ func (z *zkScenario) rollout(patch string) *zkv1.ZookeeperCluster {
 	z.patch(patch)
 	zk := z.waitReady(3, 5*time.Minute)
 	if op := zk.Status.Operation; op == nil || op.Name != "rolling-restart" || op.Phase != commonv1.PhaseSucceeded {
-		t.Errorf("status.operation = %+v, want a succeeded rolling-restart", op)
+		errorf(t, "status.operation = %+v, want a succeeded rolling-restart", op)
 	}
 	if after := leaderEpoch(t, zk); after-epoch > 1 {
-		t.Errorf("the leader's epoch went from %d to %d: more than one election", epoch, after)
+		errorf(t, "the leader's epoch went from %d to %d: more than one election", epoch, after)
 	}
 	// Every pod was re-created after the change, one at a time, and the
 	// one that led before the change last.
 	pods, err := env.client.CoreV1().Pods(z.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	var order []string
 	for _, p := range pods.Items {
 		order = append(order, p.Name+"@"+p.CreationTimestamp.Format(time.TimeOnly))
 		if p.CreationTimestamp.Time.Before(patched.Truncate(time.Second)) {
-			t.Errorf("pod %s was not re-created by the rollout (created %s)", p.Name, p.CreationTimestamp)
+			errorf(t, "pod %s was not re-created by the rollout (created %s)", p.Name, p.CreationTimestamp)
 		}
 	}
 	t.Logf("Re-created in order %v; the leader before was %s", order, before.Status.Leader)
 	if n := len(pods.Items); n != 3 || pods.Items[n-1].Name != before.Status.Leader ||
 		!pods.Items[n-2].CreationTimestamp.Before(&pods.Items[n-1].CreationTimestamp) {
-		t.Errorf("the leader before the rollout, %s, must be re-created last, after the others", before.Status.Leader)
+		errorf(t, "the leader before the rollout, %s, must be re-created last, after the others", before.Status.Leader)
 	}
 	z.progress()
 	return zk
@@ -202,7 +202,7 @@ func (z *zkScenario) rollout(patch string) *zkv1.ZookeeperCluster {
 func (z *zkScenario) heal(t *testing.T) {
 	for _, pod := range []string{zkName + "-0", zkName + "-1"} {
 		if err := env.client.CoreV1().Pods(z.ns).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
+			fatalNow(t, err)
 		}
 	}
 	start := time.Now()
@@ -227,7 +227,7 @@ func (z *zkScenario) frozen(t *testing.T) {
 	name := zk.Status.Servers[zkv1.RoleFollower][0].Name
 	pod, err := env.client.CoreV1().Pods(z.ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	signalContainer(t, *pod, "SIGSTOP")
 	frozen := time.Now()
@@ -261,7 +261,7 @@ func (z *zkScenario) frozen(t *testing.T) {
 func (z *zkScenario) clientEndpoints(ctx context.Context) []string {
 	list, err := env.client.DiscoveryV1().EndpointSlices(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + zkName + "-client"})
 	if err != nil {
-		z.t.Fatal(err)
+		fatalNow(z.t, err)
 	}
 	var addrs []string
 	for _, s := range list.Items {
@@ -281,7 +281,7 @@ func signalContainer(t *testing.T, pod corev1.Pod, signal string) {
 	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
 		"tasks", "kill", "--all", "--signal", signal, id); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 }
 
@@ -321,7 +321,7 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("membership did not reach [1] within 5 minutes: %v", samples)
+				fatalf(t, "membership did not reach [1] within 5 minutes: %v", samples)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -329,14 +329,14 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 		for k := 1; k < len(samples); k++ {
 			prev, cur := samples[k-1], samples[k]
 			if len(cur) >= len(prev) || slices.ContainsFunc(cur, func(id int32) bool { return !slices.Contains(prev, id) }) {
-				t.Errorf("membership went from %v to %v: it must only shrink", prev, cur)
+				errorf(t, "membership went from %v to %v: it must only shrink", prev, cur)
 			}
 		}
 		if killed {
 			break
 		}
 		if attempt == 3 {
-			t.Fatal("the scale-in finished before the operator could be killed, three times")
+			fatalNow(t, "the scale-in finished before the operator could be killed, three times")
 		}
 		t.Logf("The scale-in finished before the kill (attempt %d); again", attempt)
 	}
@@ -357,11 +357,11 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 func (z *zkScenario) killOperator() {
 	identity, pod := leaseHolder(z.t)
 	if pod == "" {
-		z.t.Fatalf("no operator replica leads (Lease holder %q)", identity)
+		fatalf(z.t, "no operator replica leads (Lease holder %q)", identity)
 	}
 	z.admission = startAdmissionLoad(z.c, client.ObjectKey{Namespace: z.ns, Name: zkName})
 	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
-		z.t.Fatalf("%v: %s", err, out)
+		fatalf(z.t, "%v: %s", err, out)
 	}
 	operatorKilled = true
 }
@@ -376,18 +376,18 @@ func (z *zkScenario) paused(t *testing.T) {
 	})
 	sts, err := env.client.AppsV1().StatefulSets(z.ns).Get(context.Background(), zkName, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	time.Sleep(10 * time.Second)
 	after, err := env.client.AppsV1().StatefulSets(z.ns).Get(context.Background(), zkName, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	if *after.Spec.Replicas != 3 || after.Generation != sts.Generation {
-		t.Errorf("paused, yet the StatefulSet changed: replicas %d, generation %d→%d", *after.Spec.Replicas, sts.Generation, after.Generation)
+		errorf(t, "paused, yet the StatefulSet changed: replicas %d, generation %d→%d", *after.Spec.Replicas, sts.Generation, after.Generation)
 	}
 	if m := z.get().Status.Members; len(m) != 3 {
-		t.Errorf("paused, yet members are %v", m)
+		errorf(t, "paused, yet members are %v", m)
 	}
 	z.patch(`{"spec":{"paused":false,"replicas":3,"config":{"tickTime":"1900"}}}`)
 	z.waitReady(3, 2*time.Minute)
@@ -399,7 +399,7 @@ func (z *zkScenario) noLostWrites(t *testing.T) {
 	// here must be stored.
 	acked, err := z.ackedWrites()
 	if err != nil {
-		t.Fatal(err)
+		fatalNow(t, err)
 	}
 	stored := z.storedWrites()
 	missing := 0
@@ -407,29 +407,29 @@ func (z *zkScenario) noLostWrites(t *testing.T) {
 		if !stored[n] {
 			missing++
 			if missing <= 10 {
-				t.Errorf("acknowledged write %d is missing", n)
+				errorf(t, "acknowledged write %d is missing", n)
 			}
 		}
 	}
 	t.Logf("%d acknowledged writes, %d znodes stored, %d missing", len(acked), len(stored), missing)
 	if len(acked) < 100 {
-		t.Errorf("only %d writes acknowledged over the whole test; the client barely ran", len(acked))
+		errorf(t, "only %d writes acknowledged over the whole test; the client barely ran", len(acked))
 	}
 	z.acked = len(acked)
 	if out, err := kubectl("delete", "pod", "-n", z.ns, "writer", "--wait=true"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 }
 
 func (z *zkScenario) reclaim(t *testing.T) {
 	out, err := kubectl("get", "pvc", "-n", z.ns, "-l", "zookeeper.steward.dev/departed=true", "-o", "name")
 	if err != nil || strings.Join(strings.Fields(out), " ") != "persistentvolumeclaim/data-zk-3 persistentvolumeclaim/data-zk-4" {
-		t.Errorf("claims marked departed: %v %q, want data-zk-3 and data-zk-4", err, out)
+		errorf(t, "claims marked departed: %v %q, want data-zk-3 and data-zk-4", err, out)
 	}
 	z.deleteCluster()
 	claims := z.claims()
 	if len(claims) != 5 {
-		t.Fatalf("reclaim policy Retain: %d volume claims left (%v), want the 5 the cluster ever had", len(claims), claims)
+		fatalf(t, "reclaim policy Retain: %d volume claims left (%v), want the 5 the cluster ever had", len(claims), claims)
 	}
 	t.Logf("Retain kept %v", claims)
 
@@ -440,12 +440,12 @@ func (z *zkScenario) reclaim(t *testing.T) {
 	z.acked = 0
 	z.createWith(t, 5)
 	if stored := z.storedWrites(); len(stored) < before {
-		t.Errorf("the re-created cluster has %d of the %d znodes written before", len(stored), before)
+		errorf(t, "the re-created cluster has %d of the %d znodes written before", len(stored), before)
 	}
 	z.patch(`{"spec":{"storage":{"reclaimPolicy":"Delete"}}}`)
 	z.waitReady(5, time.Minute)
 	if out, err := kubectl("delete", "pod", "-n", z.ns, "writer", "--wait=true"); err != nil {
-		t.Fatalf("%v: %s", err, out)
+		fatalf(t, "%v: %s", err, out)
 	}
 	z.deleteCluster()
 	eventually(t, 2*time.Minute, "reclaim policy Delete deletes every volume claim", func(context.Context) error {
@@ -457,7 +457,7 @@ func (z *zkScenario) reclaim(t *testing.T) {
 	for _, kind := range []string{"statefulset", "service", "configmap", "secret", "poddisruptionbudget"} {
 		out, err := kubectl("get", kind, "-n", z.ns, "-l", "app.kubernetes.io/instance="+zkName, "-o", "name")
 		if err != nil || strings.TrimSpace(out) != "" {
-			t.Errorf("after deletion, %s left: %v %s", kind, err, out)
+			errorf(t, "after deletion, %s left: %v %s", kind, err, out)
 		}
 	}
 }
@@ -504,7 +504,7 @@ func (z *zkScenario) startWriter() {
 		},
 	}
 	if _, err := env.client.CoreV1().Pods(z.ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-		z.t.Fatal(err)
+		fatalNow(z.t, err)
 	}
 }
 
@@ -559,7 +559,7 @@ func (z *zkScenario) storedWrites() map[int]bool {
 	}
 	ctx := context.Background()
 	if _, err := env.client.CoreV1().Pods(z.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		z.t.Fatal(err)
+		fatalNow(z.t, err)
 	}
 	eventually(z.t, 2*time.Minute, "the checker finishes", func(ctx context.Context) error {
 		p, err := env.client.CoreV1().Pods(z.ns).Get(ctx, name, metav1.GetOptions{})
@@ -568,7 +568,7 @@ func (z *zkScenario) storedWrites() map[int]bool {
 		}
 		if p.Status.Phase == corev1.PodFailed {
 			out, _ := kubectl("logs", "-n", z.ns, name)
-			z.t.Fatalf("checker failed: %s", out)
+			fatalf(z.t, "checker failed: %s", out)
 		}
 		if p.Status.Phase != corev1.PodSucceeded {
 			return fmt.Errorf("phase %s", p.Status.Phase)
@@ -577,7 +577,7 @@ func (z *zkScenario) storedWrites() map[int]bool {
 	})
 	out, err := kubectl("logs", "-n", z.ns, name)
 	if err != nil {
-		z.t.Fatalf("%v: %s", err, out)
+		fatalf(z.t, "%v: %s", err, out)
 	}
 	stored := map[int]bool{}
 	for _, line := range strings.Fields(out) {
@@ -592,7 +592,7 @@ func (z *zkScenario) deleteCluster() {
 	z.t.Helper()
 	zk := &zkv1.ZookeeperCluster{ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns}}
 	if err := z.c.Delete(context.Background(), zk); err != nil {
-		z.t.Fatal(err)
+		fatalNow(z.t, err)
 	}
 	eventually(z.t, 2*time.Minute, "the cluster and its pods are gone", func(ctx context.Context) error {
 		err := z.c.Get(ctx, client.ObjectKeyFromObject(zk), &zkv1.ZookeeperCluster{})
@@ -613,7 +613,7 @@ func (z *zkScenario) deleteCluster() {
 func (z *zkScenario) claims() []string {
 	list, err := env.client.CoreV1().PersistentVolumeClaims(z.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
-		z.t.Fatal(err)
+		fatalNow(z.t, err)
 	}
 	var names []string
 	for _, c := range list.Items {
@@ -630,11 +630,11 @@ func leaderEpoch(t *testing.T, zk *zkv1.ZookeeperCluster) int64 {
 	t.Helper()
 	leaders := zk.Status.Servers[zkv1.RoleLeader]
 	if len(leaders) != 1 {
-		t.Fatalf("leaders: %v", leaders)
+		fatalf(t, "leaders: %v", leaders)
 	}
 	zxid, err := strconv.ParseInt(strings.TrimPrefix(leaders[0].LastZxid, "0x"), 16, 64)
 	if err != nil {
-		t.Fatalf("leader's lastZxid %q: %v", leaders[0].LastZxid, err)
+		fatalf(t, "leader's lastZxid %q: %v", leaders[0].LastZxid, err)
 	}
 	return zxid >> 32
 }
@@ -685,15 +685,15 @@ func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
 				ns, specYAML(tc.spec))
 			out, err := kubectlStdin(manifest, "apply", "-f", "-")
 			if err == nil {
-				t.Fatalf("applied, want a rejection naming %s:\n%s", tc.want, out)
+				fatalf(t, "applied, want a rejection naming %s:\n%s", tc.want, out)
 			}
 			if !strings.Contains(out, tc.want) || !strings.Contains(out, "Invalid value") && !strings.Contains(out, "Unsupported value") {
-				t.Errorf("rejection does not name %s with a reason:\n%s", tc.want, out)
+				errorf(t, "rejection does not name %s with a reason:\n%s", tc.want, out)
 			}
 		})
 	}
 	if out, err := kubectl("get", "zk", "-n", ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
-		t.Errorf("invalid specs left objects: %v %s", err, out)
+		errorf(t, "invalid specs left objects: %v %s", err, out)
 	}
 }
 
