@@ -110,9 +110,7 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 		}
 	}
 	if why != "" {
-		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, why)
-		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, why)
-		ctx.SetReady(false, reason, why)
+		setWaitingForStorage(ctx, reason, why)
 		return nil, nil
 	}
 	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,6 +133,15 @@ func sharedStorageMissing(ctx context.Context, r client.Reader, namespace string
 		return "", fmt.Errorf("get the shared storage's claim %s: %w", s.FileSystem.ClaimName, err)
 	}
 	return "", nil
+}
+
+// setWaitingForStorage says on a set's conditions that it waits for its
+// shared storage (resolveSharedStorage's reason and why): not Available,
+// Progressing, not Ready.
+func setWaitingForStorage[T framework.Object](ctx *framework.Context[T], reason, why string) {
+	ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, why)
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, why)
+	ctx.SetReady(false, reason, why)
 }
 
 // resolveSharedStorage returns l as its pods are rendered: when its shared

@@ -162,9 +162,7 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 		return nil, err
 	}
 	if why != "" {
-		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, why)
-		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, why)
-		ctx.SetReady(false, reason, why)
+		setWaitingForStorage(ctx, reason, why)
 		return nil, nil
 	}
 	st := &storeState{set: c.k.set(obj, log), pods: map[int]*corev1.Pod{}, now: time.Now()}
