@@ -187,12 +187,12 @@ build: ## Build a static bin/steward.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/steward ./cmd/steward
 
 .PHONY: unit
-unit: helm ## Run unit and envtest integration tests, building no image (envtest needs KUBEBUILDER_ASSETS; those tests skip without it; real-server tests are left to rootfs-tests); SYSTEMS=zookeeper runs those systems' packages only.
+unit: helm ## Run unit and envtest integration tests, building no image (envtest needs KUBEBUILDER_ASSETS; those tests skip without it; real-server tests are left to rootfs-tests, but S3's run when its server is already built); SYSTEMS=zookeeper runs those systems' packages only.
 	@if [ ! -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ]; then \
 		echo "note: no kube-apiserver in KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS); envtest integration tests will skip"; \
 	fi
 	@$(if $(filter-out all,$(SYSTEM_LIST)),echo "note: SYSTEMS=$(SYSTEMS) runs those systems' packages only; the shared ones (internal/framework, api/common, test/wiring, test/chart, cmd, hack) run with make unit alone")
-	ZKTEST_DEFER="make rootfs-tests" $(GO) test $(GO_TEST_FLAGS) $(UNIT_PACKAGES)
+	ZKTEST_DEFER="make rootfs-tests" S3TEST_DEFER="make rootfs-tests" $(GO) test $(GO_TEST_FLAGS) $(UNIT_PACKAGES)
 
 LOCALKUBE := $(LOCALKUBE_DIR)/bin/localkube
 KUBECTL := $(LOCALKUBE_DIR)/bin/kubectl
@@ -215,16 +215,21 @@ PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' cha
 # and every system's (images/<system>, or images/<system>-<part> for a
 # system with several); with SYSTEMS, the operator's and those systems'.
 # STAGED_IMAGES are built only when named (make images IMAGES=<name>): an
-# image no test uses yet, which CI should not pay for. None now.
+# image no test uses yet, which CI should not pay for (none now).
+# SYSTEM_IMAGES_<system> are images a system's tests and demo run besides
+# its own (images/<system>*): built with SYSTEMS naming the system, left out
+# of DEFAULT_IMAGES when the system is a preview. MatrixOne's is versitygw,
+# the local cluster's S3 server (hack/versitygw.sh).
 # DEFAULT_IMAGES are the operator's and those of the systems the chart runs
 # by default (systems: all): what make demo loads.
 # TEST_IMAGES are images only tests run (a simulator that misbehaves on
 # purpose): e2e builds them, make demo does not.
 STAGED_IMAGES :=
+SYSTEM_IMAGES_matrixone := versitygw
 TEST_IMAGES := gpss-simulator-broken
 ALL_IMAGES := $(filter-out $(STAGED_IMAGES),$(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh))))
-DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(TEST_IMAGES),$(ALL_IMAGES))
-IMAGES ?= $(if $(SYSTEM_LIST),$(sort $(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%),$(ALL_IMAGES)) \
+DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(foreach s,$(PREVIEW_SYSTEMS),$(SYSTEM_IMAGES_$(s))) $(TEST_IMAGES),$(ALL_IMAGES))
+IMAGES ?= $(if $(SYSTEM_LIST),$(sort $(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%) $(foreach s,$(SYSTEM_LIST),$(SYSTEM_IMAGES_$(s))),$(ALL_IMAGES)) \
 	$(if $(filter all,$(SYSTEM_LIST)),$(DEFAULT_IMAGES))),$(ALL_IMAGES))
 IMAGE_ARCHIVES = $(IMAGES:%=$(IMAGES_DIR)/%.tar)
 # SAMPLES are the objects wait-admission dry-runs: config/samples holds one
@@ -255,21 +260,32 @@ e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up
 	E2E_SYSTEMS=$(SYSTEMS) E2E_DEPTH=$(E2E_DEPTH) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
 		$(GO) test -tags e2e -count=1 -v -timeout 45m ./test/e2e/
 
-# ROOTFS_TEST_PACKAGES are the packages whose tests start real ZooKeeper
-# servers from the ZooKeeper image's root filesystem (internal/zookeeper/zktest),
-# which images/zookeeper/build.sh caches in .cache/images. make unit skips
-# them (ZKTEST_DEFER), even with CI=true: it builds no image.
+# ROOTFS_TEST_PACKAGES are the packages whose tests start real servers:
+# ZooKeeper's from the ZooKeeper image's root filesystem
+# (internal/zookeeper/zktest), which images/zookeeper/build.sh caches in
+# .cache/images, and versitygw, the S3 server (internal/s3/s3test), built
+# from images/versitygw's module into the user's cache directory. make unit
+# skips the first (ZKTEST_DEFER), even with CI=true: it builds no image; and
+# the second unless versitygw is already built (S3TEST_DEFER): its build
+# takes about two minutes cold.
+REAL_SERVER_HARNESSES = $(MODULE)/internal/zookeeper/zktest $(MODULE)/internal/s3/s3test
 ROOTFS_TEST_PACKAGES = $(shell $(GO) list -f '{{.ImportPath}} {{.TestImports}} {{.XTestImports}}' ./internal/... | \
-	grep -F '$(MODULE)/internal/zookeeper/zktest' | cut -d' ' -f1)
+	grep -F $(foreach h,$(REAL_SERVER_HARNESSES),-e '$(h)') | cut -d' ' -f1)
+S3TEST_PACKAGE = $(MODULE)/internal/s3/s3test
 
+# s3test's own tests run first, alone: the first of them builds versitygw
+# (cached), which would otherwise compete for the cores with the ZooKeeper
+# servers of the packages running beside it.
 .PHONY: rootfs-tests
-rootfs-tests: ## Build ZooKeeper's image (cached) and run the tests that start real servers from its root filesystem; CI=true, so that none skips.
+rootfs-tests: ## Build ZooKeeper's image and versitygw (both cached), then run the tests that start real servers (ZooKeeper from the image's root filesystem, versitygw); CI=true, so that none skips.
 	$(MAKE) --no-print-directory images IMAGES=zookeeper
-	CI=true $(GO) test $(GO_TEST_FLAGS) $(ROOTFS_TEST_PACKAGES)
+	CI=true $(GO) test $(GO_TEST_FLAGS) $(S3TEST_PACKAGE)
+	CI=true $(GO) test $(GO_TEST_FLAGS) $(filter-out $(S3TEST_PACKAGE),$(ROOTFS_TEST_PACKAGES))
 
 # make test runs the tests that need no image first: the envtest control
 # plane (kube-apiserver, etcd) is one of localkube's binaries. Images are
-# built after them, by rootfs-tests (ZooKeeper's) and make e2e (the rest).
+# built after them, by rootfs-tests (ZooKeeper's, and versitygw's binary)
+# and make e2e (the rest).
 .PHONY: test
 test: localkube helm ## Run every test: unit and envtest integration (both modules; no image built), the real-server tests, then end to end.
 	$(MAKE) --no-print-directory unit
@@ -309,10 +325,10 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 # system, added to the default ones (hack/demo-matrixone-values.yaml).
 
 .PHONY: demo-matrixone
-demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, create the sample MatrixOneCluster (real MatrixOne, about 3.5 GiB) and run SQL through its proxy with a MySQL client.
+demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, start versitygw (S3), create the sample MatrixOneCluster on the sample BucketClaim (real MatrixOne on S3, about 3.7 GiB) and run SQL through its proxy with a MySQL client.
 	$(MAKE) --no-print-directory images SYSTEMS=matrixone
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
-	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar
+	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar $(IMAGES_DIR)/versitygw.tar
 	@installed=$$($(KUBECTL) -n steward-system get deployment/steward-controller-manager -o name 2>/dev/null || true); \
 	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone HELM_INSTALL_FLAGS="-f $(CURDIR)/hack/demo-matrixone-values.yaml"; \
 	if [ -n "$$installed" ]; then \

@@ -2,18 +2,32 @@
 # The MatrixOne demo (make demo-matrixone): on the local cluster, with
 # Steward installed running MatrixOne (a preview system), the sample
 # MatrixOneCluster on real MatrixOne: three log stores, a TN, two CNs and a
-# proxy. It waits until the cluster is Ready, then connects with a MySQL
-# client (Debian's, installed when missing) through a port-forward to the
-# proxy's Service, as root with the generated password, and writes and
-# reads a row. About 3.5 GiB of memory.
+# proxy, its shared storage on S3: the sample BucketClaim, a prefix of a
+# bucket of versitygw, the S3 server started in the cluster by
+# hack/versitygw.sh (as the e2e suite starts it), whose root keys are
+# copied into the Secret s3-keys the claim names. It waits until the
+# cluster is Ready, then connects with a MySQL client (Debian's, installed
+# when missing) through a port-forward to the proxy's Service, as root with
+# the generated password, and writes and reads a row. About 3.7 GiB of
+# memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kubectl=${KUBECTL:-.cache/localkube/bin/kubectl}
 ns=${NAMESPACE:-default}
 
-"$kubectl" -n "$ns" apply -f config/samples/matrixone_v1alpha1_matrixonecluster.yaml
+KUBECTL=$kubectl hack/versitygw.sh
+key() { "$kubectl" -n steward-s3 get secret versitygw-root -o jsonpath="{.data.$1}" | base64 -d; }
+"$kubectl" -n "$ns" create secret generic s3-keys --dry-run=client -o yaml \
+	--from-literal=AWS_ACCESS_KEY_ID="$(key AWS_ACCESS_KEY_ID)" \
+	--from-literal=AWS_SECRET_ACCESS_KEY="$(key AWS_SECRET_ACCESS_KEY)" | "$kubectl" apply -f -
+"$kubectl" -n "$ns" apply -f config/samples/matrixone_v1alpha1_bucketclaim.yaml
+# The sample cluster, its shared storage the claim instead of the sample's
+# filesystem claim.
+cluster=$(sed '/^    fileSystem:$/,/^      size: /c\    bucketClaim: matrixone-data' config/samples/matrixone_v1alpha1_matrixonecluster.yaml)
+grep -q 'bucketClaim: matrixone-data' <<<"$cluster" || { echo "the sample MatrixOneCluster's sharedStorage changed: update $0" >&2; exit 1; }
+"$kubectl" -n "$ns" apply -f - <<<"$cluster"
 "$kubectl" -n "$ns" wait matrixonecluster/matrixone --for=condition=Ready --timeout=10m
-"$kubectl" -n "$ns" get matrixonecluster,logset,tnset,cnset,proxyset,pods -o wide
+"$kubectl" -n "$ns" get matrixonecluster,logset,tnset,cnset,proxyset,bucketclaim,pods -o wide
 
 if ! command -v mysql >/dev/null; then
 	echo "Installing Debian's MySQL client"

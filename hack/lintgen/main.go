@@ -14,8 +14,11 @@
 //
 // with one of the roles below; a package without one stops lintgen, so a
 // new package cannot slip past the rules. internal/<system> itself is the
-// system's controller package and needs none. Elsewhere (cmd/) a marker is
-// optional: cmd/obsim is a testing main.
+// system's controller package and needs none. Elsewhere a marker is
+// optional: cmd/obsim is a testing main; internal/s3, shared by the
+// systems, is a client and internal/s3/s3test a test harness;
+// internal/testenv/realserver, what the harnesses of real servers share, is
+// a testing package too.
 //
 //   - controller: a system's actors (internal/<system> and any per-kind
 //     subpackage); imports its own system, the framework and the shared
@@ -140,7 +143,7 @@ func scan(fsys fs.FS) (tree, error) {
 	for _, s := range t.systems {
 		errs = append(errs, t.scanSystem(fsys, s))
 	}
-	errs = append(errs, t.scanMains(fsys))
+	errs = append(errs, t.scanMains(fsys), t.scanShared(fsys))
 	for _, dirs := range t.byRole {
 		slices.Sort(dirs)
 	}
@@ -172,6 +175,41 @@ func (t tree) scanSystem(fsys fs.FS, s string) error {
 				dir, strings.Join(roles, "|")))
 		case role != roleController:
 			t.byRole[role] = append(t.byRole[role], dir)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sharedWithRoles are the shared internal packages (outside every system,
+// imported by several) whose roles lintgen reads: each, and each package
+// directly under it, may say one (internal/s3 is a client, internal/s3/s3test
+// a test harness, internal/testenv/realserver the harnesses' common part),
+// and gets its role's rule.
+var sharedWithRoles = []string{"internal/s3", "internal/testenv"}
+
+// scanShared adds the roles of the shared packages that say one.
+func (t tree) scanShared(fsys fs.FS) error {
+	var errs []error
+	for _, root := range sharedWithRoles {
+		dirs := []string{root}
+		subs, err := fs.ReadDir(fsys, root)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for _, e := range subs {
+			if e.IsDir() {
+				dirs = append(dirs, path.Join(root, e.Name()))
+			}
+		}
+		for _, dir := range dirs {
+			switch role, err := roleOf(fsys, dir); {
+			case err != nil:
+				errs = append(errs, err)
+			case role == roleController:
+				errs = append(errs, fmt.Errorf("%s: a shared package is no system's controller", dir))
+			case role != "":
+				t.byRole[role] = append(t.byRole[role], dir)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -254,7 +292,7 @@ func (t tree) render() string {
 
 	w(8, "# No system imports another, neither its internal/ nor its api/")
 	w(8, "# tree: a system's packages import its own, the framework's and the")
-	w(8, "# shared internal ones (systems, testenv, version), nothing else of")
+	w(8, "# shared internal ones (s3, systems, testenv, version), nothing else of")
 	w(8, "# internal/ or api/. Tests included.")
 	for _, s := range t.systems {
 		w(8, "%s-imports-no-other-system:", s)
@@ -265,8 +303,8 @@ func (t tree) render() string {
 		// Exact and below, so that a system named as another's prefix
 		// (zoo, zookeeper) is not allowed in by it.
 		for _, a := range []string{"api/common/", "api/" + s + "$", "api/" + s + "/", "internal/framework$",
-			"internal/framework/", "internal/" + s + "$", "internal/" + s + "/", "internal/systems$",
-			"internal/testenv$", "internal/version$"} {
+			"internal/framework/", "internal/" + s + "$", "internal/" + s + "/", "internal/s3$", "internal/s3/",
+			"internal/systems$", "internal/testenv$", "internal/testenv/", "internal/version$"} {
 			w(12, "- %s", pkg(a))
 		}
 		w(10, "deny:")

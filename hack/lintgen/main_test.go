@@ -53,6 +53,12 @@ func fiveSystems() fstest.MapFS {
 		"internal/foo/foosim/sim_test.go":     goFile("foosim", "+steward:role=client"),
 		"internal/foo/tenant/doc.go":          goFile("tenant", "+steward:role=controller"),
 		"internal/foo/fooclient/wire/wire.go": goFile("wire", ""),
+		// A shared package and its harness.
+		"internal/s3/doc.go":        goFile("s3", "+steward:role=client"),
+		"internal/s3/s3test/doc.go": goFile("s3test", "+steward:role=testing"),
+		// A shared package without a role, and its testing subpackage.
+		"internal/testenv/doc.go":            goFile("testenv", ""),
+		"internal/testenv/realserver/doc.go": goFile("realserver", "+steward:role=testing"),
 	}
 	for _, s := range []string{"foo", "gpss", "matrixone", "oceanbase", "zookeeper"} {
 		fsys["api/"+s+"/v1alpha1/doc.go"] = goFile("v1alpha1", "")
@@ -81,7 +87,18 @@ func TestScan(t *testing.T) {
 			"- pkg: github.com/stewardhq/steward/internal/foo/foosim\n",
 			"- pkg: github.com/stewardhq/steward/internal/zookeeper/zktest\n",
 			"zookeeper-imports-no-other-system:\n",
+			"- github.com/stewardhq/steward/internal/s3$\n            - github.com/stewardhq/steward/internal/s3/\n",
+			"- ${config-path}/internal/s3/**\n",
+			`- "!${config-path}/internal/s3/s3test/**"` + "\n",
+			"- pkg: github.com/stewardhq/steward/internal/s3/s3test\n",
+			"- github.com/stewardhq/steward/internal/testenv$\n            - github.com/stewardhq/steward/internal/testenv/\n",
+			`- "!${config-path}/internal/testenv/realserver/**"` + "\n",
+			"- pkg: github.com/stewardhq/steward/internal/testenv/realserver\n",
 		},
+	}, {
+		name:   "a shared package that says it is a controller",
+		change: func(f fstest.MapFS) { f["internal/s3/doc.go"] = goFile("s3", "+steward:role=controller") },
+		err:    "internal/s3: a shared package is no system's controller",
 	}, {
 		name:   "a package without a role",
 		change: func(f fstest.MapFS) { f["internal/foo/fooclient/doc.go"] = goFile("fooclient", "") },

@@ -21,6 +21,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
+	"github.com/stewardhq/steward/internal/s3"
 	"github.com/stewardhq/steward/internal/systems"
 )
 
@@ -89,6 +90,12 @@ type Options struct {
 	// DrainSettle is the least time a CN drains (default
 	// DefaultDrainSettle).
 	DrainSettle time.Duration
+	// ClaimDeleteBatch is how many objects one bulk delete removes when a
+	// BucketClaim's prefix is emptied (default s3.DefaultBatchSize, S3's
+	// most); ClaimDeleteBatches is how many bulk deletes one pass sends at
+	// most (default DefaultClaimDeleteBatches), the progress recorded in
+	// status between passes.
+	ClaimDeleteBatch, ClaimDeleteBatches int
 }
 
 func (o Options) withDefaults() Options {
@@ -112,6 +119,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DrainSettle <= 0 {
 		o.DrainSettle = DefaultDrainSettle
+	}
+	if o.ClaimDeleteBatch <= 0 {
+		o.ClaimDeleteBatch = s3.DefaultBatchSize
+	}
+	if o.ClaimDeleteBatches <= 0 {
+		o.ClaimDeleteBatches = DefaultClaimDeleteBatches
 	}
 	return o
 }
@@ -137,6 +150,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		NewCNSetController(opts).setup,
 		NewProxySetController(opts).setup,
 		func(mgr ctrl.Manager) error { return setupClusters(mgr, NewClusterController(), opts.withDefaults()) },
+		func(mgr ctrl.Manager) error { return setupBucketClaims(mgr, NewBucketClaimController(opts)) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

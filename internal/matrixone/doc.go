@@ -1,8 +1,10 @@
 // Package matrixone holds Steward's MatrixOne controllers: the LogSet's
 // (the log service: HAKeeper and the log shards), the TNSet's, CNSet's and
-// ProxySet's, and the MatrixOneCluster umbrella's, which makes a LogSet, a
-// TNSet, its CNSets and a ProxySet and orders a rollout across them. Each
-// is a framework actor; the sets depend on each other only through status.
+// ProxySet's, the MatrixOneCluster umbrella's, which makes a LogSet, a
+// TNSet, its CNSets and a ProxySet and orders a rollout across them, and
+// the BucketClaim's, a claim on an S3 prefix that a LogSet's shared storage
+// names. Each is a framework actor; the sets depend on each other only
+// through status.
 // They run the image images/matrixone, observe HAKeeper through mo-agent's
 // probe in the log pods (package hakeeper) and build their children with
 // package build. docs/matrixone.md has the design.
@@ -15,6 +17,9 @@
 //     conditions from what Declare observed;
 //   - storeset.go: the TNSet, CNSet and ProxySet actor (one generic actor,
 //     the kinds told apart in kinds.go), its status and conditions;
+//   - bucketclaim.go, bucketclaim_status.go: the BucketClaim actor (the
+//     bucket, binding, release, and emptying the prefix in its Finalize),
+//     and its phase and conditions from what Declare observed;
 //   - scale.go, restart.go, logset_replace.go: the task flows (a CN
 //     scale-in; every set's rolling restart; a failed log store's
 //     replacement), each with its helpers; no code outside a flow's file
@@ -22,7 +27,9 @@
 //   - drain.go: a CN's drain, which the scale-in and the rolling restart
 //     run, recorded on its pod;
 //   - sets.go, views.go: what the sets share: the pods' and shared
-//     storage's validation, a revision pending, the claims' reclaim, and
-//     HAKeeper's view of the stores read through the log pods;
-//   - webhook.go: every kind's admission.
+//     storage's validation, a BucketClaim's location resolved for
+//     rendering (resolveSharedStorage), a revision pending, the claims'
+//     reclaim, and HAKeeper's view of the stores read through the log
+//     pods;
+//   - webhook.go: every kind's admission (a BucketClaim's overlaps too).
 package matrixone

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -53,7 +54,9 @@ func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 		ResyncNotReady: c.opts.ResyncNotReady,
 		Trigger:        c.trigger,
 		Customize: func(b *builder.Builder) *builder.Builder {
-			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentLog))
+			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentLog)).
+				// A claim bound (or taken) moves the LogSets that name it.
+				Watches(&mov1.BucketClaim{}, handler.EnqueueRequestsFromMapFunc(logSetsOfClaim(mgr.GetClient())))
 		},
 	})
 	return err
@@ -82,8 +85,10 @@ func (*LogSetController) Validate(l *LogSet) error {
 }
 
 // Declare runs on every pass: once the shared filesystem's claim exists
-// (made here when the spec sizes it), it generates root's password Secret when spec.rootPassword names none,
-// applies the headless Service, the configuration template and the
+// (made here when the spec sizes it), or the BucketClaim the spec names is
+// bound to this LogSet (resolveSharedStorage), it generates root's
+// password Secret when spec.rootPassword names none, applies the headless
+// Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
 // conditions. It returns what it found, for Observe; nil while it waits
@@ -94,10 +99,18 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	if err != nil {
 		return nil, err
 	}
+	reason := mov1.ReasonWaitingForSharedStorage
+	// rendered is l with a BucketClaim's location resolved, for the
+	// configuration and the pods.
+	rendered := l
+	if why == "" {
+		rendered, reason, why, err = resolveSharedStorage(ctx, ctx.Client, l)
+		if err != nil {
+			return nil, err
+		}
+	}
 	if why != "" {
-		ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, mov1.ReasonWaitingForSharedStorage, why)
-		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, mov1.ReasonWaitingForSharedStorage, why)
-		ctx.SetReady(false, mov1.ReasonWaitingForSharedStorage, why)
+		setWaitingForStorage(ctx, reason, why)
 		return nil, nil
 	}
 	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
@@ -112,7 +125,7 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 		b := build.LogBootstrap(l)
 		l.Status.Bootstrap = &b
 	}
-	text, err := build.LogConfig(l, *l.Status.Bootstrap)
+	text, err := build.LogConfig(rendered, *l.Status.Bootstrap)
 	if err != nil {
 		return nil, framework.InvalidSpec(fmt.Errorf("spec.config: %w", err))
 	}
@@ -125,7 +138,7 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	if err != nil {
 		return nil, err
 	}
-	sts := build.LogStatefulSet(l, name)
+	sts := build.LogStatefulSet(rendered, name)
 	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
 		return nil, err
 	}

@@ -1,14 +1,17 @@
 package matrixone
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
-	"strings"
+	"net/url"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/s3"
 )
 
 // What every MatrixOne set's controller shares.
@@ -42,10 +46,10 @@ func validateRole(spec *field.Path, role build.Role, s *mov1.RoleSpec) field.Err
 
 // validateSharedStorage checks what the schema cannot: a shared filesystem
 // claim Steward makes needs a positive size (the API server would refuse
-// the claim on every pass); the claim's, its class's and the S3
-// credentials Secret's names must be names such objects can have (the
-// sets would wait for them forever); an S3 bucket and endpoint must be
-// ones S3 takes (validateS3).
+// the claim on every pass); the claim's, its class's, the S3
+// credentials Secret's and the BucketClaim's names must be names such
+// objects can have (the sets would wait for them forever); an S3 bucket
+// and endpoint must be ones S3 takes (validateS3).
 func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorList {
 	var errs field.ErrorList
 	if fs := s.FileSystem; fs != nil {
@@ -58,54 +62,48 @@ func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorLi
 			errs = append(errs, standard.ValidateObjectName(p.Child("storageClassName"), *fs.StorageClassName, "StorageClass")...)
 		}
 	}
-	if s3 := s.S3; s3 != nil {
-		errs = append(errs, validateS3(path.Child("s3"), s3)...)
+	if s.S3 != nil {
+		errs = append(errs, validateS3(path.Child("s3"), s.S3)...)
+	}
+	if s.BucketClaim != "" {
+		errs = append(errs, standard.ValidateObjectName(path.Child("bucketClaim"), s.BucketClaim, "BucketClaim")...)
 	}
 	return errs
 }
 
 // validateS3 checks an S3 location: the endpoint a URL with a host, the
-// bucket named by S3's rules, the credentials a Secret's name.
-func validateS3(path *field.Path, s3 *mov1.S3Storage) field.ErrorList {
-	errs := standard.ValidateEndpoint(path.Child("endpoint"), s3.Endpoint, "http", "https")
-	if why := bucketNameError(s3.Bucket); why != "" {
-		errs = append(errs, field.Invalid(path.Child("bucket"), s3.Bucket, why))
+// bucket named by S3's rules, the credentials a Secret's name; an
+// endpoint that is an IP address needs pathStyle (virtual-hosted requests
+// would go to bucket.<address>, which no resolver knows); the CA Secret a
+// Secret's name and key, for an https endpoint (a CA means nothing to
+// plain HTTP, and would only hide a wrong scheme).
+func validateS3(path *field.Path, loc *mov1.S3Storage) field.ErrorList {
+	errs := standard.ValidateEndpoint(path.Child("endpoint"), loc.Endpoint, "http", "https")
+	u, err := url.Parse(loc.Endpoint)
+	if len(errs) == 0 && err == nil && !loc.PathStyle && net.ParseIP(u.Hostname()) != nil {
+		errs = append(errs, field.Invalid(path.Child("pathStyle"), loc.PathStyle,
+			"the endpoint is an IP address: virtual-hosted-style requests would put the bucket in front of it as a host name; set pathStyle"))
 	}
-	return append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), s3.CredentialsSecret, "Secret")...)
-}
-
-// bucketNameError says why name is not a bucket name by S3's rules
-// (general purpose buckets), or "" when it is one: 3 to 63 characters of
-// lower-case letters, digits, dots and hyphens, beginning and ending with
-// a letter or digit, no two dots side by side, not an IP address, not
-// beginning or ending as S3 reserves.
-func bucketNameError(name string) string {
-	switch {
-	case len(name) < 3 || len(name) > 63:
-		return "must have 3 to 63 characters"
-	case strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "":
-		return "must have only lower-case letters, digits, dots and hyphens"
-	case !isLowerAlnum(name[0]) || !isLowerAlnum(name[len(name)-1]):
-		return "must begin and end with a letter or a digit"
-	case strings.Contains(name, ".."):
-		return "must not have two dots side by side"
-	case net.ParseIP(name) != nil:
-		return "must not be an IP address"
+	if why := s3.BucketNameError(loc.Bucket); why != "" {
+		errs = append(errs, field.Invalid(path.Child("bucket"), loc.Bucket, why))
 	}
-	for _, prefix := range []string{"xn--", "sthree-", "amzn-s3-demo-"} {
-		if strings.HasPrefix(name, prefix) {
-			return fmt.Sprintf("must not begin with %q (S3 reserves it)", prefix)
+	errs = append(errs, standard.ValidateObjectName(path.Child("credentialsSecret"), loc.CredentialsSecret, "Secret")...)
+	if ca := loc.CASecret; ca != nil {
+		p := path.Child("caSecret")
+		if ca.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "the Secret holding the CA certificates"))
+		}
+		errs = append(errs, standard.ValidateObjectName(p.Child("name"), ca.Name, "Secret")...)
+		// Empty is the default key (the schema fills it in).
+		for _, msg := range validation.IsConfigMapKey(cmp.Or(ca.Key, mov1.DefaultCAKey)) {
+			errs = append(errs, field.Invalid(p.Child("key"), ca.Key, "not a valid Secret key: "+msg))
+		}
+		if err == nil && u.Scheme != "https" {
+			errs = append(errs, field.Invalid(p, ca.Name, "a CA is for an https endpoint; the endpoint is "+loc.Endpoint))
 		}
 	}
-	for _, suffix := range []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"} {
-		if strings.HasSuffix(name, suffix) {
-			return fmt.Sprintf("must not end with %q (S3 reserves it)", suffix)
-		}
-	}
-	return ""
+	return errs
 }
-
-func isLowerAlnum(b byte) bool { return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
 
 // revisionPending says why a set cannot yet tell which of its pods are
 // stale: its StatefulSet's controller has not observed the latest pod
@@ -135,6 +133,55 @@ func sharedStorageMissing(ctx context.Context, r client.Reader, namespace string
 		return "", fmt.Errorf("get the shared storage's claim %s: %w", s.FileSystem.ClaimName, err)
 	}
 	return "", nil
+}
+
+// setWaitingForStorage says on a set's conditions that it waits for its
+// shared storage (resolveSharedStorage's reason and why): not Available,
+// Progressing, not Ready.
+func setWaitingForStorage[T framework.Object](ctx *framework.Context[T], reason, why string) {
+	ctx.SetCondition(commonv1.ConditionAvailable, metav1.ConditionFalse, reason, why)
+	ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, why)
+	ctx.SetReady(false, reason, why)
+}
+
+// resolveSharedStorage returns l as its pods are rendered: when its shared
+// storage is a BucketClaim, a copy of l whose sharedStorage.s3 is the
+// claim's location (bucketClaim kept, which labels the pods), otherwise l
+// itself. It is the one place that reads the claim for the LogSet and for
+// the sets of its cluster, which render the same storage. When the claim
+// cannot serve l yet, it returns nil and why, with the reason of the
+// set's conditions: ReasonWaitingForSharedStorage while the claim does not
+// exist or is not bound yet, ReasonBucketClaimInUse when it is bound to
+// another LogSet (by UID: one re-created under l's name is another), in
+// Conflict, or being deleted before it bound l. A claim bound to l that
+// is being deleted serves on: its deletion waits for l to go.
+func resolveSharedStorage(ctx context.Context, r client.Reader, l *mov1.LogSet) (_ *mov1.LogSet, reason, why string, _ error) {
+	name := l.Spec.SharedStorage.BucketClaim
+	if name == "" {
+		return l, "", "", nil
+	}
+	claim := &mov1.BucketClaim{}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: name}, claim); {
+	case apierrors.IsNotFound(err):
+		return nil, mov1.ReasonWaitingForSharedStorage, fmt.Sprintf("waiting for the BucketClaim %s", name), nil
+	case err != nil:
+		return nil, "", "", fmt.Errorf("get the BucketClaim %s: %w", name, err)
+	}
+	switch b := claim.Status.BoundTo; {
+	case claim.BoundToLogSet(l):
+	case claim.Status.Phase == mov1.BucketClaimConflict:
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s overlaps an older claim (phase Conflict): it serves no LogSet", name), nil
+	case !claim.DeletionTimestamp.IsZero():
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s is being deleted", name), nil
+	case b != nil && claim.Status.Phase == mov1.BucketClaimBound:
+		return nil, mov1.ReasonBucketClaimInUse, fmt.Sprintf("the BucketClaim %s is bound to the LogSet %s (UID %s): a claim serves one LogSet for life", name, b.Name, b.UID), nil
+	default:
+		return nil, mov1.ReasonWaitingForSharedStorage, fmt.Sprintf("waiting for the BucketClaim %s to bind to this LogSet (phase %s)", name, cmp.Or(string(claim.Status.Phase), "unset")), nil
+	}
+	mov1.DefaultBucketClaim(claim)
+	resolved := l.DeepCopy()
+	resolved.Spec.SharedStorage.S3 = claim.Spec.S3.DeepCopy()
+	return resolved, "", "", nil
 }
 
 // deleteClaims deletes the volume claims of set (reclaim policy Delete),

@@ -145,8 +145,9 @@ type storeState struct {
 	cachedReplicas *int32
 }
 
-// Declare runs on every pass: it reads HAKeeper's view through the
-// LogSet's probes; a CNSet not yet created waits until HAKeeper hears from
+// Declare runs on every pass: it resolves the LogSet's shared storage
+// (resolveSharedStorage: a BucketClaim bound to the LogSet), reads
+// HAKeeper's view through the LogSet's probes; a CNSet not yet created waits until HAKeeper hears from
 // a TN (a CN started before one gives up after 30 s); then it applies the
 // headless Service, the configuration template, the StatefulSet and, for
 // CNs and proxies, the SQL Service; it observes the stores into status and
@@ -154,7 +155,16 @@ type storeState struct {
 // CNSet waits for a TN.
 func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState, error) {
 	obj := ctx.Obj
-	log := ctx.Dependencies[0].(*mov1.LogSet)
+	// The LogSet as its pods are rendered: a BucketClaim's location
+	// resolved, as the LogSet resolves it.
+	log, reason, why, err := resolveSharedStorage(ctx, ctx.Client, ctx.Dependencies[0].(*mov1.LogSet))
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		setWaitingForStorage(ctx, reason, why)
+		return nil, nil
+	}
 	st := &storeState{set: c.k.set(obj, log), pods: map[int]*corev1.Pod{}, now: time.Now()}
 	logPods, err := logSet(log).Pods(ctx, ctx.Client)
 	if err != nil {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -20,9 +22,10 @@ import (
 // image, the user's TOML, the resources, the durations, the shared
 // storage, the names of Secrets and claims, CN groups whose sets would
 // make another set's children), the API server's validation of the
-// children a spec makes (RenderChildren) and, for a cluster, names no
-// other cluster's sets make (Clashes). The controllers apply the
-// same Default and Validate on every pass, so they are safe without them.
+// children a spec makes (RenderChildren), for a cluster, names no other
+// cluster's sets make (Clashes), and for a BucketClaim, a location no
+// other claim's overlaps (Admit). The controllers apply the same Default
+// and Validate on every pass, so they are safe without them.
 //
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-matrixonecluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=matrixoneclusters,verbs=create;update,versions=v1alpha1,name=mmatrixonecluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-matrixonecluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=matrixoneclusters,verbs=create;update,versions=v1alpha1,name=vmatrixonecluster.steward.dev,admissionReviewVersions=v1
@@ -33,6 +36,8 @@ import (
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-cnset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=cnsets,verbs=create;update,versions=v1alpha1,name=mcnset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-cnset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=cnsets,verbs=create;update,versions=v1alpha1,name=vcnset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-proxyset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=mproxyset.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-bucketclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=bucketclaims,verbs=create;update,versions=v1alpha1,name=mbucketclaim.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-bucketclaim,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=bucketclaims,verbs=create;update,versions=v1alpha1,name=vbucketclaim.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-proxyset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=vproxyset.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the MatrixOne sets' webhooks on
@@ -45,6 +50,7 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 		func() error { return framework.SetupWebhooks[*mov1.CNSet](mgr, NewCNSetController(Options{})) },
 		func() error { return framework.SetupWebhooks[*mov1.ProxySet](mgr, NewProxySetController(Options{})) },
 		func() error { return framework.SetupWebhooks[*Cluster](mgr, NewClusterController()) },
+		func() error { return framework.SetupWebhooks[*BucketClaim](mgr, NewBucketClaimController(Options{})) },
 	} {
 		if err := setup(); err != nil {
 			return fmt.Errorf("matrixone: %w", err)
@@ -194,4 +200,24 @@ func clusterChildren(c *Cluster) []clusterChild {
 		add("CNSet", cn.Name, true, field.NewPath("spec", "cnGroups").Index(i).Child("name"), c.Spec.CNGroups[i].Name)
 	}
 	return out
+}
+
+// Admit refuses, at admission only (framework.Admitter), a claim whose
+// location overlaps another claim's in any namespace: buckets are global
+// to their store, so two namespaces' claims on one bucket would share keys
+// as surely as two of one namespace. A create is refused on any overlap;
+// an update (of reclaimPolicy: the location is immutable) only when the
+// claim yields to the other (claimYields), so that the claim that keeps a
+// location is never refused. The controller checks again on every pass
+// (Declare): two creates can race past this check.
+func (*BucketClaimController) Admit(ctx context.Context, r client.Reader, b *BucketClaim) error {
+	creating := true
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		creating = req.Operation == admissionv1.Create
+	}
+	other, err := overlappingClaim(ctx, r, b, func(other *BucketClaim) bool { return creating || claimYields(b, other) })
+	if err != nil || other == nil {
+		return err
+	}
+	return field.Invalid(field.NewPath("spec", "s3", "keyPrefix"), b.Spec.S3.KeyPrefix, overlapMessage(other))
 }

@@ -53,6 +53,35 @@ func TestClusterValidate(t *testing.T) {
 		{"an S3 bucket S3 refuses", []string{"a"}, func(c *mov1.MatrixOneCluster) {
 			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3.local", Bucket: "Data", Region: "r"}}
 		}, []string{"spec.sharedStorage.s3.bucket"}},
+		{"S3 on https with path style and a CA", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://10.0.0.9:7070", Bucket: "mo-data", Region: "r",
+				PathStyle: true, CASecret: &mov1.S3CASecret{Name: "corp-ca"}}}
+		}, nil},
+		{"an S3 endpoint that is an address, virtual-hosted", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://10.0.0.9:7070", Bucket: "mo-data", Region: "r"}}
+		}, []string{"spec.sharedStorage.s3.pathStyle", "the endpoint is an IP address", "set pathStyle"}},
+		{"an S3 CA Secret no Secret can be named", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{Name: "Corp_CA"}}}
+		}, []string{"spec.sharedStorage.s3.caSecret.name", "not a valid Secret name"}},
+		{"an S3 CA Secret's key no Secret can hold", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{Name: "corp-ca", Key: "certs/ca.pem"}}}
+		}, []string{"spec.sharedStorage.s3.caSecret.key", "not a valid Secret key"}},
+		{"an S3 CA Secret without a name", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{}}}
+		}, []string{"spec.sharedStorage.s3.caSecret.name", "Required value"}},
+		{"an S3 CA for plain HTTP", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{Name: "corp-ca"}}}
+		}, []string{"spec.sharedStorage.s3.caSecret", "a CA is for an https endpoint"}},
+		{"a BucketClaim no claim can be named", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "Data_1"}
+		}, []string{"spec.sharedStorage.bucketClaim", "not a valid BucketClaim name"}},
+		{"a BucketClaim", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "data"}
+		}, nil},
 		// Every class of CN group whose set makes another set's child.
 		{"a group named as the TN", []string{"a", "tn"}, nil,
 			[]string{"spec.cnGroups[1].name", "the CNSet mo-tn would make the StatefulSet mo-tn, which the TNSet mo-tn makes"}},

@@ -131,7 +131,7 @@ func testMetrics(t *testing.T, z *zkScenario) {
 		_ = env.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
 	})
 
-	url := portForward(t, "svc/"+operatorRelease+"-metrics", 8443) + "/metrics"
+	url := "https://" + portForward(t, operatorNamespace, "svc/"+operatorRelease+"-metrics", 8443) + "/metrics"
 	var body string
 	eventually(t, 30*time.Second, "the bound scraper reads the metrics", func(ctx context.Context) error {
 		status, b := get(ctx, url, reader)
@@ -485,11 +485,13 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 	return tr.Status.Token
 }
 
-// portForward runs kubectl port-forward to target's port on a free
-// loopback port until the test ends, and returns its https:// base URL.
-func portForward(t *testing.T, target string, port int) string {
+// portForward runs kubectl port-forward to target's port in namespace ns
+// on a free loopback port until the test ends, and returns that address
+// (127.0.0.1:<port>): the way the test process reaches a Service, through
+// the API server, the cluster's network being localkube's own.
+func portForward(t *testing.T, ns, target string, port int) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), "port-forward", "-n", operatorNamespace,
+	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), "port-forward", "-n", ns,
 		"--address", "127.0.0.1", target, fmt.Sprintf(":%d", port))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -504,7 +506,7 @@ func portForward(t *testing.T, target string, port int) string {
 	for lines.Scan() {
 		if m := forwarding.FindStringSubmatch(lines.Text()); m != nil {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return "https://127.0.0.1:" + m[1]
+			return "127.0.0.1:" + m[1]
 		}
 	}
 	fatalf(t, "kubectl port-forward %s ended without forwarding: %v", target, lines.Err())

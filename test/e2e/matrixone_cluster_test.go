@@ -321,18 +321,17 @@ func (m *moCluster) logRestart(t *testing.T, kill time.Time, since func(time.Tim
 // killLog deletes the log store's pod under writes: the cluster's one log
 // store (HAKeeper and the log shard) comes back on its volume as the same
 // store, and the writes go on.
-func (m *moCluster) killLog(t *testing.T) {
-	m.underWrites(t, func() {
-		m.deletePod(moClusterLog + "-0")
-		m.waitAllReady(4 * time.Minute)
-	})
-}
+func (m *moCluster) killLog(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }
 
 // killCN deletes a CN's pod under writes: the proxy sends new sessions to
 // the other.
-func (m *moCluster) killCN(t *testing.T) {
+func (m *moCluster) killCN(t *testing.T) { m.killUnderWrites(t, moClusterCN+"-1") }
+
+// killUnderWrites deletes the pod under writes and waits until it is back
+// and every set Ready; every acknowledged write must be there.
+func (m *moCluster) killUnderWrites(t *testing.T, pod string) {
 	m.underWrites(t, func() {
-		m.deletePod(moClusterCN + "-1")
+		m.deletePod(pod)
 		m.waitAllReady(4 * time.Minute)
 	})
 }

@@ -27,7 +27,7 @@ import (
 func moUmbrellaSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moCluster{scenario: newScenario(t, "mou", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
-	u := &moUmbrella{moCluster: m}
+	u := &moUmbrella{moCluster: m, sharedStorage: "{fileSystem: {claimName: mo-shared, size: 1Gi}}", sharedClaim: "mo-shared", cns: 2}
 	m.runSteps(t, m.dumpState, []step{
 		{"create", u.create},
 		{"a configuration change rolled in order under writes", u.rollInOrder},
@@ -35,8 +35,17 @@ func moUmbrellaSpec(t *testing.T, in specInput) {
 	})
 }
 
+// moUmbrella is a MatrixOneCluster "mo", whose sets are named as the
+// cluster spec's, so that moCluster's writer and checks serve it.
 type moUmbrella struct {
 	*moCluster
+	// sharedStorage is spec.sharedStorage, in YAML's flow style.
+	sharedStorage string
+	// sharedClaim is the volume claim the shared storage is on, "" for
+	// none (S3).
+	sharedClaim string
+	// cns is the CN group's replicas.
+	cns int
 }
 
 func (u *moUmbrella) manifest(level string) string {
@@ -47,7 +56,7 @@ metadata: {name: mo, namespace: %[1]s}
 spec:
   image: %[2]s
   imagePullPolicy: Never
-  sharedStorage: {fileSystem: {claimName: mo-shared, size: 1Gi}}
+  sharedStorage: %[4]s
   logService:
     replicas: 1
     resources: {limits: {memory: 384Mi}}
@@ -57,12 +66,12 @@ spec:
     storage: {size: 512Mi}
 %[3]s  cnGroups:
   - name: cn
-    replicas: 2
+    replicas: %[5]d
     resources: {limits: {memory: 640Mi}}
     storage: {size: 256Mi}
 %[3]s  proxy:
     resources: {limits: {memory: 192Mi}}
-%[3]s`, u.ns, u.image, config)
+%[3]s`, u.ns, u.image, config, u.sharedStorage, u.cns)
 }
 
 func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
@@ -76,22 +85,27 @@ func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
 }
 
 // create applies the cluster alone: its LogSet makes the shared claim the
-// spec sizes.
-func (u *moUmbrella) create(t *testing.T) {
+// spec sizes, if any. It returns how long the cluster took to be Ready.
+func (u *moUmbrella) create(t *testing.T) { u.createTimed(t) }
+
+func (u *moUmbrella) createTimed(t *testing.T) time.Duration {
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("info"), "apply", "-f", "-"); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 	u.startClient()
 	mc := u.waitReady(6 * time.Minute)
-	t.Logf("Ready after %s: SQL at %s, root's password in Secret %s", time.Since(start).Round(time.Second),
+	took := time.Since(start)
+	t.Logf("Ready after %s: SQL at %s, root's password in Secret %s", took.Round(time.Second),
 		mc.Status.SQLAddress, mc.Status.RootPasswordSecret)
 	if mc.Status.SQLAddress != fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, u.ns) || mc.Status.RootPasswordSecret != moClusterLog+"-root" {
 		errorf(t, "status %+v", mc.Status)
 	}
-	claim, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Get(context.Background(), "mo-shared", metav1.GetOptions{})
-	if err != nil || claim.Labels["app.kubernetes.io/component"] != "shared" || len(claim.OwnerReferences) != 0 {
-		errorf(t, "the shared claim the LogSet makes: %v %+v", err, claim)
+	if u.sharedClaim != "" {
+		claim, err := env.client.CoreV1().PersistentVolumeClaims(u.ns).Get(context.Background(), u.sharedClaim, metav1.GetOptions{})
+		if err != nil || claim.Labels["app.kubernetes.io/component"] != "shared" || len(claim.OwnerReferences) != 0 {
+			errorf(t, "the shared claim the LogSet makes: %v %+v", err, claim)
+		}
 	}
 	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
 		_, err := u.sql("create database if not exists e2e")
@@ -100,6 +114,7 @@ func (u *moUmbrella) create(t *testing.T) {
 	if _, err := u.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
 		fatalNow(t, err)
 	}
+	return took
 }
 
 // rollInOrder changes every role's configuration at once, under writes;
@@ -156,7 +171,11 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 // recreate deletes the cluster (the default reclaim policy, Retain, keeps
 // the volumes and the generated password), re-creates it, and finds every
 // row written so far.
-func (u *moUmbrella) recreate(t *testing.T) {
+func (u *moUmbrella) recreate(t *testing.T) { u.recreateAround(t, nil) }
+
+// recreateAround is recreate, calling deleted (when not nil) once the
+// cluster's pods are gone, before the re-creation.
+func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	out, err := u.sql("select count(*) from e2e.t")
 	if err != nil {
 		fatalNow(t, err)
@@ -184,12 +203,22 @@ func (u *moUmbrella) recreate(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	want := []string{"data-mo-cn-0", "data-mo-cn-1", "data-mo-log-0", "data-mo-tn-0", "mo-shared"}
+	want := []string{"data-mo-log-0", "data-mo-tn-0"}
+	for i := range u.cns {
+		want = append(want, fmt.Sprintf("data-mo-cn-%d", i))
+	}
+	if u.sharedClaim != "" {
+		want = append(want, u.sharedClaim)
+	}
+	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		fatalf(t, "claims after the deletion: %v, want %v", names, want)
 	}
 	if _, err := env.client.CoreV1().Secrets(u.ns).Get(context.Background(), moClusterLog+"-root", metav1.GetOptions{}); err != nil {
 		fatalf(t, "root's password Secret after the deletion: %v", err)
+	}
+	if deleted != nil {
+		deleted()
 	}
 	start := time.Now()
 	if out, err := kubectlStdin(u.manifest("debug"), "apply", "-f", "-"); err != nil {

@@ -197,10 +197,15 @@ func findArchives(dir string) (map[string]string, error) {
 	return archives, nil
 }
 
+// systemImages are the images a system's specs run besides its own
+// (images/<system>*), the Makefile's SYSTEM_IMAGES_<system>: MatrixOne's
+// object store, versitygw (hack/versitygw.sh).
+var systemImages = map[string][]string{systems.MatrixOne: {"versitygw"}}
+
 // archivesToLoad are the archives the cluster needs: the operator's and
 // every image that belongs to no system, and the selected systems'. The
 // operator's must be there, and so must each selected system's images that
-// images/ has a build.sh for.
+// images/ has a build.sh for, and its systemImages.
 func archivesToLoad() ([]string, error) {
 	var load []string
 	for name, path := range env.archives {
@@ -210,6 +215,7 @@ func archivesToLoad() ([]string, error) {
 	}
 	want := []string{"steward"}
 	for _, s := range env.systems {
+		want = append(want, systemImages[s]...)
 		builds, err := filepath.Glob(filepath.Join(env.root, "images", s+"*", "build.sh"))
 		if err != nil {
 			return nil, err

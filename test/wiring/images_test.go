@@ -19,9 +19,9 @@ const root = "../.."
 var localImage = regexp.MustCompile(`localhost/([a-z0-9][a-z0-9._-]*):[A-Za-z0-9._-]+`)
 
 // TestDefaultImagesAreBuilt finds every localhost/<name>:<tag> the API's
-// Go code (defaults and +kubebuilder:default markers), the generated CRDs
-// and the samples name, and the chart's default operator image, and checks
-// that images/<name>/build.sh builds exactly that reference by default: a
+// Go code (defaults and +kubebuilder:default markers), the generated CRDs,
+// the samples and hack's manifests (versitygw's) name, and the chart's
+// default operator image, and checks that images/<name>/build.sh builds exactly that reference by default: a
 // version bump on one side only fails here, not in an e2e run.
 func TestDefaultImagesAreBuilt(t *testing.T) {
 	refs := map[string][]string{} // reference -> files naming it
@@ -39,7 +39,7 @@ func TestDefaultImagesAreBuilt(t *testing.T) {
 	if fromAPI == 0 {
 		t.Fatal("no localhost/<name>:<tag> default image in api/: the pattern no longer finds them")
 	}
-	for _, pattern := range []string{"config/crd/bases/*.yaml", "config/samples/*.yaml"} {
+	for _, pattern := range []string{"config/crd/bases/*.yaml", "config/samples/*.yaml", "hack/*.yaml"} {
 		for _, path := range glob(t, pattern) {
 			collect(t, refs, path)
 		}

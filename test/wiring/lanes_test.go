@@ -1,8 +1,10 @@
 package wiring
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +105,122 @@ func TestDemoImagesLeavePreviewsOut(t *testing.T) {
 			t.Errorf("DEFAULT_IMAGES %v: %s's images included: %v, want %v", images, s, has, !systems.IsPreview(s))
 		}
 	}
+}
+
+// TestSystemImagesFollowTheirSystems checks the images that belong to no
+// system by name (neither the operator's nor images/<system>*, such as
+// versitygw, MatrixOne's object store): each is a known system's
+// SYSTEM_IMAGES_<system> in the Makefile, or staged; make images
+// SYSTEMS=<system> builds that system's, and make demo's DEFAULT_IMAGES
+// leave a preview's out.
+func TestSystemImagesFollowTheirSystems(t *testing.T) {
+	commands := []string{"echo staged $(STAGED_IMAGES)"}
+	for _, s := range systems.Known() {
+		commands = append(commands, fmt.Sprintf("echo %s $(SYSTEM_IMAGES_%s)", s, s))
+	}
+	commands = append(commands, "echo default $(DEFAULT_IMAGES)")
+	lists := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(makeOut(t, "-s", "--eval", "lanes-print: ; @"+strings.Join(commands, "; "), "lanes-print")), "\n") {
+		fields := strings.Fields(line)
+		lists[fields[0]] = fields[1:]
+	}
+	scripts, err := filepath.Glob(filepath.Join(root, "images", "*", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range scripts {
+		name := filepath.Base(filepath.Dir(script))
+		if name == "steward" || slices.ContainsFunc(systems.Known(), func(s string) bool { return name == s || strings.HasPrefix(name, s+"-") }) {
+			continue
+		}
+		found := slices.Contains(lists["staged"], name)
+		for _, s := range systems.Known() {
+			found = found || slices.Contains(lists[s], name)
+		}
+		if !found {
+			t.Errorf("images/%s belongs to no system by name, and no SYSTEM_IMAGES_<system> names it (nor STAGED_IMAGES): no make target builds it", name)
+		}
+	}
+	for _, s := range systems.Known() {
+		if len(lists[s]) == 0 {
+			continue
+		}
+		images := strings.Fields(makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(IMAGES)", "lanes-print", "SYSTEMS="+s))
+		for _, image := range lists[s] {
+			if !slices.Contains(images, image) {
+				t.Errorf("make images SYSTEMS=%s builds %v, not %s (SYSTEM_IMAGES_%s)", s, images, image, s)
+			}
+			if slices.Contains(lists["default"], image) == systems.IsPreview(s) {
+				t.Errorf("DEFAULT_IMAGES %v: %s, %s's, included: %v, want %v", lists["default"], image, s, !systems.IsPreview(s), systems.IsPreview(s))
+			}
+		}
+	}
+	if len(lists[systems.MatrixOne]) == 0 {
+		t.Errorf("no SYSTEM_IMAGES_%s: the pattern no longer finds versitygw", systems.MatrixOne)
+	}
+}
+
+// TestRealServerTestsLanes checks where the tests that start real servers
+// run: make unit defers them (ZKTEST_DEFER, S3TEST_DEFER: the S3 tests
+// still run there when versitygw is already built), and make rootfs-tests
+// runs every package whose tests use a harness of real servers, with CI
+// true, s3test's own first and alone (its first test builds versitygw).
+func TestRealServerTestsLanes(t *testing.T) {
+	const module = "github.com/stewardhq/steward"
+	harnesses := []string{module + "/internal/zookeeper/zktest", module + "/internal/s3/s3test"}
+	var want []string
+	for _, f := range goList(t, "list", "-f", `{{.ImportPath}}:{{join .TestImports ","}},{{join .XTestImports ","}}`, "./internal/...") {
+		pkg, imports, _ := strings.Cut(f, ":")
+		for _, h := range harnesses {
+			if pkg == h || slices.Contains(strings.Split(imports, ","), h) {
+				want = append(want, pkg)
+				break
+			}
+		}
+	}
+	for _, h := range harnesses {
+		if !slices.Contains(want, h) {
+			t.Fatalf("no harness %s among the real-server packages %v", h, want)
+		}
+	}
+
+	unit := goTestLines(makeOut(t, "-n", "unit"))
+	if len(unit) != 1 || !strings.Contains(unit[0], `ZKTEST_DEFER="make rootfs-tests"`) || !strings.Contains(unit[0], `S3TEST_DEFER="make rootfs-tests"`) {
+		t.Errorf("make unit's go test does not defer the real servers to make rootfs-tests: %.200q", unit)
+	}
+
+	lines := goTestLines(makeOut(t, "-n", "rootfs-tests"))
+	if len(lines) != 2 {
+		t.Fatalf("make rootfs-tests runs go test %d times, want 2: %q", len(lines), lines)
+	}
+	var got []string
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "CI=true ") {
+			t.Errorf("make rootfs-tests runs %q without CI=true", l)
+		}
+		_, pkgs, _ := strings.Cut(l, "go test ")
+		fields := strings.Fields(pkgs)
+		if i == 0 && !slices.Equal(fields, harnesses[1:]) {
+			t.Errorf("make rootfs-tests runs %v first, want s3test alone", fields)
+		}
+		got = append(got, fields...)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("make rootfs-tests runs %v, want the real-server packages %v", got, want)
+	}
+}
+
+// goTestLines returns the lines of make -n's output that run go test.
+func goTestLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "go test ") || strings.Contains(l, " go test ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
 
 // goList runs the go command with args in the repository and returns its

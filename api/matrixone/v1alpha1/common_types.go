@@ -71,24 +71,35 @@ type RoleSpec struct {
 
 // SharedStorage is where MatrixOne keeps table data (its SHARED file
 // service) and, when enabled, its metrics and logs (ETL): one location that
-// every pod of a cluster reaches. Exactly one of fileSystem and s3 is set;
-// it cannot change.
+// every pod of a cluster reaches. Exactly one of fileSystem, s3 and
+// bucketClaim is set; it cannot change.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.fileSystem) != has(self.s3)",message="set exactly one of fileSystem and s3"
+// +kubebuilder:validation:XValidation:rule="(has(self.fileSystem) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.bucketClaim) ? 1 : 0) == 1",message="set exactly one of fileSystem, s3 and bucketClaim"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sharedStorage is immutable: the data lives there"
 type SharedStorage struct {
 	// fileSystem is a ReadWriteMany volume claim, mounted by every pod at
 	// /var/lib/matrixone-shared (for example a volume on one node, or a
 	// network filesystem). MatrixOne writes each object once under a unique
 	// name, so its processes can share one POSIX filesystem. Default:
-	// none (then s3 is set); immutable.
+	// none (then s3 or bucketClaim is set); immutable.
 	// +optional
 	FileSystem *FileSystemStorage `json:"fileSystem,omitempty"`
 
 	// s3 is an S3-compatible object store. Default: none (then fileSystem
-	// is set); immutable.
+	// or bucketClaim is set); immutable.
 	// +optional
 	S3 *S3Storage `json:"s3,omitempty"`
+
+	// bucketClaim names a BucketClaim in the set's namespace: its location
+	// (spec.s3) is the shared storage, rendered as s3 would be. The claim
+	// binds to the first LogSet that names it, for life; the LogSet and
+	// the sets of its cluster wait until it is bound to this LogSet, and a
+	// LogSet naming a claim bound to another says so in its Ready
+	// condition and never starts. Default: none (then fileSystem or s3 is
+	// set); immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	BucketClaim string `json:"bucketClaim,omitempty"`
 }
 
 // FileSystemStorage is a shared filesystem claim.
@@ -144,14 +155,58 @@ type S3Storage struct {
 	// +kubebuilder:validation:MaxLength=64
 	Region string `json:"region"`
 
-	// credentialsSecret names a Secret in the set's namespace with the keys
-	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, given to mo-service as
-	// environment variables (never written into its configuration).
-	// Default: none (the pod's own identity, if the store accepts it);
-	// immutable.
+	// credentialsSecret names a Secret in the set's (or the BucketClaim's)
+	// namespace with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
+	// given to mo-service as environment variables (never written into
+	// its configuration), where the AWS SDK's credential chain takes them
+	// first, before it would ask anything else. Default: none (the pod's
+	// own identity, if the store accepts it); immutable.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// pathStyle addresses the bucket in the URL's path
+	// (http://host/bucket/key) instead of in the host name
+	// (http://bucket.host/key). Stores inside a cluster need it (versitygw,
+	// MinIO, Ceph's RGW): no DNS name resolves bucket.host there. AWS S3
+	// and Alibaba OSS take either. MatrixOne has no path-style setting of
+	// its own: Steward sets its is-minio, which makes it address the
+	// endpoint exactly as given, bucket in the path. Default false;
+	// immutable.
+	// +optional
+	PathStyle bool `json:"pathStyle,omitempty"`
+
+	// caSecret is a key of a Secret in the set's (or the BucketClaim's)
+	// namespace holding PEM certificates of the CAs the endpoint's
+	// certificate chains to, for an https endpoint signed by a private CA.
+	// It is mounted read-only into every MatrixOne pod and listed in
+	// MatrixOne's cert-files; the pods do not start until the Secret
+	// exists. MatrixOne 1.2.4 then connects
+	// without verifying the endpoint's certificate (it turns verification
+	// off whenever cert-files are set): Steward's own client verifies it.
+	// Default: none (the image's system CAs, verified); immutable.
+	// +optional
+	CASecret *S3CASecret `json:"caSecret,omitempty"`
+}
+
+// DefaultCAKey is the key of an S3 CA Secret unless caSecret.key says.
+const DefaultCAKey = "ca.crt"
+
+// S3CASecret is a key of a Secret holding PEM CA certificates.
+type S3CASecret struct {
+	// name is the Secret, in the set's namespace. Required; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key is the Secret's key holding the certificates. Default "ca.crt";
+	// immutable.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
 }
 
 // StoreState is whether a store serves: its pod's readiness, then how

@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,30 @@ func TestDefaults(t *testing.T) {
 			Default: func(o client.Object) { mov1.DefaultLogSet(o.(*mov1.LogSet)) },
 			// From metadata.name, and from replicas.
 			GoOnly: []string{"spec.rootPassword", "spec.shardReplicas"},
+		},
+		{
+			// The S3 CA Secret's key.
+			Minimal: obj("LogSet", "log-s3", "{sharedStorage: {s3: {endpoint: 'https://s3', bucket: mo-data, region: r, caSecret: {name: ca}}}}"),
+			Typed:   &mov1.LogSet{},
+			Default: func(o client.Object) { mov1.DefaultLogSet(o.(*mov1.LogSet)) },
+			GoOnly:  []string{"spec.rootPassword", "spec.shardReplicas"},
+		},
+		{
+			Minimal: obj("MatrixOneCluster", "mo-s3", "{sharedStorage: {s3: {endpoint: 'https://s3', bucket: mo-data, region: r, caSecret: {name: ca}}}, cnGroups: [{name: cn}]}"),
+			Typed:   &mov1.MatrixOneCluster{},
+			Default: func(o client.Object) { mov1.DefaultMatrixOneCluster(o.(*mov1.MatrixOneCluster)) },
+		},
+		{
+			Minimal: obj("LogSet", "log-claim", "{sharedStorage: {bucketClaim: data}}"),
+			Typed:   &mov1.LogSet{},
+			Default: func(o client.Object) { mov1.DefaultLogSet(o.(*mov1.LogSet)) },
+			GoOnly:  []string{"spec.rootPassword", "spec.shardReplicas"},
+		},
+		{
+			// The reclaim policy, and the CA Secret's key.
+			Minimal: obj("BucketClaim", "data", "{s3: {endpoint: 'https://s3', bucket: mo-data, region: r, caSecret: {name: ca}}}"),
+			Typed:   &mov1.BucketClaim{},
+			Default: func(o client.Object) { mov1.DefaultBucketClaim(o.(*mov1.BucketClaim)) },
 		},
 		{
 			Minimal: obj("TNSet", "tn", "{logSet: log}"),
@@ -98,7 +123,16 @@ func TestCELRules(t *testing.T) {
 			strings.Repeat("m", 49), "{logSet: log, "+shared+"}")
 	}
 	logSet := func(more string) string { return "{" + shared + more + "}" }
+	s3Path := func(pathStyle bool) string {
+		return fmt.Sprintf("sharedStorage: {s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, pathStyle: %t}}", pathStyle)
+	}
+	s3CA := func(caSecret string) string {
+		return "sharedStorage: {s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, caSecret: " + caSecret + "}}"
+	}
 	set := func(more string) string { return "{logSet: log" + more + "}" }
+	claimS3 := func(prefix string) string {
+		return "s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, keyPrefix: '" + prefix + "'}"
+	}
 
 	violations := []testenv.Violation{
 		name("CNSet", "the Services and the StatefulSet's pods"),
@@ -110,10 +144,27 @@ func TestCELRules(t *testing.T) {
 		change(rule("LogSet", "spec.replicas", "replicas is immutable: adding and removing log stores is not supported yet"), logSet(", replicas: 3"), logSet(", replicas: 5")),
 		change(rule("LogSet", "spec.rootPassword", "rootPassword is immutable: MatrixOne read it at its bootstrap"), logSet(", rootPassword: a"), logSet(", rootPassword: b")),
 		change(rule("LogSet", "spec.shardReplicas", "shardReplicas is immutable: HAKeeper's bootstrap fixed it"), logSet(", shardReplicas: 1"), logSet(", shardReplicas: 3")),
-		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}}"),
+		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "", "{sharedStorage: {}}"),
+		create(rule("LogSet", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "",
+			"{sharedStorage: {bucketClaim: data, fileSystem: {claimName: shared}}}"),
+		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{sharedStorage: {bucketClaim: data}}", "{sharedStorage: {bucketClaim: data2}}"),
+		create(rule("BucketClaim", "", "metadata.name must have at most 63 characters: the pods that mount the claim carry it as a label"),
+			strings.Repeat("b", 64), "{"+claimS3("k")+"}"),
+		change(rule("BucketClaim", "spec.s3", "s3 is immutable: the claim's data lives there"),
+			"{"+claimS3("team/a")+"}", "{"+claimS3("team/b")+"}"),
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), logSet(""), "{"+s3+"}"),
-		create(rule("MatrixOneCluster", "spec.sharedStorage", "set exactly one of fileSystem and s3"), "", "{sharedStorage: {}, cnGroups: [{name: cn}]}"),
+		// Each of the S3 fields, one by one: path style and the CA.
+		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{"+s3Path(false)+"}", "{"+s3Path(true)+"}"),
+		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{"+s3CA("{name: ca}")+"}", "{"+s3CA("{name: ca2}")+"}"),
+		create(rule("MatrixOneCluster", "spec.sharedStorage", "set exactly one of fileSystem, s3 and bucketClaim"), "", "{sharedStorage: {}, cnGroups: [{name: cn}]}"),
 		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), cluster(""), "{"+s3+", cnGroups: [{name: cn}]}"),
+		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{"+s3Path(true)+", cnGroups: [{name: cn}]}", "{"+s3Path(false)+", cnGroups: [{name: cn}]}"),
+		change(rule("MatrixOneCluster", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
+			"{"+s3CA("{name: ca}")+", cnGroups: [{name: cn}]}", "{"+s3CA("{name: ca, key: bundle.pem}")+", cnGroups: [{name: cn}]}"),
 		change(rule("MatrixOneCluster", "spec.rootPassword", "rootPassword is immutable: MatrixOne read it at its bootstrap"), cluster(", rootPassword: a"), cluster(", rootPassword: b")),
 		change(rule("MatrixOneCluster", "spec.logService.logShards", "logService.logShards is immutable"), cluster(", logService: {logShards: 1}"), cluster(", logService: {logShards: 2}")),
 		change(rule("MatrixOneCluster", "spec.logService.replicas", "logService.replicas is immutable"), cluster(", logService: {replicas: 3}"), cluster(", logService: {replicas: 5}")),

@@ -42,15 +42,40 @@ func DefaultLogSet(l *LogSet) {
 	}
 	defaultPodSet(&s.PodSetSpec)
 	defaultStorage(&s.Storage)
+	defaultSharedStorage(&s.SharedStorage)
+}
+
+// defaultSharedStorage defaults the key of an S3 CA Secret.
+func defaultSharedStorage(s *SharedStorage) {
+	if s.S3 != nil {
+		defaultS3(s.S3)
+	}
+}
+
+// defaultS3 defaults the key of an S3 CA Secret.
+func defaultS3(s *S3Storage) {
+	if s.CASecret != nil && s.CASecret.Key == "" {
+		s.CASecret.Key = DefaultCAKey
+	}
+}
+
+// DefaultBucketClaim applies the BucketClaim's defaults in memory (see
+// DefaultLogSet): the reclaim policy and the CA Secret's key.
+func DefaultBucketClaim(b *BucketClaim) {
+	if b.Spec.ReclaimPolicy == "" {
+		b.Spec.ReclaimPolicy = commonv1.ReclaimRetain
+	}
+	defaultS3(&b.Spec.S3)
 }
 
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
-// (see DefaultLogSet): the image and the roles' volumes, as its schema
-// does; its sets default the rest.
+// (see DefaultLogSet): the image, the S3 CA Secret's key and the roles'
+// volumes, as its schema does; its sets default the rest.
 func DefaultMatrixOneCluster(c *MatrixOneCluster) {
 	if c.Spec.Image == "" {
 		c.Spec.Image = DefaultImage
 	}
+	defaultSharedStorage(&c.Spec.SharedStorage)
 	defaultStorage(&c.Spec.LogService.Storage)
 	defaultStorage(&c.Spec.TN.Storage)
 	for i := range c.Spec.CNGroups {

@@ -19,7 +19,7 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &MatrixOneCluster{}, &MatrixOneClusterList{}, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
-		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{})
+		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{}, &BucketClaim{}, &BucketClaimList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

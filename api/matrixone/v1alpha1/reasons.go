@@ -99,3 +99,68 @@ const (
 	// (after its restart, or a scale-in undone), was set working again.
 	EventUndrained = "Undrained"
 )
+
+// Reason of a LogSet's (and its sets') Ready and Progressing conditions
+// when its shared storage is a BucketClaim bound to another LogSet. A
+// claim that does not exist or is not bound yet is
+// ReasonWaitingForSharedStorage.
+const (
+	// ReasonBucketClaimInUse: the BucketClaim the LogSet names is bound to
+	// another LogSet (or is in Conflict, or being deleted): this LogSet
+	// never starts on it.
+	ReasonBucketClaimInUse = "BucketClaimInUse"
+)
+
+// Reasons of a BucketClaim's conditions. Its Ready condition's reason is
+// its phase's (Available, Bound, Released), or what keeps it from one.
+const (
+	// ReasonBucketExists: the bucket exists and answers (BucketReady=True).
+	ReasonBucketExists = "BucketExists"
+	// ReasonCredentialsMissing: the credentials Secret (or the CA Secret)
+	// is missing, or lacks a key (BucketReady=False).
+	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonBucketUnreachable: the store refused the bucket's check or
+	// creation, or could not be reached; the message has its answer
+	// (BucketReady=False).
+	ReasonBucketUnreachable = "BucketUnreachable"
+	// ReasonAvailable: no LogSet has bound the claim (Bound=False, and
+	// Ready=True: the first LogSet that names it binds it).
+	ReasonAvailable = "Available"
+	// ReasonBound: the claim is bound to the LogSet status.boundTo names
+	// (Bound=True, Ready=True).
+	ReasonBound = "Bound"
+	// ReasonReleased: the LogSet the claim was bound to is gone
+	// (Bound=False; Ready=True under Retain).
+	ReasonReleased = "Released"
+	// ReasonConflict: the claim's location overlaps an older claim's; it
+	// is never bound or emptied (Bound=False, Ready=False).
+	ReasonConflict = "Conflict"
+	// ReasonWaitingForPods: the claim waits, before its objects are
+	// deleted, for the pods that mounted it to go (Ready=False).
+	ReasonWaitingForPods = "WaitingForPods"
+	// ReasonDeletionBlocked: the claim was deleted while a LogSet is bound
+	// to it; it stays until the LogSet is gone (Ready=False).
+	ReasonDeletionBlocked = "DeletionBlocked"
+	// ReasonEmptying: the objects under the claim's prefix are being
+	// deleted (Ready=False; status.deletion has the progress).
+	ReasonEmptying = "Emptying"
+)
+
+// Reasons of the Events the BucketClaim controller records, besides the
+// Events of its conditions' transitions (Bound, Released, Conflict, ...).
+const (
+	// EventBucketCreated: the controller made the claim's bucket.
+	EventBucketCreated = "BucketCreated"
+	// EventReleasedClaimDeleted: the controller deleted a Released claim
+	// under reclaimPolicy Delete (its prefix is emptied before it goes).
+	EventReleasedClaimDeleted = "ReleasedClaimDeleted"
+	// EventEmptyingPrefix: the controller began deleting the objects under
+	// the claim's prefix.
+	EventEmptyingPrefix = "EmptyingPrefix"
+	// EventPrefixEmptied: no object is left under the claim's prefix.
+	EventPrefixEmptied = "PrefixEmptied"
+	// EventObjectsKept: the claim went and left its objects in place
+	// (reclaimPolicy Retain, a claim never bound, or one in Conflict,
+	// whose prefix is another claim's).
+	EventObjectsKept = "ObjectsKept"
+)

@@ -55,6 +55,18 @@ type SharedStorage struct {
 
 // S3 is an object-storage location. Credentials reach mo-service as the
 // AWS SDK's environment variables, never through the configuration.
+//
+// no-default-credentials is not rendered, on purpose. MatrixOne 1.2.4
+// ignores it in a [[fileservice]] table: both S3 backends build the store
+// with NewS3FS(..., noDefaultCredential=false), which overwrites the
+// setting (pkg/fileservice/config.go, newS3FileService and
+// newMinioFileService; s3_fs.go:73). Were it honored, it would refuse
+// the environment's keys ("no valid credentials", aws_sdk_v2.go:681),
+// since it counts only key-id and key-secret written in the TOML. The
+// SDK's chain takes the environment's keys first
+// (aws-sdk-go-v2/config's resolveCredentialChain), so with a credentials
+// Secret nothing else is asked; without one the pod's own identity is
+// walked for, as meant.
 type S3 struct {
 	Endpoint string
 	Bucket   string
@@ -64,6 +76,17 @@ type S3 struct {
 	// Region must be set: without it MatrixOne sends a request to AWS's
 	// public endpoint at start to guess one.
 	Region string
+	// PathStyle addresses the bucket in the URL's path. MatrixOne 1.2.4
+	// has no such setting: is-minio, rendered for it, makes its AWS SDK
+	// client take the endpoint as given (HostnameImmutable), so the
+	// bucket goes in the path (pkg/fileservice/aws_sdk_v2.go:132-146;
+	// object_storage_arguments.go reads is-minio). Without it the SDK puts
+	// the bucket in the host name, which no in-cluster DNS resolves.
+	PathStyle bool
+	// CAFile is a PEM CA bundle in the pod, listed in cert-files; "" for
+	// none. MatrixOne 1.2.4 adds it to the system's pool but then skips
+	// verifying the store's certificate (http_client.go:67-89).
+	CAFile string
 }
 
 // Memory are the caches of one pod, in bytes.
@@ -263,9 +286,21 @@ func fileServices(t Template, data string) []map[string]any {
 	shared := map[string]any{"name": "SHARED", "cache": sharedCache}
 	etl := map[string]any{"name": "ETL"}
 	if s3 := t.Shared.S3; s3 != nil {
+		// Slashes at the prefix's ends mean nothing, as for Steward's own
+		// client (s3.Location.Root): "/team/c1/" holds team/c1/data.
+		prefix := strings.Trim(s3.KeyPrefix, "/")
+		if prefix != "" {
+			prefix += "/"
+		}
 		args := func(sub string) map[string]any {
-			return map[string]any{"endpoint": s3.Endpoint, "bucket": s3.Bucket, "region": s3.Region,
-				"key-prefix": strings.Trim(s3.KeyPrefix+"/"+sub, "/")}
+			a := map[string]any{"endpoint": s3.Endpoint, "bucket": s3.Bucket, "region": s3.Region, "key-prefix": prefix + sub}
+			if s3.PathStyle {
+				a["is-minio"] = true
+			}
+			if s3.CAFile != "" {
+				a["cert-files"] = []string{s3.CAFile}
+			}
+			return a
 		}
 		shared["backend"], shared["s3"] = "S3", args("data")
 		etl["backend"], etl["s3"] = "S3", args("etl")

@@ -2,6 +2,7 @@ package build
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -181,6 +182,42 @@ func TestRenderRoles(t *testing.T) {
 			t.Errorf("SHARED cache = %v", cache)
 		}
 	})
+}
+
+// TestRenderS3 checks the S3 arguments of SHARED and ETL: pathStyle as
+// is-minio (MatrixOne's only way to keep the bucket out of the host name),
+// a CA bundle as cert-files, and never no-default-credentials, which
+// MatrixOne 1.2.4 ignores in a [[fileservice]] table (and would refuse the
+// environment's keys with).
+func TestRenderS3(t *testing.T) {
+	base := S3{Endpoint: "http://versitygw.steward-s3.svc:7070", Bucket: "mo-data", KeyPrefix: "/team/c1/", Region: "us-east-1"}
+	for _, tc := range []struct {
+		name   string
+		modify func(s *S3)
+		want   map[string]any // beside endpoint, bucket, region and key-prefix
+	}{
+		{"virtual-hosted, the system's CAs", func(*S3) {}, map[string]any{}},
+		{"path style", func(s *S3) { s.PathStyle = true }, map[string]any{"is-minio": true}},
+		{"a CA bundle", func(s *S3) { s.CAFile = S3CAFile }, map[string]any{"cert-files": []any{S3CAFile}}},
+		{"both", func(s *S3) { s.PathStyle, s.CAFile = true, S3CAFile },
+			map[string]any{"is-minio": true, "cert-files": []any{S3CAFile}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s3 := base
+			tc.modify(&s3)
+			for _, role := range []Role{RoleLog, RoleTN, RoleCN, RoleProxy} {
+				cfg := decode(t, must(Render(Template{Role: role, Shared: SharedStorage{S3: &s3}})))
+				for fs, sub := range map[string]string{"SHARED": "data", "ETL": "etl"} {
+					svc := fileService(t, cfg, fs)
+					want := map[string]any{"endpoint": base.Endpoint, "bucket": "mo-data", "region": "us-east-1", "key-prefix": "team/c1/" + sub}
+					maps.Copy(want, tc.want)
+					if svc["backend"] != "S3" || !reflect.DeepEqual(svc["s3"], want) {
+						t.Errorf("%s's %s = %v, want S3 %v", role, fs, svc, want)
+					}
+				}
+			}
+		})
+	}
 }
 
 // TestTNWritesObservabilityToFiles: a TN's template turns MatrixOne's SQL

@@ -131,6 +131,19 @@ func TestLogStatefulSet(t *testing.T) {
 				}
 			}
 		}},
+		{"an S3 CA Secret is mounted read-only, its default key as ca.crt", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				CASecret: &mov1.S3CASecret{Name: "s3-ca"}}}
+		}), func(t *testing.T, pod corev1.PodSpec, mo corev1.Container) {
+			checkS3CA(t, pod, mo, "s3-ca", mov1.DefaultCAKey)
+		}},
+		{"no S3 CA, no volume", newLogSet(func(l *mov1.LogSet) {
+			l.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo-data", Region: "r", PathStyle: true}}
+		}), func(t *testing.T, pod corev1.PodSpec, _ corev1.Container) {
+			if slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == S3CAVolume }) {
+				t.Error("an S3 CA volume without a CA Secret")
+			}
+		}},
 		{"GOMEMLIMIT is four fifths of the memory limit", newLogSet(func(l *mov1.LogSet) {
 			l.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Mi")}
 		}), func(t *testing.T, _ corev1.PodSpec, mo corev1.Container) {
@@ -182,6 +195,25 @@ func TestLogHeadlessServicePublishesNotReadyAddresses(t *testing.T) {
 	}
 }
 
+// checkS3CA checks that the pod mounts key of Secret name read-only as
+// S3CAFile, in mo-service's container.
+func checkS3CA(t *testing.T, pod corev1.PodSpec, mo corev1.Container, name, key string) {
+	t.Helper()
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == S3CAVolume })
+	if i < 0 || pod.Volumes[i].Secret == nil {
+		t.Fatalf("no S3 CA Secret volume: %+v", pod.Volumes)
+	}
+	src := pod.Volumes[i].Secret
+	if src.SecretName != name || len(src.Items) != 1 || src.Items[0].Key != key || S3CADir+"/"+src.Items[0].Path != S3CAFile ||
+		src.Optional != nil && *src.Optional {
+		t.Errorf("the S3 CA volume: %+v, want %s's key %s as %s, not optional", src, name, key, S3CAFile)
+	}
+	j := slices.IndexFunc(mo.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == S3CAVolume })
+	if j < 0 || mo.VolumeMounts[j].MountPath != S3CADir || !mo.VolumeMounts[j].ReadOnly {
+		t.Errorf("the S3 CA mount: %+v", mo.VolumeMounts)
+	}
+}
+
 func env(c corev1.Container, name string) string {
 	for _, e := range c.Env {
 		if e.Name == name {
@@ -189,4 +221,43 @@ func env(c corev1.Container, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestBucketClaimLabel checks that the pods of a set whose shared storage
+// is a BucketClaim (resolved into s3 by the controller) carry the claim's
+// name, which the claim's controller waits on before deleting its
+// objects, and that the StatefulSet's selector does not.
+func TestBucketClaimLabel(t *testing.T) {
+	l := newLogSet(func(l *mov1.LogSet) {
+		l.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "data",
+			S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo", Region: "r", CredentialsSecret: "s3-keys"}}
+	})
+	sts := LogStatefulSet(l, "mo-log-config-abc")
+	if got := sts.Spec.Template.Labels[LabelBucketClaim]; got != "data" {
+		t.Errorf("the pods' %s is %q", LabelBucketClaim, got)
+	}
+	if _, ok := sts.Spec.Selector.MatchLabels[LabelBucketClaim]; ok {
+		t.Error("the selector has the claim's label")
+	}
+	tn := StoreSet{Namespace: "db", Name: "mo-tn", Role: RoleTN, Replicas: 1, Pods: &l.Spec.PodSetSpec, Log: l}
+	if got := tn.StatefulSet("cfg").Spec.Template.Labels[LabelBucketClaim]; got != "data" {
+		t.Errorf("the TN's pods' %s is %q", LabelBucketClaim, got)
+	}
+	if got := LogStatefulSet(newLogSet(), "cfg").Spec.Template.Labels; got[LabelBucketClaim] != "" {
+		t.Errorf("a filesystem's pods carry %s: %v", LabelBucketClaim, got)
+	}
+}
+
+// TestClusterPassesTheBucketClaim checks that a MatrixOneCluster's LogSet
+// names the cluster's BucketClaim, which its sets resolve through it.
+func TestClusterPassesTheBucketClaim(t *testing.T) {
+	c := &mov1.MatrixOneCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "mo"}, Spec: mov1.MatrixOneClusterSpec{
+		SharedStorage: mov1.SharedStorage{BucketClaim: "data"}, CNGroups: []mov1.CNGroupSpec{{Name: "cn"}}}}
+	sets := Sets(c)
+	if got := sets.Log.Spec.SharedStorage; got.BucketClaim != "data" || got.S3 != nil || got.FileSystem != nil {
+		t.Errorf("the LogSet's shared storage is %+v", got)
+	}
+	if sets.TN.Spec.LogSet != sets.Log.Name || sets.CNs[0].Spec.LogSet != sets.Log.Name {
+		t.Errorf("the sets do not name the LogSet %s", sets.Log.Name)
+	}
 }

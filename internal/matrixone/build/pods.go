@@ -1,7 +1,9 @@
 package build
 
 import (
+	"cmp"
 	"fmt"
+	"path"
 	"slices"
 	"time"
 
@@ -48,6 +50,12 @@ const (
 	// proxy pods: a Secret volume, so a password written to the Secret
 	// reaches the probe without a restart.
 	RootPasswordDir = "/etc/matrixone-root"
+	// S3CAVolume is the S3 CA Secret's key (sharedStorage.s3.caSecret),
+	// mounted read-only in every pod as S3CAFile, which the file
+	// services' cert-files list.
+	S3CAVolume = "s3-ca"
+	S3CADir    = "/etc/matrixone-s3-ca"
+	S3CAFile   = S3CADir + "/ca.crt"
 )
 
 // SQLReady is the image's readiness probe of CN and proxy pods
@@ -78,6 +86,19 @@ var probeMemory = resource.MustParse("96Mi")
 // are made its group's.
 const podUser = 65532
 
+// The keys of an S3 credentials Secret, given to mo-service as the AWS
+// SDK's environment variables of the same names.
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+)
+
+// LabelBucketClaim is on every pod whose shared storage is a BucketClaim,
+// with the claim's name: the claim's controller deletes the claim's
+// objects (reclaimPolicy Delete) only once no pod carries it, so that
+// nothing is still writing there.
+const LabelBucketClaim = "matrixone.steward.dev/bucket-claim"
+
 // Labels are the standard labels of the children of the set named
 // instance playing component.
 func Labels(instance, component string) map[string]string {
@@ -102,12 +123,18 @@ func MemoryLimit(r corev1.ResourceRequirements) int64 {
 	return 0
 }
 
-// Shared is the shared storage of a set's spec, as the templates take it.
+// Shared is the shared storage of a set's spec, as the templates take it:
+// a bucketClaim's location must have been resolved into s3 first (its
+// controller does, reading the claim); unresolved, it renders nothing.
 func Shared(s mov1.SharedStorage) SharedStorage {
 	if s.S3 == nil {
 		return SharedStorage{}
 	}
-	return SharedStorage{S3: &S3{Endpoint: s.S3.Endpoint, Bucket: s.S3.Bucket, KeyPrefix: s.S3.KeyPrefix, Region: s.S3.Region}}
+	out := &S3{Endpoint: s.S3.Endpoint, Bucket: s.S3.Bucket, KeyPrefix: s.S3.KeyPrefix, Region: s.S3.Region, PathStyle: s.S3.PathStyle}
+	if s.S3.CASecret != nil {
+		out.CAFile = S3CAFile
+	}
+	return SharedStorage{S3: out}
 }
 
 // podSet is what a role's pod template is made of.
@@ -141,7 +168,8 @@ type podSet struct {
 //   - the downward API gives mo-agent the pod's name, namespace and IP;
 //   - GOMEMLIMIT is four fifths of the memory limit, so Go collects before
 //     the kernel kills (MatrixOne's caches are sized from the same limit);
-//   - S3 credentials come from the user's Secret as the AWS SDK's variables;
+//   - S3 credentials come from the user's Secret as the AWS SDK's variables,
+//     and an S3 CA bundle from the user's Secret as a read-only file;
 //   - the pod runs as the image's user, its volumes made its group's, with
 //     a read-only root filesystem and /tmp an emptyDir (the rendered
 //     configuration and MatrixOne's temporary files).
@@ -158,7 +186,7 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", limit*4/5/mib)})
 	}
 	if s3 := p.shared.S3; s3 != nil && s3.CredentialsSecret != "" {
-		for _, key := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		for _, key := range []string{EnvAccessKeyID, EnvSecretAccessKey} {
 			env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret}, Key: key}}})
 		}
@@ -172,6 +200,15 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		{Name: ConfigVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: p.configMap}}}},
 		{Name: TmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if s3 := p.shared.S3; s3 != nil && s3.CASecret != nil {
+		// Certificates are no secret: anyone in the pod may read them.
+		// Not optional: a pod without the CA would fail its store's TLS.
+		mounts = append(mounts, corev1.VolumeMount{Name: S3CAVolume, MountPath: S3CADir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: S3CAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: s3.CASecret.Name, Items: []corev1.KeyToPath{{Key: cmp.Or(s3.CASecret.Key, mov1.DefaultCAKey), Path: path.Base(S3CAFile)}},
+			DefaultMode: ptr.To[int32](0o444),
+		}}})
 	}
 	if fs := p.shared.FileSystem; fs != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: SharedVolume, MountPath: SharedMountPath})
@@ -207,8 +244,12 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		SecurityContext:          standard.RestrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	labels := Labels(p.instance, p.component)
+	if p.shared.BucketClaim != "" {
+		labels[LabelBucketClaim] = p.shared.BucketClaim
+	}
 	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: Labels(p.instance, p.component)},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
 		Spec: corev1.PodSpec{
 			// MatrixOne needs no Kubernetes API.
 			AutomountServiceAccountToken: ptr.To(false),

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -100,6 +101,33 @@ func TestStoreSetChildren(t *testing.T) {
 			}
 			if !strings.HasPrefix(s.PodName(0), tc.podNamePrefix) || !s.HeadlessService().Spec.PublishNotReadyAddresses {
 				t.Errorf("names %s", s.PodName(0))
+			}
+		})
+	}
+}
+
+// TestStoreSetS3 checks that every store role's pods get the LogSet's S3
+// location: its CA Secret mounted (with the key the Secret names), its
+// file in cert-files, path style as is-minio, its credentials from the
+// Secret.
+func TestStoreSetS3(t *testing.T) {
+	for _, role := range []Role{RoleTN, RoleCN, RoleProxy} {
+		t.Run(string(role), func(t *testing.T) {
+			s := storeSet(role)
+			s.Log.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "https://s3", Bucket: "mo-data", Region: "r",
+				PathStyle: true, CredentialsSecret: "s3-keys", CASecret: &mov1.S3CASecret{Name: "corp-ca", Key: "bundle.pem"}}}
+			pod := s.StatefulSet("cfg").Spec.Template.Spec
+			checkS3CA(t, pod, pod.Containers[0], "corp-ca", "bundle.pem")
+			if env(pod.Containers[0], "AWS_ACCESS_KEY_ID") != "" ||
+				!slices.ContainsFunc(pod.Containers[0].Env, func(e corev1.EnvVar) bool {
+					return e.Name == "AWS_SECRET_ACCESS_KEY" && e.ValueFrom.SecretKeyRef.Name == "s3-keys"
+				}) {
+				t.Errorf("the credentials do not come from the Secret: %+v", pod.Containers[0].Env)
+			}
+			cfg := decode(t, must(s.Config()))
+			shared := fileService(t, cfg, "SHARED")["s3"].(map[string]any)
+			if shared["is-minio"] != true || !reflect.DeepEqual(shared["cert-files"], []any{S3CAFile}) {
+				t.Errorf("SHARED's S3 arguments %v", shared)
 			}
 		})
 	}

@@ -33,5 +33,9 @@
 // rootfs-tests, the lane after it, runs them. ZKTEST_ROOTFS names another
 // root filesystem tarball.
 //
+// Those rules and the supervision of the servers' processes are
+// internal/testenv/realserver's, shared with the other harnesses of real
+// servers.
+//
 // +steward:role=testing
 package zktest

@@ -1,13 +1,11 @@
 package zktest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stewardhq/steward/internal/testenv/realserver"
 	"github.com/stewardhq/steward/internal/zookeeper/zkclient"
 )
 
@@ -43,8 +42,6 @@ const (
 	tickTime  = 500
 	initLimit = 20
 	syncLimit = 10
-	// logTail is how many lines of each server's output a failed test logs.
-	logTail = 40
 )
 
 // SuperPassword is the password of the servers' super user, the one
@@ -102,9 +99,10 @@ type Ensemble struct {
 	env environment
 	dir string
 
+	ports realserver.Ports
+
 	mu      sync.Mutex
 	servers []*Server
-	ports   map[int]bool
 }
 
 // Server is one real ZooKeeper server of an [Ensemble]. Its methods are safe
@@ -114,17 +112,10 @@ type Server struct {
 	clientPort, quorumPort, electionPort, adminPort int
 	env                                             environment
 	dir                                             string
+	sup                                             *realserver.Supervisor
 
-	mu     sync.Mutex
-	proc   *process // nil when not running
+	mu     sync.Mutex // serializes Start
 	starts int
-}
-
-// process is one run of a server.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has been waited for
-	err  error         // the exit status, once done is closed
 }
 
 // Start starts n real ZooKeeper servers forming one ensemble on 127.0.0.1
@@ -187,7 +178,7 @@ func newEnsemble(t testing.TB) *Ensemble {
 	if !usable(t, env) {
 		return nil
 	}
-	e := &Ensemble{t: t, env: env, dir: t.TempDir(), ports: map[int]bool{}}
+	e := &Ensemble{t: t, env: env, dir: t.TempDir()}
 	// Registered after t.TempDir, so it runs before the directory is
 	// removed.
 	t.Cleanup(e.cleanup)
@@ -195,23 +186,10 @@ func newEnsemble(t testing.TB) *Ensemble {
 }
 
 // usable skips or fails t when servers cannot run; see the package
-// documentation. It returns whether they can (t.Skipf and t.Fatalf do not
-// return, except in this package's tests).
+// documentation.
 func usable(t testing.TB, env environment) bool {
 	t.Helper()
-	switch {
-	case os.Getenv(DeferEnv) != "":
-		t.Skipf("zktest: real servers deferred to another lane (%s=%s)", DeferEnv, os.Getenv(DeferEnv))
-	case env.err != nil:
-		t.Fatalf("zktest: %v", env.err)
-	case env.skip != "" && os.Getenv("CI") == "true":
-		t.Fatalf("zktest: %s (CI=true: failing instead of skipping)", env.skip)
-	case env.skip != "":
-		t.Skipf("zktest: %s", env.skip)
-	default:
-		return true
-	}
-	return false
+	return realserver.Usable(t, "zktest", env.Status)
 }
 
 // cleanup kills every server and, when the test failed, logs their output.
@@ -224,13 +202,13 @@ func (e *Ensemble) cleanup() {
 		return
 	}
 	for _, s := range servers {
-		e.t.Logf("zktest: last lines of server %d's output (%s):\n%s", s.id, s.LogPath(), s.tail(logTail))
+		s.sup.LogIfFailed(e.t)
 	}
 }
 
 // newServer makes the directories and ports of server id.
 func (e *Ensemble) newServer(id int) (*Server, error) {
-	ports, err := e.freePorts(4)
+	ports, err := e.ports.Take(4)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +221,7 @@ func (e *Ensemble) newServer(id int) (*Server, error) {
 		env:          e.env,
 		dir:          filepath.Join(e.dir, fmt.Sprintf("server-%d", id)),
 	}
+	s.sup = &realserver.Supervisor{Harness: "zktest", Name: fmt.Sprintf("server %d", id), LogPath: s.LogPath()}
 	for _, d := range []string{"root", "conf", "data"} {
 		if err := os.MkdirAll(filepath.Join(s.dir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("server %d: %w", id, err)
@@ -259,33 +238,6 @@ func (e *Ensemble) newServer(id int) (*Server, error) {
 	e.servers = append(e.servers, s)
 	e.mu.Unlock()
 	return s, nil
-}
-
-// freePorts returns n distinct ports that are free on 127.0.0.1 now and
-// were not handed out before. They are taken below the usual ephemeral
-// range (32768 and up), so that the servers' own outgoing connections do
-// not take them between now and the moment a server binds them.
-func (e *Ensemble) freePorts(n int) ([]int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			return nil, errors.New("no free ports on 127.0.0.1")
-		}
-		p := 20000 + rand.IntN(12000)
-		if e.ports[p] {
-			continue
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		e.ports[p] = true
-		ports = append(ports, p)
-	}
-	return ports, nil
 }
 
 // Join starts a new server, with the next unused id, to join the running
@@ -454,19 +406,7 @@ func (s *Server) writeDynamic(lines []string) error {
 }
 
 // Running reports whether the server's process runs (paused counts).
-func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return false
-	}
-	select {
-	case <-s.proc.done:
-		return false
-	default:
-		return true
-	}
-}
+func (s *Server) Running() bool { return s.sup.Running() != nil }
 
 // Start starts the server's process (again, after Stop or Kill, on the same
 // data and configuration, like a pod restarting) and returns at once; see
@@ -474,20 +414,6 @@ func (s *Server) Running() bool {
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		select {
-		case <-s.proc.done:
-		default:
-			return fmt.Errorf("server %d is running", s.id)
-		}
-	}
-	logFile, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("server %d: %w", s.id, err)
-	}
-	s.starts++
-	fmt.Fprintf(logFile, "=== zktest: start %d of server %d at %s\n", s.starts, s.id, time.Now().Format(time.RFC3339Nano))
-
 	args := []string{
 		"--mount", "--uts", "--pid", "--fork", "--kill-child", "--propagation", "private",
 		"/bin/sh", "-c", inner, "zktest-server",
@@ -500,52 +426,15 @@ func (s *Server) Start() error {
 	}
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group, so Pause and Kill reach unshare and the
-		// JVM together.
-		Setpgid: true,
-		// Should the test process die without cleaning up, unshare dies
-		// and --kill-child takes the JVM with it.
-		Pdeathsig: syscall.SIGKILL,
+	// The supervisor runs unshare in its own process group, so Pause and
+	// Kill reach unshare and the JVM together, with a parent-death signal:
+	// should the test process die without cleaning up, unshare dies and
+	// --kill-child takes the JVM with it.
+	if err := s.sup.Start(cmd, fmt.Sprintf("start %d of server %d", s.starts+1, s.id)); err != nil {
+		return err
 	}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting server %d: %w", s.id, err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = logFile.Close()
-		close(p.done)
-	}()
-	s.proc = p
+	s.starts++
 	return nil
-}
-
-// running returns the running process, or nil.
-func (s *Server) running() *process {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return nil
-	}
-	select {
-	case <-s.proc.done:
-		return nil
-	default:
-		return s.proc
-	}
-}
-
-// signalGroup sends sig to the server's process group: unshare and the JVM.
-func (p *process) signalGroup(sig syscall.Signal) error {
-	err := syscall.Kill(-p.cmd.Process.Pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil // gone already
-	}
-	return err
 }
 
 // Stop stops the server the way the kubelet stops a container: SIGTERM to
@@ -553,22 +442,22 @@ func (p *process) signalGroup(sig syscall.Signal) error {
 // paused server is resumed so that it can handle SIGTERM. Stopping a server
 // that does not run does nothing. The data directory stays.
 func (s *Server) Stop() error {
-	p := s.running()
+	p := s.sup.Running()
 	if p == nil {
 		return nil
 	}
-	jvm := p.jvmPid()
+	jvm := jvmPid(p)
 	if jvm == 0 {
 		return s.Kill()
 	}
 	if err := syscall.Kill(jvm, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping server %d: %w", s.id, err)
 	}
-	if err := p.signalGroup(syscall.SIGCONT); err != nil {
+	if err := p.SignalGroup(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("stopping server %d: %w", s.id, err)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 		return nil
 	case <-time.After(StopTimeout):
 		return s.Kill()
@@ -579,29 +468,29 @@ func (s *Server) Stop() error {
 // waits until it is gone and its ports are free. Killing a server that does
 // not run does nothing.
 func (s *Server) Kill() error {
-	p := s.running()
+	p := s.sup.Running()
 	if p == nil {
 		return nil
 	}
 	// Killing the JVM, PID 1 of its namespace, ends the namespace; unshare
 	// reaps it and exits. It is resumed in case it was paused.
-	if jvm := p.jvmPid(); jvm != 0 {
+	if jvm := jvmPid(p); jvm != 0 {
 		if err := syscall.Kill(jvm, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("killing server %d: %w", s.id, err)
 		}
-		if err := p.signalGroup(syscall.SIGCONT); err != nil {
+		if err := p.SignalGroup(syscall.SIGCONT); err != nil {
 			return fmt.Errorf("killing server %d: %w", s.id, err)
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return nil
 		case <-time.After(StopTimeout):
 		}
 	}
-	if err := p.signalGroup(syscall.SIGKILL); err != nil {
+	if err := p.SignalGroup(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("killing server %d: %w", s.id, err)
 	}
-	<-p.done
+	<-p.Done()
 	return nil
 }
 
@@ -612,11 +501,11 @@ func (s *Server) kill() { _ = s.Kill() }
 // accepts connections (the kernel does), but answers nothing, like a hung
 // process. Resume undoes it.
 func (s *Server) Pause() error {
-	p := s.running()
+	p := s.sup.Running()
 	if p == nil {
 		return fmt.Errorf("pausing server %d: not running", s.id)
 	}
-	if err := p.signalGroup(syscall.SIGSTOP); err != nil {
+	if err := p.SignalGroup(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pausing server %d: %w", s.id, err)
 	}
 	return nil
@@ -624,11 +513,11 @@ func (s *Server) Pause() error {
 
 // Resume continues a server stopped by Pause.
 func (s *Server) Resume() error {
-	p := s.running()
+	p := s.sup.Running()
 	if p == nil {
 		return fmt.Errorf("resuming server %d: not running", s.id)
 	}
-	if err := p.signalGroup(syscall.SIGCONT); err != nil {
+	if err := p.SignalGroup(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resuming server %d: %w", s.id, err)
 	}
 	return nil
@@ -636,8 +525,8 @@ func (s *Server) Resume() error {
 
 // jvmPid returns the host pid of the JVM (unshare's only child, which
 // exec'd its way to java), or 0 when it cannot tell.
-func (p *process) jvmPid() int {
-	pid := p.cmd.Process.Pid
+func jvmPid(p *realserver.Process) int {
+	pid := p.Pid()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 	if err != nil {
 		return 0
@@ -659,31 +548,10 @@ func (p *process) jvmPid() int {
 func (s *Server) WaitServing(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		p := s.running()
-		if p == nil {
-			s.mu.Lock()
-			exit := "exit status 0"
-			if s.proc != nil && s.proc.err != nil {
-				exit = s.proc.err.Error()
-			}
-			s.mu.Unlock()
-			return fmt.Errorf("server %d is not running (%s); its output ends with:\n%s", s.id, exit, s.tail(logTail))
-		}
+	return s.sup.WaitServing(ctx, 250*time.Millisecond, func(ctx context.Context) error {
 		_, err := serverState(ctx, client, s.AdminAddr())
-		if err == nil {
-			return nil
-		}
-		last = err.Error()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("server %d does not serve (%s): %w", s.id, last, ctx.Err())
-		case <-tick.C:
-		}
-	}
+		return err
+	})
 }
 
 // serverState asks the AdminServer at addr for its state. The zkclient
@@ -715,23 +583,4 @@ func serverState(ctx context.Context, client *http.Client, addr string) (string,
 		return "", errors.New("stat: no server state")
 	}
 	return stat.ServerStats.ServerState, nil
-}
-
-// tail returns the last n lines of the server's output.
-func (s *Server) tail(n int) string {
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		return fmt.Sprintf("(no output: %v)", err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return "    " + strings.Join(lines, "\n    ")
 }

@@ -1,0 +1,360 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/s3"
+)
+
+// The local cluster's S3 server, as hack/versitygw.sh starts it
+// (hack/versitygw.yaml).
+const (
+	s3Namespace = "steward-s3"
+	s3Endpoint  = "http://versitygw." + s3Namespace + ".svc:7070"
+	s3Region    = "us-east-1"
+	// s3Bucket is the bucket every spec's claims are in, each under a
+	// prefix named after the spec's namespace.
+	s3Bucket = "matrixone"
+)
+
+// moS3Spec runs a MatrixOneCluster whose shared storage is a BucketClaim
+// (Retain) on versitygw, the S3 server the suite starts in the cluster
+// (hack/versitygw.sh), path-style: it bootstraps and serves SQL through
+// the proxy; under writes the TN pod and the log pod are killed and every
+// acknowledged write is found; MatrixOne's objects are under the claim's
+// prefix in the bucket (listed by internal/s3 through a port-forward);
+// the cluster is deleted (the claim Released, its objects kept) and
+// re-created naming the same claim, which binds the new LogSet, and every
+// row is back. Meanwhile a second cluster, on a claim with Delete, writes
+// there; once it is deleted the claim goes and its prefix is empty. The
+// clusters are the umbrella spec's with one CN: about 2 GiB of memory
+// limits each, both at once for the last two steps.
+func moS3Spec(t *testing.T, in specInput) {
+	installOperator(t)
+	m := &moCluster{scenario: newScenario(t, "mos3", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
+	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1}, spec: t}
+	m.runSteps(t, s.dump, []step{
+		{"create on a BucketClaim on versitygw", s.create},
+		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
+		{"the log pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }},
+		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
+		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
+		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
+	})
+}
+
+// The spec's claims and its second cluster.
+const (
+	moS3Retained = "mo-data"
+	moS3Deleted  = "mo-scratch"
+	moS3Second   = "mo2"
+)
+
+type moS3 struct {
+	*moUmbrella
+	// spec is the spec's test, which outlives its steps: the
+	// port-forward lasts as long.
+	spec *testing.T
+	// keys are versitygw's root keys, which the claims' Secret holds.
+	keys *s3.Credentials
+	// store is an S3 client for the bucket's root, through a port-forward
+	// to versitygw's Service.
+	store *s3.Client
+	// logSetUID is the first cluster's LogSet's, which the claim binds.
+	logSetUID types.UID
+}
+
+// startS3 starts versitygw with hack/versitygw.sh (idempotent: the first
+// spec that needs it starts it, the others find it) and returns its root
+// keys.
+func startS3(t *testing.T) *s3.Credentials {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.Command(filepath.Join(env.root, "hack", "versitygw.sh"))
+	cmd.Env = append(os.Environ(), "KUBECTL="+filepath.Join(env.binDir, "kubectl"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		logs, _ := kubectl("logs", "-n", s3Namespace, "versitygw-0", "--tail=40")
+		fatalf(t, "hack/versitygw.sh: %v: %s\nversitygw's log:\n%s", err, out, logs)
+	}
+	t.Logf("%s (%s)", strings.TrimSpace(string(out)), time.Since(start).Round(time.Second))
+	secret, err := env.client.CoreV1().Secrets(s3Namespace).Get(context.Background(), "versitygw-root", metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	return &s3.Credentials{AccessKeyID: string(secret.Data["AWS_ACCESS_KEY_ID"]), SecretAccessKey: string(secret.Data["AWS_SECRET_ACCESS_KEY"])}
+}
+
+// claim is a BucketClaim on versitygw's bucket, under the prefix
+// <namespace>/<name>, with the keys of the Secret s3-keys.
+func (s *moS3) claim(name string, policy commonv1.ReclaimPolicy) string {
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BucketClaim
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  s3: {endpoint: %[3]q, region: %[4]s, bucket: %[5]s, keyPrefix: %[2]s/%[1]s, pathStyle: true, credentialsSecret: s3-keys}
+  reclaimPolicy: %[6]s
+`, name, s.ns, s3Endpoint, s3Region, s3Bucket, policy)
+}
+
+// create starts versitygw, gives the namespace its keys (Secret s3-keys)
+// and the claim, and creates the cluster on it: it is Ready, bound, and
+// serves SQL.
+func (s *moS3) create(t *testing.T) {
+	s.keys = startS3(t)
+	if out, err := kubectl("create", "secret", "generic", "s3-keys", "-n", s.ns,
+		"--from-literal=AWS_ACCESS_KEY_ID="+s.keys.AccessKeyID, "--from-literal=AWS_SECRET_ACCESS_KEY="+s.keys.SecretAccessKey); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	if out, err := kubectlStdin(s.claim(moS3Retained, commonv1.ReclaimRetain), "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	took := s.createTimed(t)
+	t.Logf("Bootstrapped on S3 (versitygw) in %s", took.Round(time.Second))
+	bc := s.waitClaim(moS3Retained, time.Minute, func(bc *mov1.BucketClaim) error {
+		if bc.Status.Phase != mov1.BucketClaimBound || bc.Status.BoundTo == nil || bc.Status.BoundTo.Name != moClusterLog {
+			return fmt.Errorf("phase %s, bound to %+v", bc.Status.Phase, bc.Status.BoundTo)
+		}
+		return nil
+	})
+	s.logSetUID = bc.Status.BoundTo.UID
+	addr := portForward(s.spec, s3Namespace, "svc/versitygw", 7070)
+	var err error
+	if s.store, err = s3.New(s3.Location{Endpoint: "http://" + addr, Region: s3Region, Bucket: s3Bucket,
+		PathStyle: true, Credentials: s.keys}); err != nil {
+		fatalNow(t, err)
+	}
+}
+
+// waitClaim waits until check accepts the claim name, and returns it.
+func (s *moS3) waitClaim(name string, timeout time.Duration, check func(*mov1.BucketClaim) error) *mov1.BucketClaim {
+	s.t.Helper()
+	bc := &mov1.BucketClaim{}
+	eventually(s.t, timeout, "BucketClaim "+name, func(ctx context.Context) error {
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: name}, bc); err != nil {
+			return err
+		}
+		return check(bc)
+	})
+	return bc
+}
+
+// list lists every object under the prefix, all pages.
+func (s *moS3) list(ctx context.Context, prefix string) ([]s3.Object, error) {
+	var objects []s3.Object
+	opts := s3.ListOptions{}
+	for {
+		page, err := s.store.ListPrefix(ctx, prefix, opts)
+		if err != nil {
+			return nil, err
+		}
+		objects = append(objects, page.Objects...)
+		if page.Next == "" {
+			return objects, nil
+		}
+		opts.After = page.Next
+	}
+}
+
+// waitObjects flushes the table e2e.t of the cluster whose proxy is
+// proxy (the prefix of its sets' names) to the shared storage, waits until
+// the objects are under the claim's prefix (data/) and logs what is there,
+// by directory. MatrixOne 1.2.4's TN neither checkpoints nor flushes on
+// its own in its first 5 minutes (the checkpoint runner's startupLatency,
+// which no configuration sets): the flush is asked for, with mo_ctl.
+func (s *moS3) waitObjects(t *testing.T, cluster, claim string) {
+	t.Helper()
+	var out string
+	eventually(t, time.Minute, "e2e.t flushed", func(context.Context) error {
+		var err error
+		out, err = s.sqlOn(cluster, "select mo_ctl('dn', 'flush', 'e2e.t')")
+		return err
+	})
+	t.Logf("mo_ctl flush of e2e.t: %s", strings.TrimSpace(out))
+	prefix := s.ns + "/" + claim
+	var objects []s3.Object
+	eventually(t, 2*time.Minute, "objects under "+prefix+"/data", func(ctx context.Context) error {
+		var err error
+		if objects, err = s.list(ctx, prefix); err != nil {
+			return err
+		}
+		for _, o := range objects {
+			if strings.HasPrefix(o.Key, prefix+"/data/") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d objects under %s, none under data/", len(objects), prefix)
+	})
+	dirs := map[string][2]int64{}
+	for _, o := range objects {
+		rel := strings.TrimPrefix(o.Key, prefix+"/")
+		parts := strings.SplitN(rel, "/", 3)
+		dir := parts[0]
+		if len(parts) == 3 {
+			dir += "/" + parts[1]
+		}
+		d := dirs[dir]
+		dirs[dir] = [2]int64{d[0] + 1, d[1] + o.Size}
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	var line []string
+	for _, d := range names {
+		line = append(line, fmt.Sprintf("%s: %d (%d KiB)", d, dirs[d][0], dirs[d][1]/1024))
+	}
+	t.Logf("s3://%s/%s holds %d objects: %s", s3Bucket, prefix, len(objects), strings.Join(line, ", "))
+}
+
+// objectsThere lists the claim's prefix: MatrixOne's data is there.
+func (s *moS3) objectsThere(t *testing.T) { s.waitObjects(t, "mo", moS3Retained) }
+
+// sqlOn runs query as root through the proxy of the MatrixOneCluster
+// cluster.
+func (s *moS3) sqlOn(cluster, query string) (string, error) {
+	if cluster == "mo" {
+		return s.sql(query)
+	}
+	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), cluster+"-log-root", metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return moSQL(s.ns, fmt.Sprintf("%s-proxy.%s.svc:6001", cluster, s.ns), string(secret.Data["password"]), query)
+}
+
+// recreate deletes the cluster: the claim is Released, still naming the
+// gone LogSet, and its objects stay. Then it creates a second claim, with
+// Delete, and a second cluster on it, and re-creates the first cluster
+// naming the same claim, which binds its new LogSet: every row is back.
+func (s *moS3) recreate(t *testing.T) {
+	var kept int
+	s.recreateAround(t, func() {
+		s.waitClaim(moS3Retained, time.Minute, func(bc *mov1.BucketClaim) error {
+			if bc.Status.Phase != mov1.BucketClaimReleased || bc.Status.BoundTo == nil || bc.Status.BoundTo.UID != s.logSetUID {
+				return fmt.Errorf("phase %s, bound to %+v", bc.Status.Phase, bc.Status.BoundTo)
+			}
+			return nil
+		})
+		objects, err := s.list(context.Background(), s.ns+"/"+moS3Retained)
+		if err != nil {
+			fatalNow(t, err)
+		}
+		if kept = len(objects); kept == 0 {
+			fatalNow(t, "no object left under the Retained claim's prefix")
+		}
+		t.Logf("The claim Released with its %d objects", kept)
+		if out, err := kubectlStdin(s.claim(moS3Deleted, commonv1.ReclaimDelete)+"---\n"+s.second(), "apply", "-f", "-"); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+	})
+	bc := s.waitClaim(moS3Retained, time.Minute, func(bc *mov1.BucketClaim) error {
+		if bc.Status.Phase != mov1.BucketClaimBound || bc.Status.BoundTo == nil || bc.Status.BoundTo.UID == s.logSetUID {
+			return fmt.Errorf("phase %s, bound to %+v", bc.Status.Phase, bc.Status.BoundTo)
+		}
+		return nil
+	})
+	t.Logf("The claim bound again, to the new LogSet %s", bc.Status.BoundTo.UID)
+}
+
+// second is the second cluster, on the Delete claim: the first's shape,
+// MatrixOne's default configuration, its log store's volume deleted with
+// it.
+func (s *moS3) second() string {
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: MatrixOneCluster
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  image: %[3]s
+  imagePullPolicy: Never
+  sharedStorage: {bucketClaim: %[4]s}
+  logService: {replicas: 1, resources: {limits: {memory: 384Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}
+  tn: {resources: {limits: {memory: 768Mi}}, storage: {size: 512Mi}}
+  cnGroups: [{name: cn, replicas: 1, resources: {limits: {memory: 640Mi}}, storage: {size: 256Mi}}]
+  proxy: {resources: {limits: {memory: 192Mi}}}
+`, moS3Second, s.ns, s.image, moS3Deleted)
+}
+
+// deleteEmpties waits for the second cluster and its objects, deletes it,
+// and waits until its claim, under Delete, emptied the prefix and went.
+func (s *moS3) deleteEmpties(t *testing.T) {
+	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Second, "--for=condition=Ready", "--timeout=6m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	for _, q := range []string{"create database if not exists e2e", "create table if not exists e2e.t (id int primary key)", "insert into e2e.t values (1)"} {
+		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Second, q); return err })
+	}
+	s.waitObjects(t, moS3Second, moS3Deleted)
+	start := time.Now()
+	if out, err := kubectl("delete", "matrixonecluster", moS3Second, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	var last *mov1.BucketClaim
+	var once sync.Once
+	eventually(t, 4*time.Minute, "the Delete claim gone", func(ctx context.Context) error {
+		bc := &mov1.BucketClaim{}
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: moS3Deleted}, bc)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		if bc.Status.Deletion != nil {
+			once.Do(func() { t.Logf("Emptying the prefix (started %s)", bc.Status.Deletion.StartedAt) })
+		}
+		last = bc
+		return fmt.Errorf("phase %s, deletion %+v", bc.Status.Phase, bc.Status.Deletion)
+	})
+	if last != nil && last.Status.Deletion != nil {
+		t.Logf("Last seen deletion progress: %+v", *last.Status.Deletion)
+	}
+	objects, err := s.list(context.Background(), s.ns+"/"+moS3Deleted)
+	if err != nil {
+		fatalNow(t, err)
+	}
+	if len(objects) != 0 {
+		errorf(t, "%d objects left under the Delete claim's prefix, the first %s", len(objects), objects[0].Key)
+	}
+	kept, err := s.list(context.Background(), s.ns+"/"+moS3Retained)
+	if err != nil || len(kept) == 0 {
+		errorf(t, "the Retained claim's prefix after the other's deletion: %d objects, %v", len(kept), err)
+	}
+	out, _ := kubectl("get", "events", "-n", s.ns, "--field-selector", "involvedObject.name="+moS3Deleted, "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+	t.Logf("The cluster deleted, the claim emptied and gone in %s; its events:\n%s", time.Since(start).Round(time.Second), out)
+	if !strings.Contains(out, mov1.EventPrefixEmptied) {
+		errorf(t, "no %s event", mov1.EventPrefixEmptied)
+	}
+}
+
+// dump is the scenario's dump, with the claims and versitygw's log.
+func (s *moS3) dump() {
+	s.dumpState()
+	for _, args := range [][]string{
+		{"get", "bucketclaims", "-n", s.ns, "-o", "yaml"},
+		{"get", "pods,pvc", "-n", s3Namespace, "-o", "wide"},
+		{"logs", "-n", s3Namespace, "versitygw-0", "--tail=60"},
+	} {
+		out, _ := kubectl(args...)
+		s.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+}
