@@ -22,4 +22,9 @@
 // and each selected system's smoke spec only (a cluster created, Ready,
 // serving one request, deleted), the first spec of every system at both
 // depths. docs/testing.md lists the test lanes.
+//
+// A failed test dumps its namespace (smoke_test.go, scenario.go), and a
+// failed run ends with a one-line-per-fact failure summary (summary.go):
+// CI keeps only the end of the output. Tests report failures through
+// errorf, fatalf and fatalNow, which add the message to the summary.
 package e2e
