@@ -151,6 +151,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		NewProxySetController(opts).setup,
 		func(mgr ctrl.Manager) error { return setupClusters(mgr, NewClusterController(), opts.withDefaults()) },
 		func(mgr ctrl.Manager) error { return setupBucketClaims(mgr, NewBucketClaimController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackupJobs(mgr, NewBackupJobController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackups(mgr, NewBackupController(opts)) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

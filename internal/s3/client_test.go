@@ -311,3 +311,23 @@ func TestTLS(t *testing.T) {
 	_, err := newClient(t, loc).EnsureBucket(ctx)
 	checkErr(t, err, "", "certificate signed by unknown authority")
 }
+
+func TestGet(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := testContext(t)
+	c := newClient(t, srv.Location("mo-backups", "ns/b1"))
+	if _, err := c.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put(ctx, t, c, "tae/tae_sum")
+	got, err := c.Get(ctx, "tae/tae_sum", 64)
+	if err != nil || string(got) != "tae/tae_sum" {
+		t.Fatalf("Get = %q, %v; want the object's content", got, err)
+	}
+	_, err = c.Get(ctx, "tae/tae_sum", 4)
+	if !errors.Is(err, s3.ErrTooLarge) {
+		t.Errorf("Get with a 4-byte limit of an 11-byte object: %v, want ErrTooLarge", err)
+	}
+	_, err = c.Get(ctx, "tae/no_such", 64)
+	checkErr(t, err, "NoSuchKey", "getting ns/b1/tae/no_such in bucket mo-backups")
+}
