@@ -56,6 +56,7 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
 		{"the log pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }},
 		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
+		{"a backup under writes, recorded and read back", s.backUp},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
@@ -159,10 +160,15 @@ func (s *moS3) waitClaim(name string, timeout time.Duration, check func(*mov1.Bu
 
 // list lists every object under the prefix, all pages.
 func (s *moS3) list(ctx context.Context, prefix string) ([]s3.Object, error) {
+	return s.listIn(ctx, s.store, prefix)
+}
+
+// listIn lists every object under prefix of store's bucket.
+func (s *moS3) listIn(ctx context.Context, store *s3.Client, prefix string) ([]s3.Object, error) {
 	var objects []s3.Object
 	opts := s3.ListOptions{}
 	for {
-		page, err := s.store.ListPrefix(ctx, prefix, opts)
+		page, err := store.ListPrefix(ctx, prefix, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -346,11 +352,83 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	}
 }
 
+// moS3Backups is the bucket the spec's backups go to, each under
+// backups/<namespace>/.
+const moS3Backups = "matrixone-backups"
+
+// backUp runs a BackupJob of the cluster while a client writes through
+// the proxy: MatrixOne's BACKUP runs from the job's pod, the job records
+// a Backup, and the Backup reads back complete from the store (mo_meta,
+// hakeeper/hk_data, tae/ with its checkpoints, and MatrixOne's consistent
+// point). The bucket is made by the test: a BackupJob needs one.
+func (s *moS3) backUp(t *testing.T) {
+	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
+		PathStyle: true, Credentials: s.keys})
+	if err == nil {
+		_, err = backups.EnsureBucket(context.Background())
+	}
+	if err != nil {
+		fatalNow(t, err)
+	}
+	job := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupJob
+metadata: {name: mo-backup, namespace: %[1]s}
+spec:
+  cluster: mo
+  destination:
+    s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: backups, pathStyle: true, credentialsSecret: s3-keys}
+  deletionPolicy: Delete
+`, s.ns, s3Endpoint, s3Region, moS3Backups)
+	start := time.Now()
+	s.underWrites(t, func() {
+		if out, err := kubectlStdin(job, "apply", "-f", "-"); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+		if out, err := kubectl("wait", "-n", s.ns, "backupjob/mo-backup", "--for=condition=Ready", "--timeout=4m"); err != nil {
+			fatalf(t, "the BackupJob: %v: %s", err, out)
+		}
+	})
+	took := time.Since(start)
+	b := &mov1.Backup{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "mo-backup"}, b); err != nil {
+		fatalNow(t, err)
+	}
+	if b.Status.BackupTS == "" || b.Status.Objects == 0 || b.Spec.Location.Bucket != moS3Backups {
+		errorf(t, "the Backup: spec %+v, status %+v", b.Spec, b.Status)
+	}
+	objects, err := s.listIn(context.Background(), backups, b.Spec.Location.KeyPrefix)
+	if err != nil {
+		fatalNow(t, err)
+	}
+	var size int64
+	found := map[string]bool{}
+	for _, o := range objects {
+		size += o.Size
+		rel := strings.TrimPrefix(o.Key, b.Spec.Location.KeyPrefix+"/")
+		found[rel] = true
+		if strings.HasPrefix(rel, "tae/ckp/") {
+			found["tae/ckp/"] = true
+		}
+	}
+	for _, want := range []string{"mo_meta", "hakeeper/hk_data", "tae/tae_sum", "tae/tae_list", "tae/ckp/"} {
+		if !found[want] {
+			errorf(t, "no %s under s3://%s/%s", want, moS3Backups, b.Spec.Location.KeyPrefix)
+		}
+	}
+	if int64(len(objects)) != b.Status.Objects || size != b.Status.SizeBytes {
+		errorf(t, "the Backup says %d objects, %d bytes; the store lists %d, %d bytes", b.Status.Objects, b.Status.SizeBytes, len(objects), size)
+	}
+	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, in s3://%s/%s",
+		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, moS3Backups, b.Spec.Location.KeyPrefix)
+}
+
 // dump is the scenario's dump, with the claims and versitygw's log.
 func (s *moS3) dump() {
 	s.dumpState()
 	for _, args := range [][]string{
-		{"get", "bucketclaims", "-n", s.ns, "-o", "yaml"},
+		{"get", "bucketclaims,backupjobs,backups", "-n", s.ns, "-o", "yaml"},
+		{"get", "jobs,pods", "-n", s.ns, "-l", "app.kubernetes.io/component=backup", "-o", "wide"},
+		{"logs", "-n", s.ns, "-l", "app.kubernetes.io/component=backup", "--tail=40"},
 		{"get", "pods,pvc", "-n", s3Namespace, "-o", "wide"},
 		{"logs", "-n", s3Namespace, "versitygw-0", "--tail=60"},
 	} {
