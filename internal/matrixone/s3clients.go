@@ -3,6 +3,7 @@ package matrixone
 import (
 	"cmp"
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -113,4 +114,13 @@ func secretKeys(ctx context.Context, r client.Reader, namespace, name, what stri
 		return nil, fmt.Sprintf("the %s Secret %s has no %s", what, name, strings.Join(missing, " and no ")), nil
 	}
 	return values, "", nil
+}
+
+// client is forLocation with why it cannot be made as an error.
+func (cc *s3Clients) client(ctx context.Context, r client.Reader, namespace string, uid types.UID, spec mov1.S3Storage) (*s3.Client, error) {
+	cl, why, err := cc.forLocation(ctx, r, namespace, uid, spec)
+	if err == nil && why != "" {
+		err = errors.New(why)
+	}
+	return cl, err
 }

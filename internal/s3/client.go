@@ -248,6 +248,21 @@ func (c *Client) Get(ctx context.Context, name string, limit int64) ([]byte, err
 	return data, nil
 }
 
+// CopyFrom copies the object srcKey (a full key) of the bucket srcBucket,
+// in the same store, to name (relative to the location), server-side: the
+// data never leaves the store. The client's credentials must read the
+// source. An object of more than 5 GiB needs a multipart copy, which this
+// does not do (MatrixOne writes far smaller objects).
+func (c *Client) CopyFrom(ctx context.Context, srcBucket, srcKey, name string) error {
+	key := c.key(name)
+	_, err := c.mc.CopyObject(ctx, minio.CopyDestOptions{Bucket: c.loc.Bucket, Object: key},
+		minio.CopySrcOptions{Bucket: srcBucket, Object: srcKey})
+	if err != nil {
+		return c.fail("copying "+srcBucket+"/"+srcKey+" to", key, err)
+	}
+	return nil
+}
+
 // Object is an object listed.
 type Object struct {
 	// Key is the object's full key in the bucket.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,7 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"the log pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }},
 		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
 		{"a backup under writes, recorded and read back", s.backUp},
+		{"the backup restored into a new cluster", s.restore},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
@@ -81,6 +83,10 @@ type moS3 struct {
 	store *s3.Client
 	// logSetUID is the first cluster's LogSet's, which the claim binds.
 	logSetUID types.UID
+	// backupStarted and backupDone are when the BackupJob was created and
+	// when it was Ready: a write acknowledged before the first is in the
+	// backup, one acknowledged after the second is not.
+	backupStarted, backupDone time.Time
 }
 
 // startS3 starts versitygw with hack/versitygw.sh (idempotent: the first
@@ -241,7 +247,12 @@ func (s *moS3) sqlOn(cluster, query string) (string, error) {
 	if cluster == "mo" {
 		return s.sql(query)
 	}
-	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), cluster+"-log-root", metav1.GetOptions{})
+	name := cluster + "-log-root"
+	mc := &mov1.MatrixOneCluster{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: cluster}, mc); err == nil && mc.Status.RootPasswordSecret != "" {
+		name = mc.Status.RootPasswordSecret
+	}
+	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -379,16 +390,17 @@ spec:
     s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: backups, pathStyle: true, credentialsSecret: s3-keys}
   deletionPolicy: Delete
 `, s.ns, s3Endpoint, s3Region, moS3Backups)
-	start := time.Now()
 	s.underWrites(t, func() {
+		s.backupStarted = time.Now()
 		if out, err := kubectlStdin(job, "apply", "-f", "-"); err != nil {
 			fatalf(t, "%v: %s", err, out)
 		}
 		if out, err := kubectl("wait", "-n", s.ns, "backupjob/mo-backup", "--for=condition=Ready", "--timeout=4m"); err != nil {
 			fatalf(t, "the BackupJob: %v: %s", err, out)
 		}
+		s.backupDone = time.Now()
 	})
-	took := time.Since(start)
+	took := s.backupDone.Sub(s.backupStarted)
 	b := &mov1.Backup{}
 	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "mo-backup"}, b); err != nil {
 		fatalNow(t, err)
@@ -420,6 +432,143 @@ spec:
 	}
 	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, in s3://%s/%s",
 		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, moS3Backups, b.Spec.Location.KeyPrefix)
+}
+
+// The restored cluster, on a claim of its own.
+const (
+	moS3Restored      = "restored"
+	moS3RestoredClaim = "mo-restored"
+)
+
+// restore creates a MatrixOneCluster restored from the backup, on a claim
+// with Delete, with the source's root password: once Ready (after the
+// copy, the forced global checkpoint and the TN's restart), every row
+// acknowledged before the backup started is there, none acknowledged
+// after it ended, and none the source does not have. A table created
+// there gets an ID above every restored one (HAKeeper's allocators were
+// seeded from the backup); rows written there survive a TN restart (the
+// forced global checkpoint). Then it is deleted, and its claim empties.
+func (s *moS3) restore(t *testing.T) {
+	var before, after []int
+	for _, w := range s.acked {
+		switch {
+		case w.at.Before(s.backupStarted):
+			before = append(before, w.id)
+		case w.at.After(s.backupDone):
+			after = append(after, w.id)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		fatalf(t, "the writer acknowledged %d writes before the backup and %d after it: nothing to compare", len(before), len(after))
+	}
+	cluster := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: MatrixOneCluster
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  image: %[3]s
+  imagePullPolicy: Never
+  sharedStorage: {bucketClaim: %[4]s}
+  rootPassword: %[5]s-root
+  restoreFrom: {backup: mo-backup}
+  logService: {replicas: 1, resources: {limits: {memory: 384Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}
+  tn: {resources: {limits: {memory: 768Mi}}, storage: {size: 512Mi, reclaimPolicy: Delete}}
+  cnGroups: [{name: cn, replicas: 1, resources: {limits: {memory: 640Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}]
+  proxy: {resources: {limits: {memory: 192Mi}}}
+`, moS3Restored, s.ns, s.image, moS3RestoredClaim, moClusterLog)
+	start := time.Now()
+	if out, err := kubectlStdin(s.claim(moS3RestoredClaim, commonv1.ReclaimDelete)+"---\n"+cluster, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=8m"); err != nil {
+		fatalf(t, "the restored cluster: %v: %s", err, out)
+	}
+	took := time.Since(start)
+	mc := &mov1.MatrixOneCluster{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: moS3Restored}, mc); err != nil {
+		fatalNow(t, err)
+	}
+	r := mc.Status.Restore
+	if r == nil || r.CompletedAt == nil || r.DataCopiedAt == nil || r.RestartedTN == "" || r.ObjectsCopied == 0 {
+		fatalf(t, "the restored cluster's status.restore: %+v", r)
+	}
+	t.Logf("Restored in %s to Ready: %d objects (%d KiB) copied in %s, consistent at %s", took.Round(time.Second),
+		r.ObjectsCopied, r.BytesCopied/1024, r.DataCopiedAt.Sub(start).Round(time.Second), r.BackupTS)
+
+	ids := func(cluster string) map[int]bool {
+		var out string
+		eventually(t, 2*time.Minute, "the rows of "+cluster, func(context.Context) error {
+			var err error
+			out, err = s.sqlOn(cluster, "select id from e2e.t")
+			return err
+		})
+		have := map[int]bool{}
+		for _, f := range strings.Fields(out) {
+			if id, err := strconv.Atoi(f); err == nil {
+				have[id] = true
+			}
+		}
+		return have
+	}
+	restored, source := ids(moS3Restored), ids("mo")
+	var missing, late, unknown int
+	for _, id := range before {
+		if !restored[id] {
+			missing++
+		}
+	}
+	for _, id := range after {
+		if restored[id] {
+			late++
+		}
+	}
+	for id := range restored {
+		if !source[id] {
+			unknown++
+		}
+	}
+	if missing+late+unknown > 0 {
+		errorf(t, "the restored rows: %d of %d acknowledged before the backup missing, %d of %d acknowledged after it present, %d the source does not have",
+			missing, len(before), late, len(after), unknown)
+	}
+	t.Logf("The restored cluster holds %d rows: all %d acknowledged before the backup, none of %d after it; the source holds %d",
+		len(restored), len(before), len(after), len(source))
+
+	// New tables get new IDs; new rows survive a TN restart.
+	for _, q := range []string{"create table e2e.after_restore (id int primary key)", "insert into e2e.after_restore values (1), (2), (3)"} {
+		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Restored, q); return err })
+	}
+	out, err := s.sqlOn(moS3Restored, "select (select rel_id from mo_catalog.mo_tables where relname = 'after_restore' and reldatabase = 'e2e') > "+
+		"(select max(rel_id) from mo_catalog.mo_tables where relname <> 'after_restore')")
+	if err != nil || strings.TrimSpace(out) != "1" {
+		errorf(t, "the new table's ID is not above every restored one: %q, %v", out, err)
+	}
+	if out, err := kubectl("delete", "pod", "-n", s.ns, moS3Restored+"-tn-0", "--wait=true"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=4m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, 2*time.Minute, "the rows written after the restore, after a TN restart", func(context.Context) error {
+		out, err := s.sqlOn(moS3Restored, "select count(*) from e2e.after_restore")
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(out); got != "3" {
+			errorf(t, "after a TN restart the table written after the restore holds %s rows, want 3", got)
+		}
+		return nil
+	})
+
+	if out, err := kubectl("delete", "matrixonecluster", moS3Restored, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, 4*time.Minute, "the restored cluster's claim gone", func(ctx context.Context) error {
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: moS3RestoredClaim}, &mov1.BucketClaim{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
 }
 
 // dump is the scenario's dump, with the claims and versitygw's log.

@@ -204,3 +204,17 @@ const (
 	// Delete was deleted.
 	EventBackupDeleted = "BackupObjectsDeleted"
 )
+
+// Reasons of a restore (spec.restoreFrom).
+const (
+	// ReasonRestoring: the LogSet copies the backup's data before its
+	// stores start, or the cluster forces a global checkpoint and restarts
+	// its TN before its proxies start (status.restore and
+	// status.operation say where).
+	ReasonRestoring = "Restoring"
+	// EventRestoreDataCopied: the backup's data is copied; the log stores
+	// start.
+	EventRestoreDataCopied = "RestoreDataCopied"
+	// EventRestored: the restore completed: the cluster's proxies start.
+	EventRestored = "Restored"
+)
