@@ -139,9 +139,11 @@ func TestBackupJob(t *testing.T) {
 		t.Errorf("status.path %q (want %q), backoffLimit %v (want 0)", j.Status.Path, wantPath, job.Spec.BackoffLimit)
 	}
 
-	// The pod writes the backup and exits 0: the job records it, once the
-	// Backup reads back complete.
-	size := writeBackup(t, storeAt(t, srv, wantPath), "1764252000000000000-1")
+	// The pod writes the backup and exits 0, while the operator restarts:
+	// the restarted one finds the Job and waits on; the job records the
+	// backup once the Backup reads back complete.
+	var size int64
+	restartOperator(t, ns, func() { size = writeBackup(t, storeAt(t, srv, wantPath), "1764252000000000000-1") })
 	finishJob(t, c, ns, "first-backup", true)
 	j = waitJob(t, c, ns, "first", "True Reconciled: the backup is complete and recorded as the Backup first")
 	b := &mov1.Backup{}
@@ -152,6 +154,10 @@ func TestBackupJob(t *testing.T) {
 	}
 	if j.Status.Operation.Phase != commonv1.PhaseSucceeded || j.Status.StartedAt == nil || j.Status.CompletedAt == nil {
 		t.Errorf("the job's status: %+v", j.Status)
+	}
+	after := &batchv1.Job{}
+	if get(t, c, ns, "first-backup", after); after.UID != job.UID {
+		t.Errorf("the Job was made again (UID %s, then %s): the backup ran twice", job.UID, after.UID)
 	}
 
 	// The second job runs next. Meanwhile a third is created, and an

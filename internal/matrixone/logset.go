@@ -200,7 +200,7 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}
-	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, l.Namespace, l.RootPasswordSecret(), build.ComponentCredentials); err != nil {
+	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, build.RootPasswordSecret(l, "")); err != nil {
 		return false, err
 	}
 	if err := deleteStores(ctx); err != nil {

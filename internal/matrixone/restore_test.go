@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
@@ -70,7 +71,8 @@ func restoreEnv(t *testing.T) (client.Client, string, *fakeAdmin, *fakeProbe, *s
 	create(t, c, &mov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b1"}, Spec: mov1.BackupSpec{
 		Location: mov1.S3Storage{Endpoint: srv.Endpoint(), Bucket: backupBucket, KeyPrefix: "backups/b1", Region: s3test.Region,
 			PathStyle: true, CredentialsSecret: credentialsSecret}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-root"}, StringData: map[string]string{build.PasswordKey: "source's"}})
+		// The source cluster's generated Secret, as its LogSet "source" made it.
+		build.RootPasswordSecret(&mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source"}}, "source's"))
 	eventually(t, "the Backup Ready", func() (bool, string) {
 		b := &mov1.Backup{}
 		get(t, c, ns, "b1", b)
@@ -88,7 +90,7 @@ func restoredCluster(ns string, srv *s3test.Server) *mov1.MatrixOneCluster {
 			Region: s3test.Region, PathStyle: true, CredentialsSecret: credentialsSecret}},
 		RootPassword: "source-root",
 		RestoreFrom:  &mov1.RestoreSource{Backup: "b1"},
-		LogService:   mov1.LogServiceSpec{Replicas: 1},
+		LogService:   mov1.LogServiceSpec{Replicas: 1, Storage: commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimDelete}},
 		CNGroups:     []mov1.CNGroupSpec{{Name: "cn", Replicas: ptr.To[int32](1)}},
 	}}
 }
@@ -165,9 +167,14 @@ func TestClusterRestore(t *testing.T) {
 	if !slices.Contains(calls, "globalcheckpoint@10.0.0.1:6001") || admin.password != "source's" {
 		t.Errorf("the admin's calls %v (password %q), want a global checkpoint through mo-cn-0 as the source's root", calls, admin.password)
 	}
+	// The operator restarts while the flow waits for the TN: the TN comes
+	// back meanwhile, and the restarted operator does not restart it
+	// again.
 	tn := &appsv1.StatefulSet{}
 	get(t, c, ns, "mo-tn", tn)
-	runPod(t, c, tn, 0, "t1")
+	restartOperator(t, ns, func() { runPod(t, c, tn, 0, "t1") })
+	restarted := &corev1.Pod{}
+	get(t, c, ns, "mo-tn-0", restarted)
 	runSet(t, c, ns, "mo-proxy", "p1")
 	view.ProxyStores = []wire.ProxyStore{{UUID: wire.StoreID(ns, "mo-proxy-0")}}
 	view.publish()
@@ -179,6 +186,25 @@ func TestClusterRestore(t *testing.T) {
 	})
 	if r := mc.Status.Restore; r == nil || r.CompletedAt == nil || r.RestartedTN == "" || r.ObjectsCopied != 3 {
 		t.Errorf("the cluster's status.restore = %+v", r)
+	}
+	now := &corev1.Pod{}
+	if !get(t, c, ns, "mo-tn-0", now) || now.UID != restarted.UID {
+		t.Error("the TN was restarted a second time")
+	}
+
+	// Deleted with its volumes (reclaimPolicy Delete), the restored
+	// cluster leaves the source's root password Secret: another LogSet
+	// generated it.
+	// envtest has no garbage collector: the LogSet and the pods go as it
+	// would take them.
+	log := &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mo-log"}}
+	remove(t, c, mc, log)
+	if err := c.DeleteAllOf(t.Context(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, log)
+	if !get(t, c, ns, "source-root", &corev1.Secret{}) {
+		t.Error("deleting the restored cluster deleted the source cluster's root password Secret")
 	}
 }
 

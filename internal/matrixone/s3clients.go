@@ -3,9 +3,9 @@ package matrixone
 import (
 	"cmp"
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"

@@ -284,7 +284,7 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 		return false, fmt.Errorf("delete the volume claims: %w", err)
 	}
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
-		if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, ob.Namespace, name, build.ComponentCredentials); err != nil {
+		if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, build.PasswordSecret(ob, name, "")); err != nil {
 			return false, err
 		}
 	}

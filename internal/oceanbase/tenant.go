@@ -287,7 +287,7 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
 	if apierrors.IsNotFound(err) || err == nil && ob.DeletionTimestamp != nil {
 		ctx.Log.Info("The cluster is gone; nothing to drop", "cluster", t.Spec.Cluster)
-		return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
+		return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, build.TenantPasswordSecret(t, ""))
 	}
 	if err != nil {
 		return false, err
@@ -300,5 +300,5 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	if !done || err != nil {
 		return false, err
 	}
-	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
+	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, build.TenantPasswordSecret(t, ""))
 }

@@ -542,12 +542,29 @@ spec:
 	if got := strings.TrimSpace(out); err != nil || got != "true" && got != "1" {
 		errorf(t, "the new table's ID is not above every restored one: %q, %v", out, err)
 	}
-	if out, err := kubectl("delete", "pod", "-n", s.ns, moS3Restored+"-tn-0", "--wait=true"); err != nil {
+	tn := moS3Restored + "-tn-0"
+	pod, err := env.client.CoreV1().Pods(s.ns).Get(context.Background(), tn, metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	if out, err := kubectl("delete", "pod", "-n", s.ns, tn, "--wait=true"); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
-	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=4m"); err != nil {
-		fatalf(t, "%v: %s", err, out)
-	}
+	eventually(t, 4*time.Minute, "the restored TN back, a new pod, ready", func(ctx context.Context) error {
+		now, err := env.client.CoreV1().Pods(s.ns).Get(ctx, tn, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err
+		case now.UID == pod.UID:
+			return fmt.Errorf("still the old pod")
+		}
+		for _, c := range now.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("not ready")
+	})
 	eventually(t, 2*time.Minute, "the rows written after the restore, after a TN restart", func(context.Context) error {
 		out, err := s.sqlOn(moS3Restored, "select count(*) from e2e.after_restore")
 		if err != nil {

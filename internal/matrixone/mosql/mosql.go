@@ -74,7 +74,7 @@ func (c Client) SetWorkState(ctx context.Context, t Target, uuid string, state W
 	})
 }
 
-// GlobalCheckpoint runs mo_ctl('dn', 'globalcheckpoint', ''). A restore
+// GlobalCheckpoint runs mo_ctl('dn', 'globalcheckpoint', ”). A restore
 // needs it before the restored cluster takes writes: a global checkpoint
 // restored from a backup keeps the source's WAL position, and a TN
 // restarted later would skip the new WAL entries below it
