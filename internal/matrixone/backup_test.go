@@ -156,7 +156,8 @@ func TestBackupJob(t *testing.T) {
 		t.Errorf("the job's status: %+v", j.Status)
 	}
 	after := &batchv1.Job{}
-	if get(t, c, ns, "first-backup", after); after.UID != job.UID {
+	get(t, c, ns, "first-backup", after)
+	if after.UID != job.UID {
 		t.Errorf("the Job was made again (UID %s, then %s): the backup ran twice", job.UID, after.UID)
 	}
 

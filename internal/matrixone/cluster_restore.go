@@ -137,7 +137,7 @@ func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) 
 		if err != nil {
 			return false, fmt.Errorf("the TN pod %s: %w", name, err)
 		}
-		if err := ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
 			return false, fmt.Errorf("restart the TN pod %s: %w", name, err)
 		}
 		r.RestartedTN = string(pod.UID)
