@@ -87,6 +87,9 @@ type moS3 struct {
 	// when it was Ready: a write acknowledged before the first is in the
 	// backup, one acknowledged after the second is not.
 	backupStarted, backupDone time.Time
+	// committedBefore are the rows the source held when the BackupJob was
+	// created: every one of them is in the backup.
+	committedBefore map[int]bool
 }
 
 // startS3 starts versitygw with hack/versitygw.sh (idempotent: the first
@@ -391,6 +394,10 @@ spec:
   deletionPolicy: Delete
 `, s.ns, s3Endpoint, s3Region, moS3Backups)
 	s.underWrites(t, func() {
+		// A few seconds of writes first, so that the backup has rows of
+		// this step's to keep.
+		time.Sleep(5 * time.Second)
+		s.committedBefore = s.ids(t, "mo")
 		s.backupStarted = time.Now()
 		if out, err := kubectlStdin(job, "apply", "-f", "-"); err != nil {
 			fatalf(t, "%v: %s", err, out)
@@ -494,24 +501,14 @@ spec:
 	t.Logf("Restored in %s to Ready: %d objects (%d KiB) copied in %s, consistent at %s", took.Round(time.Second),
 		r.ObjectsCopied, r.BytesCopied/1024, r.DataCopiedAt.Sub(start).Round(time.Second), r.BackupTS)
 
-	ids := func(cluster string) map[int]bool {
-		var out string
-		eventually(t, 2*time.Minute, "the rows of "+cluster, func(context.Context) error {
-			var err error
-			out, err = s.sqlOn(cluster, "select id from e2e.t")
-			return err
-		})
-		have := map[int]bool{}
-		for _, f := range strings.Fields(out) {
-			if id, err := strconv.Atoi(f); err == nil {
-				have[id] = true
-			}
-		}
-		return have
-	}
-	restored, source := ids(moS3Restored), ids("mo")
+	restored, source := s.ids(t, moS3Restored), s.ids(t, "mo")
 	var missing, late, unknown int
 	for _, id := range before {
+		if !restored[id] {
+			missing++
+		}
+	}
+	for id := range s.committedBefore {
 		if !restored[id] {
 			missing++
 		}
@@ -527,11 +524,11 @@ spec:
 		}
 	}
 	if missing+late+unknown > 0 {
-		errorf(t, "the restored rows: %d of %d acknowledged before the backup missing, %d of %d acknowledged after it present, %d the source does not have",
-			missing, len(before), late, len(after), unknown)
+		errorf(t, "the restored rows: %d of the %d the source held and the %d acknowledged before the backup missing, %d of %d acknowledged after it present, %d the source does not have",
+			missing, len(s.committedBefore), len(before), late, len(after), unknown)
 	}
-	t.Logf("The restored cluster holds %d rows: all %d acknowledged before the backup, none of %d after it; the source holds %d",
-		len(restored), len(before), len(after), len(source))
+	t.Logf("The restored cluster holds %d rows: all %d the source held when the backup started (%d of them acknowledged in this step), none of %d acknowledged after it ended; the source holds %d",
+		len(restored), len(s.committedBefore), len(before), len(after), len(source))
 
 	// New tables get new IDs; new rows survive a TN restart.
 	for _, q := range []string{"create table e2e.after_restore (id int primary key)", "insert into e2e.after_restore values (1), (2), (3)"} {
@@ -586,6 +583,23 @@ spec:
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
+}
+
+// ids returns the ids of the rows of e2e.t of the MatrixOneCluster cluster.
+func (s *moS3) ids(t *testing.T, cluster string) map[int]bool {
+	var out string
+	eventually(t, 2*time.Minute, "the rows of "+cluster, func(context.Context) error {
+		var err error
+		out, err = s.sqlOn(cluster, "select id from e2e.t")
+		return err
+	})
+	have := map[int]bool{}
+	for _, f := range strings.Fields(out) {
+		if id, err := strconv.Atoi(f); err == nil {
+			have[id] = true
+		}
+	}
+	return have
 }
 
 // dump is the scenario's dump, with the claims and versitygw's log.
