@@ -2,6 +2,7 @@ package matrixone_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -232,6 +234,13 @@ func TestBackupValidate(t *testing.T) {
 		return &mov1.Backup{Spec: mov1.BackupSpec{Location: mov1.S3Storage{Endpoint: "http://s3.steward-s3.svc:7070", Bucket: "backups",
 			Region: "r", PathStyle: true, KeyPrefix: prefix}}}
 	}
+	schedules := matrixone.NewBackupScheduleController(matrixone.Options{})
+	schedule := func(cron string, maxAge *metav1.Duration) *mov1.BackupSchedule {
+		s := &mov1.BackupSchedule{Spec: mov1.BackupScheduleSpec{Schedule: cron, Cluster: "mo", Destination: dst(nil).Spec.Destination,
+			Retention: mov1.BackupRetention{Count: ptr.To[int32](7), MaxAge: maxAge}}}
+		mov1.DefaultBackupSchedule(s)
+		return s
+	}
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -246,6 +255,16 @@ func TestBackupValidate(t *testing.T) {
 			[]string{"spec.destination.s3.credentialsSecret"}},
 		{"a timeout under a minute", jobs.Validate(short), []string{"spec.timeout", "must be at least 1m"}},
 		{"a valid Backup", records.Validate(backup("backups/ns/b-1")), nil},
+		{"a valid schedule", schedules.Validate(schedule("0 2 * * *", nil)), nil},
+		{"a descriptor", schedules.Validate(schedule("@every 6h", nil)), nil},
+		{"a cron that does not parse", schedules.Validate(schedule("0 25 * * *", nil)), []string{"spec.schedule", "end of range (25) above maximum (23)"}},
+		{"a cron with seconds", schedules.Validate(schedule("0 0 2 * * *", nil)), []string{"spec.schedule", "expected exactly 5 fields"}},
+		{"a retention maxAge of 0", schedules.Validate(schedule("@daily", &metav1.Duration{})), []string{"spec.retention.maxAge", "must be more than 0"}},
+		{"a schedule's destination with a CA", schedules.Validate(func() *mov1.BackupSchedule {
+			s := schedule("@daily", nil)
+			s.Spec.Destination.S3.Endpoint, s.Spec.Destination.S3.CASecret = "https://s3.corp", &mov1.S3CASecret{Name: "ca", Key: "ca.crt"}
+			return s
+		}()), []string{"spec", "BACKUP statement takes no CA"}},
 		{"a Backup at a bucket's root", records.Validate(backup("/")), []string{"spec.location.keyPrefix", "never a bucket's root"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -264,5 +283,97 @@ func TestBackupValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// scheduleJobs returns the schedule's BackupJobs, oldest first.
+func scheduleJobs(t *testing.T, c client.Client, ns string) []mov1.BackupJob {
+	t.Helper()
+	var list mov1.BackupJobList
+	if err := c.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "every"}); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(list.Items, func(a, b mov1.BackupJob) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
+}
+
+// runScheduled plays the pod of the schedule's BackupJob job: it writes
+// the backup and completes; the job records it.
+func runScheduled(t *testing.T, c client.Client, ns string, srv *s3test.Server, job string) {
+	t.Helper()
+	j := waitJob(t, c, ns, job, "False BackingUp: step run-backup")
+	writeBackup(t, storeAt(t, srv, j.Status.Path), "1764252000000000000-1")
+	finishJob(t, c, ns, job+"-backup", true)
+	waitJob(t, c, ns, job, "True")
+}
+
+func TestBackupSchedule(t *testing.T) {
+	c, ns, _, _ := readyCluster(t, "cn")
+	srv := s3test.Start(t)
+	writeKeys(t, c, ns, srv)
+	if _, err := storeAt(t, srv, "").EnsureBucket(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	template := newBackupJob(ns, "x", srv)
+	s := &mov1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every"}, Spec: mov1.BackupScheduleSpec{
+		Schedule: "@every 2s", Cluster: "mo", Destination: template.Spec.Destination,
+		Retention: mov1.BackupRetention{Count: ptr.To[int32](1)},
+	}}
+	create(t, c, s)
+
+	// The first run's job; while it runs, the runs due are skipped.
+	var first string
+	eventually(t, "the first run's BackupJob", func() (bool, string) {
+		jobs := scheduleJobs(t, c, ns)
+		if len(jobs) > 0 {
+			first = jobs[0].Name
+		}
+		return len(jobs) > 0, fmt.Sprintf("%d jobs", len(jobs))
+	})
+	time.Sleep(5 * time.Second) // two runs come due meanwhile
+	if jobs := scheduleJobs(t, c, ns); len(jobs) != 1 {
+		t.Fatalf("%d jobs while the first runs, want 1: concurrency is forbidden", len(jobs))
+	}
+	get(t, c, ns, "every", s)
+	if s.Status.Active != first || s.Status.LastScheduleTime == nil || time.Since(s.Status.LastScheduleTime.Time) > 4*time.Second {
+		t.Errorf("while the first job runs: status %+v", s.Status)
+	}
+	runScheduled(t, c, ns, srv, first)
+	firstBackup := &mov1.Backup{}
+	get(t, c, ns, first, firstBackup)
+	if firstBackup.Spec.DeletionPolicy != commonv1.ReclaimDelete || firstBackup.Labels["matrixone.steward.dev/backup-schedule"] != "every" {
+		t.Errorf("the scheduled Backup: labels %v, spec %+v", firstBackup.Labels, firstBackup.Spec)
+	}
+
+	// The next run records the second Backup; retention keeps one: the
+	// first goes, with its objects, and so does its job.
+	var second string
+	eventually(t, "the second run's BackupJob", func() (bool, string) {
+		jobs := scheduleJobs(t, c, ns)
+		if n := len(jobs); n > 0 && jobs[n-1].Name != first {
+			second = jobs[n-1].Name
+		}
+		return second != "", fmt.Sprintf("%d jobs", len(jobs))
+	})
+	// Suspended, the schedule takes no run after this one.
+	get(t, c, ns, "every", s)
+	s.Spec.Suspend = true
+	if err := c.Update(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	runScheduled(t, c, ns, srv, second)
+	waitGone(t, c, firstBackup)
+	waitGone(t, c, &mov1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}})
+	if empty, err := storeAt(t, srv, firstBackup.Spec.Location.KeyPrefix).IsEmpty(t.Context(), ""); err != nil || !empty {
+		t.Errorf("the expired Backup's objects: empty %t, %v", empty, err)
+	}
+	eventually(t, "the schedule's status", func() (bool, string) {
+		get(t, c, ns, "every", s)
+		return s.Status.LastBackup == second && s.Status.Backups == 1 && s.Status.NextScheduleTime == nil && s.Status.Active == "",
+			fmt.Sprintf("%+v", s.Status)
+	})
+	time.Sleep(3 * time.Second)
+	if jobs := scheduleJobs(t, c, ns); len(jobs) != 1 || jobs[0].Name != second {
+		t.Errorf("suspended, the schedule has jobs %v, want only %s", jobs, second)
 	}
 }

@@ -334,8 +334,12 @@ func (*BackupJobController) recordBackup(ctx *BackupJobContext, _ *backupJobStat
 func backupRecord(j *BackupJob) *mov1.Backup {
 	loc := *j.Spec.Destination.S3.DeepCopy()
 	loc.KeyPrefix = j.Status.Path
+	labels := build.Labels(j.Name, build.ComponentBackup)
+	if s := j.Labels[build.LabelBackupSchedule]; s != "" {
+		labels[build.LabelBackupSchedule] = s
+	}
 	return &mov1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name, Labels: build.Labels(j.Name, build.ComponentBackup)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name, Labels: labels},
 		Spec:       mov1.BackupSpec{Cluster: j.Spec.Cluster, Location: loc, DeletionPolicy: j.Spec.DeletionPolicy},
 	}
 }

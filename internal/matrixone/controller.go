@@ -153,6 +153,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		func(mgr ctrl.Manager) error { return setupBucketClaims(mgr, NewBucketClaimController(opts)) },
 		func(mgr ctrl.Manager) error { return setupBackupJobs(mgr, NewBackupJobController(opts)) },
 		func(mgr ctrl.Manager) error { return setupBackups(mgr, NewBackupController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackupSchedules(mgr, NewBackupScheduleController(opts)) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

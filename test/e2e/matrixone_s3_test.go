@@ -59,6 +59,7 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
 		{"a backup under writes, recorded and read back", s.backUp},
 		{"the backup restored into a new cluster", s.restore},
+		{"a schedule runs twice and its retention deletes the older backup", s.schedule},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
@@ -583,6 +584,64 @@ spec:
 		}
 		return fmt.Errorf("still there (%w)", err)
 	})
+}
+
+// schedule runs a BackupSchedule every 20 seconds keeping one Backup:
+// once its second Backup is complete, the first is deleted, and its
+// objects are gone from the store. The schedule is then deleted.
+func (s *moS3) schedule(t *testing.T) {
+	schedule := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupSchedule
+metadata: {name: every20s, namespace: %[1]s}
+spec:
+  schedule: "@every 20s"
+  cluster: mo
+  destination:
+    s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: scheduled, pathStyle: true, credentialsSecret: s3-keys}
+  retention: {count: 1}
+`, s.ns, s3Endpoint, s3Region, moS3Backups)
+	start := time.Now()
+	if out, err := kubectlStdin(schedule, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
+		PathStyle: true, Credentials: s.keys})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	var first *mov1.Backup
+	eventually(t, 4*time.Minute, "a second scheduled Backup, the first deleted with its objects", func(ctx context.Context) error {
+		var list mov1.BackupList
+		if err := s.c.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "every20s"}); err != nil {
+			return err
+		}
+		// The API server lists by name: the schedule's and the run's
+		// time, so the oldest first.
+		if first == nil && len(list.Items) > 0 {
+			first = list.Items[0].DeepCopy()
+		}
+		switch {
+		case first == nil:
+			return fmt.Errorf("no scheduled Backup yet")
+		case len(list.Items) == 0:
+			return fmt.Errorf("no scheduled Backup left")
+		case list.Items[0].Name == first.Name:
+			return fmt.Errorf("%d Backups, the first %s still there", len(list.Items), first.Name)
+		}
+		objects, err := s.listIn(ctx, backups, first.Spec.Location.KeyPrefix)
+		if err != nil {
+			return err
+		}
+		if len(objects) > 0 {
+			return fmt.Errorf("%d objects left under the first Backup's path", len(objects))
+		}
+		return nil
+	})
+	out, _ := kubectl("get", "events", "-n", s.ns, "--field-selector", "involvedObject.name=every20s", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+	t.Logf("Two scheduled backups, the first expired with its objects, in %s; the schedule's events:\n%s", time.Since(start).Round(time.Second), out)
+	if out, err := kubectl("delete", "backupschedule", "every20s", "-n", s.ns, "--wait=true", "--timeout=2m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
 }
 
 // ids returns the ids of the rows of e2e.t of the MatrixOneCluster cluster.

@@ -217,3 +217,136 @@ type BackupList struct {
 
 // StatusCore returns the status the framework owns (framework.Object).
 func (b *Backup) StatusCore() *commonv1.StatusCore { return &b.Status.StatusCore }
+
+// BackupScheduleSpec takes a BackupJob of a cluster on a cron schedule and
+// keeps the Backups it recorded as retention says.
+type BackupScheduleSpec struct {
+	// schedule is when a backup runs, a cron expression in UTC: five
+	// fields (minute hour day-of-month month day-of-week) or a
+	// descriptor (@hourly, @daily, @weekly, @every 6h). Required; can
+	// change (the next run is computed from it).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+
+	// suspend stops new runs; a running one finishes, and retention still
+	// applies. Default false; can change.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// cluster names the MatrixOneCluster to back up, in the schedule's
+	// namespace. Required; can change (the next run backs up the new one).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+
+	// destination is where each backup is written (see BackupJob).
+	// Required; can change.
+	// +required
+	Destination BackupDestination `json:"destination"`
+
+	// timeout bounds each backup (see BackupJob). Default 2h; can change.
+	// +optional
+	// +kubebuilder:default="2h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// retention says which of the schedule's Backups are kept; the others
+	// are deleted with their objects (the schedule's Backups have
+	// deletionPolicy Delete). The newest complete Backup is always kept.
+	// Required; can change.
+	// +required
+	Retention BackupRetention `json:"retention"`
+}
+
+// BackupRetention bounds the Backups a schedule keeps.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.count) || has(self.maxAge)",message="set count, maxAge or both: a schedule with no retention keeps every backup forever"
+type BackupRetention struct {
+	// count is how many of the newest Backups are kept. At least 1.
+	// Default: unset (maxAge alone decides); can change.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Count *int32 `json:"count,omitempty"`
+
+	// maxAge is how old a kept Backup may be; more than 0. Default: unset
+	// (count alone decides); can change.
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// BackupScheduleStatus is the observed state of a BackupSchedule.
+type BackupScheduleStatus struct {
+	// conditions (Ready: the schedule runs; Synced, and the framework's
+	// Paused), observedGeneration.
+	commonv1.StatusCore `json:",inline"`
+
+	// lastScheduleTime is the last time a run was due, taken or skipped.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// nextScheduleTime is when the next run is due; unset while
+	// suspended.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// active names the BackupJob of the schedule that has not finished,
+	// if any: a run due meanwhile is skipped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Active string `json:"active,omitempty"`
+
+	// lastBackup names the newest complete Backup of the schedule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	LastBackup string `json:"lastBackup,omitempty"`
+
+	// backups counts the schedule's Backups kept.
+	// +optional
+	Backups int32 `json:"backups,omitempty"`
+}
+
+// BackupSchedule takes BackupJobs of a MatrixOneCluster on a cron schedule
+// (one at a time: a run due while one runs is skipped, with an Event) and
+// deletes the Backups its retention does not keep, with their objects.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mobs,categories={steward,matrixone}
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must have at most 40 characters: its BackupJobs are named after it"
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Backups",type=integer,JSONPath=`.status.backups`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BackupSchedule struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's standard metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the schedule, the backups' cluster and destination, and the
+	// retention.
+	// +required
+	Spec BackupScheduleSpec `json:"spec"`
+	// status is when it ran and what it keeps.
+	// +optional
+	Status BackupScheduleStatus `json:"status,omitempty"`
+}
+
+// BackupScheduleList is a list of BackupSchedules.
+//
+// +kubebuilder:object:root=true
+type BackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BackupSchedule `json:"items"`
+}
+
+// StatusCore returns the status the framework owns (framework.Object).
+func (s *BackupSchedule) StatusCore() *commonv1.StatusCore { return &s.Status.StatusCore }

@@ -80,6 +80,12 @@ func TestDefaults(t *testing.T) {
 			Default: func(o client.Object) { mov1.DefaultBackupJob(o.(*mov1.BackupJob)) },
 		},
 		{
+			// The timeout.
+			Minimal: obj("BackupSchedule", "daily", "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r}}, retention: {count: 7}}"),
+			Typed:   &mov1.BackupSchedule{},
+			Default: func(o client.Object) { mov1.DefaultBackupSchedule(o.(*mov1.BackupSchedule)) },
+		},
+		{
 			// The deletion policy, and the CA Secret's key.
 			Minimal: obj("Backup", "daily", "{location: {endpoint: 'https://s3', bucket: backups, region: r, keyPrefix: b/1, caSecret: {name: ca}}}"),
 			Typed:   &mov1.Backup{},
@@ -149,6 +155,9 @@ func TestCELRules(t *testing.T) {
 	backupJob := func(cluster string) string {
 		return "{cluster: " + cluster + ", destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}}"
 	}
+	schedule := func(retention string) string {
+		return "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}, retention: " + retention + "}"
+	}
 	backup := func(cluster, prefix string) string {
 		return "{cluster: " + cluster + ", location: {endpoint: 'http://s3', bucket: backups, region: r1, keyPrefix: '" + prefix + "'}}"
 	}
@@ -181,6 +190,10 @@ func TestCELRules(t *testing.T) {
 			cluster(", restoreFrom: {backup: b1}"), cluster(", restoreFrom: {backup: b2}")),
 		change(rule("MatrixOneCluster", "spec.restoreFrom", "restoreFrom is set only at creation: a restore never writes into a cluster that holds data"),
 			cluster(", restoreFrom: {backup: b1}"), cluster("")),
+		create(rule("BackupSchedule", "", "metadata.name must have at most 40 characters: its BackupJobs are named after it"),
+			strings.Repeat("s", 41), schedule("{count: 1}")),
+		create(rule("BackupSchedule", "spec.retention", "set count, maxAge or both: a schedule with no retention keeps every backup forever"),
+			"", schedule("{}")),
 		create(rule("BackupJob", "", "metadata.name must have at most 52 characters: the backup pod's Job is named after it"),
 			strings.Repeat("j", 53), backupJob("mo")),
 		change(rule("BackupJob", "spec", "a BackupJob's spec is immutable: create another job"), backupJob("mo"), backupJob("mo2")),

@@ -83,6 +83,14 @@ func DefaultBackupJob(j *BackupJob) {
 	}
 }
 
+// DefaultBackupSchedule applies the BackupSchedule's defaults in memory:
+// the timeout.
+func DefaultBackupSchedule(s *BackupSchedule) {
+	if s.Spec.Timeout == nil {
+		s.Spec.Timeout = &metav1.Duration{Duration: DefaultBackupTimeout}
+	}
+}
+
 // DefaultBackup applies the Backup's defaults in memory: the deletion
 // policy and the CA Secret's key.
 func DefaultBackup(b *Backup) {

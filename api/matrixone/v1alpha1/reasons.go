@@ -203,6 +203,15 @@ const (
 	// EventBackupDeleted: every object of a Backup under deletionPolicy
 	// Delete was deleted.
 	EventBackupDeleted = "BackupObjectsDeleted"
+	// EventBackupScheduled: a BackupSchedule created the BackupJob of a
+	// run.
+	EventBackupScheduled = "BackupScheduled"
+	// EventBackupSkipped: a run was due while the schedule's previous
+	// BackupJob had not finished; it was skipped.
+	EventBackupSkipped = "BackupSkipped"
+	// EventBackupExpired: a BackupSchedule deleted a Backup its retention
+	// does not keep.
+	EventBackupExpired = "BackupExpired"
 )
 
 // Reasons of a restore (spec.restoreFrom).

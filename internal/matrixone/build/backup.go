@@ -20,6 +20,10 @@ import (
 // MatrixOne's BACKUP, and of the Backup it records.
 const ComponentBackup = "backup"
 
+// LabelBackupSchedule is on the BackupJobs a BackupSchedule creates and on
+// the Backups they record, with the schedule's name.
+const LabelBackupSchedule = "matrixone.steward.dev/backup-schedule"
+
 // EnvRootPassword is mo-agent backup's environment variable of root's
 // password (tools/mo-agent/backupcmd.go).
 const EnvRootPassword = "MO_PASSWORD"
