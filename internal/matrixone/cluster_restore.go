@@ -116,9 +116,12 @@ func (c *ClusterController) globalCheckpoint(ctx *ClusterContext, _ framework.No
 	return true, nil
 }
 
-// restartTN deletes the TN's pod once, recording its UID, then waits for
-// the TN to serve again from the checkpoint, a CN reading the catalog
-// through it; then the restore is complete and the proxies start.
+// restartTN restarts the TN's pod once, then waits for the TN to serve
+// again from the checkpoint, a CN reading the catalog through it; then the
+// restore is complete and the proxies start. Once, even across operator
+// restarts: the pod to restart is recorded first (its UID, in
+// status.restore.restartedTN, written by this pass), and a later pass
+// deletes a pod only while it is that one.
 func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
 	mc := ctx.Obj
 	r := mc.Status.Restore
@@ -133,18 +136,23 @@ func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) 
 	if client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
-	if r.RestartedTN == "" {
-		if err != nil {
-			return false, fmt.Errorf("the TN pod %s: %w", name, err)
-		}
-		if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
-			return false, fmt.Errorf("restart the TN pod %s: %w", name, err)
-		}
+	switch {
+	case r.RestartedTN == "" && err != nil:
+		return false, fmt.Errorf("the TN pod %s: %w", name, err)
+	case r.RestartedTN == "":
 		r.RestartedTN = string(pod.UID)
-		ctx.Log.Info("Restarting the restored TN from the forced checkpoint", "pod", name)
 		return false, nil
-	}
-	if err != nil || string(pod.UID) == r.RestartedTN || !workload.IsReady(pod) {
+	case err != nil:
+		return false, nil // deleted; its StatefulSet makes it again
+	case string(pod.UID) == r.RestartedTN:
+		if pod.DeletionTimestamp.IsZero() {
+			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+				return false, fmt.Errorf("restart the TN pod %s: %w", name, err)
+			}
+			ctx.Log.Info("Restarting the restored TN from the forced checkpoint", "pod", name)
+		}
+		return false, nil
+	case !workload.IsReady(pod):
 		return false, nil
 	}
 	live := &mov1.TNSet{}

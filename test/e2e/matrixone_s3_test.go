@@ -487,10 +487,53 @@ spec:
 	if out, err := kubectlStdin(s.claim(moS3RestoredClaim, commonv1.ReclaimDelete)+"---\n"+cluster, "apply", "-f", "-"); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
+	// The operator is killed while the restore restarts the TN: the new
+	// one finishes it, restarting the TN once.
+	eventually(t, 6*time.Minute, "the restore restarting its TN", func(ctx context.Context) error {
+		mc := &mov1.MatrixOneCluster{}
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: moS3Restored}, mc); err != nil {
+			return err
+		}
+		if op := mc.Status.Operation; op != nil && op.Name == "finish-restore" && op.Step == "restart-tn" && op.Phase == commonv1.PhaseRunning {
+			return nil
+		}
+		if r := mc.Status.Restore; r != nil && r.CompletedAt != nil {
+			fatalf(t, "the restore completed before the operator could be killed in it")
+		}
+		return fmt.Errorf("operation %+v", mc.Status.Operation)
+	})
+	identity, leader := leaseHolder(t)
+	if leader == "" {
+		fatalf(t, "no operator replica leads (Lease holder %q)", identity)
+	}
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, leader, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	operatorKilled = true
+	t.Logf("Killed the operator %s while the restore restarted the TN, %s after the cluster's creation", leader, time.Since(start).Round(time.Second))
 	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=8m"); err != nil {
 		fatalf(t, "the restored cluster: %v: %s", err, out)
 	}
 	took := time.Since(start)
+	events, err := env.client.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + moS3Restored + ",reason=" + mov1.EventRestored})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	restoredEvents := 0
+	for _, e := range events.Items {
+		switch {
+		case e.Series != nil:
+			restoredEvents += int(e.Series.Count)
+		case e.Count > 1:
+			restoredEvents += int(e.Count)
+		default:
+			restoredEvents++
+		}
+	}
+	if restoredEvents != 1 {
+		errorf(t, "%d %s Events, want one: the restore finished more than once", restoredEvents, mov1.EventRestored)
+	}
 	mc := &mov1.MatrixOneCluster{}
 	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: moS3Restored}, mc); err != nil {
 		fatalNow(t, err)
