@@ -212,6 +212,7 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 	if err != nil {
 		return false, err
 	}
+	defer c.clients.forget(j.UID) // this step is the job's only use of the store
 	if why != "" {
 		return false, fmt.Errorf("the destination: %s", why)
 	}
@@ -222,7 +223,6 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 	case !empty:
 		return false, framework.Terminal(fmt.Errorf("%s holds objects already: a backup never writes over them", claimLocation(dst)))
 	}
-	c.clients.forget(j.UID)
 	return true, nil
 }
 

@@ -249,6 +249,7 @@ func (c *LogSetController) copyHAKeeper(ctx *LogContext, st *logState) (bool, er
 	ctx.Event(corev1.EventTypeNormal, mov1.EventRestoreDataCopied, "Copied %d objects (%d bytes) of the Backup %s, consistent at %s: the log stores start",
 		r.ObjectsCopied, r.BytesCopied, b.Name, r.BackupTS)
 	c.clients.forget(l.UID)
+	c.clients.forget(b.UID)
 	return true, nil
 }
 
