@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -40,7 +41,7 @@ const (
 // backupFiles are the keys, under a backup's path, that every complete
 // backup of MatrixOne 1.2.4 holds; BACKUP writes tae_sum last of the TAE
 // files, and the metas after it.
-var backupFiles = []string{"mo_meta", "hakeeper/hk_data", build.BackupSummaryFile}
+var backupFiles = []string{"mo_meta", "hakeeper/hk_data", "hakeeper/hk_data.sha256", build.BackupSummaryFile}
 
 // Backup is the kind the Backup controller reconciles.
 type Backup = mov1.Backup
@@ -177,8 +178,8 @@ func (*BackupController) Observe(*BackupContext, framework.Nothing) (framework.A
 }
 
 // Finalize deletes the backup's objects under deletionPolicy Delete, a
-// few batches a pass (as a BucketClaim's prefix is emptied), and keeps
-// them under Retain.
+// few batches a pass (as a BucketClaim's prefix is emptied), once no
+// LogSet restores from it, and keeps them under Retain.
 func (c *BackupController) Finalize(ctx *BackupContext) (bool, error) {
 	b := ctx.Obj
 	where := claimLocation(b.Spec.Location).String()
@@ -186,6 +187,18 @@ func (c *BackupController) Finalize(ctx *BackupContext) (bool, error) {
 		ctx.Event(corev1.EventTypeNormal, mov1.EventObjectsKept, "Kept the backup's objects under %s: deletionPolicy Retain", where)
 		c.clients.forget(b.UID)
 		return true, nil
+	}
+	// A restore copying from the backup keeps its objects until its copy
+	// is done.
+	var logSets mov1.LogSetList
+	if err := ctx.Client.List(ctx, &logSets, client.InNamespace(b.Namespace)); err != nil {
+		return false, fmt.Errorf("list LogSets: %w", err)
+	}
+	for i := range logSets.Items {
+		if l := &logSets.Items[i]; restoring(l) && l.Spec.RestoreFrom.Backup == b.Name {
+			ctx.SetReady(false, mov1.ReasonDeletionBlocked, fmt.Sprintf("the LogSet %s restores from the backup: its objects are deleted once the copy is done", l.Name))
+			return false, nil
+		}
 	}
 	failed := func(why string) (bool, error) {
 		ctx.SetReady(false, mov1.ReasonEmptying, fmt.Sprintf("deleting the objects under %s: %s (set deletionPolicy Retain to let the Backup go with its objects)", where, why))

@@ -52,10 +52,11 @@ func storeAt(t *testing.T, srv *s3test.Server, prefix string) *s3client.Client {
 func writeBackup(t *testing.T, cl *s3client.Client, ts string) int64 {
 	t.Helper()
 	files := map[string]string{
-		"mo_meta":          "0,,0823\n",
-		"hakeeper/hk_data": "hakeeper",
-		"tae/0190-object":  strings.Repeat("x", 1000),
-		"tae/tae_sum":      "2026-11-27 14:00:00,1000," + ts + ",\n",
+		"mo_meta":                 "0,,0823\n",
+		"hakeeper/hk_data":        "hakeeper",
+		"hakeeper/hk_data.sha256": "digest",
+		"tae/0190-object":         strings.Repeat("x", 1000),
+		"tae/tae_sum":             "2026-11-27 14:00:00,1000," + ts + ",\n",
 	}
 	var size int64
 	for name, data := range files {
@@ -150,7 +151,7 @@ func TestBackupJob(t *testing.T) {
 	j = waitJob(t, c, ns, "first", "True Reconciled: the backup is complete and recorded as the Backup first")
 	b := &mov1.Backup{}
 	get(t, c, ns, "first", b)
-	if b.Status.BackupTS != "1764252000000000000-1" || b.Status.Objects != 4 || b.Status.SizeBytes != size || b.Status.BackupTime == nil ||
+	if b.Status.BackupTS != "1764252000000000000-1" || b.Status.Objects != 5 || b.Status.SizeBytes != size || b.Status.BackupTime == nil ||
 		b.Spec.Location.KeyPrefix != wantPath || b.Spec.DeletionPolicy != commonv1.ReclaimRetain || b.Spec.Cluster != "mo" {
 		t.Errorf("the Backup: spec %+v, status %+v", b.Spec, b.Status)
 	}
@@ -213,6 +214,18 @@ func TestBackupJob(t *testing.T) {
 	}
 	if empty, err := storeAt(t, srv, thirdPath).IsEmpty(ctx, ""); err != nil || empty {
 		t.Errorf("deleting a Backup deleted another's objects: empty %t, %v", empty, err)
+	}
+
+	// A job whose name a Backup has fails before it backs anything up.
+	create(t, c, &mov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clash"},
+		Spec: mov1.BackupSpec{Location: mov1.S3Storage{Endpoint: srv.Endpoint(), Bucket: backupBucket, KeyPrefix: "elsewhere", Region: s3test.Region}}},
+		newBackupJob(ns, "clash", srv))
+	clash := waitJob(t, c, ns, "clash", "False Failed: the backup failed at step check-destination: ")
+	if got := condition(clash, framework.ConditionReady); !strings.Contains(got, "a Backup clash exists") {
+		t.Errorf("the clashing job's Ready: %s", got)
+	}
+	if get(t, c, ns, "clash-backup", &batchv1.Job{}) {
+		t.Error("a job whose Backup name is taken ran a backup")
 	}
 }
 

@@ -102,11 +102,11 @@ type backupJobState struct {
 	queuedBehind *BackupJob
 }
 
-// finished reports whether j's backup ended: recorded, or its flow failed
-// or was aborted.
+// finished reports whether j's backup ended: recorded, or its flow ended
+// without recording one (failed, aborted, or a step skipped by a rescue).
 func finished(j *BackupJob) bool {
 	op := j.Status.Operation
-	return j.Status.Backup != "" || op != nil && (op.Phase == commonv1.PhaseFailed || op.Phase == commonv1.PhaseAborted)
+	return j.Status.Backup != "" || op != nil && op.Phase != commonv1.PhaseRunning
 }
 
 // Declare reads the job's cluster and the older jobs of the same cluster,
@@ -144,9 +144,11 @@ func (*BackupJobController) setReady(ctx *BackupJobContext, st *backupJobState) 
 	switch {
 	case j.Status.Backup != "":
 		ctx.SetReady(true, "", fmt.Sprintf("the backup is complete and recorded as the Backup %s", j.Status.Backup))
-	case op != nil && (op.Phase == commonv1.PhaseFailed || op.Phase == commonv1.PhaseAborted):
+	case op != nil && op.Phase == commonv1.PhaseSucceeded:
+		ctx.SetReady(false, mov1.ReasonBackupFailed, "the backup flow ended without recording a backup: a rescue skipped a step")
+	case op != nil && op.Phase != commonv1.PhaseRunning:
 		ctx.SetReady(false, mov1.ReasonBackupFailed, fmt.Sprintf("the backup %s at step %s: %s", strings.ToLower(string(op.Phase)), op.Step, op.LastError))
-	case op != nil && op.Phase.Active():
+	case op != nil:
 		ctx.SetReady(false, mov1.ReasonBackingUp, fmt.Sprintf("step %s", op.Step))
 	case st.queuedBehind != nil:
 		ctx.SetReady(false, mov1.ReasonQueued, fmt.Sprintf("the BackupJob %s of the same cluster has not finished; jobs of a cluster run one at a time",
@@ -206,6 +208,14 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 	if job, err := backupJobOf(ctx); err != nil || job != nil {
 		return err == nil, err
 	}
+	// The Backup the job will record must not exist: found only after the
+	// backup ran, it would leave the backup unrecorded.
+	if err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &mov1.Backup{}); !apierrors.IsNotFound(err) {
+		if err != nil {
+			return false, err
+		}
+		return false, framework.Terminal(fmt.Errorf("a Backup %s exists: a job records its backup under its own name; create the job under another", j.Name))
+	}
 	dst := j.Spec.Destination.S3
 	dst.KeyPrefix = j.Status.Path
 	cl, why, err := c.clients.forLocation(ctx, ctx.Reader, j.Namespace, j.UID, dst)
@@ -226,16 +236,17 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 	return true, nil
 }
 
-// waitForCluster waits for the cluster to be Ready: a backup through a
-// cluster that is not serving would fail, or take what a half-started one
-// has.
+// waitForCluster waits for the cluster to exist and be Ready: a backup
+// through a cluster that is not serving would fail, or take what a
+// half-started one has.
 func (*BackupJobController) waitForCluster(ctx *BackupJobContext, st *backupJobState) (bool, error) {
 	ctx.Obj.Status.Path = build.BackupPath(ctx.Obj)
 	if job, err := backupJobOf(ctx); err != nil || job != nil {
 		return err == nil, err
 	}
 	if st.cluster == nil {
-		return false, fmt.Errorf("the MatrixOneCluster %s does not exist", ctx.Obj.Spec.Cluster)
+		ctx.Log.V(1).Info("Waiting for the cluster to exist", "cluster", ctx.Obj.Spec.Cluster)
+		return false, nil
 	}
 	if ok, why := framework.IsReady(st.cluster); !ok {
 		ctx.Log.V(1).Info("Waiting for the cluster", "cluster", st.cluster.Name, "why", why)
@@ -253,6 +264,10 @@ func (*BackupJobController) runBackup(ctx *BackupJobContext, st *backupJobState)
 	job, err := backupJobOf(ctx)
 	if err != nil {
 		return false, err
+	}
+	if job == nil && j.Status.StartedAt != nil {
+		return false, framework.Terminal(fmt.Errorf("the backup Job %s was deleted after it started: the backup at %s may be partial; create another job",
+			build.BackupJobName(j), j.Status.Path))
 	}
 	if job == nil {
 		if st.cluster == nil {

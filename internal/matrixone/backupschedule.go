@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -142,8 +143,11 @@ func (c *BackupScheduleController) Declare(ctx *ScheduleContext) (*scheduleState
 	if st.active != nil {
 		status.Active = st.active.Name
 	}
+	// Complete is what a Backup was last read as (its consistent point
+	// known), not whether the store answers now: a store out of reach
+	// for a while must not let retention take the newest complete backup.
 	for i := range st.backups {
-		if ok, _ := framework.IsReady(&st.backups[i]); ok {
+		if st.backups[i].Status.BackupTS != "" {
 			status.LastBackup = st.backups[i].Name
 			break
 		}
@@ -190,17 +194,26 @@ func (c *BackupScheduleController) Observe(ctx *ScheduleContext, st *scheduleSta
 func (c *BackupScheduleController) run(ctx *ScheduleContext, st *scheduleState) error {
 	s := ctx.Obj
 	due := metav1.NewTime(st.due)
-	if st.active != nil {
+	job := scheduledJob(s, st.due)
+	switch {
+	case st.active != nil && st.active.Name == job.Name:
+		// Created by a pass whose status write was lost.
+		s.Status.LastScheduleTime = &due
+		return nil
+	case st.active != nil:
 		ctx.Event(corev1.EventTypeWarning, mov1.EventBackupSkipped, "Skipped the run due at %s: the BackupJob %s has not finished",
 			st.due.UTC().Format(time.RFC3339), st.active.Name)
 		s.Status.LastScheduleTime = &due
 		return nil
 	}
-	job := scheduledJob(s, st.due)
 	if err := controllerutil.SetControllerReference(s, job, ctx.Scheme); err != nil {
 		return err
 	}
-	if err := client.IgnoreAlreadyExists(ctx.Client.Create(ctx, job)); err != nil {
+	switch err := ctx.Client.Create(ctx, job); {
+	case apierrors.IsAlreadyExists(err):
+		s.Status.LastScheduleTime = &due
+		return nil
+	case err != nil:
 		return fmt.Errorf("create the BackupJob %s: %w", job.Name, err)
 	}
 	s.Status.LastScheduleTime = &due

@@ -1,14 +1,14 @@
 package matrixone
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -80,40 +80,50 @@ func (c *ClusterController) finishRestoreFlow() framework.Flow[*Cluster, framewo
 	}
 }
 
-// cnTarget is the first CN group's first CN, as root: where the restore's
+// cnTarget is a ready CN of the cluster, as root: where the restore's
 // statements go (straight to a CN: there is no proxy yet).
 func (c *ClusterController) cnTarget(ctx *ClusterContext) (mosql.Target, error) {
 	mc := ctx.Obj
-	pod := &corev1.Pod{}
-	name := build.ClusterCNSetName(mc, mc.Spec.CNGroups[0].Name) + "-0"
-	if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod); err != nil {
-		return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
+	for _, g := range mc.Spec.CNGroups {
+		for i := range int(ptr.Deref(g.Replicas, 1)) {
+			pod := &corev1.Pod{}
+			name := fmt.Sprintf("%s-%d", build.ClusterCNSetName(mc, g.Name), i)
+			if err := client.IgnoreNotFound(ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)); err != nil {
+				return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
+			}
+			if workload.IsReady(pod) && pod.Status.PodIP != "" {
+				return rootTarget(ctx, ctx.Client, ctx.Reader, mc.Namespace, build.Sets(mc).Log.RootPasswordSecret(), pod)
+			}
+		}
 	}
-	if !workload.IsReady(pod) || pod.Status.PodIP == "" {
-		return mosql.Target{}, fmt.Errorf("the CN pod %s is not ready", name)
-	}
-	secret := build.Sets(mc).Log.RootPasswordSecret()
-	password, err := framework.ReadPassword(ctx, ctx.Client, mc.Namespace, secret)
-	if apierrors.IsNotFound(err) {
-		password, err = framework.ReadPassword(ctx, ctx.Reader, mc.Namespace, secret)
-	}
-	if err != nil {
-		return mosql.Target{}, err
-	}
-	return mosql.Target{Addr: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(build.SQLPort)), Password: password}, nil
+	return mosql.Target{}, errors.New("no CN pod is ready")
 }
 
-// globalCheckpoint forces the TN's global checkpoint.
+// globalCheckpointTimeout bounds the forced global checkpoint, which
+// writes every table's data not yet in one.
+const globalCheckpointTimeout = 10 * time.Minute
+
+// globalCheckpoint forces the TN's global checkpoint, in the background
+// (it takes as long as the data takes to write; a step must not block).
+// After an operator restart the run is lost and started again: a second
+// forced checkpoint is harmless.
 func (c *ClusterController) globalCheckpoint(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
+	mc := ctx.Obj
+	switch state, err := c.background.Poll(mc.UID); {
+	case state == framework.RunRunning:
+		return false, nil
+	case state == framework.RunFinished && err != nil:
+		return false, err
+	case state == framework.RunFinished:
+		ctx.Log.Info("Forced a global checkpoint of the restored cluster")
+		return true, nil
+	}
 	t, err := c.cnTarget(ctx)
 	if err != nil {
 		return false, err
 	}
-	if err := c.admin.GlobalCheckpoint(ctx, t); err != nil {
-		return false, err
-	}
-	ctx.Log.Info("Forced a global checkpoint of the restored cluster")
-	return true, nil
+	c.background.Start(mc.UID, globalCheckpointTimeout, func(bg context.Context) error { return c.admin.GlobalCheckpoint(bg, t) })
+	return false, nil
 }
 
 // restartTN restarts the TN's pod once, then waits for the TN to serve

@@ -197,12 +197,16 @@ type ClusterContext = framework.Context[*Cluster]
 // one store restarted with the CNs already current; the proxy last, as
 // its restart cuts every session it carries.
 type ClusterController struct {
-	// admin runs the restore's statements (a global checkpoint).
-	admin mosql.Admin
+	// admin runs the restore's statements (a global checkpoint), in the
+	// background.
+	admin      mosql.Admin
+	background *framework.Background
 }
 
 // NewClusterController returns the MatrixOneCluster controller.
-func NewClusterController() *ClusterController { return &ClusterController{admin: mosql.Client{}} }
+func NewClusterController() *ClusterController {
+	return &ClusterController{admin: mosql.Client{}, background: framework.NewBackground()}
+}
 
 func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
 	c.admin = opts.Admin
@@ -261,7 +265,8 @@ type set struct {
 // new set at once (the sets wait for one another through their status)
 // and each change only when every set before it is Ready; it scales the
 // CN groups removed from the spec to zero (their CNs drain), then deletes
-// them; it sets the status and conditions. Observe needs nothing of it.
+// them; it sets the status and conditions. While a restore has not
+// completed it holds the proxies back. Observe reads status.sets.
 func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, error) {
 	mc := ctx.Obj
 	sets := build.Sets(mc)

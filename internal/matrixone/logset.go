@@ -89,8 +89,10 @@ func (*LogSetController) Validate(l *LogSet) error {
 
 // Declare runs on every pass: once the shared filesystem's claim exists
 // (made here when the spec sizes it), or the BucketClaim the spec names is
-// bound to this LogSet (resolveSharedStorage), it generates root's
-// password Secret when spec.rootPassword names none, applies the headless
+// bound to this LogSet (resolveSharedStorage), and unless the set still
+// restores (spec.restoreFrom: then it says so and applies nothing), it
+// generates root's password Secret when the one spec.rootPassword names
+// (or the default) does not exist, except for a restore, applies the headless
 // Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
@@ -119,9 +121,13 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	if restoring(l) {
 		return setRestoring(ctx, rendered)
 	}
-	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
-	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
-		return nil, err
+	// A restored catalog's root is the source's: its Secret is never
+	// generated (a missing one keeps the pods from starting, and says so).
+	if l.Spec.RestoreFrom == nil {
+		newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
+		if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
 		return nil, err
@@ -168,7 +174,7 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	return st, nil
 }
 
-// Observe starts the replace-store flow for a failed store (st.replace,
+// Observe starts the restore flow while the set restores, the replace-store flow for a failed store (st.replace,
 // decided by Declare behind the majority guard), and starts the rolling-restart flow when a store's
 // pod runs an older revision of the pod template than the StatefulSet's
 // latest.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,9 +44,13 @@ const (
 	stepCopyHAKeeper     = "copy-hakeeper-data"
 )
 
-// restoreCopyPage is how many objects one pass of copy-data copies: the
-// progress is recorded between passes.
-const restoreCopyPage = 200
+// restoreCopyPage is how many objects one pass of copy-data lists, and
+// restoreCopyTime how long it copies them for at most: the progress is
+// recorded between passes.
+const (
+	restoreCopyPage = 200
+	restoreCopyTime = 20 * time.Second
+)
 
 // The backup's layout (MatrixOne 1.2.4, pkg/backup): TAE files under
 // tae/, HAKeeper's data under hakeeper/. tae_list and tae_sum (and their
@@ -156,13 +162,34 @@ func (c *LogSetController) checkBackup(ctx *LogContext, st *logState) (bool, err
 	return true, nil
 }
 
-// checkTargetEmpty checks the shared storage holds nothing: a restore
-// never writes into storage that holds data. Once the copy began, what is
-// there is the restore's own.
+// checkTargetEmpty checks that nothing of a cluster is there yet: no
+// volume claim of the set's stores (a LogSet deleted under Retain leaves
+// them, and stores started on them would never bootstrap from the backup),
+// no stores ConfigMap saying a bootstrap happened, and no object in the
+// shared storage: a restore never writes into a cluster that holds data.
+// Once the copy began, what is in the shared storage is the restore's own.
 func (c *LogSetController) checkTargetEmpty(ctx *LogContext, st *logState) (bool, error) {
 	l := ctx.Obj
 	if r := restoreOf(l); r.LastKey != "" || r.ObjectsCopied > 0 {
 		return true, nil
+	}
+	claims, err := logSet(l).Claims(ctx, ctx.Reader)
+	if err != nil {
+		return false, err
+	}
+	if len(claims) > 0 {
+		first := claims[slices.Min(slices.Collect(maps.Keys(claims)))]
+		return false, framework.Terminal(fmt.Errorf("the volume claim %s of an earlier LogSet %s exists: a restore never starts a store on a volume that holds data; delete the claims or restore under another name",
+			first.Name, l.Name))
+	}
+	stores := &corev1.ConfigMap{}
+	switch err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: build.LogStoresName(l)}, stores); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return false, err
+	case stores.Data[build.BootstrappedKey] != "":
+		return false, framework.Terminal(fmt.Errorf("the ConfigMap %s says an earlier LogSet %s bootstrapped: a restore starts a new cluster; delete it or restore under another name",
+			stores.Name, l.Name))
 	}
 	target, err := c.restoreClient(ctx, *st.shared)
 	if err != nil {
@@ -196,20 +223,27 @@ func (c *LogSetController) copyData(ctx *LogContext, st *logState) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
+	lctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
 	defer cancel()
-	page, err := source.ListPrefix(sctx, backupTAEDir, s3.ListOptions{After: r.LastKey, PageSize: restoreCopyPage})
+	page, err := source.ListPrefix(lctx, backupTAEDir, s3.ListOptions{After: r.LastKey, PageSize: restoreCopyPage})
 	if err != nil {
 		return false, err
 	}
 	from := source.Location().Root() + backupTAEDir + "/"
-	for _, o := range page.Objects {
+	// A pass copies for at most restoreCopyTime, each copy bounded on its
+	// own, and records how far it got: large objects make short passes,
+	// never failed ones.
+	stop := time.Now().Add(restoreCopyTime)
+	for i, o := range page.Objects {
+		if i > 0 && time.Now().After(stop) {
+			return false, nil
+		}
 		rel := strings.TrimPrefix(o.Key, from)
 		if name := path.Base(rel); rel == name && (strings.HasPrefix(name, "tae_list") || strings.HasPrefix(name, "tae_sum")) {
 			r.LastKey = o.Key // the backup's own description, not TAE's
 			continue
 		}
-		if err := target.CopyFrom(sctx, b.Spec.Location.Bucket, o.Key, "data/"+rel); err != nil {
+		if err := copyObject(ctx, target, b.Spec.Location.Bucket, o.Key, "data/"+rel); err != nil {
 			return false, err
 		}
 		r.LastKey, r.ObjectsCopied, r.BytesCopied = o.Key, r.ObjectsCopied+1, r.BytesCopied+o.Size
@@ -235,12 +269,9 @@ func (c *LogSetController) copyHAKeeper(ctx *LogContext, st *logState) (bool, er
 	if err != nil {
 		return false, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
-	defer cancel()
-	root := strings.TrimSuffix(claimLocation(b.Spec.Location).Root(), "/")
+	root := claimLocation(b.Spec.Location).Root()
 	for _, f := range []string{build.HAKeeperDataFile, build.HAKeeperDataFile + ".sha256"} {
-		src := path.Join(root, backupHAKeeperDir, f)
-		if err := target.CopyFrom(sctx, b.Spec.Location.Bucket, src, path.Join(build.RestoreDir, f)); err != nil {
+		if err := copyObject(ctx, target, b.Spec.Location.Bucket, root+backupHAKeeperDir+"/"+f, path.Join(build.RestoreDir, f)); err != nil {
 			return false, err
 		}
 	}
@@ -251,6 +282,14 @@ func (c *LogSetController) copyHAKeeper(ctx *LogContext, st *logState) (bool, er
 	c.clients.forget(l.UID)
 	c.clients.forget(b.UID)
 	return true, nil
+}
+
+// copyObject copies srcKey of srcBucket to name of target's location,
+// server-side, within claimS3Timeout.
+func copyObject(ctx context.Context, target *s3.Client, srcBucket, srcKey, name string) error {
+	cctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
+	defer cancel()
+	return target.CopyFrom(cctx, srcBucket, srcKey, name)
 }
 
 // restoreClient is the client of the shared storage, with its

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,6 +230,26 @@ func TestRestoreRefusesStorageThatHoldsData(t *testing.T) {
 		t.Error("a log store was created on storage that holds data")
 	}
 	if got := listed(t, srv); !slices.Equal(got, []string{"data/someone-elses"}) {
+		t.Errorf("the refused restore wrote: %v", got)
+	}
+}
+
+func TestRestoreRefusesAnEarlierClustersVolumes(t *testing.T) {
+	c, ns, _, _, srv := restoreEnv(t)
+	// The volume claim a LogSet "mo-log" deleted under Retain left.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-mo-log-0",
+		Labels: build.Labels("mo-log", build.ComponentLog)},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	create(t, c, pvc, restoredCluster(ns, srv))
+	l := &mov1.LogSet{}
+	eventually(t, "the restore refused", func() (bool, string) {
+		get(t, c, ns, "mo-log", l)
+		op := l.Status.Operation
+		return op != nil && op.Step == "check-target-empty" && strings.Contains(op.LastError, "the volume claim data-mo-log-0 of an earlier LogSet mo-log exists"),
+			condition(l, framework.ConditionReady)
+	})
+	if got := listed(t, srv); len(got) != 0 {
 		t.Errorf("the refused restore wrote: %v", got)
 	}
 }

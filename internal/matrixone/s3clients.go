@@ -20,8 +20,9 @@ import (
 	"github.com/stewardhq/steward/internal/s3"
 )
 
-// s3Clients keeps one S3 client per object (a BucketClaim, a Backup),
-// made again when its location or keys change, so that passes reuse connections.
+// s3Clients keeps one S3 client per object (a BucketClaim, a Backup, a
+// BackupJob's destination, a restoring LogSet's storage and backup), made
+// again when its location or keys change, so that passes reuse connections.
 type s3Clients struct {
 	mu sync.Mutex
 	m  map[types.UID]s3Client
@@ -63,10 +64,9 @@ func (cc *s3Clients) forget(uid types.UID) {
 
 func newS3Clients() *s3Clients { return &s3Clients{m: map[types.UID]s3Client{}} }
 
-// forLocation returns the client of the object uid (a BucketClaim, a
-// Backup) for the location spec in namespace, with the credentials
-// Secret's keys and the CA Secret's certificates, both read from the API
-// server (the manager caches only Steward's own Secrets); or why it cannot
+// forLocation returns the client of the object uid for the location spec
+// in namespace, with the credentials Secret's keys and the CA Secret's
+// certificates, both read from the API server (the manager caches only Steward's own Secrets); or why it cannot
 // be made (a Secret or a key missing).
 func (cc *s3Clients) forLocation(ctx context.Context, r client.Reader, namespace string, uid types.UID, spec mov1.S3Storage) (*s3.Client, string, error) {
 	loc := claimLocation(spec)

@@ -87,14 +87,14 @@ func (o Options) withDefaults() Options {
 // Controller is the OBCluster actor.
 type Controller struct {
 	opts      Options
-	bootstrap *background
+	bootstrap *framework.Background
 	logins    *logins
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
 	opts = opts.withDefaults()
-	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts)}
+	return &Controller{opts: opts, bootstrap: framework.NewBackground(), logins: newLogins(opts)}
 }
 
 // System returns the OceanBase system for the manager's registry.

@@ -40,14 +40,14 @@ type TenantAction = framework.Action[*Tenant]
 // the cluster as the cluster's operator user.
 type TenantController struct {
 	opts   Options
-	create *background
+	create *framework.Background
 	logins *logins
 }
 
 // NewTenantController returns a tenant controller with opts.
 func NewTenantController(opts Options) *TenantController {
 	opts = opts.withDefaults()
-	return &TenantController{opts: opts, create: newBackground(), logins: newLogins(opts)}
+	return &TenantController{opts: opts, create: framework.NewBackground(), logins: newLogins(opts)}
 }
 
 func setupTenants(mgr ctrl.Manager, opts Options) error {

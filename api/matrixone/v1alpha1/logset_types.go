@@ -97,7 +97,7 @@ type LogSetSpec struct {
 	// restoreFrom makes the LogSet's first start a restore of a Backup:
 	// before any log store starts, the backup's table data is copied into
 	// the empty shared storage and HAKeeper's ID allocators are seeded from
-	// it (docs/matrixone.md, "Restore"). The shared storage must be S3 (or
+	// it (docs/matrixone.md, "Restore into a new cluster"). The shared storage must be S3 (or
 	// a BucketClaim) at the Backup's endpoint, holding nothing, and
 	// rootPassword must name a Secret holding the source cluster's root
 	// password (the restored catalog's). A MatrixOneCluster's restore also
@@ -142,14 +142,16 @@ type RestoreStatus struct {
 	// +optional
 	DataCopiedAt *metav1.Time `json:"dataCopiedAt,omitempty"`
 	// restartedTN is the UID of the TN pod a MatrixOneCluster's restore
-	// deleted once the global checkpoint was written (the TN then replays
-	// from it, as any later restart will); empty before.
+	// restarts once the global checkpoint was written (the TN then replays
+	// from it, as any later restart will), recorded before it is deleted;
+	// empty before. Set on the MatrixOneCluster's status only.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	RestartedTN string `json:"restartedTN,omitempty"`
-	// completedAt is when the restore completed: for a MatrixOneCluster,
-	// once the global checkpoint was forced and the TN restarted, after
-	// which the proxies start.
+	// completedAt is when the restore completed: once the global
+	// checkpoint was forced and the TN restarted, after which the proxies
+	// start. Set on the MatrixOneCluster's status only: a LogSet's restore
+	// ends at dataCopiedAt.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }

@@ -49,10 +49,6 @@ type Admin interface {
 	Serving(ctx context.Context, t Target) error
 }
 
-// globalCheckpointTimeout bounds a forced global checkpoint, which writes
-// every table's data not yet in one.
-const globalCheckpointTimeout = 5 * time.Minute
-
 // Client is the Admin of a real MatrixOne: one connection per call, as
 // root, each call bounded by Timeout (default 10 s).
 type Client struct {
@@ -79,8 +75,13 @@ func (c Client) SetWorkState(ctx context.Context, t Target, uuid string, state W
 // restored from a backup keeps the source's WAL position, and a TN
 // restarted later would skip the new WAL entries below it
 // (docs/design/matrixone-data.md); a forced one records position 0.
+//
+// It runs until ctx ends (the caller bounds it), not Timeout: a global
+// checkpoint writes every table's data not yet in one.
 func (c Client) GlobalCheckpoint(ctx context.Context, t Target) error {
-	c.Timeout = max(c.Timeout, globalCheckpointTimeout)
+	if deadline, ok := ctx.Deadline(); ok {
+		c.Timeout = max(c.Timeout, time.Until(deadline))
+	}
 	return c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
 		var out string
 		if err := db.QueryRowContext(ctx, "select mo_ctl('dn', 'globalcheckpoint', '')").Scan(&out); err != nil {
