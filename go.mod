@@ -27,6 +27,7 @@ require (
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/minio/minio-go/v7 v7.4.1
+	github.com/robfig/cron/v3 v3.0.1
 )
 
 require (
@@ -37,7 +38,6 @@ require (
 	github.com/minio/crc64nvme v1.1.1 // indirect
 	github.com/minio/md5-simd v1.1.2 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/tinylib/msgp v1.6.4 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
