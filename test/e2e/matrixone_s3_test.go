@@ -542,8 +542,9 @@ spec:
 	if r == nil || r.CompletedAt == nil || r.DataCopiedAt == nil || r.RestartedTN == "" || r.ObjectsCopied == 0 {
 		fatalf(t, "the restored cluster's status.restore: %+v", r)
 	}
-	t.Logf("Restored in %s to Ready: %d objects (%d KiB) copied in %s, consistent at %s", took.Round(time.Second),
-		r.ObjectsCopied, r.BytesCopied/1024, r.DataCopiedAt.Sub(start).Round(time.Second), r.BackupTS)
+	// Status times have whole seconds.
+	t.Logf("Restored in %s to Ready: %d objects (%d KiB) copied by %s after the creation, consistent at %s", took.Round(time.Second),
+		r.ObjectsCopied, r.BytesCopied/1024, max(0, r.DataCopiedAt.Sub(start.Truncate(time.Second))), r.BackupTS)
 
 	restored, source := s.ids(t, moS3Restored), s.ids(t, "mo")
 	var missing, late, unknown int
