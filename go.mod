@@ -27,6 +27,7 @@ require (
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/minio/minio-go/v7 v7.4.1
+	github.com/robfig/cron/v3 v3.0.1
 )
 
 require (

@@ -85,7 +85,7 @@ log "building mo-service $version (6 to 14 minutes on 2 cores from a cold Go cac
 log "mo-service built in $((SECONDS - start))s"
 start=$SECONDS
 # The agent's pure parts are tested before it goes into an image.
-go -C "$repo/tools/mo-agent" test ./render/ ./identity/ ./sqlready/ >&2
+go -C "$repo/tools/mo-agent" test ./render/ ./identity/ ./sqlready/ ./backup/ >&2
 go -C "$repo/tools/mo-agent" build -trimpath -tags "$tags" -ldflags "-s -w $static" -o "$tmp/mo-agent" . \
 	2> >(grep -Ev 'statically linked applications requires at runtime|: in function .(dlfcn_globallookup|Curl_parsenetrc|rd_getaddrinfo|BIO_gethostbyname|Curl_ipv4_resolve_r).:$' >&2)
 log "mo-agent built in $((SECONDS - start))s"

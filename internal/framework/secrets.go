@@ -20,7 +20,8 @@ const PasswordKey = "password"
 // changes an existing Secret: the system holds the password (or its
 // digest) from its first start. newSecret should give the Secret no owner,
 // so that under a Retain policy it outlives its object like the data it
-// opens, and label it with a component DeleteGeneratedSecret recognizes.
+// opens, and label it with the owner's standard labels, which
+// DeleteGeneratedSecret matches.
 // A password is drawn only for a Secret to create; a pass reads, and never
 // writes, once the Secret exists (CreateIfAbsent).
 func EnsurePasswordSecret(ctx context.Context, c client.Client, live client.Reader, log logr.Logger,
@@ -62,12 +63,14 @@ func CreateIfAbsent(ctx context.Context, c client.Client, live client.Reader, ke
 	return true, nil
 }
 
-// DeleteGeneratedSecret deletes Secret namespace/name if its component
-// label says the controller generated it; a user's Secret of that name
-// stays.
-func DeleteGeneratedSecret(ctx context.Context, c client.Client, namespace, name, component string) error {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	_, err := DeleteGenerated(ctx, c, s, map[string]string{"app.kubernetes.io/component": component})
+// DeleteGeneratedSecret deletes the Secret generated, if the Secret of its
+// namespace and name carries every label generated does: the object
+// deleting it generated it. A user's Secret of that name stays, and so
+// does one another object generated (its instance label differs), such as
+// the source cluster's root password a restored cluster names.
+func DeleteGeneratedSecret(ctx context.Context, c client.Client, generated *corev1.Secret) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: generated.Namespace, Name: generated.Name}}
+	_, err := DeleteGenerated(ctx, c, s, generated.Labels)
 	return err
 }
 

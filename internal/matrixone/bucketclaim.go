@@ -1,15 +1,10 @@
 package matrixone
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,12 +74,12 @@ type ClaimContext = framework.Context[*BucketClaim]
 // can bind it meanwhile.
 type BucketClaimController struct {
 	opts    Options
-	clients *claimClients
+	clients *s3Clients
 }
 
 // NewBucketClaimController returns a BucketClaim controller with opts.
 func NewBucketClaimController(opts Options) *BucketClaimController {
-	return &BucketClaimController{opts: opts.withDefaults(), clients: &claimClients{m: map[types.UID]claimClient{}}}
+	return &BucketClaimController{opts: opts.withDefaults(), clients: newS3Clients()}
 }
 
 func setupBucketClaims(mgr ctrl.Manager, c *BucketClaimController) error {
@@ -524,97 +519,9 @@ func (c *BucketClaimController) emptyPrefix(ctx *ClaimContext) (bool, error) {
 
 func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 
-// client returns an S3 client of the claim's location with the
-// credentials Secret's keys and the CA Secret's certificates, both read
-// from the API server (the manager caches only Steward's own Secrets); or
-// why it cannot be made (a Secret or a key missing).
+// client returns an S3 client of the claim's location, or why it cannot
+// be made (s3Clients.forLocation).
 func (c *BucketClaimController) client(ctx *ClaimContext) (*s3.Client, string, error) {
 	b := ctx.Obj
-	spec := b.Spec.S3
-	loc := claimLocation(spec)
-	if name := spec.CredentialsSecret; name != "" {
-		data, why, err := secretKeys(ctx, ctx.Reader, b.Namespace, name, "credentials", build.EnvAccessKeyID, build.EnvSecretAccessKey)
-		if why != "" || err != nil {
-			return nil, why, err
-		}
-		loc.Credentials = &s3.Credentials{AccessKeyID: data[0], SecretAccessKey: data[1]}
-	}
-	if ca := spec.CASecret; ca != nil {
-		data, why, err := secretKeys(ctx, ctx.Reader, b.Namespace, ca.Name, "CA", cmp.Or(ca.Key, mov1.DefaultCAKey))
-		if why != "" || err != nil {
-			return nil, why, err
-		}
-		loc.CABundle = []byte(data[0])
-	}
-	if err := loc.Validate(); err != nil {
-		return nil, err.Error(), nil
-	}
-	cl, err := c.clients.get(b.UID, loc)
-	return cl, "", err
-}
-
-// secretKeys returns the values of keys of the Secret name, or why they
-// cannot be read (the Secret or a key missing); what names the Secret's
-// role in the message.
-func secretKeys(ctx context.Context, r client.Reader, namespace, name, what string, keys ...string) ([]string, string, error) {
-	var secret corev1.Secret
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &secret); {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("the %s Secret %s does not exist", what, name), nil
-	case err != nil:
-		return nil, "", fmt.Errorf("get the %s Secret %s: %w", what, name, err)
-	}
-	var values, missing []string
-	for _, k := range keys {
-		v := secret.Data[k]
-		if len(v) == 0 {
-			missing = append(missing, k)
-		}
-		values = append(values, string(v))
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Sprintf("the %s Secret %s has no %s", what, name, strings.Join(missing, " and no ")), nil
-	}
-	return values, "", nil
-}
-
-// claimClients keeps one S3 client per claim, made again when its
-// location or keys change, so that passes reuse connections.
-type claimClients struct {
-	mu sync.Mutex
-	m  map[types.UID]claimClient
-}
-
-type claimClient struct {
-	key string
-	c   *s3.Client
-}
-
-// get returns the client of the claim uid at loc.
-func (cc *claimClients) get(uid types.UID, loc s3.Location) (*s3.Client, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%t\x00", loc.Endpoint, loc.Region, loc.Bucket, loc.KeyPrefix, loc.Credentials, loc.PathStyle)
-	if loc.Credentials != nil {
-		h.Write([]byte(loc.Credentials.SecretAccessKey))
-	}
-	h.Write(loc.CABundle)
-	key := hex.EncodeToString(h.Sum(nil))
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cached, ok := cc.m[uid]; ok && cached.key == key {
-		return cached.c, nil
-	}
-	cl, err := s3.New(loc)
-	if err != nil {
-		return nil, err
-	}
-	cc.m[uid] = claimClient{key: key, c: cl}
-	return cl, nil
-}
-
-// forget drops the client of the claim uid.
-func (cc *claimClients) forget(uid types.UID) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	delete(cc.m, uid)
+	return c.clients.forLocation(ctx, ctx.Reader, b.Namespace, b.UID, b.Spec.S3)
 }

@@ -151,6 +151,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		NewProxySetController(opts).setup,
 		func(mgr ctrl.Manager) error { return setupClusters(mgr, NewClusterController(), opts.withDefaults()) },
 		func(mgr ctrl.Manager) error { return setupBucketClaims(mgr, NewBucketClaimController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackupJobs(mgr, NewBackupJobController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackups(mgr, NewBackupController(opts)) },
+		func(mgr ctrl.Manager) error { return setupBackupSchedules(mgr, NewBackupScheduleController(opts)) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)
@@ -193,14 +196,23 @@ type ClusterContext = framework.Context[*Cluster]
 // every write needs, still runs the old one and serves; then the TN, its
 // one store restarted with the CNs already current; the proxy last, as
 // its restart cuts every session it carries.
-type ClusterController struct{}
+type ClusterController struct {
+	// admin runs the restore's statements (a global checkpoint), in the
+	// background.
+	admin      mosql.Admin
+	background *framework.Background
+}
 
 // NewClusterController returns the MatrixOneCluster controller.
-func NewClusterController() *ClusterController { return &ClusterController{} }
+func NewClusterController() *ClusterController {
+	return &ClusterController{admin: mosql.Client{}, background: framework.NewBackground()}
+}
 
 func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
+	c.admin = opts.Admin
 	_, err := framework.Setup(mgr, framework.Options[*Cluster, framework.Nothing]{
 		Actor:          c,
+		Flows:          []framework.Flow[*Cluster, framework.Nothing]{c.finishRestoreFlow()},
 		App:            build.App,
 		PartOf:         build.PartOf,
 		Owns:           []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
@@ -232,6 +244,7 @@ func (*ClusterController) Validate(c *Cluster) error {
 	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), c.Spec.RootPassword, "Secret")...)
 	errs = append(errs, validateRole(spec.Child("proxy"), build.RoleProxy, &c.Spec.Proxy.RoleSpec)...)
 	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), c.Spec.SharedStorage)...)
+	errs = append(errs, validateRestore(spec, c.Spec.RestoreFrom, c.Spec.SharedStorage, c.Spec.RootPassword)...)
 	if l := c.Spec.LogService; l.Replicas > 0 && l.ShardReplicas > l.Replicas {
 		errs = append(errs, field.Invalid(spec.Child("logService", "shardReplicas"), l.ShardReplicas,
 			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Replicas)))
@@ -252,7 +265,8 @@ type set struct {
 // new set at once (the sets wait for one another through their status)
 // and each change only when every set before it is Ready; it scales the
 // CN groups removed from the spec to zero (their CNs drain), then deletes
-// them; it sets the status and conditions. Observe needs nothing of it.
+// them; it sets the status and conditions. While a restore has not
+// completed it holds the proxies back. Observe reads status.sets.
 func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, error) {
 	mc := ctx.Obj
 	sets := build.Sets(mc)
@@ -268,6 +282,13 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 	held := ""
 	readySoFar := true
 	for _, s := range order {
+		if s.obj == sets.Proxy && clusterRestoring(mc) {
+			// No client reaches a restored cluster before its restore
+			// completes (finishRestoreFlow).
+			mc.Status.Sets = append(mc.Status.Sets, mov1.SetStatus{Kind: "ProxySet", Name: sets.Proxy.Name,
+				Reason: "created once the restore completes"})
+			continue
+		}
 		st, waits, err := c.applyInOrder(ctx, s, readySoFar)
 		if err != nil {
 			return framework.Nothing{}, err
@@ -283,6 +304,7 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 	}
 	mc.Status.SQLAddress = sets.Proxy.Status.SQLAddress
 	mc.Status.RootPasswordSecret = sets.Log.RootPasswordSecret()
+	recordRestore(mc, sets.Log)
 	c.setConditions(ctx, held)
 	return framework.Nothing{}, nil
 }
@@ -365,7 +387,10 @@ func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
 		if held != "" {
 			reason, message = mov1.ReasonRollingOut, message+"; the change to "+held+" waits for it"
 		}
-		if neverReady(ctx.Obj) {
+		switch {
+		case clusterRestoring(ctx.Obj):
+			reason = mov1.ReasonRestoring
+		case neverReady(ctx.Obj):
 			reason = commonv1.ReasonCreating
 		}
 		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionTrue, reason, message)
@@ -376,8 +401,11 @@ func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
 	ctx.SetReady(true, mov1.ReasonSetsReady, fmt.Sprintf("%d sets Ready", len(ctx.Obj.Status.Sets)))
 }
 
-// Observe has nothing to do: the sets act.
-func (*ClusterController) Observe(*ClusterContext, framework.Nothing) (framework.Action[*Cluster], error) {
+// Observe has nothing to do but finish a restore: the sets act.
+func (*ClusterController) Observe(ctx *ClusterContext, _ framework.Nothing) (framework.Action[*Cluster], error) {
+	if readyToFinishRestore(ctx.Obj) {
+		return framework.StartFlow[*Cluster](flowFinishRestore, "restoreFrom "+ctx.Obj.Spec.RestoreFrom.Backup), nil
+	}
 	return nil, nil
 }
 

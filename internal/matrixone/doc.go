@@ -3,8 +3,9 @@
 // ProxySet's, the MatrixOneCluster umbrella's, which makes a LogSet, a
 // TNSet, its CNSets and a ProxySet and orders a rollout across them, and
 // the BucketClaim's, a claim on an S3 prefix that a LogSet's shared storage
-// names. Each is a framework actor; the sets depend on each other only
-// through status.
+// names, and the backups': BackupJob (one physical backup), Backup (its
+// record, read back from the store) and BackupSchedule. Each is a
+// framework actor; the sets depend on each other only through status.
 // They run the image images/matrixone, observe HAKeeper through mo-agent's
 // probe in the log pods (package hakeeper) and build their children with
 // package build. docs/matrixone.md has the design.
@@ -20,10 +21,15 @@
 //   - bucketclaim.go, bucketclaim_status.go: the BucketClaim actor (the
 //     bucket, binding, release, and emptying the prefix in its Finalize),
 //     and its phase and conditions from what Declare observed;
-//   - scale.go, restart.go, logset_replace.go: the task flows (a CN
-//     scale-in; every set's rolling restart; a failed log store's
-//     replacement), each with its helpers; no code outside a flow's file
-//     names its steps;
+//   - backupjob.go, backup.go, backupschedule.go: the BackupJob actor and
+//     its backup flow, the Backup actor, and the BackupSchedule actor (a
+//     level-based one: runs and retention);
+//   - scale.go, restart.go, logset_replace.go, logset_restore.go,
+//     cluster_restore.go: the task flows (a CN scale-in; every set's
+//     rolling restart; a failed log store's replacement; a LogSet's restore
+//     from a Backup; a restored cluster's global checkpoint and TN restart
+//     before its proxies start), each with its helpers; no code outside a
+//     flow's file names its steps;
 //   - drain.go: a CN's drain, which the scale-in and the rolling restart
 //     run, recorded on its pod;
 //   - sets.go, views.go: what the sets share: the pods' and shared
@@ -31,5 +37,7 @@
 //     rendering (resolveSharedStorage), a revision pending, the claims'
 //     reclaim, and HAKeeper's view of the stores read through the log
 //     pods;
+//   - s3clients.go: the S3 clients of claims, backups and restores, with
+//     their Secrets' keys;
 //   - webhook.go: every kind's admission (a BucketClaim's overlaps too).
 package matrixone

@@ -312,12 +312,16 @@ func (c *StoreSetController[T]) endDrain(ctx *framework.Context[T], pod *corev1.
 // target is the CN via as the admin reaches it: its pod's SQL address,
 // as root with the LogSet's password.
 func (c *StoreSetController[T]) target(ctx *framework.Context[T], st *storeState, via *corev1.Pod) (mosql.Target, error) {
-	// The cache holds a generated Secret; a user's is read from the API
-	// server.
-	name := st.set.Log.RootPasswordSecret()
-	password, err := framework.ReadPassword(ctx, ctx.Client, st.set.Namespace, name)
+	return rootTarget(ctx, ctx.Client, ctx.Reader, st.set.Namespace, st.set.Log.RootPasswordSecret(), via)
+}
+
+// rootTarget is the CN pod via as root reaches it: its pod's SQL address,
+// with the password of the Secret secret. The cache holds a generated
+// Secret; a user's is read from the API server (live).
+func rootTarget(ctx context.Context, cached, live client.Reader, namespace, secret string, via *corev1.Pod) (mosql.Target, error) {
+	password, err := framework.ReadPassword(ctx, cached, namespace, secret)
 	if apierrors.IsNotFound(err) {
-		password, err = framework.ReadPassword(ctx, ctx.Reader, st.set.Namespace, name)
+		password, err = framework.ReadPassword(ctx, live, namespace, secret)
 	}
 	if err != nil {
 		return mosql.Target{}, err

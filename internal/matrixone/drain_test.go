@@ -83,6 +83,21 @@ func (a *fakeAdmin) Sessions(_ context.Context, t mosql.Target, uuid string) (in
 	return a.sessions[uuid], nil
 }
 
+func (a *fakeAdmin) GlobalCheckpoint(_ context.Context, t mosql.Target) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.password = t.Password
+	a.calls = append(a.calls, "globalcheckpoint@"+t.Addr)
+	return nil
+}
+
+func (a *fakeAdmin) Serving(_ context.Context, t mosql.Target) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.password = t.Password
+	return nil
+}
+
 func (a *fakeAdmin) setSessions(uuid string, n int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -34,19 +34,21 @@ type LogSetController struct {
 	opts    Options
 	views   *viewReader
 	trigger *framework.Trigger
+	// clients reach the shared storage and the backup of a restore.
+	clients *s3Clients
 }
 
 // NewLogSetController returns a LogSet controller with opts.
 func NewLogSetController(opts Options) *LogSetController {
 	opts = opts.withDefaults()
 	trigger := framework.NewTrigger()
-	return &LogSetController{opts: opts, trigger: trigger, views: newViewReader("LogSet", opts, trigger)}
+	return &LogSetController{opts: opts, trigger: trigger, views: newViewReader("LogSet", opts, trigger), clients: newS3Clients()}
 }
 
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
 		Actor:          c,
-		Flows:          []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow()},
+		Flows:          []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow(), c.restoreFlow()},
 		App:            build.App,
 		PartOf:         build.PartOf,
 		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
@@ -77,6 +79,7 @@ func (*LogSetController) Validate(l *LogSet) error {
 	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), l.Spec.SharedStorage)...)
 	errs = append(errs, standard.ValidateDuration(spec.Child("storeFailureTimeout"), l.Spec.StoreFailureTimeout)...)
 	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), l.Spec.RootPassword, "Secret")...)
+	errs = append(errs, validateRestore(spec, l.Spec.RestoreFrom, l.Spec.SharedStorage, l.Spec.RootPassword)...)
 	if l.Spec.ShardReplicas > l.Spec.Replicas {
 		errs = append(errs, field.Invalid(spec.Child("shardReplicas"), l.Spec.ShardReplicas,
 			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Spec.Replicas)))
@@ -86,8 +89,10 @@ func (*LogSetController) Validate(l *LogSet) error {
 
 // Declare runs on every pass: once the shared filesystem's claim exists
 // (made here when the spec sizes it), or the BucketClaim the spec names is
-// bound to this LogSet (resolveSharedStorage), it generates root's
-// password Secret when spec.rootPassword names none, applies the headless
+// bound to this LogSet (resolveSharedStorage), and unless the set still
+// restores (spec.restoreFrom: then it says so and applies nothing), it
+// generates root's password Secret when the one spec.rootPassword names
+// (or the default) does not exist, except for a restore, applies the headless
 // Service, the configuration template and the
 // StatefulSet, records HAKeeper's bootstrap and the service addresses,
 // observes the stores and HAKeeper's view into status and sets the
@@ -113,9 +118,16 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 		setWaitingForStorage(ctx, reason, why)
 		return nil, nil
 	}
-	newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
-	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
-		return nil, err
+	if restoring(l) {
+		return setRestoring(ctx, rendered)
+	}
+	// A restored catalog's root is the source's: its Secret is never
+	// generated (a missing one keeps the pods from starting, and says so).
+	if l.Spec.RestoreFrom == nil {
+		newSecret := func(password string) *corev1.Secret { return build.RootPasswordSecret(l, password) }
+		if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
+			return nil, err
+		}
 	}
 	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
 		return nil, err
@@ -162,13 +174,16 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	return st, nil
 }
 
-// Observe starts the replace-store flow for a failed store (st.replace,
+// Observe starts the restore flow while the set restores, the replace-store flow for a failed store (st.replace,
 // decided by Declare behind the majority guard), and starts the rolling-restart flow when a store's
 // pod runs an older revision of the pod template than the StatefulSet's
 // latest.
-func (c *LogSetController) Observe(_ *LogContext, st *logState) (framework.Action[*LogSet], error) {
+func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Action[*LogSet], error) {
 	if st == nil { // Declare waits for the shared storage
 		return nil, nil
+	}
+	if st.shared != nil {
+		return framework.StartFlow[*LogSet](flowRestore, "restoreFrom "+ctx.Obj.Spec.RestoreFrom.Backup), nil
 	}
 	if st.replace != nil {
 		return st.startReplacement(*st.replace), nil
@@ -191,7 +206,7 @@ func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}
-	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, l.Namespace, l.RootPasswordSecret(), build.ComponentCredentials); err != nil {
+	if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, build.RootPasswordSecret(l, "")); err != nil {
 		return false, err
 	}
 	if err := deleteStores(ctx); err != nil {

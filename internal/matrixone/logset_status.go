@@ -48,6 +48,9 @@ type logState struct {
 	stores map[string]string
 	// replace is the failed store to replace in this pass, if any.
 	replace *downStore
+	// shared is the shared storage's location while the set restores
+	// (restoring): nothing else is observed then.
+	shared *mov1.S3Storage
 }
 
 // observe reads the stores' pods and asks their probes for HAKeeper's view,

@@ -38,6 +38,12 @@ import (
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-proxyset,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=mproxyset.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-bucketclaim,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=bucketclaims,verbs=create;update,versions=v1alpha1,name=mbucketclaim.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-bucketclaim,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=bucketclaims,verbs=create;update,versions=v1alpha1,name=vbucketclaim.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-backupjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backupjobs,verbs=create;update,versions=v1alpha1,name=mbackupjob.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-backupjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backupjobs,verbs=create;update,versions=v1alpha1,name=vbackupjob.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-backup,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backups,verbs=create;update,versions=v1alpha1,name=mbackup.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-backup,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backups,verbs=create;update,versions=v1alpha1,name=vbackup.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-matrixone-steward-dev-v1alpha1-backupschedule,mutating=true,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backupschedules,verbs=create;update,versions=v1alpha1,name=mbackupschedule.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-backupschedule,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=backupschedules,verbs=create;update,versions=v1alpha1,name=vbackupschedule.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-matrixone-steward-dev-v1alpha1-proxyset,mutating=false,failurePolicy=fail,sideEffects=None,groups=matrixone.steward.dev,resources=proxysets,verbs=create;update,versions=v1alpha1,name=vproxyset.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the MatrixOne sets' webhooks on
@@ -51,6 +57,11 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 		func() error { return framework.SetupWebhooks[*mov1.ProxySet](mgr, NewProxySetController(Options{})) },
 		func() error { return framework.SetupWebhooks[*Cluster](mgr, NewClusterController()) },
 		func() error { return framework.SetupWebhooks[*BucketClaim](mgr, NewBucketClaimController(Options{})) },
+		func() error { return framework.SetupWebhooks[*BackupJob](mgr, NewBackupJobController(Options{})) },
+		func() error { return framework.SetupWebhooks[*Backup](mgr, NewBackupController(Options{})) },
+		func() error {
+			return framework.SetupWebhooks[*BackupSchedule](mgr, NewBackupScheduleController(Options{}))
+		},
 	} {
 		if err := setup(); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

@@ -76,6 +76,17 @@ func TestClusterValidate(t *testing.T) {
 			c.Spec.SharedStorage = mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: "http://s3", Bucket: "mo-data", Region: "r",
 				CASecret: &mov1.S3CASecret{Name: "corp-ca"}}}
 		}, []string{"spec.sharedStorage.s3.caSecret", "a CA is for an https endpoint"}},
+		{"a restore onto a shared filesystem, without the source's root password", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.RestoreFrom = &mov1.RestoreSource{Backup: "daily-1"}
+		}, []string{"spec.sharedStorage.fileSystem", "must be s3 or a bucketClaim", "spec.rootPassword", "name the Secret holding the source cluster's root password"}},
+		{"a restore onto S3 with the source's root password", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "restored"}
+			c.Spec.RootPassword, c.Spec.RestoreFrom = "mo-log-root", &mov1.RestoreSource{Backup: "daily-1"}
+		}, nil},
+		{"a restore from a Backup no Backup can be named", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "restored"}
+			c.Spec.RootPassword, c.Spec.RestoreFrom = "mo-log-root", &mov1.RestoreSource{Backup: "Daily_1"}
+		}, []string{"spec.restoreFrom.backup"}},
 		{"a BucketClaim no claim can be named", []string{"a"}, func(c *mov1.MatrixOneCluster) {
 			c.Spec.SharedStorage = mov1.SharedStorage{BucketClaim: "Data_1"}
 		}, []string{"spec.sharedStorage.bucketClaim", "not a valid BucketClaim name"}},

@@ -61,13 +61,13 @@ func (c *Controller) runBootstrap(ctx *Context, cl *cluster) (bool, error) {
 	if done, err := c.bootstrapped(ctx, cl); done || err != nil {
 		return done, err
 	}
-	switch state, err := c.bootstrap.poll(ob.UID); {
-	case state == runRunning:
+	switch state, err := c.bootstrap.Poll(ob.UID); {
+	case state == framework.RunRunning:
 		return false, nil
-	case state == runFinished && err == nil:
+	case state == framework.RunFinished && err == nil:
 		c.markBootstrapped(ctx)
 		return true, nil
-	case state == runFinished:
+	case state == framework.RunFinished:
 		return false, fmt.Errorf("bootstrap: %w", err)
 	}
 	var seeds []string
@@ -78,7 +78,7 @@ func (c *Controller) runBootstrap(ctx *Context, cl *cluster) (bool, error) {
 		return false, err
 	}
 	ctx.Log.Info("Bootstrapping", "servers", members)
-	c.bootstrap.start(ob.UID, func(bg context.Context) error {
+	c.bootstrap.Start(ob.UID, bootstrapTimeout, func(bg context.Context) error {
 		db, err := obsql.Open(bg, seed, obsql.Login{User: rootUser}, bootstrapTimeout)
 		if err != nil {
 			return err

@@ -87,14 +87,14 @@ func (o Options) withDefaults() Options {
 // Controller is the OBCluster actor.
 type Controller struct {
 	opts      Options
-	bootstrap *background
+	bootstrap *framework.Background
 	logins    *logins
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
 	opts = opts.withDefaults()
-	return &Controller{opts: opts, bootstrap: newBackground(), logins: newLogins(opts)}
+	return &Controller{opts: opts, bootstrap: framework.NewBackground(), logins: newLogins(opts)}
 }
 
 // System returns the OceanBase system for the manager's registry.
@@ -284,7 +284,7 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 		return false, fmt.Errorf("delete the volume claims: %w", err)
 	}
 	for _, name := range []string{ob.Spec.Credentials.Root, ob.Spec.Credentials.Operator} {
-		if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, ob.Namespace, name, build.ComponentCredentials); err != nil {
+		if err := framework.DeleteGeneratedSecret(ctx, ctx.Client, build.PasswordSecret(ob, name, "")); err != nil {
 			return false, err
 		}
 	}

@@ -40,14 +40,14 @@ type TenantAction = framework.Action[*Tenant]
 // the cluster as the cluster's operator user.
 type TenantController struct {
 	opts   Options
-	create *background
+	create *framework.Background
 	logins *logins
 }
 
 // NewTenantController returns a tenant controller with opts.
 func NewTenantController(opts Options) *TenantController {
 	opts = opts.withDefaults()
-	return &TenantController{opts: opts, create: newBackground(), logins: newLogins(opts)}
+	return &TenantController{opts: opts, create: framework.NewBackground(), logins: newLogins(opts)}
 }
 
 func setupTenants(mgr ctrl.Manager, opts Options) error {
@@ -287,7 +287,7 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
 	if apierrors.IsNotFound(err) || err == nil && ob.DeletionTimestamp != nil {
 		ctx.Log.Info("The cluster is gone; nothing to drop", "cluster", t.Spec.Cluster)
-		return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
+		return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, build.TenantPasswordSecret(t, ""))
 	}
 	if err != nil {
 		return false, err
@@ -300,5 +300,5 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	if !done || err != nil {
 		return false, err
 	}
-	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword, build.ComponentCredentials)
+	return true, framework.DeleteGeneratedSecret(ctx, ctx.Client, build.TenantPasswordSecret(t, ""))
 }

@@ -105,16 +105,16 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool,
 	}
 	t := ctx.Obj
 	if st.tenant != nil && st.tenant.Status == "NORMAL" {
-		_, _ = c.create.poll(t.UID) // forget a finished run: the tenant is what counts
+		_, _ = c.create.Poll(t.UID) // forget a finished run: the tenant is what counts
 		ctx.Event(corev1.EventTypeNormal, obv1.EventTenantCreated, "Created tenant %s (id %d)", t.Spec.TenantName, st.tenant.ID)
 		return true, nil
 	}
-	switch state, err := c.create.poll(t.UID); {
-	case state == runRunning:
+	switch state, err := c.create.Poll(t.UID); {
+	case state == framework.RunRunning:
 		return false, nil
-	case state == runFinished && err != nil:
+	case state == framework.RunFinished && err != nil:
 		return false, err
-	case state == runFinished || st.tenant != nil:
+	case state == framework.RunFinished || st.tenant != nil:
 		return false, nil // OceanBase is finishing it: wait for NORMAL
 	}
 	if err := ensureUnitConfig(ctx, st); err != nil { // the spec may have changed since the first step
@@ -126,7 +126,7 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool,
 	db, name := st.db, t.Spec.TenantName
 	ctx.Log.Info("Creating a tenant", "tenant", name, "zones", zones)
 	release := c.logins.hold(db) // kept open for the statement, whatever replaces it meanwhile
-	c.create.start(t.UID, func(bg context.Context) error {
+	c.create.Start(t.UID, bootstrapTimeout, func(bg context.Context) error {
 		defer release()
 		return obsql.CreateTenant(bg, db, name, opts)
 	})

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -220,6 +221,44 @@ func (c *Client) Put(ctx context.Context, name string, data []byte) error {
 		minio.PutObjectOptions{SendContentMd5: true, DisableMultipart: true})
 	if err != nil {
 		return c.fail("putting", key, err)
+	}
+	return nil
+}
+
+// ErrTooLarge is the error of a Get whose object is larger than asked.
+var ErrTooLarge = errors.New("the object is larger than the most the caller reads")
+
+// Get reads the object name, relative to the location, when it is at most
+// limit bytes. An object that does not exist is an error whose Code is
+// "NoSuchKey".
+func (c *Client) Get(ctx context.Context, name string, limit int64) ([]byte, error) {
+	key := c.key(name)
+	o, err := c.mc.GetObject(ctx, c.loc.Bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, c.fail("getting", key, err)
+	}
+	defer o.Close()
+	data, err := io.ReadAll(io.LimitReader(o, limit+1))
+	switch {
+	case err != nil:
+		return nil, c.fail("getting", key, err)
+	case int64(len(data)) > limit:
+		return nil, c.fail("getting", key, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit))
+	}
+	return data, nil
+}
+
+// CopyFrom copies the object srcKey (a full key) of the bucket srcBucket,
+// in the same store, to name (relative to the location), server-side: the
+// data never leaves the store. The client's credentials must read the
+// source. An object of more than 5 GiB needs a multipart copy, which this
+// does not do (MatrixOne writes far smaller objects).
+func (c *Client) CopyFrom(ctx context.Context, srcBucket, srcKey, name string) error {
+	key := c.key(name)
+	_, err := c.mc.CopyObject(ctx, minio.CopyDestOptions{Bucket: c.loc.Bucket, Object: key},
+		minio.CopySrcOptions{Bucket: srcBucket, Object: srcKey})
+	if err != nil {
+		return c.fail("copying "+srcBucket+"/"+srcKey+" to", key, err)
 	}
 	return nil
 }

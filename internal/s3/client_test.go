@@ -311,3 +311,45 @@ func TestTLS(t *testing.T) {
 	_, err := newClient(t, loc).EnsureBucket(ctx)
 	checkErr(t, err, "", "certificate signed by unknown authority")
 }
+
+func TestGet(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := testContext(t)
+	c := newClient(t, srv.Location("mo-backups", "ns/b1"))
+	if _, err := c.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put(ctx, t, c, "tae/tae_sum")
+	got, err := c.Get(ctx, "tae/tae_sum", 64)
+	if err != nil || string(got) != "tae/tae_sum" {
+		t.Fatalf("Get = %q, %v; want the object's content", got, err)
+	}
+	_, err = c.Get(ctx, "tae/tae_sum", 4)
+	if !errors.Is(err, s3.ErrTooLarge) {
+		t.Errorf("Get with a 4-byte limit of an 11-byte object: %v, want ErrTooLarge", err)
+	}
+	_, err = c.Get(ctx, "tae/no_such", 64)
+	checkErr(t, err, "NoSuchKey", "getting ns/b1/tae/no_such in bucket mo-backups")
+}
+
+func TestCopyFrom(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := testContext(t)
+	src := newClient(t, srv.Location("mo-backups", "ns/b1"))
+	dst := newClient(t, srv.Location("mo-data", "ns/restored"))
+	for _, c := range []*s3.Client{src, dst} {
+		if _, err := c.EnsureBucket(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ctx, t, src, "tae/ckp/meta_0-0_1-0.ckp")
+	if err := dst.CopyFrom(ctx, "mo-backups", "ns/b1/tae/ckp/meta_0-0_1-0.ckp", "data/ckp/meta_0-0_1-0.ckp"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dst.Get(ctx, "data/ckp/meta_0-0_1-0.ckp", 64)
+	if err != nil || string(got) != "tae/ckp/meta_0-0_1-0.ckp" {
+		t.Errorf("the copy holds %q, %v; want the source's content", got, err)
+	}
+	err = dst.CopyFrom(ctx, "mo-backups", "ns/b1/no-such", "data/x")
+	checkErr(t, err, "NoSuchKey", "copying mo-backups/ns/b1/no-such to ns/restored/data/x in bucket mo-data")
+}

@@ -3,16 +3,13 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +28,7 @@ import (
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/test/portforward"
 )
 
 // Leader election timings: controller-runtime's defaults, which the
@@ -491,26 +489,12 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // the API server, the cluster's network being localkube's own.
 func portForward(t *testing.T, ns, target string, port int) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), "port-forward", "-n", ns,
-		"--address", "127.0.0.1", target, fmt.Sprintf(":%d", port))
-	stdout, err := cmd.StdoutPipe()
+	addr, stop, err := portforward.Start(filepath.Join(env.binDir, "kubectl"), "", ns, target, port)
 	if err != nil {
 		fatalNow(t, err)
 	}
-	if err := cmd.Start(); err != nil {
-		fatalNow(t, err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	forwarding := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		if m := forwarding.FindStringSubmatch(lines.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return "127.0.0.1:" + m[1]
-		}
-	}
-	fatalf(t, "kubectl port-forward %s ended without forwarding: %v", target, lines.Err())
-	return ""
+	t.Cleanup(stop)
+	return addr
 }
 
 // get GETs url with token as bearer (when set), skipping certificate

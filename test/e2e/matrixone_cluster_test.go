@@ -57,6 +57,15 @@ type moCluster struct {
 	next int
 	// rootPassword is root's, read once from the generated Secret.
 	rootPassword string
+	// acked are the writes the last underWrites had acknowledged, in
+	// the order they were.
+	acked []ackedWrite
+}
+
+// ackedWrite is a row the writer inserted and MatrixOne acknowledged.
+type ackedWrite struct {
+	id int
+	at time.Time
 }
 
 // The sets' names.
@@ -420,6 +429,7 @@ func (m *moCluster) isCN(uuid string) bool {
 // writes go on until a few more went through after it: the cluster must
 // serve again.
 func (m *moCluster) underWrites(t *testing.T, action func()) (ackedAt []time.Time) {
+	m.acked = nil
 	var mu sync.Mutex
 	var acked []int
 	var failures []string
@@ -440,6 +450,7 @@ func (m *moCluster) underWrites(t *testing.T, action func()) (ackedAt []time.Tim
 			if err == nil {
 				acked = append(acked, id)
 				ackedAt = append(ackedAt, time.Now())
+				m.acked = append(m.acked, ackedWrite{id: id, at: ackedAt[len(ackedAt)-1]})
 			} else {
 				failures = append(failures, err.Error())
 			}

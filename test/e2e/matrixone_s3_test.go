@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,9 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
 		{"the log pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }},
 		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
+		{"a backup under writes, recorded and read back", s.backUp},
+		{"the backup restored into a new cluster", s.restore},
+		{"a schedule runs twice and its retention deletes the older backup", s.schedule},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
@@ -80,6 +84,13 @@ type moS3 struct {
 	store *s3.Client
 	// logSetUID is the first cluster's LogSet's, which the claim binds.
 	logSetUID types.UID
+	// backupStarted and backupDone are when the BackupJob was created and
+	// when it was Ready: a write acknowledged before the first is in the
+	// backup, one acknowledged after the second is not.
+	backupStarted, backupDone time.Time
+	// committedBefore are the rows the source held when the BackupJob was
+	// created: every one of them is in the backup.
+	committedBefore map[int]bool
 }
 
 // startS3 starts versitygw with hack/versitygw.sh (idempotent: the first
@@ -159,10 +170,15 @@ func (s *moS3) waitClaim(name string, timeout time.Duration, check func(*mov1.Bu
 
 // list lists every object under the prefix, all pages.
 func (s *moS3) list(ctx context.Context, prefix string) ([]s3.Object, error) {
+	return s.listIn(ctx, s.store, prefix)
+}
+
+// listIn lists every object under prefix of store's bucket.
+func (s *moS3) listIn(ctx context.Context, store *s3.Client, prefix string) ([]s3.Object, error) {
 	var objects []s3.Object
 	opts := s3.ListOptions{}
 	for {
-		page, err := s.store.ListPrefix(ctx, prefix, opts)
+		page, err := store.ListPrefix(ctx, prefix, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -235,7 +251,12 @@ func (s *moS3) sqlOn(cluster, query string) (string, error) {
 	if cluster == "mo" {
 		return s.sql(query)
 	}
-	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), cluster+"-log-root", metav1.GetOptions{})
+	name := cluster + "-log-root"
+	mc := &mov1.MatrixOneCluster{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: cluster}, mc); err == nil && mc.Status.RootPasswordSecret != "" {
+		name = mc.Status.RootPasswordSecret
+	}
+	secret, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -346,11 +367,351 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	}
 }
 
+// moS3Backups is the bucket the spec's backups go to, each under
+// backups/<namespace>/.
+const moS3Backups = "matrixone-backups"
+
+// backUp runs a BackupJob of the cluster while a client writes through
+// the proxy: MatrixOne's BACKUP runs from the job's pod, the job records
+// a Backup, and the Backup reads back complete from the store (mo_meta,
+// hakeeper/hk_data, tae/ with its checkpoints, and MatrixOne's consistent
+// point). The bucket is made by the test: a BackupJob needs one.
+func (s *moS3) backUp(t *testing.T) {
+	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
+		PathStyle: true, Credentials: s.keys})
+	if err == nil {
+		_, err = backups.EnsureBucket(context.Background())
+	}
+	if err != nil {
+		fatalNow(t, err)
+	}
+	job := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupJob
+metadata: {name: mo-backup, namespace: %[1]s}
+spec:
+  cluster: mo
+  destination:
+    s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: backups, pathStyle: true, credentialsSecret: s3-keys}
+  deletionPolicy: Delete
+`, s.ns, s3Endpoint, s3Region, moS3Backups)
+	s.underWrites(t, func() {
+		// A few seconds of writes first, so that the backup has rows of
+		// this step's to keep.
+		time.Sleep(5 * time.Second)
+		s.committedBefore = s.ids(t, "mo")
+		s.backupStarted = time.Now()
+		if out, err := kubectlStdin(job, "apply", "-f", "-"); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+		if out, err := kubectl("wait", "-n", s.ns, "backupjob/mo-backup", "--for=condition=Ready", "--timeout=4m"); err != nil {
+			fatalf(t, "the BackupJob: %v: %s", err, out)
+		}
+		s.backupDone = time.Now()
+	})
+	took := s.backupDone.Sub(s.backupStarted)
+	b := &mov1.Backup{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "mo-backup"}, b); err != nil {
+		fatalNow(t, err)
+	}
+	if b.Status.BackupTS == "" || b.Status.Objects == 0 || b.Spec.Location.Bucket != moS3Backups {
+		errorf(t, "the Backup: spec %+v, status %+v", b.Spec, b.Status)
+	}
+	objects, err := s.listIn(context.Background(), backups, b.Spec.Location.KeyPrefix)
+	if err != nil {
+		fatalNow(t, err)
+	}
+	var size int64
+	found := map[string]bool{}
+	for _, o := range objects {
+		size += o.Size
+		rel := strings.TrimPrefix(o.Key, b.Spec.Location.KeyPrefix+"/")
+		found[rel] = true
+		if strings.HasPrefix(rel, "tae/ckp/") {
+			found["tae/ckp/"] = true
+		}
+	}
+	for _, want := range []string{"mo_meta", "hakeeper/hk_data", "tae/tae_sum", "tae/tae_list", "tae/ckp/"} {
+		if !found[want] {
+			errorf(t, "no %s under s3://%s/%s", want, moS3Backups, b.Spec.Location.KeyPrefix)
+		}
+	}
+	if int64(len(objects)) != b.Status.Objects || size != b.Status.SizeBytes {
+		errorf(t, "the Backup says %d objects, %d bytes; the store lists %d, %d bytes", b.Status.Objects, b.Status.SizeBytes, len(objects), size)
+	}
+	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, in s3://%s/%s",
+		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, moS3Backups, b.Spec.Location.KeyPrefix)
+}
+
+// The restored cluster, on a claim of its own.
+const (
+	moS3Restored      = "restored"
+	moS3RestoredClaim = "mo-restored"
+)
+
+// restore creates a MatrixOneCluster restored from the backup, on a claim
+// with Delete, with the source's root password: once Ready (after the
+// copy, the forced global checkpoint and the TN's restart), every row
+// acknowledged before the backup started is there, none acknowledged
+// after it ended, and none the source does not have. A table created
+// there gets an ID above every restored one (HAKeeper's allocators were
+// seeded from the backup); rows written there survive a TN restart (the
+// forced global checkpoint). Then it is deleted, and its claim empties.
+func (s *moS3) restore(t *testing.T) {
+	var before, after []int
+	for _, w := range s.acked {
+		switch {
+		case w.at.Before(s.backupStarted):
+			before = append(before, w.id)
+		case w.at.After(s.backupDone):
+			after = append(after, w.id)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		fatalf(t, "the writer acknowledged %d writes before the backup and %d after it: nothing to compare", len(before), len(after))
+	}
+	cluster := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: MatrixOneCluster
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  image: %[3]s
+  imagePullPolicy: Never
+  sharedStorage: {bucketClaim: %[4]s}
+  rootPassword: %[5]s-root
+  restoreFrom: {backup: mo-backup}
+  logService: {replicas: 1, resources: {limits: {memory: 384Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}
+  tn: {resources: {limits: {memory: 768Mi}}, storage: {size: 512Mi, reclaimPolicy: Delete}}
+  cnGroups: [{name: cn, replicas: 1, resources: {limits: {memory: 640Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}]
+  proxy: {resources: {limits: {memory: 192Mi}}}
+`, moS3Restored, s.ns, s.image, moS3RestoredClaim, moClusterLog)
+	start := time.Now()
+	if out, err := kubectlStdin(s.claim(moS3RestoredClaim, commonv1.ReclaimDelete)+"---\n"+cluster, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	// The operator is killed while the restore restarts the TN: the new
+	// one finishes it, restarting the TN once.
+	eventually(t, 6*time.Minute, "the restore restarting its TN", func(ctx context.Context) error {
+		mc := &mov1.MatrixOneCluster{}
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: moS3Restored}, mc); err != nil {
+			return err
+		}
+		if op := mc.Status.Operation; op != nil && op.Name == "finish-restore" && op.Step == "restart-tn" && op.Phase == commonv1.PhaseRunning {
+			return nil
+		}
+		if r := mc.Status.Restore; r != nil && r.CompletedAt != nil {
+			fatalf(t, "the restore completed before the operator could be killed in it")
+		}
+		return fmt.Errorf("operation %+v", mc.Status.Operation)
+	})
+	identity, leader := leaseHolder(t)
+	if leader == "" {
+		fatalf(t, "no operator replica leads (Lease holder %q)", identity)
+	}
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, leader, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	operatorKilled = true
+	t.Logf("Killed the operator %s while the restore restarted the TN, %s after the cluster's creation", leader, time.Since(start).Round(time.Second))
+	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=8m"); err != nil {
+		fatalf(t, "the restored cluster: %v: %s", err, out)
+	}
+	took := time.Since(start)
+	events, err := env.client.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + moS3Restored + ",reason=" + mov1.EventRestored})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	restoredEvents := 0
+	for _, e := range events.Items {
+		switch {
+		case e.Series != nil:
+			restoredEvents += int(e.Series.Count)
+		case e.Count > 1:
+			restoredEvents += int(e.Count)
+		default:
+			restoredEvents++
+		}
+	}
+	if restoredEvents != 1 {
+		errorf(t, "%d %s Events, want one: the restore finished more than once", restoredEvents, mov1.EventRestored)
+	}
+	mc := &mov1.MatrixOneCluster{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: moS3Restored}, mc); err != nil {
+		fatalNow(t, err)
+	}
+	r := mc.Status.Restore
+	if r == nil || r.CompletedAt == nil || r.DataCopiedAt == nil || r.RestartedTN == "" || r.ObjectsCopied == 0 {
+		fatalf(t, "the restored cluster's status.restore: %+v", r)
+	}
+	// Status times have whole seconds.
+	t.Logf("Restored in %s to Ready: %d objects (%d KiB) copied by %s after the creation, consistent at %s", took.Round(time.Second),
+		r.ObjectsCopied, r.BytesCopied/1024, max(0, r.DataCopiedAt.Sub(start.Truncate(time.Second))), r.BackupTS)
+
+	restored, source := s.ids(t, moS3Restored), s.ids(t, "mo")
+	var missing, late, unknown int
+	for _, id := range before {
+		if !restored[id] {
+			missing++
+		}
+	}
+	for id := range s.committedBefore {
+		if !restored[id] {
+			missing++
+		}
+	}
+	for _, id := range after {
+		if restored[id] {
+			late++
+		}
+	}
+	for id := range restored {
+		if !source[id] {
+			unknown++
+		}
+	}
+	if missing+late+unknown > 0 {
+		errorf(t, "the restored rows: %d of the %d the source held and the %d acknowledged before the backup missing, %d of %d acknowledged after it present, %d the source does not have",
+			missing, len(s.committedBefore), len(before), late, len(after), unknown)
+	}
+	t.Logf("The restored cluster holds %d rows: all %d the source held when the backup started (%d of them acknowledged in this step), none of %d acknowledged after it ended; the source holds %d",
+		len(restored), len(s.committedBefore), len(before), len(after), len(source))
+
+	// New tables get new IDs; new rows survive a TN restart.
+	for _, q := range []string{"create table e2e.after_restore (id int primary key)", "insert into e2e.after_restore values (1), (2), (3)"} {
+		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Restored, q); return err })
+	}
+	out, err := s.sqlOn(moS3Restored, "select (select rel_id from mo_catalog.mo_tables where relname = 'after_restore' and reldatabase = 'e2e') > "+
+		"(select max(rel_id) from mo_catalog.mo_tables where relname <> 'after_restore')")
+	if got := strings.TrimSpace(out); err != nil || got != "true" && got != "1" {
+		errorf(t, "the new table's ID is not above every restored one: %q, %v", out, err)
+	}
+	tn := moS3Restored + "-tn-0"
+	pod, err := env.client.CoreV1().Pods(s.ns).Get(context.Background(), tn, metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	if out, err := kubectl("delete", "pod", "-n", s.ns, tn, "--wait=true"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, 4*time.Minute, "the restored TN back, a new pod, ready", func(ctx context.Context) error {
+		now, err := env.client.CoreV1().Pods(s.ns).Get(ctx, tn, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return err
+		case now.UID == pod.UID:
+			return fmt.Errorf("still the old pod")
+		}
+		for _, c := range now.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("not ready")
+	})
+	eventually(t, 2*time.Minute, "the rows written after the restore, after a TN restart", func(context.Context) error {
+		out, err := s.sqlOn(moS3Restored, "select count(*) from e2e.after_restore")
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(out); got != "3" {
+			errorf(t, "after a TN restart the table written after the restore holds %s rows, want 3", got)
+		}
+		return nil
+	})
+
+	if out, err := kubectl("delete", "matrixonecluster", moS3Restored, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, 4*time.Minute, "the restored cluster's claim gone", func(ctx context.Context) error {
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: moS3RestoredClaim}, &mov1.BucketClaim{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+}
+
+// schedule runs a BackupSchedule every 20 seconds keeping one Backup:
+// once its second Backup is complete, the first is deleted, and its
+// objects are gone from the store. The schedule is then deleted.
+func (s *moS3) schedule(t *testing.T) {
+	schedule := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupSchedule
+metadata: {name: every20s, namespace: %[1]s}
+spec:
+  schedule: "@every 20s"
+  cluster: mo
+  destination:
+    s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: scheduled, pathStyle: true, credentialsSecret: s3-keys}
+  retention: {count: 1}
+`, s.ns, s3Endpoint, s3Region, moS3Backups)
+	start := time.Now()
+	if out, err := kubectlStdin(schedule, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
+		PathStyle: true, Credentials: s.keys})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	var first *mov1.Backup
+	eventually(t, 4*time.Minute, "a second scheduled Backup, the first deleted with its objects", func(ctx context.Context) error {
+		var list mov1.BackupList
+		if err := s.c.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "every20s"}); err != nil {
+			return err
+		}
+		// The API server lists by name: the schedule's and the run's
+		// time, so the oldest first.
+		if first == nil && len(list.Items) > 0 {
+			first = list.Items[0].DeepCopy()
+		}
+		switch {
+		case first == nil:
+			return fmt.Errorf("no scheduled Backup yet")
+		case len(list.Items) == 0:
+			return fmt.Errorf("no scheduled Backup left")
+		case list.Items[0].Name == first.Name:
+			return fmt.Errorf("%d Backups, the first %s still there", len(list.Items), first.Name)
+		}
+		objects, err := s.listIn(ctx, backups, first.Spec.Location.KeyPrefix)
+		if err != nil {
+			return err
+		}
+		if len(objects) > 0 {
+			return fmt.Errorf("%d objects left under the first Backup's path", len(objects))
+		}
+		return nil
+	})
+	out, _ := kubectl("get", "events", "-n", s.ns, "--field-selector", "involvedObject.name=every20s", "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+	t.Logf("Two scheduled backups, the first expired with its objects, in %s; the schedule's events:\n%s", time.Since(start).Round(time.Second), out)
+	if out, err := kubectl("delete", "backupschedule", "every20s", "-n", s.ns, "--wait=true", "--timeout=2m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+}
+
+// ids returns the ids of the rows of e2e.t of the MatrixOneCluster cluster.
+func (s *moS3) ids(t *testing.T, cluster string) map[int]bool {
+	var out string
+	eventually(t, 2*time.Minute, "the rows of "+cluster, func(context.Context) error {
+		var err error
+		out, err = s.sqlOn(cluster, "select id from e2e.t")
+		return err
+	})
+	have := map[int]bool{}
+	for _, f := range strings.Fields(out) {
+		if id, err := strconv.Atoi(f); err == nil {
+			have[id] = true
+		}
+	}
+	return have
+}
+
 // dump is the scenario's dump, with the claims and versitygw's log.
 func (s *moS3) dump() {
 	s.dumpState()
 	for _, args := range [][]string{
-		{"get", "bucketclaims", "-n", s.ns, "-o", "yaml"},
+		{"get", "bucketclaims,backupjobs,backups", "-n", s.ns, "-o", "yaml"},
+		{"get", "jobs,pods", "-n", s.ns, "-l", "app.kubernetes.io/component=backup", "-o", "wide"},
+		{"logs", "-n", s.ns, "-l", "app.kubernetes.io/component=backup", "--tail=40"},
 		{"get", "pods,pvc", "-n", s3Namespace, "-o", "wide"},
 		{"logs", "-n", s3Namespace, "versitygw-0", "--tail=60"},
 	} {

@@ -48,6 +48,9 @@ type moUmbrella struct {
 	cns int
 }
 
+// moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's.
+const moClusterPods = "app.kubernetes.io/name=matrixone,app.kubernetes.io/component!=backup"
+
 func (u *moUmbrella) manifest(level string) string {
 	config := fmt.Sprintf("    config: |\n      [log]\n      level = %q\n      [observability]\n      disableTrace = true\n      disableMetric = true\n", level)
 	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
@@ -139,7 +142,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 		})
 	})
 	created := map[string][2]time.Time{} // by role: first and last pod created
-	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
 	if err != nil {
 		fatalNow(t, err)
 	}
@@ -185,7 +188,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 		fatalf(t, "%v: %s", err, out)
 	}
 	eventually(t, 3*time.Minute, "every MatrixOne pod gone", func(ctx context.Context) error {
-		pods, err := env.client.CoreV1().Pods(u.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+		pods, err := env.client.CoreV1().Pods(u.ns).List(ctx, metav1.ListOptions{LabelSelector: moClusterPods})
 		if err != nil {
 			return err
 		}
@@ -240,7 +243,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 // podUIDs are the UIDs of the cluster's pods, by name.
 func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
 	t.Helper()
-	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=matrixone"})
+	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
 	if err != nil {
 		fatalNow(t, err)
 	}

@@ -11,6 +11,11 @@
 //	    serves HAKeeper's view of the cluster as JSON on GET /v1/cluster,
 //	    and a CN's lock service restart handshake with the TN's lock table
 //	    allocator on POST and GET /v1/cn/{uuid}/restart.
+//	mo-agent backup --addr HOST:PORT --endpoint URL --region R --bucket B --path P [--path-style]
+//	    runs one full physical backup (BACKUP '' S3OPTION, package backup)
+//	    through the CN or proxy at --addr, as root (password in
+//	    MO_PASSWORD, the store's keys in AWS_ACCESS_KEY_ID and
+//	    AWS_SECRET_ACCESS_KEY): the pod of a BackupJob.
 //	mo-agent store-id NAMESPACE POD
 //	    prints the store UUID the pod runs as (wire.StoreID).
 //

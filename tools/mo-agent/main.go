@@ -28,6 +28,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "probe":
 		err = serveProbe(os.Args[2:])
+	case "backup":
+		err = runBackup(os.Args[2:])
 	case "store-id":
 		if len(os.Args) != 4 {
 			usage()
@@ -43,7 +45,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mo-agent run [--dir DIR] [--volume DIR [--stores DIR] [--hakeeper ADDR[,ADDR...]]] TEMPLATE [-- MO-SERVICE-ARGS...] | mo-agent probe --listen ADDR --hakeeper ADDR[,ADDR...] | mo-agent store-id NAMESPACE POD")
+	fmt.Fprintln(os.Stderr, "usage: mo-agent run [--dir DIR] [--volume DIR [--stores DIR] [--hakeeper ADDR[,ADDR...]]] TEMPLATE [-- MO-SERVICE-ARGS...] | mo-agent probe --listen ADDR --hakeeper ADDR[,ADDR...] | mo-agent backup --addr HOST:PORT --endpoint URL --region R --bucket B --path P [--path-style] | mo-agent store-id NAMESPACE POD")
 	os.Exit(2)
 }
 

@@ -12,6 +12,8 @@ import (
 // ProxySet that the cluster owns. A change reaches the sets one at a
 // time, in the order log service, CN groups (their CNs drain before they
 // restart), TN, proxy: each when the sets before it are Ready.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom is set only at creation: a restore never writes into a cluster that holds data",fieldPath=.restoreFrom
 type MatrixOneClusterSpec struct {
 	// image is every role's MatrixOne image (images/matrixone). Default
 	// "localhost/matrixone:1.2.4"; can change (rolls out in order).
@@ -39,6 +41,18 @@ type MatrixOneClusterSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rootPassword is immutable: MatrixOne read it at its bootstrap"
 	RootPassword string `json:"rootPassword,omitempty"`
+
+	// restoreFrom makes the cluster a restore of a Backup (see LogSet):
+	// the LogSet copies the backup's data before its first start, then the
+	// cluster forces a global checkpoint and restarts its TN once, and
+	// only then creates its proxies: no client reaches it before. Its
+	// sharedStorage must be S3 (or a BucketClaim) at the Backup's
+	// endpoint, holding nothing, and rootPassword must name a Secret
+	// holding the source cluster's root password. Default: none;
+	// immutable, and only set at creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: the restore happens at the first start"
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
 
 	// logService is the log service (LogSet "<name>-log"). Default: the
 	// LogSet's defaults; can change as its fields say.
@@ -212,6 +226,11 @@ type MatrixOneClusterStatus struct {
 	// rootPasswordSecret names the Secret of root's password.
 	// +optional
 	RootPasswordSecret string `json:"rootPasswordSecret,omitempty"`
+
+	// restore is the progress of the restore spec.restoreFrom asks for:
+	// the LogSet's, then the cluster's own steps.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // MatrixOneCluster is a whole MatrixOne cluster made of the sets it owns.

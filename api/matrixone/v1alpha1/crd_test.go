@@ -74,6 +74,24 @@ func TestDefaults(t *testing.T) {
 			Default: func(o client.Object) { mov1.DefaultBucketClaim(o.(*mov1.BucketClaim)) },
 		},
 		{
+			// The Backup's deletion policy and the timeout.
+			Minimal: obj("BackupJob", "daily", "{cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r}}}"),
+			Typed:   &mov1.BackupJob{},
+			Default: func(o client.Object) { mov1.DefaultBackupJob(o.(*mov1.BackupJob)) },
+		},
+		{
+			// The timeout.
+			Minimal: obj("BackupSchedule", "daily", "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r}}, retention: {count: 7}}"),
+			Typed:   &mov1.BackupSchedule{},
+			Default: func(o client.Object) { mov1.DefaultBackupSchedule(o.(*mov1.BackupSchedule)) },
+		},
+		{
+			// The deletion policy, and the CA Secret's key.
+			Minimal: obj("Backup", "daily", "{location: {endpoint: 'https://s3', bucket: backups, region: r, keyPrefix: b/1, caSecret: {name: ca}}}"),
+			Typed:   &mov1.Backup{},
+			Default: func(o client.Object) { mov1.DefaultBackup(o.(*mov1.Backup)) },
+		},
+		{
 			Minimal: obj("TNSet", "tn", "{logSet: log}"),
 			Typed:   &mov1.TNSet{},
 			Default: func(o client.Object) { mov1.DefaultTNSet(o.(*mov1.TNSet)) },
@@ -134,6 +152,16 @@ func TestCELRules(t *testing.T) {
 		return "s3: {endpoint: 'https://s3:9000', bucket: data, region: r1, keyPrefix: '" + prefix + "'}"
 	}
 
+	backupJob := func(cluster string) string {
+		return "{cluster: " + cluster + ", destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}}"
+	}
+	schedule := func(retention string) string {
+		return "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}, retention: " + retention + "}"
+	}
+	backup := func(cluster, prefix string) string {
+		return "{cluster: " + cluster + ", location: {endpoint: 'http://s3', bucket: backups, region: r1, keyPrefix: '" + prefix + "'}}"
+	}
+
 	violations := []testenv.Violation{
 		name("CNSet", "the Services and the StatefulSet's pods"),
 		change(rule("CNSet", "spec.logSet", "logSet is immutable: a CN belongs to one cluster"), set(""), "{logSet: other}"),
@@ -154,6 +182,24 @@ func TestCELRules(t *testing.T) {
 		change(rule("BucketClaim", "spec.s3", "s3 is immutable: the claim's data lives there"),
 			"{"+claimS3("team/a")+"}", "{"+claimS3("team/b")+"}"),
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"), logSet(""), "{"+s3+"}"),
+		change(rule("LogSet", "spec.restoreFrom", "restoreFrom is immutable: the restore happens at the first start"),
+			logSet(", restoreFrom: {backup: b1}"), logSet(", restoreFrom: {backup: b2}")),
+		change(rule("LogSet", "spec.restoreFrom", "restoreFrom is set only at creation: a restore never writes into a cluster that holds data"),
+			logSet(""), logSet(", restoreFrom: {backup: b1}")),
+		change(rule("MatrixOneCluster", "spec.restoreFrom", "restoreFrom is immutable: the restore happens at the first start"),
+			cluster(", restoreFrom: {backup: b1}"), cluster(", restoreFrom: {backup: b2}")),
+		change(rule("MatrixOneCluster", "spec.restoreFrom", "restoreFrom is set only at creation: a restore never writes into a cluster that holds data"),
+			cluster(", restoreFrom: {backup: b1}"), cluster("")),
+		create(rule("BackupSchedule", "", "metadata.name must have at most 40 characters: its BackupJobs are named after it"),
+			strings.Repeat("s", 41), schedule("{count: 1}")),
+		create(rule("BackupSchedule", "spec.retention", "set count, maxAge or both: a schedule with no retention keeps every backup forever"),
+			"", schedule("{}")),
+		create(rule("BackupJob", "", "metadata.name must have at most 52 characters: the backup pod's Job is named after it"),
+			strings.Repeat("j", 53), backupJob("mo")),
+		change(rule("BackupJob", "spec", "a BackupJob's spec is immutable: create another job"), backupJob("mo"), backupJob("mo2")),
+		change(rule("Backup", "spec.cluster", "cluster is immutable"), backup("mo", "b/1"), backup("mo2", "b/1")),
+		change(rule("Backup", "spec.location", "location is immutable: it is where the backup is"), backup("mo", "b/1"), backup("mo", "b/2")),
+		create(rule("Backup", "spec.location", "keyPrefix is required: a backup is a directory, never a bucket's root"), "", backup("mo", "")),
 		// Each of the S3 fields, one by one: path style and the CA.
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
 			"{"+s3Path(false)+"}", "{"+s3Path(true)+"}"),

@@ -68,6 +68,38 @@ func DefaultBucketClaim(b *BucketClaim) {
 	defaultS3(&b.Spec.S3)
 }
 
+// DefaultBackupTimeout bounds a BackupJob's BACKUP statement unless its
+// spec.timeout says.
+const DefaultBackupTimeout = 2 * time.Hour
+
+// DefaultBackupJob applies the BackupJob's defaults in memory (see
+// DefaultLogSet): the Backup's deletion policy and the timeout.
+func DefaultBackupJob(j *BackupJob) {
+	if j.Spec.DeletionPolicy == "" {
+		j.Spec.DeletionPolicy = commonv1.ReclaimRetain
+	}
+	if j.Spec.Timeout == nil {
+		j.Spec.Timeout = &metav1.Duration{Duration: DefaultBackupTimeout}
+	}
+}
+
+// DefaultBackupSchedule applies the BackupSchedule's defaults in memory:
+// the timeout.
+func DefaultBackupSchedule(s *BackupSchedule) {
+	if s.Spec.Timeout == nil {
+		s.Spec.Timeout = &metav1.Duration{Duration: DefaultBackupTimeout}
+	}
+}
+
+// DefaultBackup applies the Backup's defaults in memory: the deletion
+// policy and the CA Secret's key.
+func DefaultBackup(b *Backup) {
+	if b.Spec.DeletionPolicy == "" {
+		b.Spec.DeletionPolicy = commonv1.ReclaimRetain
+	}
+	defaultS3(&b.Spec.Location)
+}
+
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
 // (see DefaultLogSet): the image, the S3 CA Secret's key and the roles'
 // volumes, as its schema does; its sets default the rest.

@@ -19,7 +19,8 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &MatrixOneCluster{}, &MatrixOneClusterList{}, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
-		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{}, &BucketClaim{}, &BucketClaimList{})
+		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{}, &BucketClaim{}, &BucketClaimList{},
+		&BackupJob{}, &BackupJobList{}, &Backup{}, &BackupList{}, &BackupSchedule{}, &BackupScheduleList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

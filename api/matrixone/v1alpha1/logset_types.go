@@ -18,6 +18,7 @@ const ConditionStoresHealthy = "StoresHealthy"
 // the log shards, on replicas log stores.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.shardReplicas) || self.shardReplicas <= self.replicas",message="shardReplicas must not exceed replicas: each replica of a shard lives on its own store",fieldPath=.shardReplicas
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom is set only at creation: a restore never writes into a cluster that holds data",fieldPath=.restoreFrom
 type LogSetSpec struct {
 	// replicas is the number of log stores. Default 3; 1 to 7; immutable
 	// for now (a later version adds and removes stores). A store keeps its
@@ -92,6 +93,67 @@ type LogSetSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rootPassword is immutable: MatrixOne read it at its bootstrap"
 	RootPassword string `json:"rootPassword,omitempty"`
+
+	// restoreFrom makes the LogSet's first start a restore of a Backup:
+	// before any log store starts, the backup's table data is copied into
+	// the empty shared storage and HAKeeper's ID allocators are seeded from
+	// it (docs/matrixone.md, "Restore into a new cluster"). The shared storage must be S3 (or
+	// a BucketClaim) at the Backup's endpoint, holding nothing, and
+	// rootPassword must name a Secret holding the source cluster's root
+	// password (the restored catalog's). A MatrixOneCluster's restore also
+	// forces a global checkpoint and restarts its TN before it serves; a
+	// LogSet restored alone leaves that to its user. Default: none (a new,
+	// empty cluster); immutable, and only set at creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="restoreFrom is immutable: the restore happens at the first start"
+	RestoreFrom *RestoreSource `json:"restoreFrom,omitempty"`
+}
+
+// RestoreSource is what a new cluster is restored from.
+type RestoreSource struct {
+	// backup names a Backup in the same namespace; it must be Ready (a
+	// complete, full backup). Required; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Backup string `json:"backup"`
+}
+
+// RestoreStatus is the progress of a restore.
+type RestoreStatus struct {
+	// backupTS is the consistent point of the Backup restored from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	BackupTS string `json:"backupTS,omitempty"`
+	// lastKey is the last object of the backup copied so far, in key
+	// order: a copy resumes after it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastKey string `json:"lastKey,omitempty"`
+	// objectsCopied and bytesCopied count the backup's objects copied
+	// into the shared storage so far.
+	// +optional
+	ObjectsCopied int64 `json:"objectsCopied,omitempty"`
+	// bytesCopied is the size of the objects copied so far.
+	// +optional
+	BytesCopied int64 `json:"bytesCopied,omitempty"`
+	// dataCopiedAt is when the copy completed: the log stores start from
+	// then on.
+	// +optional
+	DataCopiedAt *metav1.Time `json:"dataCopiedAt,omitempty"`
+	// restartedTN is the UID of the TN pod a MatrixOneCluster's restore
+	// restarts once the global checkpoint was written (the TN then replays
+	// from it, as any later restart will), recorded before it is deleted;
+	// empty before. Set on the MatrixOneCluster's status only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RestartedTN string `json:"restartedTN,omitempty"`
+	// completedAt is when the restore completed: once the global
+	// checkpoint was forced and the TN restarted, after which the proxies
+	// start. Set on the MatrixOneCluster's status only: a LogSet's restore
+	// ends at dataCopiedAt.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 }
 
 // LogSetStatus is the observed state of a log service.
@@ -134,6 +196,10 @@ type LogSetStatus struct {
 	// +listType=map
 	// +listMapKey=shardID
 	Shards []LogShardStatus `json:"shards,omitempty"`
+
+	// restore is the progress of the restore spec.restoreFrom asks for.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
 
 	// configRevision is the content-addressed ConfigMap of the stores'
 	// configuration template.

@@ -164,3 +164,66 @@ const (
 	// whose prefix is another claim's).
 	EventObjectsKept = "ObjectsKept"
 )
+
+// Reasons of a Backup's Ready condition when it is False, next to
+// ReasonCredentialsMissing, ReasonBucketUnreachable and ReasonEmptying.
+// Ready is True (Reconciled) when the store holds the backup's mo_meta,
+// hakeeper/hk_data and a full backup's tae/tae_sum.
+const (
+	// ReasonBackupIncomplete: a file every complete backup has is
+	// missing (a backup still being written, or one that failed), or its
+	// tae_sum does not read as MatrixOne writes it.
+	ReasonBackupIncomplete = "Incomplete"
+	// ReasonBackupIncremental: the backup is an incremental one, which a
+	// restore cannot start from alone; Steward takes only full ones.
+	ReasonBackupIncremental = "Incremental"
+)
+
+// Reasons of a BackupJob's Ready condition when it is False; its steps'
+// progress is in status.operation. Ready is True (Reconciled) once the
+// backup is complete and recorded as the Backup status.backup names.
+const (
+	// ReasonQueued: an older BackupJob of the same cluster has not
+	// finished; jobs of one cluster run one at a time.
+	ReasonQueued = "Queued"
+	// ReasonBackingUp: the backup flow runs (status.operation.step says
+	// where).
+	ReasonBackingUp = "BackingUp"
+	// ReasonBackupFailed: the backup flow failed; status.operation says at
+	// which step and why.
+	ReasonBackupFailed = "Failed"
+)
+
+// Reasons of the Events the BackupJob and Backup controllers record.
+const (
+	// EventBackupStarted: the backup pod's Job was created.
+	EventBackupStarted = "BackupStarted"
+	// EventBackupRecorded: the backup finished and its Backup was created.
+	EventBackupRecorded = "BackupRecorded"
+	// EventBackupDeleted: every object of a Backup under deletionPolicy
+	// Delete was deleted.
+	EventBackupDeleted = "BackupObjectsDeleted"
+	// EventBackupScheduled: a BackupSchedule created the BackupJob of a
+	// run.
+	EventBackupScheduled = "BackupScheduled"
+	// EventBackupSkipped: a run was due while the schedule's previous
+	// BackupJob had not finished; it was skipped.
+	EventBackupSkipped = "BackupSkipped"
+	// EventBackupExpired: a BackupSchedule deleted a Backup its retention
+	// does not keep.
+	EventBackupExpired = "BackupExpired"
+)
+
+// Reasons of a restore (spec.restoreFrom).
+const (
+	// ReasonRestoring: the LogSet copies the backup's data before its
+	// stores start, or the cluster forces a global checkpoint and restarts
+	// its TN before its proxies start (status.restore and
+	// status.operation say where).
+	ReasonRestoring = "Restoring"
+	// EventRestoreDataCopied: the backup's data is copied; the log stores
+	// start.
+	EventRestoreDataCopied = "RestoreDataCopied"
+	// EventRestored: the restore completed: the cluster's proxies start.
+	EventRestored = "Restored"
+)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/stewardhq/steward/test/portforward"
 )
 
 // Where make bench installs Steward: its namespace and its leader-election
@@ -396,4 +400,26 @@ func (k *Kube) ReportIdle(b *testing.B, ns string, clusters int, window time.Dur
 	b.ReportMetric(used.Requests*60/window.Seconds(), "operator-requests/min")
 	b.Logf("%d idle clusters for %s: %d changes to them or their children; operator: %.0f requests, %.0f writes (leader election: %.0f)",
 		clusters, window, changes, used.Requests, used.Writes, leader)
+}
+
+// Kubectl runs localkube's kubectl (in root's .cache/localkube/bin) with
+// the benchmark's kubeconfig and returns its combined output.
+func Kubectl(root string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, ".cache", "localkube", "bin", "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+KubeconfigPath())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// PortForward forwards a free port of 127.0.0.1 to port of target (such
+// as "svc/versitygw") in ns with localkube's kubectl until the benchmark
+// ends, and returns the local address.
+func PortForward(tb testing.TB, root, ns, target string, port int) string {
+	tb.Helper()
+	addr, stop, err := portforward.Start(filepath.Join(root, ".cache", "localkube", "bin", "kubectl"), KubeconfigPath(), ns, target, port)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return addr
 }

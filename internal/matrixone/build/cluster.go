@@ -42,7 +42,7 @@ func Sets(c *mov1.MatrixOneCluster) ClusterSets {
 			Replicas: s.LogService.Replicas, ShardReplicas: s.LogService.ShardReplicas, LogShards: s.LogService.LogShards,
 			StoreFailureTimeout: s.LogService.StoreFailureTimeout,
 			PodSetSpec:          pods(s.LogService.RoleSpec), Storage: *s.LogService.Storage.DeepCopy(),
-			SharedStorage: *s.SharedStorage.DeepCopy(), RootPassword: s.RootPassword,
+			SharedStorage: *s.SharedStorage.DeepCopy(), RootPassword: s.RootPassword, RestoreFrom: s.RestoreFrom.DeepCopy(),
 		}},
 		TN: &mov1.TNSet{ObjectMeta: meta(c.Name + "-tn"), Spec: mov1.TNSetSpec{
 			LogSet: logName, PodSetSpec: pods(s.TN.RoleSpec), Storage: *s.TN.Storage.DeepCopy(),

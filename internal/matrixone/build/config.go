@@ -151,7 +151,22 @@ type LogTemplate struct {
 	// InitialMembers are HAKeeper's initial members, "<replica ID>:<store
 	// UUID>"; decided once and rendered the same on every start.
 	InitialMembers []string
+	// Restore makes HAKeeper's bootstrap seed its ID allocators from the
+	// backup's hk_data, which the restore copied to RestoreDir of the
+	// shared storage (S3 only), read through a file service of its own.
+	// MatrixOne reads it only at the bootstrap of new stores (no RESTORED
+	// tag on their volume), so it is rendered for life.
+	Restore bool
 }
+
+// The restore's copy of a backup's HAKeeper data: under RestoreDir of the
+// shared storage's prefix, read by the log stores through the file
+// service RestoreFileService.
+const (
+	RestoreDir         = "restore"
+	RestoreFileService = "RESTORE"
+	HAKeeperDataFile   = "hk_data"
+)
 
 // Render returns the role's mo-service configuration template: the user's
 // TOML with the operator's keys set over it, encoded as TOML with its keys
@@ -256,6 +271,11 @@ func owned(t Template) map[string]any {
 		} {
 			keys["logservice."+k] = v
 		}
+		if l.Restore && t.Shared.S3 != nil {
+			keys["logservice.BootstrapConfig.restore.file-path"] = RestoreFileService + ":" + HAKeeperDataFile
+			keys["fileservice"] = append(keys["fileservice"].([]map[string]any),
+				map[string]any{"name": RestoreFileService, "backend": "S3", "s3": s3Args(t.Shared.S3, RestoreDir)})
+		}
 	case RoleTN:
 		keys["tn.uuid"] = uuid
 		keys["tn.port-base"] = TNPortBase
@@ -286,29 +306,31 @@ func fileServices(t Template, data string) []map[string]any {
 	shared := map[string]any{"name": "SHARED", "cache": sharedCache}
 	etl := map[string]any{"name": "ETL"}
 	if s3 := t.Shared.S3; s3 != nil {
-		// Slashes at the prefix's ends mean nothing, as for Steward's own
-		// client (s3.Location.Root): "/team/c1/" holds team/c1/data.
-		prefix := strings.Trim(s3.KeyPrefix, "/")
-		if prefix != "" {
-			prefix += "/"
-		}
-		args := func(sub string) map[string]any {
-			a := map[string]any{"endpoint": s3.Endpoint, "bucket": s3.Bucket, "region": s3.Region, "key-prefix": prefix + sub}
-			if s3.PathStyle {
-				a["is-minio"] = true
-			}
-			if s3.CAFile != "" {
-				a["cert-files"] = []string{s3.CAFile}
-			}
-			return a
-		}
-		shared["backend"], shared["s3"] = "S3", args("data")
-		etl["backend"], etl["s3"] = "S3", args("etl")
+		shared["backend"], shared["s3"] = "S3", s3Args(s3, "data")
+		etl["backend"], etl["s3"] = "S3", s3Args(s3, "etl")
 	} else {
 		shared["backend"], shared["data-dir"] = "DISK", SharedMountPath+"/data"
 		etl["backend"], etl["data-dir"] = "DISK-ETL", SharedMountPath+"/etl"
 	}
 	return []map[string]any{local, shared, etl}
+}
+
+// s3Args are the S3 arguments of a file service at sub of the location.
+func s3Args(s3 *S3, sub string) map[string]any {
+	// Slashes at the prefix's ends mean nothing, as for Steward's own
+	// client (s3.Location.Root): "/team/c1/" holds team/c1/data.
+	prefix := strings.Trim(s3.KeyPrefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	a := map[string]any{"endpoint": s3.Endpoint, "bucket": s3.Bucket, "region": s3.Region, "key-prefix": prefix + sub}
+	if s3.PathStyle {
+		a["is-minio"] = true
+	}
+	if s3.CAFile != "" {
+		a["cert-files"] = []string{s3.CAFile}
+	}
+	return a
 }
 
 // bytesString is a size as MatrixOne's configuration spells it.

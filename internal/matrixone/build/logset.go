@@ -159,6 +159,7 @@ func LogConfig(l *mov1.LogSet, b mov1.LogBootstrap) (string, error) {
 			Shards:         int(l.Spec.LogShards),
 			Replicas:       int(l.Spec.ShardReplicas),
 			InitialMembers: b.InitialMembers,
+			Restore:        l.Spec.RestoreFrom != nil,
 		},
 		User: l.Spec.Config,
 	})

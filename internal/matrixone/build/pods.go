@@ -93,6 +93,31 @@ const (
 	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
 )
 
+// podSecurity is the security context of every pod of the image: its
+// user, and the volumes made its group's.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](podUser), RunAsGroup: ptr.To[int64](podUser),
+		FSGroup:        ptr.To[int64](podUser),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// s3CredentialsEnv gives the keys of the S3 credentials Secret named
+// secret as the AWS SDK's environment variables; none when secret is
+// empty (the pod's own identity).
+func s3CredentialsEnv(secret string) []corev1.EnvVar {
+	if secret == "" {
+		return nil
+	}
+	var env []corev1.EnvVar
+	for _, key := range []string{EnvAccessKeyID, EnvSecretAccessKey} {
+		env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}})
+	}
+	return env
+}
+
 // LabelBucketClaim is on every pod whose shared storage is a BucketClaim,
 // with the claim's name: the claim's controller deletes the claim's
 // objects (reclaimPolicy Delete) only once no pod carries it, so that
@@ -185,11 +210,8 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 	if limit := MemoryLimit(p.spec.Resources); limit > 0 {
 		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", limit*4/5/mib)})
 	}
-	if s3 := p.shared.S3; s3 != nil && s3.CredentialsSecret != "" {
-		for _, key := range []string{EnvAccessKeyID, EnvSecretAccessKey} {
-			env = append(env, corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s3.CredentialsSecret}, Key: key}}})
-		}
+	if s3 := p.shared.S3; s3 != nil {
+		env = append(env, s3CredentialsEnv(s3.CredentialsSecret)...)
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: ConfigVolume, MountPath: ConfigDir, ReadOnly: true},
@@ -256,11 +278,7 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 			EnableServiceLinks:           ptr.To(false),
 			Containers:                   append([]corev1.Container{mo}, p.sidecars...),
 			Volumes:                      volumes,
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](podUser), RunAsGroup: ptr.To[int64](podUser),
-				FSGroup:        ptr.To[int64](podUser),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:              podSecurity(),
 			// mo-service flushes and leaves its shards' membership cleanly
 			// on SIGTERM.
 			TerminationGracePeriodSeconds: ptr.To[int64](30),

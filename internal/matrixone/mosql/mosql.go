@@ -41,6 +41,12 @@ type Admin interface {
 	// proxy can move (Session.Movable), asking through the CN at t; the
 	// session asking is not one of them.
 	Sessions(ctx context.Context, t Target, uuid string) (int, error)
+	// GlobalCheckpoint forces the TN to write a global checkpoint, asking
+	// through the CN at t, and returns once it is written.
+	GlobalCheckpoint(ctx context.Context, t Target) error
+	// Serving checks that the CN at t reads the catalog (through the TN's
+	// logtail): it answers a count of mo_catalog's tables.
+	Serving(ctx context.Context, t Target) error
 }
 
 // Client is the Admin of a real MatrixOne: one connection per call, as
@@ -59,6 +65,38 @@ func (c Client) SetWorkState(ctx context.Context, t Target, uuid string, state W
 		arg := fmt.Sprintf("%s:%d", uuid, state)
 		if err := db.QueryRowContext(ctx, "select mo_ctl('cn', 'workstate', ?)", arg).Scan(&out); err != nil {
 			return fmt.Errorf("set the work state of CN %s to %d: %w", uuid, state, err)
+		}
+		return nil
+	})
+}
+
+// GlobalCheckpoint runs mo_ctl('dn', 'globalcheckpoint', ”). A restore
+// needs it before the restored cluster takes writes: a global checkpoint
+// restored from a backup keeps the source's WAL position, and a TN
+// restarted later would skip the new WAL entries below it
+// (docs/design/matrixone-data.md); a forced one records position 0.
+//
+// It runs until ctx ends (the caller bounds it), not Timeout: a global
+// checkpoint writes every table's data not yet in one.
+func (c Client) GlobalCheckpoint(ctx context.Context, t Target) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		c.Timeout = max(c.Timeout, time.Until(deadline))
+	}
+	return c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
+		var out string
+		if err := db.QueryRowContext(ctx, "select mo_ctl('dn', 'globalcheckpoint', '')").Scan(&out); err != nil {
+			return fmt.Errorf("force a global checkpoint: %w", err)
+		}
+		return nil
+	})
+}
+
+// Serving counts mo_catalog.mo_tables' rows.
+func (c Client) Serving(ctx context.Context, t Target) error {
+	return c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
+		var n int
+		if err := db.QueryRowContext(ctx, "select count(*) from mo_catalog.mo_tables").Scan(&n); err != nil {
+			return fmt.Errorf("read the catalog: %w", err)
 		}
 		return nil
 	})

@@ -1,0 +1,187 @@
+package matrixone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/workload"
+	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/internal/matrixone/mosql"
+)
+
+// A MatrixOneCluster with spec.restoreFrom finishes its LogSet's restore
+// (logset_restore.go) before any client reaches it: once the log stores,
+// the TN and the CNs serve the restored data, the finish-restore flow
+// forces a global checkpoint and restarts the TN once, and only then does
+// the cluster create its proxies. The checkpoint is what makes writes
+// after the restore durable: a global checkpoint restored from the backup
+// keeps the source's WAL position, and a TN restarted later would skip
+// every new WAL entry below it (reproduced: rows and a table written after
+// a restore were gone after one TN restart, with no error;
+// docs/design/matrixone-data.md). The TN restart proves the restored TN
+// replays from the forced checkpoint, as every later restart will.
+
+// The finish-restore flow and its steps.
+const (
+	flowFinishRestore = "finish-restore"
+
+	stepGlobalCheckpoint = "global-checkpoint"
+	stepRestartTN        = "restart-tn"
+)
+
+// clusterRestoring reports whether c's restore has not completed.
+func clusterRestoring(c *Cluster) bool {
+	return c.Spec.RestoreFrom != nil && (c.Status.Restore == nil || c.Status.Restore.CompletedAt == nil)
+}
+
+// recordRestore copies the LogSet's restore progress into the cluster's
+// status, keeping what the cluster's own steps recorded.
+func recordRestore(c *Cluster, log *mov1.LogSet) {
+	if c.Spec.RestoreFrom == nil || log.Status.Restore == nil {
+		return
+	}
+	own := c.Status.Restore
+	c.Status.Restore = log.Status.Restore.DeepCopy()
+	if own != nil {
+		c.Status.Restore.RestartedTN, c.Status.Restore.CompletedAt = own.RestartedTN, own.CompletedAt
+	}
+}
+
+// readyToFinishRestore reports whether c restores and every set but the
+// proxies (not created yet) is Ready: the restored data is served.
+func readyToFinishRestore(c *Cluster) bool {
+	if !clusterRestoring(c) || len(c.Status.Sets) == 0 {
+		return false
+	}
+	for _, s := range c.Status.Sets {
+		if s.Kind != "ProxySet" && !s.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *ClusterController) finishRestoreFlow() framework.Flow[*Cluster, framework.Nothing] {
+	return framework.Flow[*Cluster, framework.Nothing]{
+		Name: flowFinishRestore,
+		Steps: []framework.Step[*Cluster, framework.Nothing]{
+			{Name: stepGlobalCheckpoint, Run: c.globalCheckpoint},
+			{Name: stepRestartTN, Run: c.restartTN, Timeout: 10 * time.Minute},
+		},
+	}
+}
+
+// cnTarget is a ready CN of the cluster, as root: where the restore's
+// statements go (straight to a CN: there is no proxy yet).
+func (c *ClusterController) cnTarget(ctx *ClusterContext) (mosql.Target, error) {
+	mc := ctx.Obj
+	for _, g := range mc.Spec.CNGroups {
+		for i := range int(ptr.Deref(g.Replicas, 1)) {
+			pod := &corev1.Pod{}
+			name := fmt.Sprintf("%s-%d", build.ClusterCNSetName(mc, g.Name), i)
+			if err := client.IgnoreNotFound(ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)); err != nil {
+				return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
+			}
+			if workload.IsReady(pod) && pod.Status.PodIP != "" {
+				return rootTarget(ctx, ctx.Client, ctx.Reader, mc.Namespace, build.Sets(mc).Log.RootPasswordSecret(), pod)
+			}
+		}
+	}
+	return mosql.Target{}, errors.New("no CN pod is ready")
+}
+
+// globalCheckpointTimeout bounds the forced global checkpoint, which
+// writes every table's data not yet in one.
+const globalCheckpointTimeout = 10 * time.Minute
+
+// globalCheckpoint forces the TN's global checkpoint, in the background
+// (it takes as long as the data takes to write; a step must not block).
+// After an operator restart the run is lost and started again: a second
+// forced checkpoint is harmless.
+func (c *ClusterController) globalCheckpoint(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
+	mc := ctx.Obj
+	switch state, err := c.background.Poll(mc.UID); {
+	case state == framework.RunRunning:
+		return false, nil
+	case state == framework.RunFinished && err != nil:
+		return false, err
+	case state == framework.RunFinished:
+		ctx.Log.Info("Forced a global checkpoint of the restored cluster")
+		return true, nil
+	}
+	t, err := c.cnTarget(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.background.Start(mc.UID, globalCheckpointTimeout, func(bg context.Context) error { return c.admin.GlobalCheckpoint(bg, t) })
+	return false, nil
+}
+
+// restartTN restarts the TN's pod once, then waits for the TN to serve
+// again from the checkpoint, a CN reading the catalog through it; then the
+// restore is complete and the proxies start. Once, even across operator
+// restarts: the pod to restart is recorded first (its UID, in
+// status.restore.restartedTN, written by this pass), and a later pass
+// deletes a pod only while it is that one.
+func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
+	mc := ctx.Obj
+	r := mc.Status.Restore
+	if r == nil {
+		r = &mov1.RestoreStatus{}
+		mc.Status.Restore = r
+	}
+	tn := build.Sets(mc).TN
+	name := tn.Name + "-0"
+	pod := &corev1.Pod{}
+	err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)
+	if client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	switch {
+	case r.RestartedTN == "" && err != nil:
+		return false, fmt.Errorf("the TN pod %s: %w", name, err)
+	case r.RestartedTN == "":
+		r.RestartedTN = string(pod.UID)
+		return false, nil
+	case err != nil:
+		return false, nil // deleted; its StatefulSet makes it again
+	case string(pod.UID) == r.RestartedTN:
+		if pod.DeletionTimestamp.IsZero() {
+			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+				return false, fmt.Errorf("restart the TN pod %s: %w", name, err)
+			}
+			ctx.Log.Info("Restarting the restored TN from the forced checkpoint", "pod", name)
+		}
+		return false, nil
+	case !workload.IsReady(pod):
+		return false, nil
+	}
+	live := &mov1.TNSet{}
+	if err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(tn), live); err != nil {
+		return false, err
+	}
+	if ok, _ := framework.IsReady(live); !ok {
+		return false, nil
+	}
+	t, err := c.cnTarget(ctx)
+	if err != nil {
+		return false, nil //nolint:nilerr // a CN not ready yet after the TN's restart: wait
+	}
+	if err := c.admin.Serving(ctx, t); err != nil {
+		ctx.Log.V(1).Info("Waiting for the CN to serve after the TN's restart", "error", err.Error())
+		return false, nil
+	}
+	r.CompletedAt = &metav1.Time{Time: time.Now()}
+	ctx.Event(corev1.EventTypeNormal, mov1.EventRestored, "Restored from the Backup %s, consistent at %s: the proxies start",
+		mc.Spec.RestoreFrom.Backup, r.BackupTS)
+	return true, nil
+}
