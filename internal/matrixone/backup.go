@@ -2,7 +2,6 @@ package matrixone
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -211,13 +210,8 @@ func (c *BackupController) Finalize(ctx *BackupContext) (bool, error) {
 	if why != "" {
 		return failed(why)
 	}
-	sctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
-	defer cancel()
-	res, err := cl.DeletePrefix(sctx, "", s3.DeleteOptions{BatchSize: c.opts.ClaimDeleteBatch, MaxBatches: c.opts.ClaimDeleteBatches})
-	switch {
-	case errors.Is(err, s3.ErrNoSuchBucket) || s3.Code(err) == "NoSuchBucket":
-		res.Done = true // nothing is left where there is no bucket
-	case err != nil:
+	res, err := deletePass(ctx, cl, c.opts)
+	if err != nil {
 		return failed(err.Error())
 	}
 	if !res.Done {

@@ -2,7 +2,6 @@ package matrixone
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -493,15 +492,10 @@ func (c *BucketClaimController) emptyPrefix(ctx *ClaimContext) (bool, error) {
 		ctx.Log.Info("Emptying the claim's prefix", "location", where)
 		ctx.Event(corev1.EventTypeNormal, mov1.EventEmptyingPrefix, "Deleting every object under %s (reclaimPolicy Delete)", where)
 	}
-	sctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
-	defer cancel()
-	res, err := cl.DeletePrefix(sctx, "", s3.DeleteOptions{BatchSize: c.opts.ClaimDeleteBatch, MaxBatches: c.opts.ClaimDeleteBatches})
+	res, err := deletePass(ctx, cl, c.opts)
 	d.ObjectsDeleted += res.Objects
 	d.BytesDeleted += res.Bytes
-	switch {
-	case errors.Is(err, s3.ErrNoSuchBucket) || s3.Code(err) == "NoSuchBucket":
-		res.Done = true // nothing is left where there is no bucket
-	case err != nil:
+	if err != nil {
 		return failed(err.Error())
 	}
 	d.LastError = ""

@@ -124,3 +124,17 @@ func (cc *s3Clients) client(ctx context.Context, r client.Reader, namespace stri
 	}
 	return cl, err
 }
+
+// deletePass deletes up to opts.ClaimDeleteBatches bulk deletes of the
+// objects under cl's location, within claimS3Timeout: one pass of emptying
+// a BucketClaim's prefix or a Backup's path. A bucket that does not exist
+// holds nothing: the result is then Done.
+func deletePass(ctx context.Context, cl *s3.Client, opts Options) (s3.DeleteResult, error) {
+	sctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
+	defer cancel()
+	res, err := cl.DeletePrefix(sctx, "", s3.DeleteOptions{BatchSize: opts.ClaimDeleteBatch, MaxBatches: opts.ClaimDeleteBatches})
+	if errors.Is(err, s3.ErrNoSuchBucket) || s3.Code(err) == "NoSuchBucket" {
+		res.Done, err = true, nil
+	}
+	return res, err
+}
