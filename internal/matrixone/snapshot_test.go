@@ -10,6 +10,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -262,4 +264,56 @@ func create1[T client.Object](t *testing.T, c client.Client, obj T) T {
 	t.Helper()
 	create(t, c, obj)
 	return obj
+}
+
+// A BackupSchedule of snapshots takes a Snapshot per run and keeps as many
+// as its retention says: the older is deleted, and its snapshot dropped.
+func TestSnapshotSchedule(t *testing.T) {
+	sql := newFakeSnapshots("sys", "acc1")
+	c, ns, _, _ := readyClusterWith(t, func(o *matrixone.Options) { o.Snapshots = sql }, "cn")
+	s := &mov1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every"}, Spec: mov1.BackupScheduleSpec{
+		Schedule: "@every 2s", Cluster: "mo", Snapshot: &mov1.ScheduledSnapshot{Account: "acc1"},
+		Retention: mov1.BackupRetention{Count: ptr.To[int32](1)},
+	}}
+	create(t, c, s)
+	snapshots := func() []mov1.Snapshot {
+		var list mov1.SnapshotList
+		if err := c.List(t.Context(), &list, client.InNamespace(ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "every"}); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(list.Items, func(a, b mov1.Snapshot) int { return strings.Compare(a.Name, b.Name) })
+		return list.Items
+	}
+	var first mov1.Snapshot
+	eventually(t, "the first run's Snapshot taken", func() (bool, string) {
+		list := snapshots()
+		if len(list) == 0 {
+			return false, "none"
+		}
+		first = list[0]
+		return first.Status.SnapshotName != "", condition(&first, framework.ConditionReady)
+	})
+	if first.Spec.Account != "acc1" || first.Spec.Cluster != "mo" || len(first.OwnerReferences) != 0 {
+		t.Errorf("the scheduled Snapshot: spec %+v, owners %v", first.Spec, first.OwnerReferences)
+	}
+	// A later run is taken, and the first goes: deleted, its snapshot
+	// dropped.
+	waitGone(t, c, &first)
+	if sql.has(first.Name) {
+		t.Errorf("MatrixOne still holds %s, which the retention expired", first.Name)
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		get(t, c, ns, "every", s)
+		s.Spec.Suspend = true
+		return c.Update(t.Context(), s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the schedule's status", func() (bool, string) {
+		get(t, c, ns, "every", s)
+		list := snapshots()
+		return len(list) == 1 && s.Status.LastBackup == list[0].Name && s.Status.Backups == 1 && s.Status.Active == "" && s.Status.NextScheduleTime == nil,
+			fmt.Sprintf("%d snapshots, status %+v", len(list), s.Status)
+	})
+	waitEvent(t, c, ns, "every", mov1.EventBackupExpired, "Deleting the Snapshot "+first.Name+": the retention does not keep it")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -860,5 +861,40 @@ spec: {snapshot: snap1, overwrite: true%s}
 	}
 	if listed := root("select count(*) from mo_catalog.mo_snapshots where sname = 'snap1'"); strings.TrimSpace(listed) != "0" {
 		errorf(t, "MatrixOne still lists the snapshot of the deleted Snapshot: %q", listed)
+	}
+
+	// A schedule of snapshots keeping one: once a second is taken, the
+	// first is deleted and dropped from MatrixOne.
+	apply(fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupSchedule
+metadata: {name: snaps, namespace: %s}
+spec: {schedule: '@every 15s', cluster: mo, snapshot: {account: snapacc}, retention: {count: 1}}
+`, s.ns))
+	var first string
+	eventually(t, 3*time.Minute, "a second scheduled Snapshot, the first dropped", func(ctx context.Context) error {
+		var list mov1.SnapshotList
+		if err := s.c.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "snaps"}); err != nil {
+			return err
+		}
+		var taken []string
+		for _, sn := range list.Items {
+			if sn.Status.SnapshotName != "" {
+				taken = append(taken, sn.Name)
+			}
+		}
+		sort.Strings(taken)
+		if first == "" && len(taken) > 0 {
+			first = taken[0]
+		}
+		if first == "" || slices.Contains(taken, first) || len(taken) != 1 {
+			return fmt.Errorf("taken %v (the first %q)", taken, first)
+		}
+		return nil
+	})
+	if listed := root("select sname from mo_catalog.mo_snapshots where sname like 'snaps-%'"); strings.Contains(listed, first) || strings.TrimSpace(listed) == "" {
+		errorf(t, "MatrixOne lists the schedule's snapshots %q: want one, not the expired %s", listed, first)
+	}
+	if out, err := kubectl("delete", "-n", s.ns, "backupschedule/snaps"); err != nil {
+		fatalf(t, "%v: %s", err, out)
 	}
 }
