@@ -230,9 +230,10 @@ var _ Snapshots = Client{}
 // names take no quote, space or backquote (MatrixOne refuses them), and
 // the API's patterns keep them to letters, digits, '_', '-' and '.'.
 func ident(name string) (string, error) {
-	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
-	}) {
+	taken := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
+	}
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return !taken(r) }) {
 		return "", fmt.Errorf("%q is not a name MatrixOne takes", name)
 	}
 	return "`" + name + "`", nil
