@@ -46,13 +46,19 @@ const (
 // the cluster is deleted (the claim Released, its objects kept) and
 // re-created naming the same claim, which binds the new LogSet, and every
 // row is back. Meanwhile a second cluster, on a claim with Delete, writes
-// there; once it is deleted the claim goes and its prefix is empty. The
-// clusters are the umbrella spec's with one CN: about 2 GiB of memory
-// limits each, both at once for the last two steps.
+// there; once it is deleted the claim goes and its prefix is empty. Before
+// that, a backup under writes (the operator killed in it) is restored into
+// a new cluster, a schedule keeps one backup, and an account snapshot is
+// restored in place and into another account. The clusters are the
+// umbrella spec's with one CN: about 2.4 GiB of memory limits for the
+// first (its CN has 1Gi, for RESTORE ACCOUNT), 2 GiB for the others, two
+// at once at most.
 func moS3Spec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moCluster{scenario: newScenario(t, "mos3", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
-	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1}, spec: t}
+	// The CN has 1Gi: MatrixOne's RESTORE ACCOUNT (the snapshot step) got
+	// a CN of 640Mi OOM-killed, even for an account of a few rows.
+	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1, cnMemory: "1Gi"}, spec: t}
 	m.runSteps(t, s.dump, []step{
 		{"create on a BucketClaim on versitygw", s.create},
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
@@ -829,6 +835,17 @@ spec: {cluster: mo, account: snapacc}
 		fatalf(t, "the account's rows did not change after the snapshot: %s", got)
 	}
 
+	cnRestarts := func() int32 {
+		p, err := env.client.CoreV1().Pods(s.ns).Get(context.Background(), moClusterCN+"-0", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			fatalf(t, "the CN pod: %v", err)
+		}
+		if cs := p.Status.ContainerStatuses[0]; cs.LastTerminationState.Terminated != nil {
+			t.Logf("The CN's last termination: %+v", *cs.LastTerminationState.Terminated)
+		}
+		return p.Status.ContainerStatuses[0].RestartCount
+	}
+	restartsBefore := cnRestarts()
 	restore := func(name, target string) time.Duration {
 		start := time.Now()
 		into := ""
@@ -851,6 +868,9 @@ spec: {snapshot: snap1, overwrite: true%s}
 	copied := restore("restore-copy", "snapcopy")
 	if got := ids("snapcopy"); got != want {
 		errorf(t, "the account restored into holds %s, want %s", got, want)
+	}
+	if n := cnRestarts(); n != restartsBefore {
+		errorf(t, "the CN restarted %d times during the restores", n-restartsBefore)
 	}
 	out, _ := kubectl("get", "-n", s.ns, "snapshots,snapshotrestores", "-o", "wide")
 	t.Logf("Snapshot to Ready in %s; restored in place in %s, into another account in %s:\n%s",
