@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,7 @@ type fakeSnapshots struct {
 	accounts  map[string]bool
 	restores  []string      // "account<-snapshot->target", each committed
 	hold      chan struct{} // when set, a restore waits for it to close
+	refuse    []error       // the answers of the next restores, before any commits
 	password  string        // the password of the last call
 }
 
@@ -94,6 +96,11 @@ func (f *fakeSnapshots) RestoreAccount(ctx context.Context, _ mosql.Target, acco
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.refuse) > 0 {
+		err := f.refuse[0]
+		f.refuse = f.refuse[1:]
+		return err
+	}
 	if s, ok := f.snapshots[snapshot]; !ok || s.Account != account {
 		return fmt.Errorf("snapshot %s of %s does not exist", snapshot, account)
 	}
@@ -199,6 +206,22 @@ func TestSnapshot(t *testing.T) {
 	}
 	waitEvent(t, c, ns, "in-place", mov1.EventRestored, "Restored the account acc1 from the snapshot snap1")
 
+	// MatrixOne aborts a restore whose lock tables moved (a TN restart):
+	// it is sent again and commits; one it refuses for good fails.
+	sql.mu.Lock()
+	sql.refuse = []error{&mysql.MySQLError{Number: 20702, Message: "lock table bind changed"}}
+	sql.mu.Unlock()
+	again := create1(t, c, newSnapshotRestore(ns, "again", "snap1", ""))
+	waitReady(t, c, again, "True")
+	if got := sql.restored(); len(got) != 2 {
+		t.Errorf("restores %v, want the second committed once", got)
+	}
+	sql.mu.Lock()
+	sql.refuse = []error{&mysql.MySQLError{Number: 20101, Message: "internal error: snapshot snap1 does not exist"}}
+	sql.mu.Unlock()
+	waitReady(t, c, create1(t, c, newSnapshotRestore(ns, "refused", "snap1", "")),
+		"False Failed: the restore failed at step restore-account: terminal error: MatrixOne refused the restore, which did not commit")
+
 	// Into an account that does not exist, or a non-sys snapshot into sys:
 	// refused before any statement.
 	waitReady(t, c, create1(t, c, newSnapshotRestore(ns, "to-missing", "snap1", "acc2")), "False Failed: the restore failed at step check-snapshot: terminal error: the cluster mo has no account acc2")
@@ -216,7 +239,7 @@ func TestSnapshot(t *testing.T) {
 	waitReady(t, c, lost, "False Failed: the restore failed at step restore-account: terminal error: the operator restarted while MatrixOne ran the restore")
 	release()
 	eventually(t, "the lost restore's statement to finish", func() (bool, string) {
-		return len(sql.restored()) == 2, strings.Join(sql.restored(), ", ")
+		return len(sql.restored()) == 3, strings.Join(sql.restored(), ", ")
 	})
 
 	// Restores of a cluster run one at a time; the Snapshot is not dropped

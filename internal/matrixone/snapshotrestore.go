@@ -243,7 +243,17 @@ func (c *SnapshotRestoreController) restoreAccount(ctx *SnapshotRestoreContext, 
 		r.Status.StartedAt = nil
 		return false, err
 	case state == framework.RunFinished && err != nil:
-		return false, framework.Terminal(err)
+		// MatrixOne's own answer means the restore's transaction did not
+		// commit: a transient one is sent again (a TN restart moves the
+		// lock tables: "lock table bind changed").
+		switch refused, transient := mosql.Refused(err); {
+		case transient:
+			r.Status.StartedAt = nil
+			return false, err
+		case refused:
+			return false, framework.Terminal(fmt.Errorf("MatrixOne refused the restore, which did not commit: %w", err))
+		}
+		return false, framework.Terminal(fmt.Errorf("the restore's answer is lost, so it may or may not have committed: %w", err))
 	case state == framework.RunFinished:
 		r.Status.CompletedAt = &metav1.Time{Time: time.Now()}
 		ctx.Log.Info("Restored an account from a snapshot", "snapshot", r.Spec.Snapshot, "account", r.Status.TargetAccount)

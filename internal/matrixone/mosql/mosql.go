@@ -312,3 +312,30 @@ func (c Client) AccountExists(ctx context.Context, t Target, account string) (bo
 	})
 	return n > 0, err
 }
+
+// MatrixOne's error codes (pkg/common/moerr) that abort a transaction
+// which may succeed when run again: the lock service's tables moved (after
+// a TN or CN restart), a conflict, a deadlock, a backend closed.
+var transientCodes = map[uint16]bool{
+	20502: true, // ErrBackendClosed
+	20619: true, // ErrTxnWWConflict
+	20628: true, // ErrTxnNeedRetry
+	20631: true, // ErrTxnNeedRetryWithDefChanged
+	20701: true, // ErrDeadLockDetected
+	20702: true, // ErrLockTableBindChanged
+	20703: true, // ErrLockTableNotFound
+	20706: true, // ErrLockConflict
+}
+
+// Refused reports whether err is MatrixOne's answer to a statement (an
+// error packet), so that the statement's transaction did not commit; and
+// whether the error is one that a second run may not meet (transient). A
+// lost connection or a timeout is neither: the statement may have
+// committed.
+func Refused(err error) (refused, transient bool) {
+	var my *mysql.MySQLError
+	if !errors.As(err, &my) {
+		return false, false
+	}
+	return true, transientCodes[my.Number]
+}
