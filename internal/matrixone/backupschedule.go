@@ -154,8 +154,7 @@ func (c *BackupScheduleController) listRuns(ctx *ScheduleContext, st *scheduleSt
 		}
 		for i := range snapshots.Items {
 			sn := &snapshots.Items[i]
-			op := sn.Status.Operation
-			run := scheduleRun{obj: sn, finished: sn.Status.SnapshotName != "" || op != nil && op.Phase != commonv1.PhaseRunning}
+			run := scheduleRun{obj: sn, finished: snapshotFinished(sn)}
 			if sn.Status.SnapshotName != "" {
 				run.record = sn.Name
 				st.records = append(st.records, scheduleRecord{obj: sn, complete: true})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,11 +112,20 @@ func (c *SnapshotController) readBack(ctx *SnapshotContext, st *snapshotState) {
 		ctx.SetReady(false, mov1.ReasonClusterUnreachable, fmt.Sprintf("cannot read the snapshot from MatrixOne: %v", err))
 	case info == nil:
 		ctx.SetReady(false, mov1.ReasonSnapshotMissing, fmt.Sprintf("MatrixOne holds no snapshot %s: it was dropped outside Steward", s.Status.SnapshotName))
+	case !ours(s, info) || strconv.FormatInt(info.TS, 10) != s.Status.SnapshotTS:
+		ctx.SetReady(false, mov1.ReasonSnapshotMissing, fmt.Sprintf("MatrixOne's snapshot %s is not the one taken (of the account %q at %s): it was replaced outside Steward",
+			info.Name, info.Account, info.Time().Format(time.RFC3339)))
 	default:
-		s.Status.SnapshotTS, s.Status.SnapshotTime = info.TS, &metav1.Time{Time: info.Time()}
 		ctx.SetReady(true, "", fmt.Sprintf("MatrixOne holds the snapshot %s of the account %s, taken at %s",
 			info.Name, info.Account, info.Time().Format(time.RFC3339)))
 	}
+}
+
+// snapshotFinished reports whether s's flow ended: the snapshot taken, or
+// the flow ended without taking it (failed, aborted, or skipped).
+func snapshotFinished(s *Snapshot) bool {
+	op := s.Status.Operation
+	return s.Status.SnapshotName != "" || op != nil && op.Phase != commonv1.PhaseRunning
 }
 
 // Observe starts the snapshot flow, once: a Snapshot that failed is never
@@ -155,13 +165,16 @@ func clusterServes(log logr.Logger, name string, mc *mov1.MatrixOneCluster) bool
 	return true
 }
 
+// clockSkew is how far the CN's clock, which stamps a snapshot, may be
+// behind the API server's, which stamps a Snapshot's creation.
+const clockSkew = 2 * time.Minute
+
 // ours reports whether the snapshot MatrixOne holds under s's name is s's:
-// of s's account, and taken after s was created (creation timestamps
-// have seconds only). A pass that took the snapshot and lost its status
-// write finds it so.
+// of s's account, and taken after s was created (allowing clockSkew). A
+// pass that took the snapshot and lost its status write finds it so.
 func ours(s *Snapshot, info *mosql.SnapshotInfo) bool {
 	return info.Level == "account" && strings.EqualFold(info.Account, s.Spec.Account) &&
-		!info.Time().Before(s.CreationTimestamp.Truncate(time.Second))
+		!info.Time().Before(s.CreationTimestamp.Add(-clockSkew))
 }
 
 // take takes the snapshot under the Snapshot's name, unless MatrixOne
@@ -195,7 +208,7 @@ func (c *SnapshotController) take(ctx *SnapshotContext, st *snapshotState) (bool
 		return false, framework.Terminal(fmt.Errorf("MatrixOne holds a snapshot %s already (of the account %q, taken at %s), not this Snapshot's: create the Snapshot under another name",
 			s.Name, info.Account, info.Time().Format(time.RFC3339)))
 	}
-	s.Status.SnapshotName, s.Status.SnapshotTS, s.Status.SnapshotTime = info.Name, info.TS, &metav1.Time{Time: info.Time()}
+	s.Status.SnapshotName, s.Status.SnapshotTS, s.Status.SnapshotTime = info.Name, strconv.FormatInt(info.TS, 10), &metav1.Time{Time: info.Time()}
 	ctx.Log.Info("Took a snapshot", "cluster", st.cluster.Name, "account", s.Spec.Account, "at", info.Time())
 	ctx.Event(corev1.EventTypeNormal, mov1.EventSnapshotTaken, "Took the snapshot %s of the account %s of %s at %s",
 		info.Name, s.Spec.Account, st.cluster.Name, info.Time().Format(time.RFC3339Nano))

@@ -172,7 +172,7 @@ func TestSnapshot(t *testing.T) {
 	snap := newSnapshot(ns, "snap1", "acc1")
 	create(t, c, snap)
 	waitReady(t, c, snap, "True")
-	if !sql.has("snap1") || snap.Status.SnapshotName != "snap1" || snap.Status.SnapshotTime == nil || snap.Status.SnapshotTS == 0 {
+	if !sql.has("snap1") || snap.Status.SnapshotName != "snap1" || snap.Status.SnapshotTime == nil || snap.Status.SnapshotTS == "" {
 		t.Errorf("the snapshot: MatrixOne has it %v, status %+v", sql.has("snap1"), snap.Status)
 	}
 	if sql.password == "" {
@@ -236,7 +236,7 @@ func TestSnapshot(t *testing.T) {
 		return lost.Status.StartedAt != nil, operation(lost)
 	})
 	restartOperator(t, ns, func() {})
-	waitReady(t, c, lost, "False Failed: the restore failed at step restore-account: terminal error: the operator restarted while MatrixOne ran the restore")
+	waitReady(t, c, lost, "False Failed: the restore failed at step restore-account: terminal error: the restore was started at ")
 	release()
 	eventually(t, "the lost restore's statement to finish", func() (bool, string) {
 		return len(sql.restored()) == 3, strings.Join(sql.restored(), ", ")

@@ -1,15 +1,18 @@
 package matrixone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,11 +57,27 @@ type SnapshotRestoreContext = framework.Context[*SnapshotRestore]
 type SnapshotRestoreController struct {
 	opts       Options
 	background *framework.Background
+	// runs holds, by restore, what this process knows of its statement:
+	// the startedAt it wrote before sending (the statement is sent only
+	// once that write is read back), and the outcome until status shows
+	// it. An operator that restarted knows nothing: a restore whose
+	// status says it started is then never sent again.
+	mu   sync.Mutex
+	runs map[types.UID]*restoreRun
+}
+
+// restoreRun is what this process knows of a restore's statement.
+type restoreRun struct {
+	// intent is the startedAt this process wrote before sending.
+	intent metav1.Time
+	// sent: the statement was sent; done and err: its outcome.
+	sent, done bool
+	err        error
 }
 
 // NewSnapshotRestoreController returns a SnapshotRestore controller.
 func NewSnapshotRestoreController(opts Options) *SnapshotRestoreController {
-	return &SnapshotRestoreController{opts: opts.withDefaults(), background: framework.NewBackground()}
+	return &SnapshotRestoreController{opts: opts.withDefaults(), background: framework.NewBackground(), runs: map[types.UID]*restoreRun{}}
 }
 
 func setupSnapshotRestores(mgr ctrl.Manager, c *SnapshotRestoreController) error {
@@ -122,15 +141,27 @@ func (c *SnapshotRestoreController) Declare(ctx *SnapshotRestoreContext) (*snaps
 		if err := ctx.Client.List(ctx, &restores, client.InNamespace(r.Namespace)); err != nil {
 			return nil, fmt.Errorf("list SnapshotRestores: %w", err)
 		}
+		var snapshots mov1.SnapshotList
+		if err := ctx.Client.List(ctx, &snapshots, client.InNamespace(r.Namespace)); err != nil {
+			return nil, fmt.Errorf("list Snapshots: %w", err)
+		}
+		clusterOf := map[string]string{}
+		for _, sn := range snapshots.Items {
+			clusterOf[sn.Name] = sn.Spec.Cluster
+		}
 		for i := range restores.Items {
 			other := &restores.Items[i]
-			if other.UID == r.UID || other.Status.Cluster != cluster || restoreFinished(other) || !framework.Older(other, r) {
+			otherCluster := cmp.Or(other.Status.Cluster, clusterOf[other.Spec.Snapshot])
+			if other.UID == r.UID || otherCluster != cluster || restoreFinished(other) || !framework.Older(other, r) {
 				continue
 			}
 			if st.queuedBehind == nil || framework.Older(other, st.queuedBehind) {
 				st.queuedBehind = other
 			}
 		}
+	}
+	if restoreFinished(r) {
+		c.forget(r.UID)
 	}
 	c.setReady(ctx, st)
 	return st, nil
@@ -166,9 +197,19 @@ func (*SnapshotRestoreController) Observe(ctx *SnapshotRestoreContext, st *snaps
 	return framework.StartFlow[*SnapshotRestore](flowSnapshotRestore, "SnapshotRestore "+r.Name), nil
 }
 
-// Finalize lets the restore go; one deleted while MatrixOne runs its
-// statement does not stop it (the transaction commits or not by itself).
-func (*SnapshotRestoreController) Finalize(*SnapshotRestoreContext) (bool, error) { return true, nil }
+// Finalize lets the restore go once its statement is not running here
+// (it would run on without it, beside a new restore of the same name, and
+// its Snapshot could be dropped under it).
+func (c *SnapshotRestoreController) Finalize(ctx *SnapshotRestoreContext) (bool, error) {
+	if run := c.run(ctx.Obj.UID); run != nil && run.sent && !run.done {
+		if state, _ := c.background.Poll(ctx.Obj.UID); state == framework.RunRunning {
+			ctx.Log.Info("Waiting for the restore's statement before letting the SnapshotRestore go")
+			return false, nil
+		}
+	}
+	c.forget(ctx.Obj.UID)
+	return true, nil
+}
 
 func (c *SnapshotRestoreController) restoreFlow() framework.Flow[*SnapshotRestore, *snapshotRestoreState] {
 	return framework.Flow[*SnapshotRestore, *snapshotRestoreState]{
@@ -194,7 +235,7 @@ func (c *SnapshotRestoreController) checkSnapshot(ctx *SnapshotRestoreContext, s
 		return false, framework.Terminal(fmt.Errorf("the Snapshot %s is being deleted", snap.Name))
 	}
 	r.Status.Cluster, r.Status.Account = snap.Spec.Cluster, snap.Spec.Account
-	r.Status.TargetAccount = cmpOrString(r.Spec.TargetAccount, snap.Spec.Account)
+	r.Status.TargetAccount = cmp.Or(r.Spec.TargetAccount, snap.Spec.Account)
 	if ok, why := framework.IsReady(snap); !ok {
 		ctx.Log.V(1).Info("Waiting for the Snapshot", "snapshot", snap.Name, "why", why)
 		return false, nil
@@ -218,68 +259,111 @@ func (c *SnapshotRestoreController) checkSnapshot(ctx *SnapshotRestoreContext, s
 	return true, nil
 }
 
-func cmpOrString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+// run returns what this process knows of r's statement; nil when nothing.
+func (c *SnapshotRestoreController) run(uid types.UID) *restoreRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.runs[uid]
 }
 
-// restoreAccount runs RESTORE ACCOUNT in the background and waits for it.
-// It is sent once: status.startedAt is set in the pass that sends it, and
-// a later pass that finds it set with no run in memory (the operator
-// restarted meanwhile) fails the flow: MatrixOne runs a restore as one
-// transaction, so the account is either restored or as it was, but a
-// second run would also undo whatever was written since the first.
+// forget drops what this process knows of r's statement.
+func (c *SnapshotRestoreController) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, uid)
+}
+
+// restoreAccount runs RESTORE ACCOUNT in the background and waits for it,
+// sending it once. The pass before sending writes status.startedAt (the
+// intent) and remembers it; the statement goes only in a later pass that
+// reads that startedAt back from the API server, so a written startedAt
+// precedes every send. A restore whose status says it started but of
+// which this process knows nothing (the operator restarted) fails instead
+// of being sent again: MatrixOne runs a restore as one transaction, so the
+// account is either restored or as it was, but a second run would also
+// undo whatever was written since the first. The outcome is kept in memory
+// until status shows it, so a lost status write does not lose it.
 func (c *SnapshotRestoreController) restoreAccount(ctx *SnapshotRestoreContext, st *snapshotRestoreState) (bool, error) {
 	r := ctx.Obj
-	switch state, err := c.background.Poll(r.UID); {
-	case state == framework.RunRunning:
-		if r.Status.StartedAt == nil {
-			r.Status.StartedAt = &metav1.Time{Time: time.Now()} // the sending pass's status write was lost
+	run := c.run(r.UID)
+	if run != nil && run.sent && !run.done {
+		switch state, err := c.background.Poll(r.UID); state {
+		case framework.RunRunning:
+			return false, nil
+		case framework.RunFinished:
+			c.mu.Lock()
+			run.done, run.err = true, err
+			c.mu.Unlock()
+		case framework.RunNone:
+			c.mu.Lock()
+			run.done, run.err = true, errors.New("the restore's run was lost")
+			c.mu.Unlock()
 		}
-		return false, nil
-	case state == framework.RunFinished && errors.Is(err, mosql.ErrNotSent):
-		r.Status.StartedAt = nil
-		return false, err
-	case state == framework.RunFinished && err != nil:
-		// MatrixOne's own answer means the restore's transaction did not
-		// commit: a transient one is sent again (a TN restart moves the
-		// lock tables: "lock table bind changed").
-		switch refused, transient := mosql.Refused(err); {
-		case transient:
-			r.Status.StartedAt = nil
-			return false, err
-		case refused:
-			return false, framework.Terminal(fmt.Errorf("MatrixOne refused the restore, which did not commit: %w", err))
-		}
-		return false, framework.Terminal(fmt.Errorf("the restore's answer is lost, so it may or may not have committed: %w", err))
-	case state == framework.RunFinished:
+	}
+	switch {
+	case run != nil && run.done && run.err == nil:
+		r.Status.StartedAt = &run.intent
 		r.Status.CompletedAt = &metav1.Time{Time: time.Now()}
 		ctx.Log.Info("Restored an account from a snapshot", "snapshot", r.Spec.Snapshot, "account", r.Status.TargetAccount)
 		ctx.Event(corev1.EventTypeNormal, mov1.EventRestored, "Restored the account %s from the snapshot %s (of %s)",
 			r.Status.TargetAccount, r.Spec.Snapshot, r.Status.Account)
 		return true, nil
+	case run != nil && run.done:
+		// MatrixOne's own answer means the restore's transaction did not
+		// commit: a transient one is sent again (a TN restart moves the
+		// lock tables: "lock table bind changed").
+		refused, transient := mosql.Refused(run.err)
+		if refused || errors.Is(run.err, mosql.ErrNotSent) {
+			c.forget(r.UID)
+			r.Status.StartedAt = nil
+		}
+		switch {
+		case transient || errors.Is(run.err, mosql.ErrNotSent):
+			return false, run.err
+		case refused:
+			return false, framework.Terminal(fmt.Errorf("MatrixOne refused the restore, which did not commit: %w", run.err))
+		}
+		return false, framework.Terminal(fmt.Errorf("the restore's answer is lost, so it may or may not have committed: %w", run.err))
+	case run != nil && run.sent:
+		return false, nil
 	}
-	if r.Status.StartedAt != nil {
-		return false, framework.Terminal(fmt.Errorf("the operator restarted while MatrixOne ran the restore sent at %s, and its answer is lost: "+
-			"MatrixOne runs a restore as one transaction, so the account %s is either restored or as it was; look, and create another SnapshotRestore to run it again",
-			r.Status.StartedAt.UTC().Format(time.RFC3339), r.Status.TargetAccount))
+
+	// Not sent by this process. startedAt set by another (or by an earlier
+	// life of this one) means it may have been sent.
+	if r.Status.StartedAt != nil && (run == nil || !r.Status.StartedAt.Equal(&run.intent)) {
+		if run == nil {
+			return false, framework.Terminal(fmt.Errorf("the restore was started at %s and its outcome is not known here (the operator restarted, or its answer was lost): "+
+				"MatrixOne runs a restore as one transaction, so the account %s is either restored or as it was; look, and create another SnapshotRestore to run it again",
+				r.Status.StartedAt.UTC().Format(time.RFC3339), r.Status.TargetAccount))
+		}
+		return false, nil // the intent's write is not read back yet
 	}
-	if st.snapshot == nil || st.cluster == nil {
-		return false, errors.New("the Snapshot or its cluster is gone")
+	if st.queuedBehind != nil || st.snapshot == nil || st.cluster == nil {
+		return false, nil
+	}
+	if r.Status.StartedAt == nil {
+		// The intent: written by this pass, sent by a later one that reads
+		// it back.
+		intent := metav1.NewTime(time.Now().Truncate(time.Second))
+		c.mu.Lock()
+		c.runs[r.UID] = &restoreRun{intent: intent}
+		c.mu.Unlock()
+		r.Status.StartedAt = &intent
+		return false, nil
 	}
 	t, err := clusterCNTarget(ctx, ctx.Client, ctx.Reader, st.cluster)
 	if err != nil {
 		return false, err
 	}
 	account, name, target := r.Status.Account, st.snapshot.Status.SnapshotName, r.Status.TargetAccount
-	r.Status.StartedAt = &metav1.Time{Time: time.Now()}
+	c.mu.Lock()
+	run.sent = true
+	c.mu.Unlock()
 	c.background.Start(r.UID, snapshotRestoreTimeout, func(bg context.Context) error {
 		return c.opts.Snapshots.RestoreAccount(bg, t, account, name, target)
 	})
 	ctx.Log.Info("Restoring an account from a snapshot", "snapshot", name, "account", account, "target", target)
 	ctx.Event(corev1.EventTypeNormal, mov1.EventRestoreStarted, "Restoring the account %s from the snapshot %s (of %s, taken at %s)",
-		target, name, account, time.Unix(0, st.snapshot.Status.SnapshotTS).UTC().Format(time.RFC3339))
+		target, name, account, st.snapshot.Status.SnapshotTime.UTC().Format(time.RFC3339))
 	return false, nil
 }

@@ -216,6 +216,8 @@ func TestCELRules(t *testing.T) {
 			"", "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}, snapshot: {account: a}, retention: {count: 1}}"),
 		change(rule("BackupSchedule", "spec", "a schedule takes physical backups or snapshots for life: create another schedule"),
 			schedule("{count: 1}"), "{schedule: '@daily', cluster: mo, snapshot: {account: a}, retention: {count: 1}}"),
+		create(rule("Snapshot", "", "metadata.name must have at most 64 characters: MatrixOne's snapshot is named after it"),
+			strings.Repeat("s", 65), "{cluster: mo, account: acc1}"),
 		change(rule("Snapshot", "spec", "a Snapshot's spec is immutable: create another Snapshot"),
 			"{cluster: mo, account: acc1}", "{cluster: mo, account: acc2}"),
 		change(rule("SnapshotRestore", "spec", "a SnapshotRestore's spec is immutable: create another"),

@@ -42,7 +42,7 @@ type SnapshotStatus struct {
 	// snapshotName is the snapshot's name in MatrixOne (the Snapshot's
 	// name), set once the snapshot is taken.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=64
 	SnapshotName string `json:"snapshotName,omitempty"`
 
 	// snapshotTime is the snapshot's point in time, as MatrixOne records
@@ -52,9 +52,11 @@ type SnapshotStatus struct {
 	SnapshotTime *metav1.Time `json:"snapshotTime,omitempty"`
 
 	// snapshotTS is the same point in MatrixOne's units: nanoseconds since
-	// the Unix epoch, as mo_catalog.mo_snapshots holds it.
+	// the Unix epoch, in decimal, as mo_catalog.mo_snapshots holds it (a
+	// string: JSON numbers of that size lose digits on the way).
 	// +optional
-	SnapshotTS int64 `json:"snapshotTS,omitempty"`
+	// +kubebuilder:validation:MaxLength=32
+	SnapshotTS string `json:"snapshotTS,omitempty"`
 }
 
 // Snapshot is a point-in-time snapshot of one account of a
@@ -66,6 +68,7 @@ type SnapshotStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mosn,categories={steward,matrixone}
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 64",message="metadata.name must have at most 64 characters: MatrixOne's snapshot is named after it"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Account",type=string,JSONPath=`.spec.account`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -227,8 +227,9 @@ type Snapshots interface {
 var _ Snapshots = Client{}
 
 // ident quotes a name as a MatrixOne identifier. Snapshot and account
-// names take no quote, space or backquote (MatrixOne refuses them), and
-// the API's patterns keep them to letters, digits, '_', '-' and '.'.
+// names take no quote, space or backquote (MatrixOne refuses them); the
+// API keeps them to letters, digits, '_', '-' (accounts) and '.'
+// (Snapshots, named as Kubernetes objects are).
 func ident(name string) (string, error) {
 	taken := func(r rune) bool {
 		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
@@ -304,7 +305,7 @@ func (c Client) GetSnapshot(ctx context.Context, t Target, name string) (*Snapsh
 func (c Client) AccountExists(ctx context.Context, t Target, account string) (bool, error) {
 	var n int
 	err := c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
-		const query = "select count(*) from mo_catalog.mo_account where account_name = ?"
+		const query = "select count(*) from mo_catalog.mo_account where lower(account_name) = lower(?)"
 		if err := db.QueryRowContext(ctx, query, account).Scan(&n); err != nil {
 			return fmt.Errorf("read the account %s: %w", account, err)
 		}
@@ -313,11 +314,11 @@ func (c Client) AccountExists(ctx context.Context, t Target, account string) (bo
 	return n > 0, err
 }
 
-// MatrixOne's error codes (pkg/common/moerr) that abort a transaction
-// which may succeed when run again: the lock service's tables moved (after
-// a TN or CN restart), a conflict, a deadlock, a backend closed.
+// MatrixOne's error codes (pkg/common/moerr) raised before a transaction
+// commits, which a second run may not meet: the lock service's tables
+// moved (after a TN or CN restart), a conflict, a deadlock. (Not a closed
+// backend: that may come after a commit was sent.)
 var transientCodes = map[uint16]bool{
-	20502: true, // ErrBackendClosed
 	20619: true, // ErrTxnWWConflict
 	20628: true, // ErrTxnNeedRetry
 	20631: true, // ErrTxnNeedRetryWithDefChanged
