@@ -249,7 +249,7 @@ func TestBackupValidate(t *testing.T) {
 	}
 	schedules := matrixone.NewBackupScheduleController(matrixone.Options{})
 	schedule := func(cron string, maxAge *metav1.Duration) *mov1.BackupSchedule {
-		s := &mov1.BackupSchedule{Spec: mov1.BackupScheduleSpec{Schedule: cron, Cluster: "mo", Destination: dst(nil).Spec.Destination,
+		s := &mov1.BackupSchedule{Spec: mov1.BackupScheduleSpec{Schedule: cron, Cluster: "mo", Destination: &dst(nil).Spec.Destination,
 			Retention: mov1.BackupRetention{Count: ptr.To[int32](7), MaxAge: maxAge}}}
 		mov1.DefaultBackupSchedule(s)
 		return s
@@ -279,6 +279,21 @@ func TestBackupValidate(t *testing.T) {
 			return s
 		}()), []string{"spec", "BACKUP statement takes no CA"}},
 		{"a Backup at a bucket's root", records.Validate(backup("/")), []string{"spec.location.keyPrefix", "never a bucket's root"}},
+		{"a snapshot schedule", schedules.Validate(func() *mov1.BackupSchedule {
+			s := schedule("@hourly", nil)
+			s.Spec.Destination, s.Spec.Snapshot = nil, &mov1.ScheduledSnapshot{Account: "acc1"}
+			return s
+		}()), nil},
+		{"both a destination and a snapshot", schedules.Validate(func() *mov1.BackupSchedule {
+			s := schedule("@hourly", nil)
+			s.Spec.Snapshot = &mov1.ScheduledSnapshot{Account: "acc1"}
+			return s
+		}()), []string{"spec", "set exactly one of destination (physical backups) and snapshot"}},
+		{"neither", schedules.Validate(func() *mov1.BackupSchedule {
+			s := schedule("@hourly", nil)
+			s.Spec.Destination = nil
+			return s
+		}()), []string{"spec", "set exactly one of destination (physical backups) and snapshot"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.want) == 0 {
@@ -329,7 +344,7 @@ func TestBackupSchedule(t *testing.T) {
 	}
 	template := newBackupJob(ns, "x", srv)
 	s := &mov1.BackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every"}, Spec: mov1.BackupScheduleSpec{
-		Schedule: "@every 2s", Cluster: "mo", Destination: template.Spec.Destination,
+		Schedule: "@every 2s", Cluster: "mo", Destination: &template.Spec.Destination,
 		Retention: mov1.BackupRetention{Count: ptr.To[int32](1)},
 	}}
 	create(t, c, s)

@@ -114,12 +114,9 @@ func finished(j *BackupJob) bool {
 func (c *BackupJobController) Declare(ctx *BackupJobContext) (*backupJobState, error) {
 	j := ctx.Obj
 	st := &backupJobState{}
-	cluster := &mov1.MatrixOneCluster{}
-	switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Spec.Cluster}, cluster); {
-	case err == nil:
-		st.cluster = cluster
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get the MatrixOneCluster %s: %w", j.Spec.Cluster, err)
+	var err error
+	if st.cluster, err = getCluster(ctx, ctx.Client, j.Namespace, j.Spec.Cluster); err != nil {
+		return nil, err
 	}
 	var jobs mov1.BackupJobList
 	if err := ctx.Client.List(ctx, &jobs, client.InNamespace(j.Namespace)); err != nil {
@@ -244,12 +241,7 @@ func (*BackupJobController) waitForCluster(ctx *BackupJobContext, st *backupJobS
 	if job, err := backupJobOf(ctx); err != nil || job != nil {
 		return err == nil, err
 	}
-	if st.cluster == nil {
-		ctx.Log.V(1).Info("Waiting for the cluster to exist", "cluster", ctx.Obj.Spec.Cluster)
-		return false, nil
-	}
-	if ok, why := framework.IsReady(st.cluster); !ok {
-		ctx.Log.V(1).Info("Waiting for the cluster", "cluster", st.cluster.Name, "why", why)
+	if !clusterServes(ctx.Log, ctx.Obj.Spec.Cluster, st.cluster) {
 		return false, nil
 	}
 	return st.cluster.Status.SQLAddress != "" && st.cluster.Status.RootPasswordSecret != "", nil

@@ -2,13 +2,11 @@ package matrixone
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -81,22 +79,9 @@ func (c *ClusterController) finishRestoreFlow() framework.Flow[*Cluster, framewo
 }
 
 // cnTarget is a ready CN of the cluster, as root: where the restore's
-// statements go (straight to a CN: there is no proxy yet).
+// statements go (there is no proxy yet).
 func (c *ClusterController) cnTarget(ctx *ClusterContext) (mosql.Target, error) {
-	mc := ctx.Obj
-	for _, g := range mc.Spec.CNGroups {
-		for i := range int(ptr.Deref(g.Replicas, 1)) {
-			pod := &corev1.Pod{}
-			name := fmt.Sprintf("%s-%d", build.ClusterCNSetName(mc, g.Name), i)
-			if err := client.IgnoreNotFound(ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)); err != nil {
-				return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
-			}
-			if workload.IsReady(pod) && pod.Status.PodIP != "" {
-				return rootTarget(ctx, ctx.Client, ctx.Reader, mc.Namespace, build.Sets(mc).Log.RootPasswordSecret(), pod)
-			}
-		}
-	}
-	return mosql.Target{}, errors.New("no CN pod is ready")
+	return clusterCNTarget(ctx, ctx.Client, ctx.Reader, ctx.Obj)
 }
 
 // globalCheckpointTimeout bounds the forced global checkpoint, which

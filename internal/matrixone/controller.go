@@ -87,6 +87,9 @@ type Options struct {
 	// Admin sets CNs' work state and counts their sessions (default
 	// mosql.Client, SQL to a CN). Tests with no CN to reach stand in.
 	Admin mosql.Admin
+	// Snapshots takes, reads, drops and restores account snapshots
+	// (default mosql.Client). Tests with no CN to reach stand in.
+	Snapshots mosql.Snapshots
 	// DrainSettle is the least time a CN drains (default
 	// DefaultDrainSettle).
 	DrainSettle time.Duration
@@ -116,6 +119,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Admin == nil {
 		o.Admin = mosql.Client{}
+	}
+	if o.Snapshots == nil {
+		o.Snapshots = mosql.Client{}
 	}
 	if o.DrainSettle <= 0 {
 		o.DrainSettle = DefaultDrainSettle
@@ -154,6 +160,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		func(mgr ctrl.Manager) error { return setupBackupJobs(mgr, NewBackupJobController(opts)) },
 		func(mgr ctrl.Manager) error { return setupBackups(mgr, NewBackupController(opts)) },
 		func(mgr ctrl.Manager) error { return setupBackupSchedules(mgr, NewBackupScheduleController(opts)) },
+		func(mgr ctrl.Manager) error { return setupSnapshots(mgr, NewSnapshotController(opts)) },
+		func(mgr ctrl.Manager) error { return setupSnapshotRestores(mgr, NewSnapshotRestoreController(opts)) },
 	} {
 		if err := setup(mgr); err != nil {
 			return fmt.Errorf("matrixone: %w", err)

@@ -64,8 +64,20 @@ func editCluster(t *testing.T, c client.Client, ns string, edit func(*mov1.Matri
 // its pods and HAKeeper's view, and waits until it is Ready.
 func readyCluster(t *testing.T, groups ...string) (client.Client, string, *fakeAdmin, *hakeeperView) {
 	t.Helper()
+	return readyClusterWith(t, nil, groups...)
+}
+
+// readyClusterWith is readyCluster with opts applied to the controllers'
+// options (after the test's admin).
+func readyClusterWith(t *testing.T, opts func(*matrixone.Options), groups ...string) (client.Client, string, *fakeAdmin, *hakeeperView) {
+	t.Helper()
 	admin := &fakeAdmin{sessions: map[string]int{}}
-	c, ns, probe := setupWith(t, func(o *matrixone.Options) { o.Admin = admin; o.DrainSettle = time.Second })
+	c, ns, probe := setupWith(t, func(o *matrixone.Options) {
+		o.Admin, o.DrainSettle = admin, time.Second
+		if opts != nil {
+			opts(o)
+		}
+	})
 	sharedClaim(t, c, ns)
 	if err := c.Create(t.Context(), newCluster(ns, groups...)); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@
 // TNSet, its CNSets and a ProxySet and orders a rollout across them, and
 // the BucketClaim's, a claim on an S3 prefix that a LogSet's shared storage
 // names, and the backups': BackupJob (one physical backup), Backup (its
-// record, read back from the store) and BackupSchedule. Each is a
+// record, read back from the store) and BackupSchedule, and the account
+// snapshots': Snapshot and SnapshotRestore. Each is a
 // framework actor; the sets depend on each other only through status.
 // They run the image images/matrixone, observe HAKeeper through mo-agent's
 // probe in the log pods (package hakeeper) and build their children with
@@ -23,7 +24,10 @@
 //     and its phase and conditions from what Declare observed;
 //   - backupjob.go, backup.go, backupschedule.go: the BackupJob actor and
 //     its backup flow, the Backup actor, and the BackupSchedule actor (a
-//     level-based one: runs and retention);
+//     level-based one: runs and retention, of backups or snapshots);
+//   - snapshot.go, snapshotrestore.go: the Snapshot actor (its flow takes
+//     the snapshot; every pass reads it back; Finalize drops it) and the
+//     SnapshotRestore actor and its restore flow;
 //   - scale.go, restart.go, logset_replace.go, logset_restore.go,
 //     cluster_restore.go: the task flows (a CN scale-in; every set's
 //     rolling restart; a failed log store's replacement; a LogSet's restore

@@ -658,14 +658,7 @@ func (m *moCluster) operatorKilledMidDrain(t *testing.T) {
 			}
 			return nil
 		})
-		identity, pod := leaseHolder(t)
-		if pod == "" {
-			fatalf(t, "no operator replica leads (Lease holder %q)", identity)
-		}
-		if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
-			fatalf(t, "%v: %s", err, out)
-		}
-		operatorKilled = true
+		pod := killLeader(t)
 		t.Logf("Killed the operator %s %s after the drain started", pod, time.Since(started).Round(time.Second))
 		m.waitCNs(1)
 	})

@@ -343,8 +343,13 @@ func (m *moTrial) trySQL(query string) (string, error) {
 // moSQL runs a statement on MatrixOne at server (host:port) as root, with
 // password, from the client pod of ns.
 func moSQL(ns, server, password, query string) (string, error) {
+	return moSQLAs(ns, server, "root", password, query)
+}
+
+// moSQLAs is moSQL as user ("account:user" for an account's user).
+func moSQLAs(ns, server, user, password, query string) (string, error) {
 	out, err := kubectl("exec", "-n", ns, "client", "--", "/smoke", "sql",
-		"--server", server, "--user", "root", "--password", password, query)
+		"--server", server, "--user", user, "--password", password, query)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w: %s", query, err, strings.TrimSpace(out))
 	}

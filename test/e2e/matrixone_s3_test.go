@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,13 +46,19 @@ const (
 // the cluster is deleted (the claim Released, its objects kept) and
 // re-created naming the same claim, which binds the new LogSet, and every
 // row is back. Meanwhile a second cluster, on a claim with Delete, writes
-// there; once it is deleted the claim goes and its prefix is empty. The
-// clusters are the umbrella spec's with one CN: about 2 GiB of memory
-// limits each, both at once for the last two steps.
+// there; once it is deleted the claim goes and its prefix is empty. Before
+// that, a backup under writes (the operator killed in it) is restored into
+// a new cluster, a schedule keeps one backup, and an account snapshot is
+// restored in place and into another account. The clusters are the
+// umbrella spec's with one CN: about 2.4 GiB of memory limits for the
+// first (its CN has 1Gi, for RESTORE ACCOUNT), 2 GiB for the others, two
+// at once at most.
 func moS3Spec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moCluster{scenario: newScenario(t, "mos3", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
-	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1}, spec: t}
+	// The CN has 1Gi: MatrixOne's RESTORE ACCOUNT (the snapshot step) got
+	// a CN of 640Mi OOM-killed, even for an account of a few rows.
+	s := &moS3{moUmbrella: &moUmbrella{moCluster: m, sharedStorage: "{bucketClaim: " + moS3Retained + "}", cns: 1, cnMemory: "1Gi"}, spec: t}
 	m.runSteps(t, s.dump, []step{
 		{"create on a BucketClaim on versitygw", s.create},
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
@@ -60,6 +67,7 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"a backup under writes, recorded and read back", s.backUp},
 		{"the backup restored into a new cluster", s.restore},
 		{"a schedule runs twice and its retention deletes the older backup", s.schedule},
+		{"an account snapshot, restored in place and into another account, then dropped", s.snapshot},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
@@ -403,10 +411,19 @@ spec:
 		if out, err := kubectlStdin(job, "apply", "-f", "-"); err != nil {
 			fatalf(t, "%v: %s", err, out)
 		}
+		jobUID := s.killDuringBackup(t)
 		if out, err := kubectl("wait", "-n", s.ns, "backupjob/mo-backup", "--for=condition=Ready", "--timeout=4m"); err != nil {
 			fatalf(t, "the BackupJob: %v: %s", err, out)
 		}
 		s.backupDone = time.Now()
+		if job, err := env.client.BatchV1().Jobs(s.ns).Get(context.Background(), "mo-backup-backup", metav1.GetOptions{}); err != nil || job.UID != jobUID {
+			errorf(t, "the backup pod's Job after the operator's restart: %v (UID %s before)", err, jobUID)
+		}
+		for _, reason := range []string{mov1.EventBackupStarted, mov1.EventBackupRecorded} {
+			if n := eventCount(t, s.ns, "mo-backup", reason); n != 1 {
+				errorf(t, "%d %s Events, want one: the backup ran more than once", n, reason)
+			}
+		}
 	})
 	took := s.backupDone.Sub(s.backupStarted)
 	b := &mov1.Backup{}
@@ -440,6 +457,39 @@ spec:
 	}
 	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, in s3://%s/%s",
 		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, moS3Backups, b.Spec.Location.KeyPrefix)
+}
+
+// killDuringBackup kills the leading operator replica as soon as the
+// BackupJob mo-backup started its backup pod's Job (the pod runs for a few
+// seconds at least), and returns the Job's UID: the replica that takes
+// over must wait for that Job, not start another, and record the backup
+// once.
+func (s *moS3) killDuringBackup(t *testing.T) types.UID {
+	deadline := time.Now().Add(2 * time.Minute)
+	j := &mov1.BackupJob{}
+	for {
+		if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "mo-backup"}, j); err != nil {
+			fatalNow(t, err)
+		}
+		if j.Status.StartedAt != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			fatalf(t, "the backup did not start in 2 minutes: %+v", j.Status.Operation)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	job, err := env.client.BatchV1().Jobs(s.ns).Get(context.Background(), "mo-backup-backup", metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	if j.Status.Backup != "" {
+		fatalf(t, "the backup was recorded before the operator could be killed in it")
+	}
+	leader := killLeader(t)
+	t.Logf("Killed the operator %s while the backup ran (step %s, Job %s active %d, succeeded %d)",
+		leader, j.Status.Operation.Step, job.Name, job.Status.Active, job.Status.Succeeded)
+	return job.UID
 }
 
 // The restored cluster, on a claim of its own.
@@ -502,36 +552,13 @@ spec:
 		}
 		return fmt.Errorf("operation %+v", mc.Status.Operation)
 	})
-	identity, leader := leaseHolder(t)
-	if leader == "" {
-		fatalf(t, "no operator replica leads (Lease holder %q)", identity)
-	}
-	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, leader, "--grace-period=0", "--force", "--wait=false"); err != nil {
-		fatalf(t, "%v: %s", err, out)
-	}
-	operatorKilled = true
+	leader := killLeader(t)
 	t.Logf("Killed the operator %s while the restore restarted the TN, %s after the cluster's creation", leader, time.Since(start).Round(time.Second))
 	if out, err := kubectl("wait", "-n", s.ns, "matrixonecluster/"+moS3Restored, "--for=condition=Ready", "--timeout=8m"); err != nil {
 		fatalf(t, "the restored cluster: %v: %s", err, out)
 	}
 	took := time.Since(start)
-	events, err := env.client.CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + moS3Restored + ",reason=" + mov1.EventRestored})
-	if err != nil {
-		fatalNow(t, err)
-	}
-	restoredEvents := 0
-	for _, e := range events.Items {
-		switch {
-		case e.Series != nil:
-			restoredEvents += int(e.Series.Count)
-		case e.Count > 1:
-			restoredEvents += int(e.Count)
-		default:
-			restoredEvents++
-		}
-	}
-	if restoredEvents != 1 {
+	if restoredEvents := eventCount(t, s.ns, moS3Restored, mov1.EventRestored); restoredEvents != 1 {
 		errorf(t, "%d %s Events, want one: the restore finished more than once", restoredEvents, mov1.EventRestored)
 	}
 	mc := &mov1.MatrixOneCluster{}
@@ -717,5 +744,177 @@ func (s *moS3) dump() {
 	} {
 		out, _ := kubectl(args...)
 		s.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+	}
+}
+
+// eventCount counts the Events of reason about the object name, each
+// repetition of a recorded series or count included.
+func eventCount(t *testing.T, ns, name, reason string) int {
+	t.Helper()
+	events, err := env.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		switch {
+		case e.Series != nil:
+			n += int(e.Series.Count)
+		case e.Count > 1:
+			n += int(e.Count)
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// snapshot takes a Snapshot of an account made for it (rows 1 to 10),
+// changes the account's rows (11 to 20 added, 1 deleted), restores the
+// account in place (a SnapshotRestore) and then into a second account:
+// both hold rows 1 to 10 exactly. Deleting the Snapshot drops the
+// snapshot from MatrixOne.
+func (s *moS3) snapshot(t *testing.T) {
+	proxy := fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, s.ns)
+	root := func(q string) string {
+		var out string
+		eventually(t, time.Minute, q, func(context.Context) error {
+			var err error
+			out, err = s.sql(q)
+			return err
+		})
+		return out
+	}
+	as := func(account, q string) string {
+		var out string
+		eventually(t, time.Minute, account+": "+q, func(context.Context) error {
+			var err error
+			out, err = moSQLAs(s.ns, proxy, account+":admin", "snap-pw", q)
+			return err
+		})
+		return strings.TrimSpace(out)
+	}
+	for _, a := range []string{"snapacc", "snapcopy"} {
+		root("create account if not exists " + a + " admin_name 'admin' identified by 'snap-pw'")
+	}
+	as("snapacc", "create database if not exists d")
+	as("snapacc", "create table if not exists d.t (id int primary key)")
+	as("snapacc", "insert into d.t values (1),(2),(3),(4),(5),(6),(7),(8),(9),(10)")
+	ids := func(account string) string {
+		return strings.Join(strings.Fields(as(account, "select id from d.t order by id")), ",")
+	}
+	const want = "1,2,3,4,5,6,7,8,9,10"
+
+	apply := func(yaml string) {
+		if out, err := kubectlStdin(yaml, "apply", "-f", "-"); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+	}
+	wait := func(what string) {
+		if out, err := kubectl("wait", "-n", s.ns, what, "--for=condition=Ready", "--timeout=3m"); err != nil {
+			out2, _ := kubectl("get", "-n", s.ns, what, "-o", "yaml")
+			fatalf(t, "%s: %v: %s\n%s", what, err, out, out2)
+		}
+	}
+	start := time.Now()
+	apply(fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: Snapshot
+metadata: {name: snap1, namespace: %s}
+spec: {cluster: mo, account: snapacc}
+`, s.ns))
+	wait("snapshot/snap1")
+	took := time.Since(start)
+	listed := root("select sname, level, account_name from mo_catalog.mo_snapshots where sname = 'snap1'")
+	if !strings.Contains(listed, "snapacc") {
+		errorf(t, "mo_catalog.mo_snapshots: %q", listed)
+	}
+	as("snapacc", "insert into d.t values (11),(12),(13),(14),(15),(16),(17),(18),(19),(20)")
+	as("snapacc", "delete from d.t where id = 1")
+	if got := ids("snapacc"); got == want {
+		fatalf(t, "the account's rows did not change after the snapshot: %s", got)
+	}
+
+	cnRestarts := func() int32 {
+		p, err := env.client.CoreV1().Pods(s.ns).Get(context.Background(), moClusterCN+"-0", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			fatalf(t, "the CN pod: %v", err)
+		}
+		if cs := p.Status.ContainerStatuses[0]; cs.LastTerminationState.Terminated != nil {
+			t.Logf("The CN's last termination: %+v", *cs.LastTerminationState.Terminated)
+		}
+		return p.Status.ContainerStatuses[0].RestartCount
+	}
+	restartsBefore := cnRestarts()
+	restore := func(name, target string) time.Duration {
+		start := time.Now()
+		into := ""
+		if target != "" {
+			into = ", targetAccount: " + target
+		}
+		apply(fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: SnapshotRestore
+metadata: {name: %s, namespace: %s}
+spec: {snapshot: snap1, overwrite: true%s}
+`, name, s.ns, into))
+		wait("snapshotrestore/" + name)
+		return time.Since(start)
+	}
+	inPlace := restore("restore-in-place", "")
+	if got := ids("snapacc"); got != want {
+		errorf(t, "the account restored in place holds %s, want %s", got, want)
+	}
+	as("snapacc", "insert into d.t values (21)") // it takes writes
+	copied := restore("restore-copy", "snapcopy")
+	if got := ids("snapcopy"); got != want {
+		errorf(t, "the account restored into holds %s, want %s", got, want)
+	}
+	if n := cnRestarts(); n != restartsBefore {
+		errorf(t, "the CN restarted %d times during the restores", n-restartsBefore)
+	}
+	out, _ := kubectl("get", "-n", s.ns, "snapshots,snapshotrestores", "-o", "wide")
+	t.Logf("Snapshot to Ready in %s; restored in place in %s, into another account in %s:\n%s",
+		took.Round(time.Second), inPlace.Round(time.Second), copied.Round(time.Second), out)
+
+	if out, err := kubectl("delete", "-n", s.ns, "snapshot/snap1", "--timeout=2m"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	if listed := root("select count(*) from mo_catalog.mo_snapshots where sname = 'snap1'"); strings.TrimSpace(listed) != "0" {
+		errorf(t, "MatrixOne still lists the snapshot of the deleted Snapshot: %q", listed)
+	}
+
+	// A schedule of snapshots keeping one: once a second is taken, the
+	// first is deleted and dropped from MatrixOne.
+	apply(fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: BackupSchedule
+metadata: {name: snaps, namespace: %s}
+spec: {schedule: '@every 15s', cluster: mo, snapshot: {account: snapacc}, retention: {count: 1}}
+`, s.ns))
+	var first string
+	eventually(t, 3*time.Minute, "a second scheduled Snapshot, the first dropped", func(ctx context.Context) error {
+		var list mov1.SnapshotList
+		if err := s.c.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{"matrixone.steward.dev/backup-schedule": "snaps"}); err != nil {
+			return err
+		}
+		var taken []string
+		for _, sn := range list.Items {
+			if sn.Status.SnapshotName != "" {
+				taken = append(taken, sn.Name)
+			}
+		}
+		sort.Strings(taken)
+		if first == "" && len(taken) > 0 {
+			first = taken[0]
+		}
+		if first == "" || slices.Contains(taken, first) || len(taken) != 1 {
+			return fmt.Errorf("taken %v (the first %q)", taken, first)
+		}
+		return nil
+	})
+	if listed := root("select sname from mo_catalog.mo_snapshots where sname like 'snaps-%'"); strings.Contains(listed, first) || strings.TrimSpace(listed) == "" {
+		errorf(t, "MatrixOne lists the schedule's snapshots %q: want one, not the expired %s", listed, first)
+	}
+	if out, err := kubectl("delete", "-n", s.ns, "backupschedule/snaps"); err != nil {
+		fatalf(t, "%v: %s", err, out)
 	}
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -46,6 +47,8 @@ type moUmbrella struct {
 	sharedClaim string
 	// cns is the CN group's replicas.
 	cns int
+	// cnMemory is each CN's memory limit; "" for 640Mi.
+	cnMemory string
 }
 
 // moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's.
@@ -70,11 +73,11 @@ spec:
 %[3]s  cnGroups:
   - name: cn
     replicas: %[5]d
-    resources: {limits: {memory: 640Mi}}
+    resources: {limits: {memory: %[6]s}}
     storage: {size: 256Mi}
 %[3]s  proxy:
     resources: {limits: {memory: 192Mi}}
-%[3]s`, u.ns, u.image, config, u.sharedStorage, u.cns)
+%[3]s`, u.ns, u.image, config, u.sharedStorage, u.cns, cmp.Or(u.cnMemory, "640Mi"))
 }
 
 func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {

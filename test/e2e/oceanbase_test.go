@@ -341,14 +341,7 @@ func (o *obScenario) managerKilled(t *testing.T) {
 	o.waitServers(4)
 	departing := o.address(obName + "-z2-1")
 	o.scaleInHeld(departing, "z2", func() {
-		_, killed := leaseHolder(t)
-		if killed == "" {
-			fatalNow(t, "no manager replica holds the Lease")
-		}
-		if out, err := kubectl("delete", "pod", "-n", operatorNamespace, killed, "--grace-period=0", "--force", "--wait=false"); err != nil {
-			fatalf(t, "%v: %s", err, out)
-		}
-		operatorKilled = true
+		killed := killLeader(t)
 		start := time.Now()
 		eventually(t, time.Minute, "another manager replica leads", func(context.Context) error {
 			if _, pod := leaseHolder(t); pod == "" || pod == killed {

@@ -208,6 +208,22 @@ var (
 	operatorKilled bool
 )
 
+// killLeader deletes the leading operator replica at once
+// (--grace-period=0 --force), as a crash-looping or lost node's pod is
+// cleared, and returns its name: the standby must take over.
+func killLeader(t *testing.T) string {
+	t.Helper()
+	identity, pod := leaseHolder(t)
+	if pod == "" {
+		fatalf(t, "no operator replica leads (Lease holder %q)", identity)
+	}
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	operatorKilled = true
+	return pod
+}
+
 // crClient returns a controller-runtime client that knows Steward's kinds.
 func crClient(t *testing.T) client.Client {
 	t.Helper()

@@ -355,15 +355,8 @@ func (z *zkScenario) operatorKilled(t *testing.T) {
 // served by the standby meanwhile, must answer every request. A client
 // sends them from the kill on (z.admission).
 func (z *zkScenario) killOperator() {
-	identity, pod := leaseHolder(z.t)
-	if pod == "" {
-		fatalf(z.t, "no operator replica leads (Lease holder %q)", identity)
-	}
 	z.admission = startAdmissionLoad(z.c, client.ObjectKey{Namespace: z.ns, Name: zkName})
-	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--grace-period=0", "--force", "--wait=false"); err != nil {
-		fatalf(z.t, "%v: %s", err, out)
-	}
-	operatorKilled = true
+	killLeader(z.t)
 }
 
 func (z *zkScenario) paused(t *testing.T) {

@@ -218,8 +218,11 @@ type BackupList struct {
 // StatusCore returns the status the framework owns (framework.Object).
 func (b *Backup) StatusCore() *commonv1.StatusCore { return &b.Status.StatusCore }
 
-// BackupScheduleSpec takes a BackupJob of a cluster on a cron schedule and
-// keeps the Backups it recorded as retention says.
+// BackupScheduleSpec takes a BackupJob (or a Snapshot) of a cluster on a
+// cron schedule and keeps the Backups (or Snapshots) as retention says.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.destination) != has(self.snapshot)",message="set exactly one of destination (physical backups) and snapshot (account snapshots)"
+// +kubebuilder:validation:XValidation:rule="has(self.snapshot) == has(oldSelf.snapshot)",message="a schedule takes physical backups or snapshots for life: create another schedule"
 type BackupScheduleSpec struct {
 	// schedule is when a backup runs, a cron expression in UTC: five
 	// fields (minute hour day-of-month month day-of-week) or a
@@ -242,22 +245,44 @@ type BackupScheduleSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
 
-	// destination is where each backup is written (see BackupJob).
-	// Required; can change.
-	// +required
-	Destination BackupDestination `json:"destination"`
+	// destination is where each physical backup is written (see
+	// BackupJob). Set exactly one of destination and snapshot. Can
+	// change, but not to snapshot.
+	// +optional
+	Destination *BackupDestination `json:"destination,omitempty"`
 
-	// timeout bounds each backup (see BackupJob). Default 2h; can change.
+	// snapshot makes each run take a Snapshot of an account instead of a
+	// physical backup: the runs are Snapshots, named as the BackupJobs
+	// would be, and retention drops the snapshots it does not keep. Set
+	// exactly one of destination and snapshot. Can change, but not to
+	// destination.
+	// +optional
+	Snapshot *ScheduledSnapshot `json:"snapshot,omitempty"`
+
+	// timeout bounds each physical backup (see BackupJob). Default 2h;
+	// can change.
 	// +optional
 	// +kubebuilder:default="2h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// retention says which of the schedule's Backups are kept; the others
-	// are deleted with their objects (the schedule's Backups have
-	// deletionPolicy Delete). The newest complete Backup is always kept.
-	// Required; can change.
+	// retention says which of the schedule's Backups (or Snapshots) are
+	// kept; the others are deleted with their objects (the schedule's
+	// Backups have deletionPolicy Delete; a deleted Snapshot drops its
+	// snapshot). The newest complete one is always kept. Required; can
+	// change.
 	// +required
 	Retention BackupRetention `json:"retention"`
+}
+
+// ScheduledSnapshot is the account a schedule's Snapshots keep.
+type ScheduledSnapshot struct {
+	// account is the MatrixOne account each Snapshot keeps (see
+	// Snapshot). Required; can change.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+$`
+	Account string `json:"account"`
 }
 
 // BackupRetention bounds the Backups a schedule keeps.
@@ -292,25 +317,28 @@ type BackupScheduleStatus struct {
 	// +optional
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
 
-	// active names the BackupJob of the schedule that has not finished,
-	// if any: a run due meanwhile is skipped.
+	// active names the BackupJob (or Snapshot) of the schedule that has
+	// not finished, if any: a run due meanwhile is skipped.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Active string `json:"active,omitempty"`
 
-	// lastBackup names the newest complete Backup of the schedule.
+	// lastBackup names the newest complete Backup (or taken Snapshot) of
+	// the schedule.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	LastBackup string `json:"lastBackup,omitempty"`
 
-	// backups counts the schedule's Backups kept.
+	// backups counts the schedule's Backups (or taken Snapshots) kept.
 	// +optional
 	Backups int32 `json:"backups,omitempty"`
 }
 
 // BackupSchedule takes BackupJobs of a MatrixOneCluster on a cron schedule
 // (one at a time: a run due while one runs is skipped, with an Event) and
-// deletes the Backups its retention does not keep, with their objects.
+// deletes the Backups its retention does not keep, with their objects; or,
+// with spec.snapshot, takes Snapshots of an account and deletes (drops)
+// those its retention does not keep.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

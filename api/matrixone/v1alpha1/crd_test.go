@@ -92,6 +92,16 @@ func TestDefaults(t *testing.T) {
 			Default: func(o client.Object) { mov1.DefaultBackup(o.(*mov1.Backup)) },
 		},
 		{
+			Minimal: obj("Snapshot", "hourly", "{cluster: mo, account: acc1}"),
+			Typed:   &mov1.Snapshot{},
+			Default: func(client.Object) {}, // none
+		},
+		{
+			Minimal: obj("SnapshotRestore", "undo", "{snapshot: hourly, overwrite: true}"),
+			Typed:   &mov1.SnapshotRestore{},
+			Default: func(client.Object) {}, // none
+		},
+		{
 			Minimal: obj("TNSet", "tn", "{logSet: log}"),
 			Typed:   &mov1.TNSet{},
 			Default: func(o client.Object) { mov1.DefaultTNSet(o.(*mov1.TNSet)) },
@@ -200,6 +210,20 @@ func TestCELRules(t *testing.T) {
 		change(rule("Backup", "spec.cluster", "cluster is immutable"), backup("mo", "b/1"), backup("mo2", "b/1")),
 		change(rule("Backup", "spec.location", "location is immutable: it is where the backup is"), backup("mo", "b/1"), backup("mo", "b/2")),
 		create(rule("Backup", "spec.location", "keyPrefix is required: a backup is a directory, never a bucket's root"), "", backup("mo", "")),
+		create(rule("BackupSchedule", "spec", "set exactly one of destination (physical backups) and snapshot (account snapshots)"),
+			"", "{schedule: '@daily', cluster: mo, retention: {count: 1}}"),
+		create(rule("BackupSchedule", "spec", "set exactly one of destination (physical backups) and snapshot (account snapshots)"),
+			"", "{schedule: '@daily', cluster: mo, destination: {s3: {endpoint: 'http://s3', bucket: backups, region: r1}}, snapshot: {account: a}, retention: {count: 1}}"),
+		change(rule("BackupSchedule", "spec", "a schedule takes physical backups or snapshots for life: create another schedule"),
+			schedule("{count: 1}"), "{schedule: '@daily', cluster: mo, snapshot: {account: a}, retention: {count: 1}}"),
+		create(rule("Snapshot", "", "metadata.name must have at most 64 characters: MatrixOne's snapshot is named after it"),
+			strings.Repeat("s", 65), "{cluster: mo, account: acc1}"),
+		change(rule("Snapshot", "spec", "a Snapshot's spec is immutable: create another Snapshot"),
+			"{cluster: mo, account: acc1}", "{cluster: mo, account: acc2}"),
+		change(rule("SnapshotRestore", "spec", "a SnapshotRestore's spec is immutable: create another"),
+			"{snapshot: s1, overwrite: true}", "{snapshot: s2, overwrite: true}"),
+		create(rule("SnapshotRestore", "spec", "overwrite must be true: a restore replaces the target account's databases with the snapshot's"),
+			"", "{snapshot: s1, overwrite: false}"),
 		// Each of the S3 fields, one by one: path style and the CA.
 		change(rule("LogSet", "spec.sharedStorage", "sharedStorage is immutable: the data lives there"),
 			"{"+s3Path(false)+"}", "{"+s3Path(true)+"}"),

@@ -20,7 +20,8 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &MatrixOneCluster{}, &MatrixOneClusterList{}, &LogSet{}, &LogSetList{}, &TNSet{}, &TNSetList{},
 		&CNSet{}, &CNSetList{}, &ProxySet{}, &ProxySetList{}, &BucketClaim{}, &BucketClaimList{},
-		&BackupJob{}, &BackupJobList{}, &Backup{}, &BackupList{}, &BackupSchedule{}, &BackupScheduleList{})
+		&BackupJob{}, &BackupJobList{}, &Backup{}, &BackupList{}, &BackupSchedule{}, &BackupScheduleList{},
+		&Snapshot{}, &SnapshotList{}, &SnapshotRestore{}, &SnapshotRestoreList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

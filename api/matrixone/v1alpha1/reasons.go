@@ -227,3 +227,34 @@ const (
 	// EventRestored: the restore completed: the cluster's proxies start.
 	EventRestored = "Restored"
 )
+
+// Reasons of a Snapshot's Ready condition when it is False, next to
+// ReasonBackupFailed (the flow failed: status.operation says why) and
+// ReasonDeletionBlocked (a SnapshotRestore restores from it). Ready is
+// True (Reconciled) while MatrixOne lists the snapshot.
+const (
+	// ReasonTakingSnapshot: the snapshot flow runs (waits for the cluster,
+	// or takes the snapshot).
+	ReasonTakingSnapshot = "Taking"
+	// ReasonSnapshotMissing: MatrixOne no longer lists the snapshot
+	// (dropped outside Steward).
+	ReasonSnapshotMissing = "Missing"
+	// ReasonClusterGone: the snapshot's cluster is gone (or going), and
+	// its snapshots with it.
+	ReasonClusterGone = "ClusterGone"
+	// ReasonClusterUnreachable: no ready CN of the cluster answered the
+	// statement reading (or dropping) the snapshot; the message has why.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+)
+
+// Reasons of the Events the Snapshot and SnapshotRestore controllers
+// record; a completed restore records EventRestored.
+const (
+	// EventSnapshotTaken: MatrixOne took the snapshot.
+	EventSnapshotTaken = "SnapshotTaken"
+	// EventSnapshotDropped: the snapshot was dropped, its Snapshot
+	// deleted.
+	EventSnapshotDropped = "SnapshotDropped"
+	// EventRestoreStarted: the RESTORE statement was sent.
+	EventRestoreStarted = "RestoreStarted"
+)

@@ -3,7 +3,9 @@ package mosql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -48,6 +50,11 @@ type Admin interface {
 	// logtail): it answers a count of mo_catalog's tables.
 	Serving(ctx context.Context, t Target) error
 }
+
+// ErrNotSent marks an error returned before the statement was sent (the
+// CN could not be reached, or a name is not one MatrixOne takes): the
+// statement had no effect and can be sent again.
+var ErrNotSent = errors.New("the statement was not sent")
 
 // Client is the Admin of a real MatrixOne: one connection per call, as
 // root, each call bounded by Timeout (default 10 s).
@@ -180,7 +187,156 @@ func (c Client) with(ctx context.Context, t Target, f func(context.Context, *sql
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if err := db.PingContext(ctx); err != nil {
-		return fmt.Errorf("connect to CN %s as %s: %w", t.Addr, User, err)
+		return fmt.Errorf("connect to CN %s as %s: %w: %w", t.Addr, User, ErrNotSent, err)
 	}
 	return f(ctx, db)
+}
+
+// SnapshotInfo is a snapshot as mo_catalog.mo_snapshots records it.
+type SnapshotInfo struct {
+	// Name is the snapshot's name; Level is "account" or "cluster";
+	// Account is the account of an account snapshot.
+	Name, Level, Account string
+	// TS is the snapshot's point in time, nanoseconds since the Unix
+	// epoch (the CN's clock when it was taken).
+	TS int64
+}
+
+// Time is the snapshot's point in time.
+func (s SnapshotInfo) Time() time.Time { return time.Unix(0, s.TS).UTC() }
+
+// Snapshots runs the statements of account snapshots: MatrixOne 1.2.4's
+// CREATE SNAPSHOT, DROP SNAPSHOT and RESTORE ACCOUNT ... FROM SNAPSHOT,
+// as root of the sys account. The controllers hold it as an interface so
+// that envtests, with no CN to reach, can stand in for MatrixOne.
+type Snapshots interface {
+	// CreateSnapshot takes the snapshot name of account.
+	CreateSnapshot(ctx context.Context, t Target, name, account string) error
+	// GetSnapshot returns the snapshot name; nil when there is none.
+	GetSnapshot(ctx context.Context, t Target, name string) (*SnapshotInfo, error)
+	// DropSnapshot drops the snapshot name, if there is one.
+	DropSnapshot(ctx context.Context, t Target, name string) error
+	// AccountExists reports whether the account exists.
+	AccountExists(ctx context.Context, t Target, account string) (bool, error)
+	// RestoreAccount restores account's databases from the snapshot into
+	// target (account itself when target is empty), in one transaction,
+	// returning once it committed. It runs until ctx ends, not Timeout.
+	RestoreAccount(ctx context.Context, t Target, account, snapshot, target string) error
+}
+
+var _ Snapshots = Client{}
+
+// ident quotes a name as a MatrixOne identifier. Snapshot and account
+// names take no quote, space or backquote (MatrixOne refuses them); the
+// API keeps them to letters, digits, '_', '-' (accounts) and '.'
+// (Snapshots, named as Kubernetes objects are).
+func ident(name string) (string, error) {
+	taken := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
+	}
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool { return !taken(r) }) {
+		return "", fmt.Errorf("%q is not a name MatrixOne takes", name)
+	}
+	return "`" + name + "`", nil
+}
+
+// exec runs a statement built from quoted names.
+func (c Client) exec(ctx context.Context, t Target, what, format string, names ...string) error {
+	args := make([]any, len(names))
+	for i, n := range names {
+		q, err := ident(n)
+		if err != nil {
+			return fmt.Errorf("%s: %w: %w", what, ErrNotSent, err)
+		}
+		args[i] = q
+	}
+	return c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(format, args...)); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// CreateSnapshot runs CREATE SNAPSHOT name FOR ACCOUNT account.
+func (c Client) CreateSnapshot(ctx context.Context, t Target, name, account string) error {
+	return c.exec(ctx, t, "create the snapshot "+name, "create snapshot %s for account %s", name, account)
+}
+
+// DropSnapshot runs DROP SNAPSHOT IF EXISTS name.
+func (c Client) DropSnapshot(ctx context.Context, t Target, name string) error {
+	return c.exec(ctx, t, "drop the snapshot "+name, "drop snapshot if exists %s", name)
+}
+
+// RestoreAccount runs RESTORE ACCOUNT account FROM SNAPSHOT snapshot [TO
+// ACCOUNT target].
+func (c Client) RestoreAccount(ctx context.Context, t Target, account, snapshot, target string) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		c.Timeout = max(c.Timeout, time.Until(deadline))
+	}
+	what := fmt.Sprintf("restore the account %s from the snapshot %s", account, snapshot)
+	if target == "" || target == account {
+		return c.exec(ctx, t, what, "restore account %s from snapshot %s", account, snapshot)
+	}
+	return c.exec(ctx, t, what+" into the account "+target, "restore account %s from snapshot %s to account %s", account, snapshot, target)
+}
+
+// GetSnapshot reads the snapshot's row of mo_catalog.mo_snapshots.
+func (c Client) GetSnapshot(ctx context.Context, t Target, name string) (*SnapshotInfo, error) {
+	var s *SnapshotInfo
+	err := c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
+		const query = "select sname, ts, level, account_name from mo_catalog.mo_snapshots where sname = ?"
+		var got SnapshotInfo
+		var account sql.NullString
+		switch err := db.QueryRowContext(ctx, query, name).Scan(&got.Name, &got.TS, &got.Level, &account); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read the snapshot %s: %w", name, err)
+		}
+		got.Account = account.String
+		s = &got
+		return nil
+	})
+	return s, err
+}
+
+// AccountExists reads mo_catalog.mo_account.
+func (c Client) AccountExists(ctx context.Context, t Target, account string) (bool, error) {
+	var n int
+	err := c.with(ctx, t, func(ctx context.Context, db *sql.DB) error {
+		const query = "select count(*) from mo_catalog.mo_account where lower(account_name) = lower(?)"
+		if err := db.QueryRowContext(ctx, query, account).Scan(&n); err != nil {
+			return fmt.Errorf("read the account %s: %w", account, err)
+		}
+		return nil
+	})
+	return n > 0, err
+}
+
+// MatrixOne's error codes (pkg/common/moerr) raised before a transaction
+// commits, which a second run may not meet: the lock service's tables
+// moved (after a TN or CN restart), a conflict, a deadlock. (Not a closed
+// backend: that may come after a commit was sent.)
+var transientCodes = map[uint16]bool{
+	20619: true, // ErrTxnWWConflict
+	20628: true, // ErrTxnNeedRetry
+	20631: true, // ErrTxnNeedRetryWithDefChanged
+	20701: true, // ErrDeadLockDetected
+	20702: true, // ErrLockTableBindChanged
+	20703: true, // ErrLockTableNotFound
+	20706: true, // ErrLockConflict
+}
+
+// Refused reports whether err is MatrixOne's answer to a statement (an
+// error packet), so that the statement's transaction did not commit; and
+// whether the error is one that a second run may not meet (transient). A
+// lost connection or a timeout is neither: the statement may have
+// committed.
+func Refused(err error) (refused, transient bool) {
+	var my *mysql.MySQLError
+	if !errors.As(err, &my) {
+		return false, false
+	}
+	return true, transientCodes[my.Number]
 }
