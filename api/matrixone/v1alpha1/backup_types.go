@@ -246,16 +246,16 @@ type BackupScheduleSpec struct {
 	Cluster string `json:"cluster"`
 
 	// destination is where each physical backup is written (see
-	// BackupJob). Set exactly one of destination and snapshot. Can
-	// change, but not to snapshot.
+	// BackupJob). Set exactly one of destination and snapshot. Default:
+	// none; can change, but not to snapshot.
 	// +optional
 	Destination *BackupDestination `json:"destination,omitempty"`
 
 	// snapshot makes each run take a Snapshot of an account instead of a
 	// physical backup: the runs are Snapshots, named as the BackupJobs
 	// would be, and retention drops the snapshots it does not keep. Set
-	// exactly one of destination and snapshot. Can change, but not to
-	// destination.
+	// exactly one of destination and snapshot. Default: none; can change,
+	// but not to destination.
 	// +optional
 	Snapshot *ScheduledSnapshot `json:"snapshot,omitempty"`
 

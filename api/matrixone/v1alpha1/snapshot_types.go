@@ -128,6 +128,7 @@ type SnapshotRestoreSpec struct {
 	// every database the snapshot holds is dropped and restored as it was
 	// then, and what was written to them since is gone. Required to be
 	// true; the field exists so that no one restores by mistake.
+	// Immutable.
 	// +required
 	Overwrite bool `json:"overwrite"`
 }
