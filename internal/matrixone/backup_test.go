@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -384,9 +385,13 @@ func TestBackupSchedule(t *testing.T) {
 		return second != "", fmt.Sprintf("%d jobs", len(jobs))
 	})
 	// Suspended, the schedule takes no run after this one.
-	get(t, c, ns, "every", s)
-	s.Spec.Suspend = true
-	if err := c.Update(t.Context(), s); err != nil {
+	// The controller writes the schedule's status meanwhile: retried on a
+	// conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		get(t, c, ns, "every", s)
+		s.Spec.Suspend = true
+		return c.Update(t.Context(), s)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	runScheduled(t, c, ns, srv, second)
