@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +34,25 @@ const (
 	s3Region      = "us-east-1"
 	dataBucket    = "bench-matrixone"
 	backupsBucket = "bench-matrixone-backups"
-	// loadRows rows of 256 bytes each are loaded before the backup.
-	loadRows = 400000
+	// defaultLoadRows rows of 256 bytes each are loaded before the backup,
+	// in inserts of at most loadBatch rows; BENCH_MO_BACKUP_ROWS sets
+	// another count.
+	defaultLoadRows = 400000
+	loadBatch       = 400000
 )
+
+// backupRows is the number of rows BenchmarkBackup loads.
+func backupRows(b *testing.B) int {
+	v := os.Getenv("BENCH_MO_BACKUP_ROWS")
+	if v == "" {
+		return defaultLoadRows
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("BENCH_MO_BACKUP_ROWS=%q: want a positive number of rows", v)
+	}
+	return n
+}
 
 // BenchmarkBackup loads a cluster on S3, backs it up with a BackupJob,
 // copies the same objects with an S3 client (server-side, as the store
@@ -49,15 +66,16 @@ func BenchmarkBackup(b *testing.B) {
 	}
 	ns := k.Namespace(b, "bench-mo-backup", &mov1.MatrixOneCluster{}, &mov1.BackupJob{}, &mov1.Backup{}, &mov1.BucketClaim{})
 	store := k.startS3(b, root, ns)
+	loadRows := backupRows(b)
 	for b.Loop() {
 		k.s3Cluster(b, ns, "src", "")
 		k.clientPod(b, ns)
-		for _, q := range []string{
-			"create database bench",
-			"create table bench.t (id int primary key, v varchar(256))",
-			fmt.Sprintf("insert into bench.t select result, repeat(md5(result), 8) from generate_series(1, %d) g", loadRows),
-			"select mo_ctl('dn', 'flush', 'bench.t')",
-		} {
+		load := []string{"create database bench", "create table bench.t (id int primary key, v varchar(256))"}
+		for from := 1; from <= loadRows; from += loadBatch {
+			load = append(load, fmt.Sprintf("insert into bench.t select result, repeat(md5(result), 8) from generate_series(%d, %d) g",
+				from, min(from+loadBatch-1, loadRows)))
+		}
+		for _, q := range append(load, "select mo_ctl('dn', 'flush', 'bench.t')") {
 			k.sql(b, root, ns, "src", q)
 		}
 

@@ -15,16 +15,16 @@
 //     and the operator's API requests and writes per cluster beyond its
 //     idle baseline.
 //   - BenchmarkBackup runs a cluster on S3 (versitygw, started by
-//     hack/versitygw.sh), loads 400 000 rows of 256 bytes, backs it up with
-//     a BackupJob and reports the backup's size, MatrixOne's BACKUP
-//     statement's throughput (from the backup pod's message), the job's
-//     throughput from its creation to Ready, the throughput of a plain
-//     copy of the same objects by an S3 client (server-side copies, one at
-//     a time, from the benchmark through a port-forward) and the ratio of
-//     the statement's time to the copy's, the operator's API requests and
-//     writes for the backup, and the time from applying a cluster restored
-//     from the backup to its first answered SQL (every row is checked
-//     there).
+//     hack/versitygw.sh), loads 400 000 rows of 256 bytes (or
+//     BENCH_MO_BACKUP_ROWS), backs it up with a BackupJob and reports the
+//     backup's size, MatrixOne's BACKUP statement's throughput (from the
+//     backup pod's message), the job's throughput from its creation to
+//     Ready, the throughput of a plain copy of the same objects by an S3
+//     client (server-side copies, one at a time, from the benchmark through
+//     a port-forward) and the ratio of the statement's time to the copy's,
+//     the operator's API requests and writes for the backup, and the time
+//     from applying a cluster restored from the backup to its first answered
+//     SQL (every row is checked there).
 //   - BenchmarkIdle holds a Ready cluster for a minute and counts the
 //     changes to it, its sets and their children (any writer), and the
 //     operator's writes beyond leader election: the target is zero.
