@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"unicode/utf8"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,18 +51,37 @@ const (
 	ReasonOperationInterrupted   = "OperationInterrupted"
 )
 
+// MaxConditionMessage is metav1.Condition's schema bound on message, in
+// characters: a longer one would make the API server refuse the whole
+// status patch.
+const MaxConditionMessage = 32768
+
 // SetCondition sets condition t on conds with the given status, reason and
-// message at generation gen. Like meta.SetStatusCondition it keeps
-// LastTransitionTime unless the status changes, so setting an unchanged
-// condition leaves conds deeply equal. It reports whether anything changed.
+// message at generation gen (the message shortened to MaxConditionMessage).
+// Like meta.SetStatusCondition it keeps LastTransitionTime unless the
+// status changes, so setting an unchanged condition leaves conds deeply
+// equal. It reports whether anything changed.
 func SetCondition(conds *[]metav1.Condition, t string, status metav1.ConditionStatus, reason, message string, gen int64) bool {
 	return meta.SetStatusCondition(conds, metav1.Condition{
 		Type:               t,
 		Status:             status,
 		Reason:             reason,
-		Message:            message,
+		Message:            Shorten(message, MaxConditionMessage),
 		ObservedGeneration: gen,
 	})
+}
+
+// Shorten returns s cut to at most n bytes, at a character boundary, so
+// that a bounded status field or message stays valid UTF-8 (n bytes are at
+// most n characters, the unit of an OpenAPI maxLength).
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // IsConditionTrue reports whether condition t is present and True.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,6 +56,33 @@ func TestSetCondition(t *testing.T) {
 				t.Errorf("%d transitions", got)
 			}
 		})
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc"},
+		{"héllo", 2, "h"},  // é is 2 bytes: never cut in half
+		{"héllo", 3, "hé"}, // the whole é fits
+		{"日本語", 5, "日"},    // 3-byte characters
+		{"日本語", 2, ""},
+		{"", 0, ""},
+	} {
+		got := Shorten(tt.s, tt.n)
+		if got != tt.want || !utf8.ValidString(got) || len(got) > tt.n {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+	conds := []metav1.Condition{}
+	SetCondition(&conds, ConditionReady, metav1.ConditionFalse, ReasonInvalidSpec, strings.Repeat("é", MaxConditionMessage), 1)
+	if m := conds[0].Message; len(m) > MaxConditionMessage || !utf8.ValidString(m) {
+		t.Errorf("a long message is kept at %d bytes (valid UTF-8: %v), want at most %d", len(m), utf8.ValidString(m), MaxConditionMessage)
 	}
 }
 

@@ -471,9 +471,7 @@ func (c *BucketClaimController) emptyPrefix(ctx *ClaimContext) (bool, error) {
 		b.Status.Deletion = d
 	}
 	failed := func(why string) (bool, error) {
-		if len(why) > maxLastError {
-			why = why[:maxLastError]
-		}
+		why = framework.Shorten(why, maxLastError)
 		d.LastError = why
 		ctx.SetReady(false, mov1.ReasonEmptying, fmt.Sprintf(
 			"%d objects deleted under %s; the last pass failed: %s (set reclaimPolicy Retain to let the claim go with the objects left)",

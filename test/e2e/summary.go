@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stewardhq/steward/internal/framework"
 )
 
 // failureNotes are what a failed run prints last, after the cluster went
@@ -28,7 +30,7 @@ const maxNoteLength = 400
 func noteFailure(t *testing.T, format string, args ...any) {
 	line := t.Name() + ": " + strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
 	if len(line) > maxNoteLength {
-		line = line[:maxNoteLength] + "…"
+		line = framework.Shorten(line, maxNoteLength) + "…"
 	}
 	failureNotes.Lock()
 	defer failureNotes.Unlock()
