@@ -97,11 +97,18 @@ func BenchmarkBackup(b *testing.B) {
 		}
 		mib := float64(backup.Status.SizeBytes) / (1 << 20)
 
-		// The plain copy: the same objects, copied by an S3 client.
+		// The plain copies: the same objects, copied by an S3 client
+		// server-side (no data leaves the store) and through the client
+		// (each read whole and written back, as the CN copies them, here
+		// through a port-forward).
 		copyStart := time.Now()
-		copied := store.copyAll(b, backup.Spec.Location.KeyPrefix, "plain-copy/"+ns)
+		copied := store.copyAll(b, backup.Spec.Location.KeyPrefix, "plain-copy/"+ns, true)
 		plain := time.Since(copyStart)
 		store.deleteAll(b, "plain-copy/"+ns)
+		copyStart = time.Now()
+		store.copyAll(b, backup.Spec.Location.KeyPrefix, "client-copy/"+ns, false)
+		throughClient := time.Since(copyStart)
+		store.deleteAll(b, "client-copy/"+ns)
 
 		restoreStart := time.Now()
 		k.s3Cluster(b, ns, "restored", "full")
@@ -116,12 +123,15 @@ func BenchmarkBackup(b *testing.B) {
 		b.ReportMetric(mib/took.Seconds(), "MiB/s-job-to-ready")
 		b.ReportMetric(float64(copied)/(1<<20)/plain.Seconds(), "MiB/s-plain-copy")
 		b.ReportMetric(statement.Seconds()/plain.Seconds(), "ratio-statement-to-plain-copy-time")
+		b.ReportMetric(float64(copied)/(1<<20)/throughClient.Seconds(), "MiB/s-client-copy")
+		b.ReportMetric(throughClient.Seconds()/statement.Seconds(), "ratio-statement-to-client-copy-rate")
 		b.ReportMetric(sqlAt.Seconds(), "s-restore-to-sql")
 		b.ReportMetric(used.Requests, "api-requests/backup")
 		b.ReportMetric(used.Writes, "api-writes/backup")
-		b.Logf("%d rows: a backup of %.1f MiB in %d objects, statement %s, job created to Ready %s; a plain copy of them %s; "+
-			"restored: SQL %s after the apply", loadRows, mib, backup.Status.Objects, statement.Round(time.Millisecond),
-			took.Round(100*time.Millisecond), plain.Round(time.Millisecond), sqlAt.Round(100*time.Millisecond))
+		b.Logf("%d rows: a backup of %.1f MiB in %d objects, statement %s, job created to Ready %s; a plain copy of them %s "+
+			"server-side, %s through the client; restored: SQL %s after the apply", loadRows, mib, backup.Status.Objects,
+			statement.Round(time.Millisecond), took.Round(100*time.Millisecond), plain.Round(time.Millisecond),
+			throughClient.Round(time.Millisecond), sqlAt.Round(100*time.Millisecond))
 		k.deleteCluster(b, ns, "restored")
 		k.deleteCluster(b, ns, "src")
 	}
@@ -160,8 +170,9 @@ func (k *kube) startS3(b *testing.B, root, ns string) *backupStore {
 }
 
 // copyAll copies every object under prefix to the same name under to,
-// one at a time, server-side, and returns the bytes copied.
-func (s *backupStore) copyAll(b *testing.B, prefix, to string) int64 {
+// one at a time, server-side or read and written back through the client,
+// and returns the bytes copied.
+func (s *backupStore) copyAll(b *testing.B, prefix, to string, serverSide bool) int64 {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
@@ -172,7 +183,7 @@ func (s *backupStore) copyAll(b *testing.B, prefix, to string) int64 {
 			b.Fatal(err)
 		}
 		for _, o := range page.Objects {
-			if err := s.backups.CopyFrom(ctx, backupsBucket, o.Key, to+"/"+strings.TrimPrefix(o.Key, prefix+"/")); err != nil {
+			if err := s.copyOne(ctx, o, to+"/"+strings.TrimPrefix(o.Key, prefix+"/"), serverSide); err != nil {
 				b.Fatal(err)
 			}
 			bytes += o.Size
@@ -181,6 +192,17 @@ func (s *backupStore) copyAll(b *testing.B, prefix, to string) int64 {
 			return bytes
 		}
 	}
+}
+
+func (s *backupStore) copyOne(ctx context.Context, o s3.Object, to string, serverSide bool) error {
+	if serverSide {
+		return s.backups.CopyFrom(ctx, backupsBucket, o.Key, to)
+	}
+	data, err := s.backups.Get(ctx, o.Key, o.Size)
+	if err != nil {
+		return err
+	}
+	return s.backups.Put(ctx, to, data)
 }
 
 // deleteAll deletes every object under prefix.

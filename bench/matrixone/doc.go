@@ -19,9 +19,11 @@
 //     BENCH_MO_BACKUP_ROWS), backs it up with a BackupJob and reports the
 //     backup's size, MatrixOne's BACKUP statement's throughput (from the
 //     backup pod's message), the job's throughput from its creation to
-//     Ready, the throughput of a plain copy of the same objects by an S3
-//     client (server-side copies, one at a time, from the benchmark through
-//     a port-forward) and the ratio of the statement's time to the copy's,
+//     Ready, the throughput of plain copies of the same objects by an S3
+//     client, one object at a time from the benchmark through a
+//     port-forward (server-side copies, and each object read and written
+//     back through the client as the CN copies them) and the ratios of the
+//     statement's time to theirs,
 //     the operator's API requests and writes for the backup, and the time
 //     from applying a cluster restored from the backup to its first answered
 //     SQL (every row is checked there).
