@@ -23,10 +23,9 @@
 //     client, one object at a time from the benchmark through a
 //     port-forward (server-side copies, and each object read and written
 //     back through the client as the CN copies them) and the ratios of the
-//     statement's time to theirs,
-//     the operator's API requests and writes for the backup, and the time
-//     from applying a cluster restored from the backup to its first answered
-//     SQL (every row is checked there).
+//     statement's time to theirs, the operator's API requests and writes
+//     for the backup, and the time from applying a cluster restored from
+//     the backup to its first answered SQL (every row is checked there).
 //   - BenchmarkIdle holds a Ready cluster for a minute and counts the
 //     changes to it, its sets and their children (any writer), and the
 //     operator's writes beyond leader election: the target is zero.
