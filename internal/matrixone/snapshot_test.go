@@ -34,6 +34,7 @@ type fakeSnapshots struct {
 	accounts  map[string]bool
 	restores  []string      // "account<-snapshot->target", each committed
 	hold      chan struct{} // when set, a restore waits for it to close
+	held      int           // the restores waiting for hold now
 	refuse    []error       // the answers of the next restores, before any commits
 	password  string        // the password of the last call
 }
@@ -86,8 +87,12 @@ func (f *fakeSnapshots) AccountExists(_ context.Context, _ mosql.Target, account
 func (f *fakeSnapshots) RestoreAccount(ctx context.Context, _ mosql.Target, account, snapshot, target string) error {
 	f.mu.Lock()
 	hold := f.hold
+	if hold != nil {
+		f.held++
+	}
 	f.mu.Unlock()
 	if hold != nil {
+		defer func() { f.mu.Lock(); f.held--; f.mu.Unlock() }()
 		select {
 		case <-hold:
 		case <-ctx.Done():
@@ -121,6 +126,14 @@ func (f *fakeSnapshots) holdRestores() (release func()) {
 		close(hold)
 		f.hold = nil
 	}
+}
+
+// waiting is how many restores are waiting for a hold to be released:
+// sent, and not answered.
+func (f *fakeSnapshots) waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held
 }
 
 func (f *fakeSnapshots) put(s mosql.SnapshotInfo) {
@@ -231,9 +244,11 @@ func TestSnapshot(t *testing.T) {
 	// not sent again, and says why.
 	release := sql.holdRestores()
 	lost := create1(t, c, newSnapshotRestore(ns, "lost", "snap1", ""))
+	// Sent, not only recorded as started: the operator may restart in
+	// between, and then rightly never sends it.
 	eventually(t, "the restore sent", func() (bool, string) {
 		get(t, c, ns, "lost", lost)
-		return lost.Status.StartedAt != nil, operation(lost)
+		return lost.Status.StartedAt != nil && sql.waiting() == 1, operation(lost)
 	})
 	restartOperator(t, ns, func() {})
 	waitReady(t, c, lost, "False Failed: the restore failed at step restore-account: terminal error: the restore was started at ")
