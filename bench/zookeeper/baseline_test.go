@@ -122,8 +122,18 @@ func roundAll(ds []time.Duration) string {
 func (k *kube) timeStewardCreate(b *testing.B, ns, name string) time.Duration {
 	start := time.Now()
 	k.create(b, ns, name, 3)
-	d := k.waitFor(b, start, name, func() bool { return k.ready(b, ns, name) })
-	b.Logf("%s: Ready after %s; %s", name, d.Round(10*time.Millisecond), k.podTimeline(b, ns, name, start))
+	var stsAt, podsAt time.Duration
+	d := k.waitFor(b, start, name, func() bool {
+		if stsAt == 0 && k.exists(ns, name, &appsv1.StatefulSet{}) {
+			stsAt = time.Since(start)
+		}
+		if podsAt == 0 && k.podsReady(b, ns, name) == 3 {
+			podsAt = time.Since(start)
+		}
+		return podsAt != 0 && k.ready(b, ns, name)
+	})
+	b.Logf("%s: StatefulSet after %s, 3 pods ready after %s, Ready after %s; %s", name, stsAt.Round(10*time.Millisecond),
+		podsAt.Round(10*time.Millisecond), d.Round(10*time.Millisecond), k.podTimeline(b, ns, name, start))
 	return d
 }
 
@@ -180,11 +190,14 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 	return d
 }
 
-// podTimeline says, for each server pod, when (after start, to the second:
-// the API's timestamps have no finer grain) it was created, its container
-// started and it became ready, how long zk-run waited for the DNS to answer
-// its name and its first election took, so that a slow round shows where
-// its time went.
+// podTimeline says, for each server pod, when (after start) it was created,
+// its container started and it became ready (to the second: the API's
+// timestamps have no finer grain), and, from the kubelet's timestamps on
+// its log lines (to the millisecond), when zk-run started the JVM, the
+// server bound its client port, started its AdminServer and ended its
+// first election (its role, and how long the election ran), and how long
+// zk-run waited for the DNS to answer its name: so that a slow round shows
+// where its time went.
 func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) string {
 	since := func(t metav1.Time) string {
 		if t.IsZero() {
@@ -205,28 +218,60 @@ func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) strin
 				ready = c.LastTransitionTime
 			}
 		}
-		dns, election := "no DNS wait", "no election"
-		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(b.Context()); err == nil {
-			if m := dnsWaited.FindSubmatch(log); m != nil {
-				dns = "DNS waited " + string(m[1])
-			}
-			if m := electionTook.FindSubmatch(log); m != nil {
-				election = strings.ToLower(string(m[1])) + " after an election of " + string(m[2]) + " ms"
-			}
+		milestones := "no log"
+		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Timestamps: true}).DoRaw(b.Context()); err == nil {
+			milestones = logMilestones(string(log), start)
 		}
-		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s, %s)",
-			p.Name, since(p.CreationTimestamp), since(started), since(ready), dns, election))
+		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s)",
+			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones))
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
 
-// dnsWaited matches zk-run's line for a wait on the cluster DNS.
-var dnsWaited = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+// The server's log lines podTimeline times: zk-run starting the JVM, the
+// client port bound, the AdminServer started, and the end of an election
+// (the role the server took and how long the election ran).
+var (
+	jvmStarting  = regexp.MustCompile(`zk-run: starting ZooKeeper`)
+	portBound    = regexp.MustCompile(`binding to port .*:2181`)
+	adminStarted = regexp.MustCompile(`Started AdminServer`)
+	electionTook = regexp.MustCompile(`(LEADING|FOLLOWING|OBSERVING) - LEADER ELECTION TOOK - ([0-9]+) (?i:ms)`)
+	dnsWaited    = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+)
 
-// electionTook matches ZooKeeper's line for the end of an election: the
-// role the server took and how long the election ran.
-var electionTook = regexp.MustCompile(`(LEADING|FOLLOWING|OBSERVING) - LEADER ELECTION TOOK - ([0-9]+) (?i:ms)`)
+// logMilestones reads a server's log, each line prefixed by the kubelet's
+// timestamp, and says when after start each milestone came.
+func logMilestones(log string, start time.Time) string {
+	at := map[*regexp.Regexp]string{}
+	election, dns := "no election", "no DNS wait"
+	for _, line := range strings.Split(log, "\n") {
+		stamp, text, ok := strings.Cut(line, " ")
+		t, err := time.Parse(time.RFC3339Nano, stamp)
+		if !ok || err != nil {
+			continue
+		}
+		for _, re := range []*regexp.Regexp{jvmStarting, portBound, adminStarted, electionTook} {
+			if _, seen := at[re]; !seen && re.MatchString(text) {
+				at[re] = fmt.Sprintf("%.1fs", t.Sub(start).Seconds())
+			}
+		}
+		if m := electionTook.FindStringSubmatch(text); m != nil && election == "no election" {
+			election = strings.ToLower(m[1]) + " after " + m[2] + " ms"
+		}
+		if m := dnsWaited.FindStringSubmatch(text); m != nil {
+			dns = "DNS waited " + m[1]
+		}
+	}
+	get := func(re *regexp.Regexp) string {
+		if v, ok := at[re]; ok {
+			return v
+		}
+		return "-"
+	}
+	return fmt.Sprintf("jvm %s port %s admin %s elected %s, %s, %s",
+		get(jvmStarting), get(portBound), get(adminStarted), get(electionTook), election, dns)
+}
 
 func (k *kube) waitFor(b *testing.B, start time.Time, name string, cond func() bool) time.Duration {
 	for !cond() {

@@ -127,12 +127,15 @@ func (k *kube) create(b *testing.B, ns, name string, replicas int32) {
 	}
 }
 
+// delete deletes the cluster name and waits until it and its pods are gone.
 func (k *kube) delete(b *testing.B, ns, name string) {
 	zk := &zkv1.ZookeeperCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	if err := k.C.Delete(b.Context(), zk); err != nil {
 		b.Fatal(err)
 	}
-	for k.exists(ns, name, &zkv1.ZookeeperCluster{}) {
+	// Until its pods are gone too: the next round's pods would otherwise
+	// share the node with them.
+	for k.exists(ns, name, &zkv1.ZookeeperCluster{}) || len(k.serverPods(b, ns, name)) > 0 {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
