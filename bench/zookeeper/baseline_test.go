@@ -38,6 +38,7 @@ const baselineRounds = 9
 func BenchmarkCreateVsStatefulSet(b *testing.B) {
 	k := connect(b)
 	ns := k.namespace(b, "bench-vs")
+	load := benchkube.LoadFromEnv(b)
 	for b.Loop() {
 		var steward, plain []time.Duration
 		for i := range baselineRounds {
@@ -51,7 +52,7 @@ func BenchmarkCreateVsStatefulSet(b *testing.B) {
 				k.deletePlain(b, ns, name)
 			})
 		}
-		reportRatio(b, "create", steward, plain)
+		reportRatio(b, "create", load, steward, plain)
 	}
 }
 
@@ -62,6 +63,7 @@ func BenchmarkCreateVsStatefulSet(b *testing.B) {
 func BenchmarkHealVsStatefulSet(b *testing.B) {
 	k := connect(b)
 	ns := k.namespace(b, "bench-heal")
+	load := benchkube.LoadFromEnv(b)
 	for b.Loop() {
 		k.timeStewardCreate(b, ns, "zk")
 		k.timePlainCreate(b, ns, "plain")
@@ -73,7 +75,7 @@ func BenchmarkHealVsStatefulSet(b *testing.B) {
 				plain = append(plain, k.timeHeal(b, ns, "plain", nil))
 			})
 		}
-		reportRatio(b, "heal", steward, plain)
+		reportRatio(b, "heal", load, steward, plain)
 		k.delete(b, ns, "zk")
 		k.deletePlain(b, ns, "plain")
 	}
@@ -92,9 +94,10 @@ func alternately(round int, steward, plain func()) {
 	}
 }
 
-func reportRatio(b *testing.B, what string, steward, plain []time.Duration) {
+func reportRatio(b *testing.B, what, load string, steward, plain []time.Duration) {
 	sm, sw := medianAndWorst(steward)
 	pm, pw := medianAndWorst(plain)
+	b.Logf("%s, machine: %s, 1-minute load average %s at the end", what, load, benchkube.LoadAverage())
 	b.Logf("%s, Steward:          %s", what, roundAll(steward))
 	b.Logf("%s, plain StatefulSet: %s", what, roundAll(plain))
 	b.Logf("%s: median %.1f s vs %.1f s (%.2f×), worst %.1f s vs %.1f s (%.2f×)", what,

@@ -15,8 +15,12 @@
 //     StatefulSet written by hand (same image and heap, static zoo.cfg,
 //     Parallel pods, a headless Service publishing unready addresses, the
 //     same probe commands every 5 s), each created, or healed after losing
-//     2 of its 3 pods, five times in alternation; they print both series
-//     and the ratios of medians and worsts.
+//     2 of its 3 pods, nine times in alternation; they print both series,
+//     each round's timeline (the StatefulSet, each pod's creation, start
+//     and readiness, and from its log the JVM's start, the client port,
+//     the AdminServer and the election), and the ratios of medians and
+//     worsts. BENCH_CPU_BURNERS=N loads the machine with N busy goroutines
+//     for the run.
 //
 // Run them with `make bench`.
 package zookeeper
