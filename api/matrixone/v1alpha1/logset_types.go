@@ -155,6 +155,7 @@ type RestoreStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=512
 	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=set
 	RestartedCNs []string `json:"restartedCNs,omitempty"`
 	// completedAt is when the restore completed: once the global
 	// checkpoint was forced and the TN and CNs restarted, after which the proxies
