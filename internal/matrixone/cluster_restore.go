@@ -3,6 +3,7 @@ package matrixone
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,9 @@ import (
 // (logset_restore.go) before any client reaches it: once the log stores,
 // the TN and the CNs serve the restored data, the finish-restore flow
 // forces a global checkpoint and restarts the TN once, and only then does
-// the cluster create its proxies. The checkpoint is what makes writes
+// the cluster create its proxies (and then restarts its CNs: one up across
+// the TN's restart was seen, restoring a 90 MiB backup, never to serve
+// again until its pod was restarted). The checkpoint is what makes writes
 // after the restore durable: a global checkpoint restored from the backup
 // keeps the source's WAL position, and a TN restarted later would skip
 // every new WAL entry below it (reproduced: rows and a table written after
@@ -34,6 +37,7 @@ const (
 
 	stepGlobalCheckpoint = "global-checkpoint"
 	stepRestartTN        = "restart-tn"
+	stepRestartCNs       = "restart-cns"
 )
 
 // clusterRestoring reports whether c's restore has not completed.
@@ -50,7 +54,8 @@ func recordRestore(c *Cluster, log *mov1.LogSet) {
 	own := c.Status.Restore
 	c.Status.Restore = log.Status.Restore.DeepCopy()
 	if own != nil {
-		c.Status.Restore.RestartedTN, c.Status.Restore.CompletedAt = own.RestartedTN, own.CompletedAt
+		c.Status.Restore.RestartedTN, c.Status.Restore.RestartedCNs, c.Status.Restore.CompletedAt =
+			own.RestartedTN, own.RestartedCNs, own.CompletedAt
 	}
 }
 
@@ -74,6 +79,7 @@ func (c *ClusterController) finishRestoreFlow() framework.Flow[*Cluster, framewo
 		Steps: []framework.Step[*Cluster, framework.Nothing]{
 			{Name: stepGlobalCheckpoint, Run: c.globalCheckpoint},
 			{Name: stepRestartTN, Run: c.restartTN, Timeout: 10 * time.Minute},
+			{Name: stepRestartCNs, Run: c.restartCNs, Timeout: 10 * time.Minute},
 		},
 	}
 }
@@ -111,19 +117,13 @@ func (c *ClusterController) globalCheckpoint(ctx *ClusterContext, _ framework.No
 	return false, nil
 }
 
-// restartTN restarts the TN's pod once, then waits for the TN to serve
-// again from the checkpoint, a CN reading the catalog through it; then the
-// restore is complete and the proxies start. Once, even across operator
-// restarts: the pod to restart is recorded first (its UID, in
-// status.restore.restartedTN, written by this pass), and a later pass
-// deletes a pod only while it is that one.
+// restartTN restarts the TN's pod once, then waits for the TNSet to be
+// Ready again. Once, even across operator restarts: the pod to restart is
+// recorded first (its UID, in status.restore.restartedTN, written by this
+// pass), and a later pass deletes a pod only while it is that one.
 func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
 	mc := ctx.Obj
-	r := mc.Status.Restore
-	if r == nil {
-		r = &mov1.RestoreStatus{}
-		mc.Status.Restore = r
-	}
+	r := restoreStatus(mc)
 	tn := build.Sets(mc).TN
 	name := tn.Name + "-0"
 	pod := &corev1.Pod{}
@@ -140,13 +140,11 @@ func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) 
 	case err != nil:
 		return false, nil // deleted; its StatefulSet makes it again
 	case string(pod.UID) == r.RestartedTN:
-		if pod.DeletionTimestamp.IsZero() {
-			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
-				return false, fmt.Errorf("restart the TN pod %s: %w", name, err)
-			}
+		deleted, err := restartPod(ctx, pod)
+		if deleted {
 			ctx.Log.Info("Restarting the restored TN from the forced checkpoint", "pod", name)
 		}
-		return false, nil
+		return false, err
 	case !workload.IsReady(pod):
 		return false, nil
 	}
@@ -154,19 +152,85 @@ func (c *ClusterController) restartTN(ctx *ClusterContext, _ framework.Nothing) 
 	if err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(tn), live); err != nil {
 		return false, err
 	}
-	if ok, _ := framework.IsReady(live); !ok {
+	ok, _ := framework.IsReady(live)
+	return ok, nil
+}
+
+// restartCNs restarts every CN pod once, after the TN's restart, then
+// waits for them to be ready and for a CN to read the catalog through the
+// TN; then the restore is complete and the proxies start. Once, even
+// across operator restarts: the pods are recorded first (their UIDs, in
+// status.restore.restartedCNs), and a pod is deleted only while it is one
+// of them.
+func (c *ClusterController) restartCNs(ctx *ClusterContext, _ framework.Nothing) (bool, error) {
+	mc := ctx.Obj
+	r := restoreStatus(mc)
+	var pods []*corev1.Pod
+	for _, name := range clusterCNPodNames(mc) {
+		pod := &corev1.Pod{}
+		if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod); err != nil {
+			// Not found: deleted, and its StatefulSet makes it again.
+			return false, client.IgnoreNotFound(err)
+		}
+		pods = append(pods, pod)
+	}
+	if r.RestartedCNs == nil {
+		r.RestartedCNs = make([]string, 0, len(pods))
+		for _, pod := range pods {
+			r.RestartedCNs = append(r.RestartedCNs, string(pod.UID))
+		}
+		return false, nil
+	}
+	waiting := false
+	for _, pod := range pods {
+		switch {
+		case slices.Contains(r.RestartedCNs, string(pod.UID)):
+			deleted, err := restartPod(ctx, pod)
+			if deleted {
+				ctx.Log.Info("Restarting a CN of the restored cluster after the TN's restart", "pod", pod.Name)
+			}
+			if err != nil || deleted {
+				return false, err
+			}
+			waiting = true
+		case !workload.IsReady(pod):
+			waiting = true
+		}
+	}
+	if waiting {
 		return false, nil
 	}
 	t, err := c.cnTarget(ctx)
 	if err != nil {
-		return false, nil //nolint:nilerr // a CN not ready yet after the TN's restart: wait
+		return false, nil //nolint:nilerr // no CN ready yet after the restarts: wait
 	}
 	if err := c.admin.Serving(ctx, t); err != nil {
-		ctx.Log.V(1).Info("Waiting for the CN to serve after the TN's restart", "error", err.Error())
+		ctx.Log.V(1).Info("Waiting for the CN to serve after the restarts", "error", err.Error())
 		return false, nil
 	}
 	r.CompletedAt = &metav1.Time{Time: time.Now()}
 	ctx.Event(corev1.EventTypeNormal, mov1.EventRestored, "Restored from the Backup %s, consistent at %s: the proxies start",
 		mc.Spec.RestoreFrom.Backup, r.BackupTS)
+	return true, nil
+}
+
+// restoreStatus returns mc's status.restore, made if it is not there.
+func restoreStatus(mc *Cluster) *mov1.RestoreStatus {
+	if mc.Status.Restore == nil {
+		mc.Status.Restore = &mov1.RestoreStatus{}
+	}
+	return mc.Status.Restore
+}
+
+// restartPod deletes pod unless it is going already, only while it has
+// the UID it was read with (its StatefulSet makes it again), and reports
+// whether it sent the deletion.
+func restartPod(ctx *ClusterContext, pod *corev1.Pod) (bool, error) {
+	if !pod.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})); err != nil {
+		return false, fmt.Errorf("restart the pod %s: %w", pod.Name, err)
+	}
 	return true, nil
 }

@@ -1,6 +1,7 @@
 package matrixone_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -176,6 +177,22 @@ func TestClusterRestore(t *testing.T) {
 	restartOperator(t, ns, func() { runPod(t, c, tn, 0, "t1") })
 	restarted := &corev1.Pod{}
 	get(t, c, ns, "mo-tn-0", restarted)
+	// Then its CNs restart, once each.
+	cnBefore := &corev1.Pod{}
+	get(t, c, ns, "mo-cn-0", cnBefore)
+	eventually(t, "the CN pod restarted", func() (bool, string) {
+		now := &corev1.Pod{}
+		mc := cluster(t, c, ns)
+		return !get(t, c, ns, "mo-cn-0", now) || now.UID != cnBefore.UID, fmt.Sprintf("%s; %+v; %+v", condition(mc, framework.ConditionReady), mc.Status.Restore, mc.Status.Operation)
+	})
+	if get(t, c, ns, "mo-proxy", &mov1.ProxySet{}) {
+		t.Fatal("the proxies exist before the CNs restarted")
+	}
+	cnSet := &appsv1.StatefulSet{}
+	get(t, c, ns, "mo-cn", cnSet)
+	runPod(t, c, cnSet, 0, "c1")
+	cnAfter := &corev1.Pod{}
+	get(t, c, ns, "mo-cn-0", cnAfter)
 	runSet(t, c, ns, "mo-proxy", "p1")
 	view.ProxyStores = []wire.ProxyStore{{UUID: wire.StoreID(ns, "mo-proxy-0")}}
 	view.publish()
@@ -185,12 +202,16 @@ func TestClusterRestore(t *testing.T) {
 		got := condition(mc, framework.ConditionReady)
 		return strings.HasPrefix(got, "True"), got
 	})
-	if r := mc.Status.Restore; r == nil || r.CompletedAt == nil || r.RestartedTN == "" || r.ObjectsCopied != 3 {
+	if r := mc.Status.Restore; r == nil || r.CompletedAt == nil || r.RestartedTN == "" || r.ObjectsCopied != 3 ||
+		!slices.Equal(r.RestartedCNs, []string{string(cnBefore.UID)}) {
 		t.Errorf("the cluster's status.restore = %+v", r)
 	}
 	now := &corev1.Pod{}
 	if !get(t, c, ns, "mo-tn-0", now) || now.UID != restarted.UID {
 		t.Error("the TN was restarted a second time")
+	}
+	if !get(t, c, ns, "mo-cn-0", now) || now.UID != cnAfter.UID {
+		t.Error("the CN was restarted a second time")
 	}
 
 	// Deleted with its volumes (reclaimPolicy Delete), the restored

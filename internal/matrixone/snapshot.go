@@ -279,17 +279,26 @@ func getCluster(ctx context.Context, r client.Reader, namespace, name string) (*
 // clusterCNTarget is a ready CN of the cluster, as root: where
 // administrative statements go (straight to a CN, as the operator reaches
 // pods by IP; a restored cluster has no proxy yet).
-func clusterCNTarget(ctx context.Context, cached, live client.Reader, mc *mov1.MatrixOneCluster) (mosql.Target, error) {
+// clusterCNPodNames are the names of the pods of mc's CN groups, as their
+// specs size them.
+func clusterCNPodNames(mc *mov1.MatrixOneCluster) []string {
+	var names []string
 	for _, g := range mc.Spec.CNGroups {
 		for i := range int(ptr.Deref(g.Replicas, 1)) {
-			pod := &corev1.Pod{}
-			name := fmt.Sprintf("%s-%d", build.ClusterCNSetName(mc, g.Name), i)
-			if err := client.IgnoreNotFound(cached.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)); err != nil {
-				return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
-			}
-			if workload.IsReady(pod) && pod.Status.PodIP != "" {
-				return rootTarget(ctx, cached, live, mc.Namespace, build.Sets(mc).Log.RootPasswordSecret(), pod)
-			}
+			names = append(names, fmt.Sprintf("%s-%d", build.ClusterCNSetName(mc, g.Name), i))
+		}
+	}
+	return names
+}
+
+func clusterCNTarget(ctx context.Context, cached, live client.Reader, mc *mov1.MatrixOneCluster) (mosql.Target, error) {
+	for _, name := range clusterCNPodNames(mc) {
+		pod := &corev1.Pod{}
+		if err := client.IgnoreNotFound(cached.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: name}, pod)); err != nil {
+			return mosql.Target{}, fmt.Errorf("the CN pod %s: %w", name, err)
+		}
+		if workload.IsReady(pod) && pod.Status.PodIP != "" {
+			return rootTarget(ctx, cached, live, mc.Namespace, build.Sets(mc).Log.RootPasswordSecret(), pod)
 		}
 	}
 	return mosql.Target{}, errors.New("no CN pod of the cluster is ready")

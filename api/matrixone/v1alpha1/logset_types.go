@@ -148,8 +148,17 @@ type RestoreStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	RestartedTN string `json:"restartedTN,omitempty"`
+	// restartedCNs are the UIDs of the CN pods a MatrixOneCluster's restore
+	// restarts once the restarted TN serves (a CN up across the TN's
+	// restart was seen never to serve again), recorded before any is
+	// deleted; empty before. Set on the MatrixOneCluster's status only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=set
+	RestartedCNs []string `json:"restartedCNs,omitempty"`
 	// completedAt is when the restore completed: once the global
-	// checkpoint was forced and the TN restarted, after which the proxies
+	// checkpoint was forced and the TN and CNs restarted, after which the proxies
 	// start. Set on the MatrixOneCluster's status only: a LogSet's restore
 	// ends at dataCopiedAt.
 	// +optional

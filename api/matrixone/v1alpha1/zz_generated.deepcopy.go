@@ -1090,6 +1090,11 @@ func (in *RestoreStatus) DeepCopyInto(out *RestoreStatus) {
 		in, out := &in.DataCopiedAt, &out.DataCopiedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.RestartedCNs != nil {
+		in, out := &in.RestartedCNs, &out.RestartedCNs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.CompletedAt != nil {
 		in, out := &in.CompletedAt, &out.CompletedAt
 		*out = (*in).DeepCopy()
