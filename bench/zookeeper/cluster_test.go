@@ -50,23 +50,7 @@ func BenchmarkCreate(b *testing.B) {
 		before := k.OperatorUsage(b)
 		start := time.Now()
 		k.create(b, ns, name, 3)
-		var stsAt, podsAt, readyAt time.Duration
-		for readyAt == 0 {
-			time.Sleep(100 * time.Millisecond)
-			now := time.Since(start)
-			if stsAt == 0 && k.exists(ns, name, &appsv1.StatefulSet{}) {
-				stsAt = now
-			}
-			if stsAt != 0 && podsAt == 0 && k.podsReady(b, ns, name) == 3 {
-				podsAt = now
-			}
-			if podsAt != 0 && k.ready(b, ns, name) {
-				readyAt = now
-			}
-			if now > 5*time.Minute {
-				b.Fatalf("%s not Ready after 5 minutes", name)
-			}
-		}
+		stsAt, podsAt, readyAt := k.waitCreated(b, ns, name, start)
 		used := k.OperatorUsage(b).Minus(before)
 		baselineShare := idle.Over(time.Since(start))
 		requests += used.Requests - baselineShare.Requests
