@@ -161,7 +161,7 @@ func (k *kube) byHand(b *testing.B, ns, name string) time.Duration {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	k.create(b, build.RootPasswordSecret(log, "bench"), build.LogHeadlessService(log),
+	k.create(b, build.RootPasswordSecret(log, "bench"), build.LogHeadlessService(log), build.LogGossipService(log),
 		k.configMap(ns, name+"-log-config", build.LogTemplateFile, logConfig), build.LogStatefulSet(log, name+"-log-config"))
 	set := func(role build.Role, suffix string, storage *commonv1.StorageSpec) build.StoreSet {
 		return build.StoreSet{Namespace: ns, Name: name + "-" + suffix, Role: role, Replicas: 1, Pods: pods(role),

@@ -129,8 +129,10 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 			return nil, err
 		}
 	}
-	if err := ctx.Apply(build.LogHeadlessService(l), build.ComponentLog); err != nil {
-		return nil, err
+	for _, svc := range []*corev1.Service{build.LogHeadlessService(l), build.LogGossipService(l)} {
+		if err := ctx.Apply(svc, build.ComponentLog); err != nil {
+			return nil, err
+		}
 	}
 	// Decided once: a recorded bootstrap wins over what the spec says now.
 	if l.Status.Bootstrap == nil {

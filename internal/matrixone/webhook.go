@@ -76,6 +76,7 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 func (*LogSetController) RenderChildren(l *LogSet) []framework.RenderedChild {
 	return []framework.RenderedChild{
 		{Object: build.LogHeadlessService(l)},
+		{Object: build.LogGossipService(l)},
 		{Object: build.LogStatefulSet(l, l.Name+"-config"), Sources: statefulSetSources},
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 // Components of a LogSet's children.
 const (
-	// ComponentLog: the log stores' StatefulSet, pods, volumes and headless
-	// Service.
+	// ComponentLog: the log stores' StatefulSet, pods, volumes, headless
+	// Service and gossip Service.
 	ComponentLog = "log"
 	// ComponentLogConfig: the log stores' configuration template
 	// ConfigMaps.
@@ -105,6 +105,28 @@ func ReplacementStoreID(l *mov1.LogSet, pod string, generation int) string {
 // LogHeadlessName names a LogSet's headless Service.
 func LogHeadlessName(l *mov1.LogSet) string { return l.Name + "-headless" }
 
+// LogGossipName names a LogSet's gossip Service (LogGossipService).
+func LogGossipName(l *mov1.LogSet) string { return l.Name + "-gossip" }
+
+// LogGossipSeed is the stores' one gossip seed: the gossip Service's name.
+//
+// mo-service resolves its seeds once, at start (cmd/mo-service's
+// resolveGossipSeedAddresses in 1.2.4), and keeps the IP for good. A pod's
+// own name, as a seed, resolves to its previous pod's IP while the cluster
+// DNS has not caught up with a pod re-created a moment before (every store
+// of a set re-created at once, as after the set was deleted and
+// re-created): the store then joins no one, for as long as it runs, and
+// with every store alone no shard elects a leader (seen in CI: three stores
+// seeding on a replaced pod's old IP for five minutes). A name resolving
+// to two IPs, an old pod's and the new one's, is refused as a bad config.
+// A Service's ClusterIP is the same for its life, whichever pods are
+// behind it: a store that joins itself through it (the Service picks any
+// store) tries again every half second until it has met another, and the
+// members then know each other by their own, re-resolved, host names.
+func LogGossipSeed(l *mov1.LogSet) string {
+	return fmt.Sprintf("%s.%s.svc:%d", LogGossipName(l), l.Namespace, LogGossipPort)
+}
+
 // LogPodName is the name of the log store of the given ordinal.
 func LogPodName(l *mov1.LogSet, ordinal int) string { return fmt.Sprintf("%s-%d", l.Name, ordinal) }
 
@@ -155,7 +177,7 @@ func LogConfig(l *mov1.LogSet, b mov1.LogBootstrap) (string, error) {
 		Memory:   MemoryFor(RoleLog, MemoryLimit(l.Spec.Resources)),
 		Log: &LogTemplate{
 			DeploymentID:   uint64(b.DeploymentID),
-			GossipSeeds:    logAddresses(l, LogGossipPort),
+			GossipSeeds:    []string{LogGossipSeed(l)},
 			Shards:         int(l.Spec.LogShards),
 			Replicas:       int(l.Spec.ShardReplicas),
 			InitialMembers: b.InitialMembers,
@@ -176,6 +198,18 @@ func logPorts() []corev1.ContainerPort {
 // LogHeadlessService returns the log stores' headless Service.
 func LogHeadlessService(l *mov1.LogSet) *corev1.Service {
 	return headlessService(l.Namespace, LogHeadlessName(l), l.Name, ComponentLog, logPorts())
+}
+
+// LogGossipService returns the Service of the stores' gossip port that
+// LogGossipSeed names: a ClusterIP (stable, unlike the pods' IPs) that
+// publishes stores not ready yet, as the headless Service does, since the
+// stores meet before any is ready.
+func LogGossipService(l *mov1.LogSet) *corev1.Service {
+	svc := headlessService(l.Namespace, LogGossipName(l), l.Name, ComponentLog,
+		[]corev1.ContainerPort{standard.ContainerPort(PortNameGossip, LogGossipPort)})
+	svc.Spec.ClusterIP = ""
+	svc.Spec.Type = corev1.ServiceTypeClusterIP
+	return svc
 }
 
 // LogStatefulSet returns the log stores' StatefulSet, running the template

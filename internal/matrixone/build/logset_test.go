@@ -1,6 +1,7 @@
 package build
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestLogConfig(t *testing.T) {
 		}
 	}
 	seeds := at(t, cfg, "logservice.gossip-seed-addresses").([]any)
-	if len(seeds) != 3 || seeds[2] != "mo-log-2.mo-log-headless.db.svc:32002" {
+	if len(seeds) != 1 || seeds[0] != "mo-log-gossip.db.svc:32002" {
 		t.Errorf("gossip seeds %v", seeds)
 	}
 	if got := at(t, cfg, "hakeeper-client.service-addresses").([]any); len(got) != 3 || got[0] != "mo-log-0.mo-log-headless.db.svc:32001" {
@@ -192,6 +193,21 @@ func TestLogHeadlessServicePublishesNotReadyAddresses(t *testing.T) {
 	svc := LogHeadlessService(newLogSet())
 	if !svc.Spec.PublishNotReadyAddresses || svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 3 {
 		t.Errorf("Service %+v", svc.Spec)
+	}
+}
+
+func TestLogGossipServiceIsAClusterIPOfTheGossipPort(t *testing.T) {
+	l := newLogSet()
+	svc := LogGossipService(l)
+	if svc.Name != "mo-log-gossip" || svc.Spec.ClusterIP != "" || svc.Spec.Type != corev1.ServiceTypeClusterIP ||
+		!svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("Service %s: %+v", svc.Name, svc.Spec)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != LogGossipPort || svc.Spec.Ports[0].TargetPort.StrVal != PortNameGossip {
+		t.Errorf("ports %+v", svc.Spec.Ports)
+	}
+	if !maps.Equal(svc.Spec.Selector, LogHeadlessService(l).Spec.Selector) {
+		t.Errorf("selector %v, want the stores' %v", svc.Spec.Selector, LogHeadlessService(l).Spec.Selector)
 	}
 }
 
