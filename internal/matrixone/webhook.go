@@ -181,7 +181,8 @@ type childName struct{ kind, name string }
 
 // clusterChild is a child one of a cluster's sets makes under a name of
 // its own: the set's StatefulSet (and so its pods and claims), its
-// headless Service and a CN's or proxy's SQL Service, with the set, and
+// headless Service, the LogSet's gossip Service and a CN's or proxy's SQL
+// Service, with the set, and
 // the cluster's field the name comes from and its value.
 type clusterChild struct {
 	childName
@@ -206,6 +207,7 @@ func clusterChildren(c *Cluster) []clusterChild {
 	}
 	meta := field.NewPath("metadata", "name")
 	add("LogSet", sets.Log.Name, false, meta, c.Name)
+	out = append(out, clusterChild{childName{"Service", build.LogGossipName(sets.Log)}, "LogSet " + sets.Log.Name, meta, c.Name})
 	add("TNSet", sets.TN.Name, false, meta, c.Name)
 	add("ProxySet", sets.Proxy.Name, true, meta, c.Name)
 	for i, cn := range sets.CNs {

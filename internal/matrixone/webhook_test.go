@@ -103,6 +103,8 @@ func TestClusterValidate(t *testing.T) {
 			[]string{"spec.cnGroups[0].name", "the Service mo-tn-headless, which the TNSet mo-tn makes"}},
 		{"a group named as another group's headless Service", []string{"a", "a-headless"}, nil,
 			[]string{"spec.cnGroups[1].name", "the Service mo-a-headless, which the CNSet mo-a makes"}},
+		{"a group named as the log service's gossip Service", []string{"log-gossip"}, nil,
+			[]string{"spec.cnGroups[0].name", "the CNSet mo-log-gossip would make the Service mo-log-gossip, which the LogSet mo-log makes"}},
 		{"a group named like a set but not as one", []string{"tn2", "headless", "log-x"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
