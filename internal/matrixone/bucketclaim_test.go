@@ -3,6 +3,7 @@ package matrixone_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -622,4 +623,83 @@ func TestBucketClaimAdmission(t *testing.T) {
 	bad := at(ns, "bad", "mo-data3", "x")
 	bad.Spec.S3.CredentialsSecret = "S3_Keys"
 	requireInvalid(t, c.Create(t.Context(), bad), "spec.s3.credentialsSecret")
+
+	// A LogSet's or a cluster's template of a claim that would overlap
+	// base is refused, naming the template's prefix; a template of a
+	// claim that exists is not (the claim is used as it is).
+	template := func(prefix string) mov1.SharedStorage {
+		return mov1.SharedStorage{BucketClaim: "templated", BucketClaimTemplate: &at(ns, "", "mo-data", prefix).Spec}
+	}
+	const path = "spec.sharedStorage.bucketClaimTemplate.s3.keyPrefix"
+	l := claimLogSet(ns, "log", "")
+	l.Spec.SharedStorage = template("team")
+	err := c.Create(t.Context(), l)
+	requireInvalid(t, err, path)
+	if !strings.Contains(err.Error(), "overlaps the BucketClaim "+ns+"/base") {
+		t.Errorf("%q does not name the other claim", err)
+	}
+	mo := newCluster(ns, "a")
+	mo.Spec.SharedStorage = template("team/c1/x")
+	requireInvalid(t, c.Create(t.Context(), mo), path)
+	l.Spec.SharedStorage = template("team/c3")
+	create(t, c, l)
+	l2 := claimLogSet(ns, "log2", "")
+	l2.Spec.SharedStorage = template("team")
+	l2.Spec.SharedStorage.BucketClaim = "base"
+	create(t, c, l2)
+	// Without the claim's name, a template is refused by the schema.
+	l3 := claimLogSet(ns, "log3", "")
+	l3.Spec.SharedStorage = mov1.SharedStorage{S3: &at(ns, "", "mo-data4", "x").Spec.S3, BucketClaimTemplate: &at(ns, "", "mo-data4", "y").Spec}
+	requireInvalid(t, c.Create(t.Context(), l3), "spec.sharedStorage.bucketClaimTemplate")
+}
+
+// TestLogSetMakesTheBucketClaimOfItsTemplate: a LogSet whose shared storage
+// is a claim of its template makes the claim (no owner, the shared
+// component's labels) and binds it; once the LogSet is gone, the claim's
+// own policy decides: Retain keeps it Released and a LogSet re-created
+// under the name binds it again, with its objects; Delete empties its
+// prefix and deletes it.
+func TestLogSetMakesTheBucketClaimOfItsTemplate(t *testing.T) {
+	for _, policy := range []commonv1.ReclaimPolicy{commonv1.ReclaimRetain, commonv1.ReclaimDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			c, ns, srv := claimEnv(t, nil)
+			newLog := func() *mov1.LogSet {
+				l := claimLogSet(ns, "log", "data")
+				l.Spec.SharedStorage.BucketClaimTemplate = &newClaim(ns, "", srv, "mo-data", "team/c1", policy).Spec
+				return l
+			}
+			log := newLog()
+			create(t, c, log)
+			log = get2(t, c, ns, "log", &mov1.LogSet{})
+			eventually(t, "the claim made", func() (bool, string) { return get(t, c, ns, "data", &mov1.BucketClaim{}), "" })
+			b := waitClaim(t, c, ns, "data", "bound to the LogSet", inPhase(mov1.BucketClaimBound, log))
+			if len(b.OwnerReferences) != 0 || !maps.Equal(b.Labels, build.Labels("log", build.ComponentShared)) ||
+				b.Spec.ReclaimPolicy != policy || b.Spec.S3.Endpoint != srv.Endpoint() {
+				t.Errorf("the claim made: owners %v, labels %v, spec %+v", b.OwnerReferences, b.Labels, b.Spec)
+			}
+			waitEvent(t, c, ns, "log", mov1.EventSharedClaimCreated, "Created the BucketClaim data (")
+			sts := &appsv1.StatefulSet{}
+			eventually(t, "the LogSet's StatefulSet", func() (bool, string) { return get(t, c, ns, "log", sts), "" })
+			checkRendersClaim(t, c, ns, sts, srv)
+			putObjects(t, srv, "mo-data", "team/c1", "data", 3)
+
+			remove(t, c, log)
+			waitGone(t, c, log)
+			if policy == commonv1.ReclaimDelete {
+				waitGone(t, c, &mov1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}})
+				if n := countObjects(t, srv, "mo-data", "team/c1"); n != 0 {
+					t.Errorf("%d objects left under the deleted claim's prefix", n)
+				}
+				return
+			}
+			waitClaim(t, c, ns, "data", "Released", inPhase(mov1.BucketClaimReleased, nil))
+			again := newLog()
+			create(t, c, again)
+			again = get2(t, c, ns, "log", &mov1.LogSet{})
+			waitClaim(t, c, ns, "data", "bound to the re-created LogSet", inPhase(mov1.BucketClaimBound, again))
+			if n := countObjects(t, srv, "mo-data", "team/c1"); n != 3 {
+				t.Errorf("%d objects under the re-bound claim, want 3", n)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -233,6 +234,9 @@ func groupOf(obj client.Object) string { return obj.GetNamespace() + "/" + obj.G
 // does.
 func ensureSharedClaim(ctx *LogContext) (string, error) {
 	l := ctx.Obj
+	if b := build.SharedBucketClaim(l); b != nil {
+		return ensureSharedBucketClaim(ctx, b)
+	}
 	claim := build.SharedClaim(l)
 	if claim == nil {
 		return sharedStorageMissing(ctx, ctx.Reader, l.Namespace, l.Spec.SharedStorage)
@@ -246,6 +250,34 @@ func ensureSharedClaim(ctx *LogContext) (string, error) {
 		ctx.Log.Info("Created the shared filesystem claim", "claim", claim.Name, "size", claim.Spec.Resources.Requests.Storage())
 		ctx.Event(corev1.EventTypeNormal, mov1.EventSharedClaimCreated, "Created the shared filesystem claim %s (%s)",
 			claim.Name, claim.Spec.Resources.Requests.Storage())
+	}
+	return "", nil
+}
+
+// The LogSet controller's RBAC on top of the system's: it makes the
+// BucketClaim of its template.
+//
+// +kubebuilder:rbac:groups=matrixone.steward.dev,resources=bucketclaims,verbs=create
+
+// ensureSharedBucketClaim makes the BucketClaim of the set's template when
+// none has its name (one that exists is used as it is:
+// resolveSharedStorage then waits for it to bind). A claim the API server
+// refuses (its location overlaps another claim's, made since the set was
+// admitted) is not an error of the pass: the set says why it waits, and
+// tries again on its next pass.
+func ensureSharedBucketClaim(ctx *LogContext, claim *mov1.BucketClaim) (string, error) {
+	created, err := framework.CreateIfAbsent(ctx, ctx.Client, ctx.Reader, client.ObjectKeyFromObject(claim),
+		&mov1.BucketClaim{}, func() client.Object { return claim })
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		return fmt.Sprintf("the BucketClaim %s of sharedStorage.bucketClaimTemplate was refused: %v", claim.Name, err), nil
+	case err != nil:
+		return "", fmt.Errorf("ensure the BucketClaim %s: %w", claim.Name, err)
+	case created:
+		loc := claimLocation(claim.Spec.S3)
+		ctx.Log.Info("Created the shared storage's BucketClaim", "claim", claim.Name, "location", loc)
+		ctx.Event(corev1.EventTypeNormal, mov1.EventSharedClaimCreated, "Created the BucketClaim %s (%s, reclaimPolicy %s)",
+			claim.Name, loc, claim.Spec.ReclaimPolicy)
 	}
 	return "", nil
 }

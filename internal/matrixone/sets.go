@@ -68,7 +68,36 @@ func validateSharedStorage(path *field.Path, s mov1.SharedStorage) field.ErrorLi
 	if s.BucketClaim != "" {
 		errs = append(errs, standard.ValidateObjectName(path.Child("bucketClaim"), s.BucketClaim, "BucketClaim")...)
 	}
+	if t := s.BucketClaimTemplate; t != nil {
+		if s.BucketClaim == "" {
+			errs = append(errs, field.Required(path.Child("bucketClaim"), "bucketClaimTemplate is the spec of the BucketClaim that bucketClaim names"))
+		}
+		errs = append(errs, validateS3(path.Child("bucketClaimTemplate", "s3"), &t.S3)...)
+	}
 	return errs
+}
+
+// admitBucketClaimTemplate refuses, at admission, a shared storage whose
+// bucketClaimTemplate would make a claim (none has its name yet) that
+// overlaps another claim, in any namespace: the claim's own admission
+// would refuse it, and the set would wait for it forever.
+func admitBucketClaimTemplate(ctx context.Context, r client.Reader, namespace string, path *field.Path, s mov1.SharedStorage) error {
+	t := s.BucketClaimTemplate
+	if t == nil || s.BucketClaim == "" {
+		return nil
+	}
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.BucketClaim}, &mov1.BucketClaim{}); {
+	case err == nil:
+		return nil // used as it is
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get the BucketClaim %s: %w", s.BucketClaim, err)
+	}
+	claim := &mov1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: s.BucketClaim}, Spec: *t.DeepCopy()}
+	other, err := overlappingClaim(ctx, r, claim, func(*BucketClaim) bool { return true })
+	if err != nil || other == nil {
+		return err
+	}
+	return field.Invalid(path.Child("bucketClaimTemplate", "s3", "keyPrefix"), t.S3.KeyPrefix, overlapMessage(other))
 }
 
 // validateS3 checks an S3 location: the endpoint a URL with a host, the

@@ -216,6 +216,20 @@ func clusterChildren(c *Cluster) []clusterChild {
 	return out
 }
 
+// Admit refuses, at admission only (framework.Admitter), a LogSet whose
+// bucketClaimTemplate would make a claim that overlaps another
+// (admitBucketClaimTemplate).
+func (*LogSetController) Admit(ctx context.Context, r client.Reader, l *LogSet) error {
+	return admitBucketClaimTemplate(ctx, r, l.Namespace, field.NewPath("spec", "sharedStorage"), l.Spec.SharedStorage)
+}
+
+// Admit refuses, at admission only (framework.Admitter), a cluster whose
+// LogSet's bucketClaimTemplate would make a claim that overlaps another
+// (admitBucketClaimTemplate).
+func (*ClusterController) Admit(ctx context.Context, r client.Reader, c *Cluster) error {
+	return admitBucketClaimTemplate(ctx, r, c.Namespace, field.NewPath("spec", "sharedStorage"), c.Spec.SharedStorage)
+}
+
 // Admit refuses, at admission only (framework.Admitter), a claim whose
 // location overlaps another claim's in any namespace: buckets are global
 // to their store, so two namespaces' claims on one bucket would share keys

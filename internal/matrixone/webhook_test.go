@@ -22,7 +22,11 @@ import (
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
-var _ framework.ClashChecker[*matrixone.Cluster] = (*matrixone.ClusterController)(nil)
+var (
+	_ framework.ClashChecker[*matrixone.Cluster] = (*matrixone.ClusterController)(nil)
+	_ framework.Admitter[*matrixone.Cluster]     = (*matrixone.ClusterController)(nil)
+	_ framework.Admitter[*matrixone.LogSet]      = (*matrixone.LogSetController)(nil)
+)
 
 // hookServer is a kube-apiserver with the webhook configurations of
 // config (make manifests) installed, pointed at a webhook server the test

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/internal/s3"
 )
 
@@ -68,7 +70,7 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"the backup restored into a new cluster", s.restore},
 		{"a schedule runs twice and its retention deletes the older backup", s.schedule},
 		{"an account snapshot, restored in place and into another account, then dropped", s.snapshot},
-		{"delete and re-create on the Retained claim, a second cluster on a Delete claim meanwhile", s.recreate},
+		{"delete and re-create on the Retained claim, a second cluster on a Delete claim of its template meanwhile", s.recreate},
 		{"the Delete claim's prefix empty once its cluster is gone", s.deleteEmpties},
 	})
 }
@@ -127,11 +129,16 @@ func startS3(t *testing.T) *s3.Credentials {
 func (s *moS3) claim(name string, policy commonv1.ReclaimPolicy) string {
 	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
 kind: BucketClaim
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  s3: {endpoint: %[3]q, region: %[4]s, bucket: %[5]s, keyPrefix: %[2]s/%[1]s, pathStyle: true, credentialsSecret: s3-keys}
-  reclaimPolicy: %[6]s
-`, name, s.ns, s3Endpoint, s3Region, s3Bucket, policy)
+metadata: {name: %s, namespace: %s}
+spec: %s
+`, name, s.ns, s.claimSpec(name, policy))
+}
+
+// claimSpec is the spec of the claim name (its prefix is
+// <namespace>/<name>), as one line of YAML.
+func (s *moS3) claimSpec(name string, policy commonv1.ReclaimPolicy) string {
+	return fmt.Sprintf(`{s3: {endpoint: %q, region: %s, bucket: %s, keyPrefix: %s/%s, pathStyle: true, credentialsSecret: s3-keys}, reclaimPolicy: %s}`,
+		s3Endpoint, s3Region, s3Bucket, s.ns, name, policy)
 }
 
 // create starts versitygw, gives the namespace its keys (Secret s3-keys)
@@ -292,7 +299,7 @@ func (s *moS3) recreate(t *testing.T) {
 			fatalNow(t, "no object left under the Retained claim's prefix")
 		}
 		t.Logf("The claim Released with its %d objects", kept)
-		if out, err := kubectlStdin(s.claim(moS3Deleted, commonv1.ReclaimDelete)+"---\n"+s.second(), "apply", "-f", "-"); err != nil {
+		if out, err := kubectlStdin(s.second(), "apply", "-f", "-"); err != nil {
 			fatalf(t, "%v: %s", err, out)
 		}
 	})
@@ -305,9 +312,9 @@ func (s *moS3) recreate(t *testing.T) {
 	t.Logf("The claim bound again, to the new LogSet %s", bc.Status.BoundTo.UID)
 }
 
-// second is the second cluster, on the Delete claim: the first's shape,
-// MatrixOne's default configuration, its log store's volume deleted with
-// it.
+// second is the second cluster, on the Delete claim its LogSet makes from
+// the cluster's template: the first's shape, MatrixOne's default
+// configuration, its log store's volume deleted with it.
 func (s *moS3) second() string {
 	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
 kind: MatrixOneCluster
@@ -315,12 +322,12 @@ metadata: {name: %[1]s, namespace: %[2]s}
 spec:
   image: %[3]s
   imagePullPolicy: Never
-  sharedStorage: {bucketClaim: %[4]s}
+  sharedStorage: {bucketClaim: %[4]s, bucketClaimTemplate: %[5]s}
   logService: {replicas: 1, resources: {limits: {memory: 384Mi}}, storage: {size: 256Mi, reclaimPolicy: Delete}}
   tn: {resources: {limits: {memory: 768Mi}}, storage: {size: 512Mi}}
   cnGroups: [{name: cn, replicas: 1, resources: {limits: {memory: 640Mi}}, storage: {size: 256Mi}}]
   proxy: {resources: {limits: {memory: 192Mi}}}
-`, moS3Second, s.ns, s.image, moS3Deleted)
+`, moS3Second, s.ns, s.image, moS3Deleted, s.claimSpec(moS3Deleted, commonv1.ReclaimDelete))
 }
 
 // deleteEmpties waits for the second cluster and its objects, deletes it,
@@ -333,6 +340,13 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 		eventually(t, time.Minute, q, func(context.Context) error { _, err := s.sqlOn(moS3Second, q); return err })
 	}
 	s.waitObjects(t, moS3Second, moS3Deleted)
+	made := &mov1.BucketClaim{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: moS3Deleted}, made); err != nil {
+		fatalNow(t, err)
+	}
+	if want := build.Labels(moS3Second+"-log", build.ComponentShared); !maps.Equal(made.Labels, want) || len(made.OwnerReferences) != 0 {
+		errorf(t, "the claim of the template: labels %v, owners %v; want the LogSet's, none", made.Labels, made.OwnerReferences)
+	}
 	start := time.Now()
 	if out, err := kubectl("delete", "matrixonecluster", moS3Second, "-n", s.ns, "--wait=true", "--timeout=3m"); err != nil {
 		fatalf(t, "%v: %s", err, out)

@@ -72,10 +72,12 @@ type RoleSpec struct {
 // SharedStorage is where MatrixOne keeps table data (its SHARED file
 // service) and, when enabled, its metrics and logs (ETL): one location that
 // every pod of a cluster reaches. Exactly one of fileSystem, s3 and
-// bucketClaim is set; it cannot change.
+// bucketClaim is set (bucketClaimTemplate goes with bucketClaim); it
+// cannot change.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.fileSystem) ? 1 : 0) + (has(self.s3) ? 1 : 0) + (has(self.bucketClaim) ? 1 : 0) == 1",message="set exactly one of fileSystem, s3 and bucketClaim"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sharedStorage is immutable: the data lives there"
+// +kubebuilder:validation:XValidation:rule="!has(self.bucketClaimTemplate) || has(self.bucketClaim)",message="bucketClaimTemplate is the spec of the BucketClaim that bucketClaim names: set bucketClaim",fieldPath=.bucketClaimTemplate
 type SharedStorage struct {
 	// fileSystem is a ReadWriteMany volume claim, mounted by every pod at
 	// /var/lib/matrixone-shared (for example a volume on one node, or a
@@ -100,6 +102,19 @@ type SharedStorage struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	BucketClaim string `json:"bucketClaim,omitempty"`
+
+	// bucketClaimTemplate is the spec of the BucketClaim the LogSet makes
+	// when none has the name bucketClaim, before its stores start. It has
+	// no owner and binds to the LogSet as any claim does; its own
+	// reclaimPolicy decides what becomes of it once the LogSet is gone:
+	// Delete empties its prefix and deletes it, Retain (the default) keeps
+	// it Released with its objects, and a LogSet re-created under the name
+	// binds it again and finds its data. A claim of that name that exists
+	// is used as it is, whatever the template says. Refused at admission
+	// when the claim it would make overlaps another. Default: unset, and
+	// the claim is the user's to make. Requires bucketClaim; immutable.
+	// +optional
+	BucketClaimTemplate *BucketClaimSpec `json:"bucketClaimTemplate,omitempty"`
 }
 
 // FileSystemStorage is a shared filesystem claim.

@@ -45,10 +45,14 @@ func DefaultLogSet(l *LogSet) {
 	defaultSharedStorage(&s.SharedStorage)
 }
 
-// defaultSharedStorage defaults the key of an S3 CA Secret.
+// defaultSharedStorage defaults the key of an S3 CA Secret, and a
+// BucketClaim template as the claim it makes would be.
 func defaultSharedStorage(s *SharedStorage) {
 	if s.S3 != nil {
 		defaultS3(s.S3)
+	}
+	if t := s.BucketClaimTemplate; t != nil {
+		defaultBucketClaimSpec(t)
 	}
 }
 
@@ -61,11 +65,15 @@ func defaultS3(s *S3Storage) {
 
 // DefaultBucketClaim applies the BucketClaim's defaults in memory (see
 // DefaultLogSet): the reclaim policy and the CA Secret's key.
-func DefaultBucketClaim(b *BucketClaim) {
-	if b.Spec.ReclaimPolicy == "" {
-		b.Spec.ReclaimPolicy = commonv1.ReclaimRetain
+func DefaultBucketClaim(b *BucketClaim) { defaultBucketClaimSpec(&b.Spec) }
+
+// defaultBucketClaimSpec defaults a claim's reclaim policy and the key of
+// its CA Secret.
+func defaultBucketClaimSpec(s *BucketClaimSpec) {
+	if s.ReclaimPolicy == "" {
+		s.ReclaimPolicy = commonv1.ReclaimRetain
 	}
-	defaultS3(&b.Spec.S3)
+	defaultS3(&s.S3)
 }
 
 // DefaultBackupTimeout bounds a BackupJob's BACKUP statement unless its

@@ -68,7 +68,7 @@ const (
 	// deleted, so that its pod comes back as a new store.
 	EventStoreReplaced = "StoreReplaced"
 	// EventSharedClaimCreated: the LogSet made the shared filesystem claim
-	// its spec sizes.
+	// its spec sizes, or the BucketClaim of its template.
 	EventSharedClaimCreated = "SharedClaimCreated"
 )
 

@@ -28,7 +28,7 @@ const (
 	// ComponentLogStores: the log stores' identities ConfigMap.
 	ComponentLogStores = "log-stores"
 	// ComponentShared: the shared filesystem claim a LogSet makes when
-	// its spec sizes it.
+	// its spec sizes it, or the BucketClaim it makes from its template.
 	ComponentShared = "shared"
 )
 
@@ -59,6 +59,22 @@ func SharedClaim(l *mov1.LogSet) *corev1.PersistentVolumeClaim {
 			StorageClassName: fs.StorageClassName,
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: fs.Size.DeepCopy()}},
 		},
+	}
+}
+
+// SharedBucketClaim returns the BucketClaim l makes from
+// sharedStorage.bucketClaimTemplate, nil when it has none (the claim is
+// the user's, or the storage is not a claim). It has no owner: what
+// becomes of it, and of its objects, once l is gone is its reclaim
+// policy's to say.
+func SharedBucketClaim(l *mov1.LogSet) *mov1.BucketClaim {
+	s := l.Spec.SharedStorage
+	if s.BucketClaimTemplate == nil || s.BucketClaim == "" {
+		return nil
+	}
+	return &mov1.BucketClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: s.BucketClaim, Labels: Labels(l.Name, ComponentShared)},
+		Spec:       *s.BucketClaimTemplate.DeepCopy(),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
@@ -275,5 +276,43 @@ func TestClusterPassesTheBucketClaim(t *testing.T) {
 	}
 	if sets.TN.Spec.LogSet != sets.Log.Name || sets.CNs[0].Spec.LogSet != sets.Log.Name {
 		t.Errorf("the sets do not name the LogSet %s", sets.Log.Name)
+	}
+}
+
+func TestSharedBucketClaim(t *testing.T) {
+	template := &mov1.BucketClaimSpec{S3: mov1.S3Storage{Endpoint: "http://s3:7070", Bucket: "mo", KeyPrefix: "db/mo", Region: "us-east-1"},
+		ReclaimPolicy: commonv1.ReclaimDelete}
+	for _, tc := range []struct {
+		name    string
+		storage mov1.SharedStorage
+		want    bool
+	}{
+		{"a filesystem claim", mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: "mo-shared"}}, false},
+		{"the user's claim", mov1.SharedStorage{BucketClaim: "data"}, false},
+		{"a claim from the template", mov1.SharedStorage{BucketClaim: "data", BucketClaimTemplate: template}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLogSet(func(l *mov1.LogSet) { l.Spec.SharedStorage = tc.storage })
+			b := SharedBucketClaim(l)
+			if (b != nil) != tc.want {
+				t.Fatalf("claim %+v, want one: %v", b, tc.want)
+			}
+			if b == nil {
+				return
+			}
+			if b.Namespace != "db" || b.Name != "data" || len(b.OwnerReferences) != 0 {
+				t.Errorf("claim %s/%s owned by %v, want db/data and no owner", b.Namespace, b.Name, b.OwnerReferences)
+			}
+			if !maps.Equal(b.Labels, Labels("mo-log", ComponentShared)) {
+				t.Errorf("labels %v", b.Labels)
+			}
+			if b.Spec.S3 != template.S3 || b.Spec.ReclaimPolicy != commonv1.ReclaimDelete {
+				t.Errorf("spec %+v, want the template's", b.Spec)
+			}
+			b.Spec.S3.Bucket = "changed"
+			if l.Spec.SharedStorage.BucketClaimTemplate.S3.Bucket != "mo" {
+				t.Error("the claim shares the template's memory")
+			}
+		})
 	}
 }
