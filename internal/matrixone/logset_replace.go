@@ -18,6 +18,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/matrixone/build"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // A failed log store is replaced, never repaired in place: its volume claim
@@ -204,7 +205,9 @@ const (
 // replaceStoreFlow replaces a failed log store (Declare decides which,
 // behind the majority guard: storesHealth) in three steps:
 // record-new-store writes the new store's UUID into the stores ConfigMap,
-// first, so that the pod finds it; delete-volume-and-pod deletes the
+// first, so that the pod finds it, with the failed pod's UID, so that the
+// failed pod, whose container may restart before it is deleted, does not
+// take it (wire.FailedPodKey); delete-volume-and-pod deletes the
 // failed store's volume claim and pod, each only if it is still the one
 // the flow started with (their UIDs are in the trigger), so that a step
 // that runs again never deletes the new store's; wait-for-new-store waits
@@ -299,7 +302,10 @@ func (c *LogSetController) recordNewStore(ctx *LogContext, st *logState) (bool, 
 		return false, nil
 	}
 	uuid := st.nextStoreID(ctx.Obj, r.pod, r.store)
-	if err := recordStores(ctx, map[string]string{r.pod: uuid}); err != nil {
+	// With the failed pod's UID: that pod, still running (its container
+	// restarting on the volume deleted next), must not start as the new
+	// store; only the pod re-created on the new volume may.
+	if err := recordStores(ctx, map[string]string{r.pod: uuid, wire.FailedPodKey(r.pod): string(r.podUID)}); err != nil {
 		return false, err
 	}
 	ctx.Log.Info("Recorded the store that replaces a failed one", "pod", r.pod, "store", r.store, "newStore", uuid)

@@ -48,6 +48,8 @@ func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testin
 		t.Fatal("a store was replaced while the majority was in doubt")
 	}
 
+	failedPod := &corev1.Pod{}
+	get(t, c, ns, "log-2", failedPod)
 	// log-1 is heard again: log-2's store is replaced.
 	v.LogStores[1].State = wire.StoreUp
 	probe.set(v)
@@ -55,7 +57,8 @@ func TestLogSetReplacesAFailedStoreOnlyWhileTheShardsKeepTheirMajority(t *testin
 	testenv.Eventually(t, "log-2's claim and pod deleted, its new store recorded", func() (bool, string) {
 		stores := &corev1.ConfigMap{}
 		get(t, c, ns, "log-stores", stores)
-		return stores.Data["log-2"] == newStore && gone(t, c, ns, build.DataVolume+"-log-2") && !get(t, c, ns, "log-2", &corev1.Pod{}),
+		return stores.Data["log-2"] == newStore && stores.Data[wire.FailedPodKey("log-2")] == string(failedPod.UID) &&
+				gone(t, c, ns, build.DataVolume+"-log-2") && !get(t, c, ns, "log-2", &corev1.Pod{}),
 			fmt.Sprint(stores.Data)
 	})
 	for _, pod := range []string{"log-0", "log-1"} {

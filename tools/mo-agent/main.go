@@ -79,7 +79,8 @@ func run(args []string) error {
 		known := func(ctx context.Context, uuid string) (bool, error) {
 			return knownLogStore(ctx, strings.Split(*hakeeper, ","), uuid)
 		}
-		r := identity.Resolver{Namespace: env[render.PodNamespace], Pod: env[render.PodName], Volume: *volume, Stores: *stores, Known: known}
+		r := identity.Resolver{Namespace: env[render.PodNamespace], Pod: env[render.PodName], Volume: *volume, Stores: *stores,
+			Known: known, PodUID: os.Getenv(wire.PodUIDEnv)}
 		if env[render.StoreUUID], err = r.Resolve(context.Background()); err != nil {
 			return fmt.Errorf("the store's identity: %w", err)
 		}

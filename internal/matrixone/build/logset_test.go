@@ -316,3 +316,22 @@ func TestSharedBucketClaim(t *testing.T) {
 		})
 	}
 }
+
+func TestLogPodsKnowTheirUID(t *testing.T) {
+	uid := func(c corev1.Container) string {
+		for _, e := range c.Env {
+			if e.Name == wire.PodUIDEnv && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				return e.ValueFrom.FieldRef.FieldPath
+			}
+		}
+		return ""
+	}
+	l := newLogSet()
+	if got := uid(LogStatefulSet(l, "cfg").Spec.Template.Spec.Containers[0]); got != "metadata.uid" {
+		t.Errorf("the log store's %s comes from %q, want metadata.uid", wire.PodUIDEnv, got)
+	}
+	tn := StoreSet{Namespace: "db", Name: "mo-tn", Role: RoleTN, Replicas: 1, Pods: &l.Spec.PodSetSpec, Log: l}
+	if got := uid(tn.StatefulSet("cfg").Spec.Template.Spec.Containers[0]); got != "" {
+		t.Errorf("a TN has %s from %q: only log stores are replaced by UID", wire.PodUIDEnv, got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework/standard"
+	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
 // App and PartOf are the app.kubernetes.io/name and part-of of every
@@ -190,7 +191,8 @@ type podSet struct {
 // podTemplate returns the pod template of a MatrixOne set: mo-agent
 // renders the configuration template and execs mo-service.
 //
-//   - the downward API gives mo-agent the pod's name, namespace and IP;
+//   - the downward API gives mo-agent the pod's name, namespace and IP
+//     (and a log store's its UID);
 //   - GOMEMLIMIT is four fifths of the memory limit, so Go collects before
 //     the kernel kills (MatrixOne's caches are sized from the same limit);
 //   - S3 credentials come from the user's Secret as the AWS SDK's variables,
@@ -206,6 +208,11 @@ func podTemplate(p podSet) corev1.PodTemplateSpec {
 		{Name: "POD_NAME", ValueFrom: field("metadata.name")},
 		{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
 		{Name: "POD_IP", ValueFrom: field("status.podIP")},
+	}
+	if p.component == ComponentLog {
+		// mo-agent tells the failed store's pod from its replacement by
+		// UID (wire.FailedPodKey).
+		env = append(env, corev1.EnvVar{Name: wire.PodUIDEnv, ValueFrom: field("metadata.uid")})
 	}
 	if limit := MemoryLimit(p.spec.Resources); limit > 0 {
 		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", limit*4/5/mib)})

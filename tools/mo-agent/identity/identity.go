@@ -51,6 +51,9 @@ type Resolver struct {
 	Stores string
 	// Known asks HAKeeper whether it knows a log store by UUID.
 	Known func(ctx context.Context, uuid string) (bool, error)
+	// PodUID is the pod's UID ("": unknown, and never the failed pod's;
+	// see wire.FailedPodKey).
+	PodUID string
 }
 
 // Resolve returns the store's UUID, recording it on the volume when the
@@ -97,6 +100,13 @@ func (r Resolver) newStore(ctx context.Context, uuid string) (string, error) {
 		return "", err
 	}
 	if replacement != "" {
+		failed, err := readOptional(filepath.Join(r.Stores, wire.FailedPodKey(r.Pod)))
+		if err != nil {
+			return "", err
+		}
+		if r.PodUID != "" && failed == r.PodUID {
+			return "", fmt.Errorf("the operator replaces the failed store of this pod (UID %s) by store %s: it deletes this pod and its volume next, and the pod it re-creates on a new volume starts as the new store", r.PodUID, replacement)
+		}
 		uuid = replacement
 	}
 	bootstrapped, err := readOptional(filepath.Join(r.Stores, BootstrappedFile))

@@ -15,6 +15,7 @@ func TestResolve(t *testing.T) {
 	const ns, pod = "db", "mo-log-2"
 	original := wire.StoreID(ns, pod)
 	const replacement = "2f1c51a6-3d34-5b7e-9a0e-4c1b7d1b8a11"
+	const podUID = "0b7e1b9c-9d6a-4f8e-8f53-2a9c1c7d5e10"
 	hakeeperKnows := func(uuids ...string) func(context.Context, string) (bool, error) {
 		return func(_ context.Context, uuid string) (bool, error) {
 			for _, u := range uuids {
@@ -43,6 +44,12 @@ func TestResolve(t *testing.T) {
 			stores: map[string]string{pod: replacement, BootstrappedFile: "true"}, known: unreachable, want: original},
 		{name: "replaced, HAKeeper does not know the new UUID", volume: map[string]string{},
 			stores: map[string]string{pod: replacement, BootstrappedFile: "true"}, known: hakeeperKnows(original), want: replacement},
+		{name: "replaced, in the failed pod restarting on its doomed volume: refused", volume: map[string]string{},
+			stores: map[string]string{pod: replacement, wire.FailedPodKey(pod): podUID, BootstrappedFile: "true"},
+			known:  hakeeperKnows(original), wantErr: "it deletes this pod and its volume next"},
+		{name: "replaced, in the pod re-created on the new volume", volume: map[string]string{},
+			stores: map[string]string{pod: replacement, wire.FailedPodKey(pod): "the-failed-pod-uid", BootstrappedFile: "true"},
+			known:  hakeeperKnows(original), want: replacement},
 		{name: "a volume lost after the bootstrap: refused", volume: map[string]string{"lost+found/": ""},
 			stores: map[string]string{BootstrappedFile: "true"}, known: hakeeperKnows(original), wantErr: "HAKeeper knows store " + original},
 		{name: "after the bootstrap, HAKeeper unreachable: refused", volume: map[string]string{},
@@ -53,7 +60,7 @@ func TestResolve(t *testing.T) {
 			dir := t.TempDir()
 			volume := filepath.Join(dir, "volume")
 			populate(t, volume, tc.volume)
-			r := Resolver{Namespace: ns, Pod: pod, Volume: volume, Known: tc.known}
+			r := Resolver{Namespace: ns, Pod: pod, Volume: volume, Known: tc.known, PodUID: podUID}
 			if tc.stores != nil {
 				r.Stores = filepath.Join(dir, "stores")
 				populate(t, r.Stores, tc.stores)
