@@ -255,12 +255,11 @@ zk_uid=$(tar -xOf "$rootfs" ./etc/passwd | awk -F: '$1=="zookeeper"{print $3":"$
 
 # --- Class data sharing archive -----------------------------------------------
 # A server is started once, inside the root filesystem, as the image starts
-# it (zk-run, its classpath and options) plus -XX:ArchiveClassesAtExit: a
-# one-server ensemble on loopback ports with its AdminServer, until it
-# leads, has answered srvr and the AdminServer's stat and voting_view (what
-# the probes and the operator ask), and is stopped. The archive holds the
-# classes it loaded, parsed and verified; zk-run maps them at every start
-# (ZK_CDS_ARCHIVE). On a loaded 2-core machine a server served 0.5-0.6 s
+# it (zk-run, its classpath and options) plus -XX:ArchiveClassesAtExit:
+# cds-archive.sh runs a one-server ensemble on loopback ports with its
+# AdminServer until it leads and has answered what the probes and the
+# operator ask, then stops it. The archive holds the classes it loaded,
+# parsed and verified; zk-run maps them at every start (ZK_CDS_ARCHIVE). On a loaded 2-core machine a server served 0.5-0.6 s
 # after its JVM started with it, 0.7-1.3 s without (docs/zookeeper.md).
 cds=$(mktemp -d "$CACHE_DIR/.cds.XXXXXX")
 cds_cleanup() {
@@ -285,40 +284,9 @@ while ((${#ports[@]} < 4)); do
 		ports+=("$p")
 	fi
 done
-cat >"$cds/root/tmp/cds.sh" <<SCRIPT
-#!/bin/bash
-set -euo pipefail
-mkdir -p /tmp/cds/conf
-cat >/tmp/cds/conf/zoo.cfg <<CFG
-tickTime=2000
-initLimit=10
-syncLimit=5
-dataDir=/tmp/cds/data
-standaloneEnabled=false
-reconfigEnabled=true
-admin.serverAddress=127.0.0.1
-admin.serverPort=${ports[3]}
-server.1=127.0.0.1:${ports[0]}:${ports[1]}:participant;127.0.0.1:${ports[2]}
-CFG
-ask() { exec 3<>/dev/tcp/127.0.0.1/\$1 && printf '%s' "\$2" >&3 && cat <&3; }
-ZK_CONF_SRC=/tmp/cds/conf ZK_CONF_DIR=/tmp/cds/run ZK_MYID=1 ZK_DNS_WAIT=0 ZK_HEAP=64m \\
-	ZK_JVM_OPTS="-XX:ArchiveClassesAtExit=/tmp/zk.jsa" /usr/local/bin/zk-run server >/tmp/cds/server.log 2>&1 &
-server=\$!
-for ((i = 0; i < 600; i++)); do
-	if out=\$( (ask ${ports[2]} srvr) 2>/dev/null) && [[ \$out == *"Mode: leader"* ]]; then break; fi
-	kill -0 \$server 2>/dev/null || { cat /tmp/cds/server.log >&2; exit 1; }
-	sleep 0.1
-done
-[[ \${out:-} == *"Mode: leader"* ]] || { cat /tmp/cds/server.log >&2; echo "the server did not lead within 60s" >&2; exit 1; }
-for c in stat voting_view; do
-	ask ${ports[3]} "GET /commands/\$c HTTP/1.0"$'\\r\\n\\r\\n' >/dev/null
-done
-kill -TERM \$server
-wait \$server || true
-[[ -s /tmp/zk.jsa ]] || { cat /tmp/cds/server.log >&2; echo "no archive written" >&2; exit 1; }
-SCRIPT
-chmod 0755 "$cds/root/tmp/cds.sh"
-chroot "$cds/root" /tmp/cds.sh || die "the server that makes the class data sharing archive failed"
+install -m 0755 "$here/cds-archive.sh" "$cds/root/tmp/cds-archive.sh"
+chroot "$cds/root" /tmp/cds-archive.sh /tmp/zk.jsa "${ports[@]}" ||
+	die "the server that makes the class data sharing archive failed"
 cp "$cds/root/tmp/zk.jsa" "$cds/zk.jsa"
 umount "$cds/root/proc"
 log "archive of $(du -h "$cds/zk.jsa" | cut -f1) made in $((SECONDS - start))s"

@@ -93,11 +93,7 @@ func admitBucketClaimTemplate(ctx context.Context, r client.Reader, namespace st
 		return fmt.Errorf("get the BucketClaim %s: %w", s.BucketClaim, err)
 	}
 	claim := &mov1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: s.BucketClaim}, Spec: *t.DeepCopy()}
-	other, err := overlappingClaim(ctx, r, claim, func(*BucketClaim) bool { return true })
-	if err != nil || other == nil {
-		return err
-	}
-	return field.Invalid(path.Child("bucketClaimTemplate", "s3", "keyPrefix"), t.S3.KeyPrefix, overlapMessage(other))
+	return refuseOverlap(ctx, r, claim, func(*BucketClaim) bool { return true }, path.Child("bucketClaimTemplate", "s3", "keyPrefix"))
 }
 
 // validateS3 checks an S3 location: the endpoint a URL with a host, the

@@ -243,9 +243,16 @@ func (*BucketClaimController) Admit(ctx context.Context, r client.Reader, b *Buc
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		creating = req.Operation == admissionv1.Create
 	}
-	other, err := overlappingClaim(ctx, r, b, func(other *BucketClaim) bool { return creating || claimYields(b, other) })
+	return refuseOverlap(ctx, r, b, func(other *BucketClaim) bool { return creating || claimYields(b, other) },
+		field.NewPath("spec", "s3", "keyPrefix"))
+}
+
+// refuseOverlap returns, as an Invalid error of keyPrefix, the oldest claim
+// whose location overlaps b's and for which refuse holds; nil when none.
+func refuseOverlap(ctx context.Context, r client.Reader, b *BucketClaim, refuse func(*BucketClaim) bool, keyPrefix *field.Path) error {
+	other, err := overlappingClaim(ctx, r, b, refuse)
 	if err != nil || other == nil {
 		return err
 	}
-	return field.Invalid(field.NewPath("spec", "s3", "keyPrefix"), b.Spec.S3.KeyPrefix, overlapMessage(other))
+	return field.Invalid(keyPrefix, b.Spec.S3.KeyPrefix, overlapMessage(other))
 }

@@ -221,11 +221,8 @@ func LogHeadlessService(l *mov1.LogSet) *corev1.Service {
 // publishes stores not ready yet, as the headless Service does, since the
 // stores meet before any is ready.
 func LogGossipService(l *mov1.LogSet) *corev1.Service {
-	svc := headlessService(l.Namespace, LogGossipName(l), l.Name, ComponentLog,
+	return notReadyService(l.Namespace, LogGossipName(l), l.Name, ComponentLog, "",
 		[]corev1.ContainerPort{standard.ContainerPort(PortNameGossip, LogGossipPort)})
-	svc.Spec.ClusterIP = ""
-	svc.Spec.Type = corev1.ServiceTypeClusterIP
-	return svc
 }
 
 // LogStatefulSet returns the log stores' StatefulSet, running the template

@@ -331,10 +331,18 @@ func dataClaim(s commonv1.StorageSpec) corev1.PersistentVolumeClaim {
 // its pods, published before they are ready, since a log store resolves its
 // own name and its peers' while it starts.
 func headlessService(namespace, name, instance, component string, ports []corev1.ContainerPort) *corev1.Service {
+	return notReadyService(namespace, name, instance, component, corev1.ClusterIPNone, ports)
+}
+
+// notReadyService returns a Service of a set's pods, ready or not, with
+// clusterIP ("" for one the API server allocates, or None: headless; both
+// are of type ClusterIP, the API server's default).
+func notReadyService(namespace, name, instance, component, clusterIP string, ports []corev1.ContainerPort) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: Labels(instance, component)},
 		Spec: corev1.ServiceSpec{
-			ClusterIP:                corev1.ClusterIPNone,
+			Type:                     corev1.ServiceTypeClusterIP,
+			ClusterIP:                clusterIP,
 			PublishNotReadyAddresses: true,
 			Selector:                 Selector(instance, component),
 		},

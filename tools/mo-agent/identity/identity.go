@@ -8,11 +8,12 @@
 // writes it there, and every later start reads it back. On a new volume the
 // store takes the UUID the operator chose for it: the one of
 // "<namespace>/<pod>" when the set is created, a new one when the operator
-// replaced a failed store (its replacement file). Once the log service has
-// been bootstrapped, a new volume starts only after HAKeeper confirms that
-// it does not know the UUID: a volume lost outside the operator (deleted by
-// hand, or its node gone) then keeps the pod from starting, and the operator
-// replaces the store.
+// replaced a failed store (its replacement file; never in the failed pod
+// itself, whose UID the operator records beside it: wire.FailedPodKey).
+// Once the log service has been bootstrapped, a new volume starts only
+// after HAKeeper confirms that it does not know the UUID: a volume lost
+// outside the operator (deleted by hand, or its node gone) then keeps the
+// pod from starting, and the operator replaces the store.
 package identity
 
 import (
