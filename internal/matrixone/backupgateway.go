@@ -30,9 +30,9 @@ import (
 //
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;update
 
-// EnvBackupGatewayImage is the operator's environment variable that overrides the
-// backup gateway's image (mov1.DefaultBackupGatewayImage): operators name
-// the images they run besides their own so.
+// EnvBackupGatewayImage is the operator's environment variable that
+// overrides the backup gateway's image (mov1.DefaultBackupGatewayImage), as
+// operators name the images they run besides their own.
 const EnvBackupGatewayImage = "RELATED_IMAGE_MATRIXONE_BACKUP_GATEWAY"
 
 // validateBackupVolumeClaim checks that the gateway over the claim can be

@@ -115,21 +115,33 @@ func listed(t *testing.T, srv *s3test.Server) []string {
 	return keys
 }
 
+// restoredKeys are what a restore of backupFiles writes, relative to the
+// restore's prefix: the TAE files but the backup's own description in
+// data/, HAKeeper's data in restore/.
+var restoredKeys = []string{"data/0190-a", "data/0190-b", "data/ckp/meta_0-0_1-0.ckp", "restore/hk_data", "restore/hk_data.sha256"}
+
+// waitCopied waits until the LogSet name has copied its backup, and
+// returns it.
+func waitCopied(t *testing.T, c client.Client, ns, name string) *mov1.LogSet {
+	t.Helper()
+	l := &mov1.LogSet{}
+	eventually(t, "the LogSet's copy", func() (bool, string) {
+		get(t, c, ns, name, l)
+		r := l.Status.Restore
+		return r != nil && r.DataCopiedAt != nil, condition(l, framework.ConditionReady)
+	})
+	return l
+}
+
 func TestClusterRestore(t *testing.T) {
 	c, ns, admin, probe, srv := restoreEnv(t)
 	create(t, c, restoredCluster(ns, srv))
 
 	// The LogSet copies the backup, then its stores start, told to seed
 	// HAKeeper from the copy of its data.
-	l := &mov1.LogSet{}
-	eventually(t, "the LogSet's copy", func() (bool, string) {
-		get(t, c, ns, "mo-log", l)
-		r := l.Status.Restore
-		return r != nil && r.DataCopiedAt != nil, condition(l, framework.ConditionReady)
-	})
-	want := []string{"data/0190-a", "data/0190-b", "data/ckp/meta_0-0_1-0.ckp", "restore/hk_data", "restore/hk_data.sha256"}
-	if got := listed(t, srv); !slices.Equal(got, want) {
-		t.Errorf("the restore copied %v, want %v", got, want)
+	l := waitCopied(t, c, ns, "mo-log")
+	if got := listed(t, srv); !slices.Equal(got, restoredKeys) {
+		t.Errorf("the restore copied %v, want %v", got, restoredKeys)
 	}
 	if r := l.Status.Restore; r.ObjectsCopied != 3 || r.BytesCopied != 26 || r.BackupTS != "1764252000000000000-1" {
 		t.Errorf("status.restore = %+v", r)
@@ -250,17 +262,11 @@ func TestLogSetRestoresFromAnotherStore(t *testing.T) {
 				Region: s3test.Region, PathStyle: true, CredentialsSecret: "other-keys"}},
 			RootPassword: "source-root",
 			RestoreFrom:  &mov1.RestoreSource{Backup: "b1"}}})
-	l := &mov1.LogSet{}
-	eventually(t, "the LogSet's copy", func() (bool, string) {
-		get(t, c, ns, "log", l)
-		r := l.Status.Restore
-		return r != nil && r.DataCopiedAt != nil, condition(l, framework.ConditionReady)
-	})
-	want := []string{"data/0190-a", "data/0190-b", "data/ckp/meta_0-0_1-0.ckp", "restore/hk_data", "restore/hk_data.sha256"}
-	if got := listed(t, other); !slices.Equal(got, want) {
-		t.Errorf("the restore copied %v to the other store, want %v", got, want)
+	l := waitCopied(t, c, ns, "log")
+	if got := listed(t, other); !slices.Equal(got, restoredKeys) {
+		t.Errorf("the restore copied %v to the other store, want %v", got, restoredKeys)
 	}
-	for _, name := range want {
+	for _, name := range restoredKeys {
 		got, err := data.Get(t.Context(), name, 64)
 		if src := backupFiles[strings.NewReplacer("data/", "tae/", "restore/", "hakeeper/").Replace(name)]; err != nil || string(got) != src {
 			t.Errorf("%s holds %q, %v; want the backup's %q", name, got, err, src)

@@ -70,8 +70,9 @@ type BackupVolumeClaim struct {
 	// claimName names the PersistentVolumeClaim, in the job's namespace. It
 	// must exist; any access mode does (one pod mounts it), and its
 	// volume must keep user extended attributes, where the gateway keeps
-	// each object's metadata (ext4 and xfs do). At most 60 characters, beginning with a letter:
-	// the gateway's Service is named after it. Required; immutable.
+	// each object's metadata (ext4 and xfs do). At most 60 characters,
+	// beginning with a letter: the gateway's Service is named after it.
+	// Required; immutable.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=60
