@@ -51,8 +51,10 @@ type moUmbrella struct {
 	cnMemory string
 }
 
-// moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's.
-const moClusterPods = "app.kubernetes.io/name=matrixone,app.kubernetes.io/component!=backup"
+// moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's,
+// nor a backup gateway's (it runs while Backups on its volume claim exist,
+// whatever became of the cluster).
+const moClusterPods = "app.kubernetes.io/name=matrixone,app.kubernetes.io/component notin (backup,backup-gateway)"
 
 func (u *moUmbrella) manifest(level string) string {
 	config := fmt.Sprintf("    config: |\n      [log]\n      level = %q\n      [observability]\n      disableTrace = true\n      disableMetric = true\n", level)
