@@ -416,6 +416,7 @@ spec:
   destination: {volumeClaim: {claimName: %[2]s}}
   deletionPolicy: Delete
 `, s.ns, moS3BackupClaim)
+	s.otherClaims = append(s.otherClaims, moS3BackupClaim)
 	s.underWrites(t, func() {
 		// A few seconds of writes first, so that the backup has rows of
 		// this step's to keep.

@@ -45,6 +45,9 @@ type moUmbrella struct {
 	// sharedClaim is the volume claim the shared storage is on, "" for
 	// none (S3).
 	sharedClaim string
+	// otherClaims are the namespace's volume claims that are not the
+	// cluster's: a backup destination.
+	otherClaims []string
 	// cns is the CN group's replicas.
 	cns int
 	// cnMemory is each CN's memory limit; "" for 640Mi.
@@ -218,6 +221,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	if u.sharedClaim != "" {
 		want = append(want, u.sharedClaim)
 	}
+	want = append(want, u.otherClaims...)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		fatalf(t, "claims after the deletion: %v, want %v", names, want)
