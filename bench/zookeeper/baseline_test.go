@@ -254,8 +254,8 @@ var (
 	// serving: the leader has its quorum's acknowledgements, or a
 	// learner is up to date with the leader: srvr reports a Mode from
 	// then on.
-	serving = regexp.MustCompile(`Have quorum of supporters|Learner received UPTODATE message`)
-	dnsWaited    = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+	serving   = regexp.MustCompile(`Have quorum of supporters|Learner received UPTODATE message`)
+	dnsWaited = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
 )
 
 // logMilestones reads a server's log, each line prefixed by the kubelet's
