@@ -83,7 +83,7 @@ func BenchmarkBackup(b *testing.B) {
 		start := time.Now()
 		job := &mov1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "full"}, Spec: mov1.BackupJobSpec{
 			Cluster: "src", DeletionPolicy: commonv1.ReclaimDelete,
-			Destination: mov1.BackupDestination{S3: mov1.S3Storage{Endpoint: s3Endpoint, Region: s3Region, Bucket: backupsBucket,
+			Destination: mov1.BackupDestination{S3: &mov1.S3Storage{Endpoint: s3Endpoint, Region: s3Region, Bucket: backupsBucket,
 				KeyPrefix: "backups", PathStyle: true, CredentialsSecret: "s3-keys"}},
 		}}
 		k.create(b, job)

@@ -216,22 +216,46 @@ func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) strin
 		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Timestamps: true}).DoRaw(b.Context()); err == nil {
 			milestones = logMilestones(string(log), start)
 		}
-		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s)",
-			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones))
+		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s%s)",
+			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones, k.probeFailures(b, ns, p.Name, start)))
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
 
+// probeFailures says which of the pod's probes the kubelet reported
+// failing (its Unhealthy Events: how many times, from when, the last
+// output), "" when none did: a pod ready long after it served shows why.
+func (k *kube) probeFailures(b *testing.B, ns, pod string, start time.Time) string {
+	events, err := k.CS.CoreV1().Events(ns).List(b.Context(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",reason=Unhealthy"})
+	if err != nil || len(events.Items) == 0 {
+		return ""
+	}
+	var out []string
+	for _, e := range events.Items {
+		first := e.FirstTimestamp.Time
+		if first.IsZero() {
+			first = e.EventTime.Time
+		}
+		out = append(out, fmt.Sprintf("%dx from %.0fs: %.120q", max(e.Count, 1), first.Sub(start.Truncate(time.Second)).Seconds(), e.Message))
+	}
+	return ", probes failed " + strings.Join(out, "; ")
+}
+
 // The server's log lines podTimeline times: zk-run starting the JVM, the
-// client port bound, the AdminServer started, and the end of an election
-// (the role the server took and how long the election ran).
+// client port bound, the AdminServer started, the end of an election (the
+// role the server took and how long the election ran), and serving.
 var (
 	jvmStarting  = regexp.MustCompile(`zk-run: starting ZooKeeper`)
 	portBound    = regexp.MustCompile(`binding to port .*:2181`)
 	adminStarted = regexp.MustCompile(`Started AdminServer`)
 	electionTook = regexp.MustCompile(`(LEADING|FOLLOWING|OBSERVING) - LEADER ELECTION TOOK - ([0-9]+) (?i:ms)`)
-	dnsWaited    = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+	// serving: the leader has its quorum's acknowledgements, or a
+	// learner is up to date with the leader: srvr reports a Mode from
+	// then on.
+	serving   = regexp.MustCompile(`Have quorum of supporters|Learner received UPTODATE message`)
+	dnsWaited = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
 )
 
 // logMilestones reads a server's log, each line prefixed by the kubelet's
@@ -245,7 +269,7 @@ func logMilestones(log string, start time.Time) string {
 		if !ok || err != nil {
 			continue
 		}
-		for _, re := range []*regexp.Regexp{jvmStarting, portBound, adminStarted, electionTook} {
+		for _, re := range []*regexp.Regexp{jvmStarting, portBound, adminStarted, electionTook, serving} {
 			if _, seen := at[re]; !seen && re.MatchString(text) {
 				at[re] = fmt.Sprintf("%.1fs", t.Sub(start).Seconds())
 			}
@@ -263,8 +287,8 @@ func logMilestones(log string, start time.Time) string {
 		}
 		return "-"
 	}
-	return fmt.Sprintf("jvm %s port %s admin %s elected %s, %s, %s",
-		get(jvmStarting), get(portBound), get(adminStarted), get(electionTook), election, dns)
+	return fmt.Sprintf("jvm %s port %s admin %s elected %s serving %s, %s, %s",
+		get(jvmStarting), get(portBound), get(adminStarted), get(electionTook), get(serving), election, dns)
 }
 
 // waitCreated waits until the 3-server cluster name, applied at start, is

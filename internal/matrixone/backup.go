@@ -1,6 +1,7 @@
 package matrixone
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -54,13 +55,15 @@ type BackupContext = framework.Context[*Backup]
 // objects under deletionPolicy Delete. A Backup is a record: nothing in
 // the cluster acts on it, so Observe has nothing to do.
 type BackupController struct {
-	opts    Options
-	clients *s3Clients
+	opts     Options
+	clients  *s3Clients
+	gateways backupGateways
 }
 
 // NewBackupController returns a Backup controller with opts.
 func NewBackupController(opts Options) *BackupController {
-	return &BackupController{opts: opts.withDefaults(), clients: newS3Clients()}
+	opts = opts.withDefaults()
+	return &BackupController{opts: opts, clients: newS3Clients(), gateways: backupGateways{image: opts.BackupGatewayImage}}
 }
 
 func setupBackups(mgr ctrl.Manager, c *BackupController) error {
@@ -82,7 +85,32 @@ func (*BackupController) Validate(b *Backup) error {
 	if strings.Trim(b.Spec.Location.KeyPrefix, "/") == "" {
 		errs = append(errs, field.Required(path.Child("keyPrefix"), "a backup is a directory, never a bucket's root"))
 	}
+	if claim := b.Spec.VolumeClaim; claim != "" {
+		errs = append(errs, validateBackupVolumeClaim(field.NewPath("spec", "volumeClaim"), claim)...)
+		want := build.BackupGatewayLocation(b.Namespace, claim)
+		want.KeyPrefix = b.Spec.Location.KeyPrefix
+		if b.Spec.Location != want {
+			errs = append(errs, field.Invalid(path, claimLocation(b.Spec.Location).String(),
+				fmt.Sprintf("a backup on the volume claim %s is in its S3 gateway's bucket: endpoint %s, region %s, bucket %s, pathStyle, credentialsSecret %s",
+					claim, want.Endpoint, want.Region, want.Bucket, want.CredentialsSecret)))
+		}
+	}
 	return errs.ToAggregate()
+}
+
+// gatewayServes makes the S3 gateway of the Backup's volume claim, if it is
+// on one, serve for it; it returns false, and says why in Ready, while it
+// does not.
+func (c *BackupController) gatewayServes(ctx *BackupContext) (bool, error) {
+	b := ctx.Obj
+	if b.Spec.VolumeClaim == "" {
+		return true, nil
+	}
+	why, err := c.gateways.ensure(ctx, ctx.Client, ctx.Reader, b, b.Spec.VolumeClaim)
+	if why != "" {
+		ctx.SetReady(false, mov1.ReasonGatewayNotReady, why)
+	}
+	return why == "" && err == nil, err
 }
 
 // backupContents is what a listing of a backup's path found.
@@ -125,6 +153,9 @@ func listBackup(ctx context.Context, cl *s3.Client) (backupContents, error) {
 // could not be asked leaves status as last read, and Ready says why.
 func (c *BackupController) Declare(ctx *BackupContext) (framework.Nothing, error) {
 	b := ctx.Obj
+	if ok, err := c.gatewayServes(ctx); !ok || err != nil {
+		return framework.Nothing{}, err
+	}
 	cl, why, err := c.clients.forLocation(ctx, ctx.Reader, b.Namespace, b.UID, b.Spec.Location)
 	if err != nil {
 		return framework.Nothing{}, err
@@ -202,6 +233,22 @@ func (c *BackupController) Finalize(ctx *BackupContext) (bool, error) {
 	failed := func(why string) (bool, error) {
 		ctx.SetReady(false, mov1.ReasonEmptying, fmt.Sprintf("deleting the objects under %s: %s (set deletionPolicy Retain to let the Backup go with its objects)", where, why))
 		return false, nil
+	}
+	if claim := b.Spec.VolumeClaim; claim != "" {
+		// A claim that is gone, or going (its namespace deleted, say),
+		// takes the backup's objects with it; no gateway could be made to
+		// delete them.
+		if going, err := claimGoing(ctx, ctx.Reader, b.Namespace, claim); going || err != nil {
+			if going {
+				ctx.Event(corev1.EventTypeNormal, mov1.EventVolumeClaimGone, "The volume claim %s is gone or being deleted: the backup's objects go with its volume", claim)
+				c.clients.forget(b.UID)
+			}
+			return going, err
+		}
+		why, err := c.gateways.ensure(ctx, ctx.Client, ctx.Reader, b, claim)
+		if why != "" || err != nil {
+			return failed(cmp.Or(why, fmt.Sprint(err)))
+		}
 	}
 	cl, why, err := c.clients.forLocation(ctx, ctx.Reader, b.Namespace, b.UID, b.Spec.Location)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
+	"github.com/stewardhq/steward/internal/matrixone/build"
 	s3client "github.com/stewardhq/steward/internal/s3"
 	"github.com/stewardhq/steward/internal/s3/s3test"
 )
@@ -33,7 +34,7 @@ const backupBucket = "mo-backups"
 func newBackupJob(ns, name string, srv *s3test.Server) *mov1.BackupJob {
 	return &mov1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: mov1.BackupJobSpec{
 		Cluster: "mo",
-		Destination: mov1.BackupDestination{S3: mov1.S3Storage{Endpoint: srv.Endpoint(), Bucket: backupBucket, KeyPrefix: "backups",
+		Destination: mov1.BackupDestination{S3: &mov1.S3Storage{Endpoint: srv.Endpoint(), Bucket: backupBucket, KeyPrefix: "backups",
 			Region: s3test.Region, PathStyle: true, CredentialsSecret: credentialsSecret}},
 	}}
 }
@@ -230,13 +231,26 @@ func TestBackupJob(t *testing.T) {
 	}
 }
 
+// onClaim makes j's destination the volume claim.
+func onClaim(j *mov1.BackupJob, claim string) *mov1.BackupJob {
+	j.Spec.Destination = mov1.BackupDestination{VolumeClaim: &mov1.BackupVolumeClaim{ClaimName: claim}}
+	return j
+}
+
+// onClaimRecord is a Backup at prefix on the volume claim's gateway, in ns.
+func onClaimRecord(ns, claim, prefix string) *mov1.Backup {
+	loc := build.BackupGatewayLocation(ns, claim)
+	loc.KeyPrefix = prefix
+	return &mov1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}, Spec: mov1.BackupSpec{Location: loc, VolumeClaim: claim}}
+}
+
 func TestBackupValidate(t *testing.T) {
 	jobs := matrixone.NewBackupJobController(matrixone.Options{})
 	dst := func(edit func(*mov1.S3Storage)) *mov1.BackupJob {
-		j := &mov1.BackupJob{Spec: mov1.BackupJobSpec{Cluster: "mo", Destination: mov1.BackupDestination{S3: mov1.S3Storage{
+		j := &mov1.BackupJob{Spec: mov1.BackupJobSpec{Cluster: "mo", Destination: mov1.BackupDestination{S3: &mov1.S3Storage{
 			Endpoint: "http://s3.steward-s3.svc:7070", Bucket: "backups", Region: "r", PathStyle: true}}}}
 		if edit != nil {
-			edit(&j.Spec.Destination.S3)
+			edit(j.Spec.Destination.S3)
 		}
 		mov1.DefaultBackupJob(j)
 		return j
@@ -278,7 +292,31 @@ func TestBackupValidate(t *testing.T) {
 			s := schedule("@daily", nil)
 			s.Spec.Destination.S3.Endpoint, s.Spec.Destination.S3.CASecret = "https://s3.corp", &mov1.S3CASecret{Name: "ca", Key: "ca.crt"}
 			return s
-		}()), []string{"spec", "BACKUP statement takes no CA"}},
+		}()), []string{"spec.destination.s3.caSecret", "BACKUP statement takes no CA"}},
+		{"a job on a volume claim", jobs.Validate(onClaim(dst(nil), "mo-backups")), nil},
+		{"both s3 and a volume claim", jobs.Validate(func() *mov1.BackupJob {
+			j := onClaim(dst(nil), "mo-backups")
+			j.Spec.Destination.S3 = dst(nil).Spec.Destination.S3
+			return j
+		}()), []string{"spec.destination", "set exactly one of s3 and volumeClaim"}},
+		{"no destination", jobs.Validate(func() *mov1.BackupJob {
+			j := dst(nil)
+			j.Spec.Destination.S3 = nil
+			return j
+		}()), []string{"spec.destination", "set exactly one of s3 and volumeClaim"}},
+		{"a volume claim no Service can be named after", jobs.Validate(onClaim(dst(nil), "7-backups")),
+			[]string{"spec.destination.volumeClaim.claimName", `the S3 gateway's Service "7-backups-s3" is not a valid Service name`}},
+		{"a schedule on a claim with dots", schedules.Validate(func() *mov1.BackupSchedule {
+			s := schedule("@daily", nil)
+			s.Spec.Destination = &onClaim(dst(nil), "mo.backups").Spec.Destination
+			return s
+		}()), []string{"spec.destination.volumeClaim.claimName", "not a valid Service name"}},
+		{"a Backup on a volume claim", records.Validate(onClaimRecord("ns", "mo-backups", "ns/b-1")), nil},
+		{"a Backup on a volume claim elsewhere", records.Validate(func() *mov1.Backup {
+			b := onClaimRecord("ns", "mo-backups", "ns/b-1")
+			b.Spec.Location.Bucket = "other"
+			return b
+		}()), []string{"spec.location", "a backup on the volume claim mo-backups is in its S3 gateway's bucket: endpoint http://mo-backups-s3.ns.svc:7070"}},
 		{"a Backup at a bucket's root", records.Validate(backup("/")), []string{"spec.location.keyPrefix", "never a bucket's root"}},
 		{"a snapshot schedule", schedules.Validate(func() *mov1.BackupSchedule {
 			s := schedule("@hourly", nil)

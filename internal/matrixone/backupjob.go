@@ -56,13 +56,15 @@ type BackupJobContext = framework.Context[*BackupJob]
 // and records the result as a Backup, done once that Backup reads back
 // complete from the store.
 type BackupJobController struct {
-	opts    Options
-	clients *s3Clients
+	opts     Options
+	clients  *s3Clients
+	gateways backupGateways
 }
 
 // NewBackupJobController returns a BackupJob controller with opts.
 func NewBackupJobController(opts Options) *BackupJobController {
-	return &BackupJobController{opts: opts.withDefaults(), clients: newS3Clients()}
+	opts = opts.withDefaults()
+	return &BackupJobController{opts: opts, clients: newS3Clients(), gateways: backupGateways{image: opts.BackupGatewayImage}}
 }
 
 func setupBackupJobs(mgr ctrl.Manager, c *BackupJobController) error {
@@ -78,19 +80,41 @@ func setupBackupJobs(mgr ctrl.Manager, c *BackupJobController) error {
 // Default applies the API's defaults (mov1.DefaultBackupJob).
 func (*BackupJobController) Default(j *BackupJob) { mov1.DefaultBackupJob(j) }
 
-// Validate checks the destination as shared storage is checked, and
-// refuses what MatrixOne's BACKUP cannot take: a CA Secret.
+// Validate checks an S3 destination as shared storage is checked, and
+// refuses what MatrixOne's BACKUP cannot take: a CA Secret; and a volume
+// claim whose gateway could not be named after it.
 func (*BackupJobController) Validate(j *BackupJob) error {
-	path := field.NewPath("spec", "destination", "s3")
-	errs := validateS3(path, &j.Spec.Destination.S3)
-	if j.Spec.Destination.S3.CASecret != nil {
+	errs := validateBackupDestination(field.NewPath("spec", "destination"), j.Spec.Destination)
+	return append(errs, validateBackupTimeout(field.NewPath("spec", "timeout"), j.Spec.Timeout)...).ToAggregate()
+}
+
+// validateBackupTimeout checks the BACKUP statement's timeout: at least a
+// minute.
+func validateBackupTimeout(path *field.Path, t *metav1.Duration) field.ErrorList {
+	if t != nil && t.Duration < time.Minute {
+		return field.ErrorList{field.Invalid(path, t.Duration.String(), "must be at least 1m")}
+	}
+	return nil
+}
+
+// validateBackupDestination checks a BackupJob's (or a schedule's)
+// destination: exactly one of s3 and volumeClaim (as the schema does).
+func validateBackupDestination(path *field.Path, d mov1.BackupDestination) field.ErrorList {
+	switch {
+	case d.VolumeClaim != nil && d.S3 != nil:
+		return field.ErrorList{field.Forbidden(path, "set exactly one of s3 and volumeClaim")}
+	case d.VolumeClaim != nil:
+		return validateBackupVolumeClaim(path.Child("volumeClaim", "claimName"), d.VolumeClaim.ClaimName)
+	case d.S3 == nil:
+		return field.ErrorList{field.Required(path, "set exactly one of s3 and volumeClaim")}
+	}
+	path = path.Child("s3")
+	errs := validateS3(path, d.S3)
+	if d.S3.CASecret != nil {
 		errs = append(errs, field.Forbidden(path.Child("caSecret"),
 			"MatrixOne 1.2.4's BACKUP statement takes no CA: use an endpoint whose certificate the image's system CAs verify, or http inside the cluster"))
 	}
-	if t := j.Spec.Timeout; t != nil && t.Duration < time.Minute {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "timeout"), t.Duration.String(), "must be at least 1m"))
-	}
-	return errs.ToAggregate()
+	return errs
 }
 
 // backupJobState is what a pass observed of a BackupJob.
@@ -213,7 +237,18 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 		}
 		return false, framework.Terminal(fmt.Errorf("a Backup %s exists: a job records its backup under its own name; create the job under another", j.Name))
 	}
-	dst := j.Spec.Destination.S3
+	if claim := j.Spec.Destination.VolumeClaim; claim != nil {
+		// A gateway that does not serve yet is waited for, as a cluster
+		// is: its pod takes seconds to start, a claim may come later.
+		why, err := c.gateways.ensure(ctx, ctx.Client, ctx.Reader, j, claim.ClaimName)
+		if why != "" {
+			ctx.SetReady(false, mov1.ReasonBackingUp, fmt.Sprintf("step %s: waiting for the destination: %s", stepCheckDestination, why))
+		}
+		if why != "" || err != nil {
+			return false, err
+		}
+	}
+	dst := build.BackupDestinationS3(j.Namespace, j.Spec.Destination)
 	dst.KeyPrefix = j.Status.Path
 	cl, why, err := c.clients.forLocation(ctx, ctx.Reader, j.Namespace, j.UID, dst)
 	if err != nil {
@@ -222,6 +257,13 @@ func (c *BackupJobController) checkDestination(ctx *BackupJobContext, _ *backupJ
 	defer c.clients.forget(j.UID) // this step is the job's only use of the store
 	if why != "" {
 		return false, fmt.Errorf("the destination: %s", why)
+	}
+	if j.Spec.Destination.VolumeClaim != nil {
+		// The gateway's bucket is a directory of the claim, which the
+		// first backup makes.
+		if _, err := cl.EnsureBucket(ctx); err != nil {
+			return false, err
+		}
 	}
 	empty, err := cl.IsEmpty(ctx, "")
 	switch {
@@ -336,10 +378,18 @@ func (*BackupJobController) recordBackup(ctx *BackupJobContext, _ *backupJobStat
 	return true, nil
 }
 
+// claimName is the destination's volume claim, "" when it is S3.
+func claimName(d mov1.BackupDestination) string {
+	if d.VolumeClaim == nil {
+		return ""
+	}
+	return d.VolumeClaim.ClaimName
+}
+
 // backupRecord is the Backup a job records: its name, the cluster, the
 // destination at the job's path and the job's deletion policy.
 func backupRecord(j *BackupJob) *mov1.Backup {
-	loc := *j.Spec.Destination.S3.DeepCopy()
+	loc := build.BackupDestinationS3(j.Namespace, j.Spec.Destination)
 	loc.KeyPrefix = j.Status.Path
 	labels := build.Labels(j.Name, build.ComponentBackup)
 	if s := j.Labels[build.LabelBackupSchedule]; s != "" {
@@ -347,6 +397,7 @@ func backupRecord(j *BackupJob) *mov1.Backup {
 	}
 	return &mov1.Backup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name, Labels: labels},
-		Spec:       mov1.BackupSpec{Cluster: j.Spec.Cluster, Location: loc, DeletionPolicy: j.Spec.DeletionPolicy},
+		Spec: mov1.BackupSpec{Cluster: j.Spec.Cluster, Location: loc, VolumeClaim: claimName(j.Spec.Destination),
+			DeletionPolicy: j.Spec.DeletionPolicy},
 	}
 }

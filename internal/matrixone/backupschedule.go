@@ -91,10 +91,8 @@ func (*BackupScheduleController) Validate(s *BackupSchedule) error {
 	case (s.Spec.Destination == nil) == (s.Spec.Snapshot == nil):
 		errs = append(errs, field.Invalid(spec, "", "set exactly one of destination (physical backups) and snapshot (account snapshots)"))
 	case s.Spec.Destination != nil:
-		job := &mov1.BackupJob{Spec: mov1.BackupJobSpec{Cluster: s.Spec.Cluster, Destination: *s.Spec.Destination, Timeout: s.Spec.Timeout}}
-		if err := NewBackupJobController(Options{}).Validate(job); err != nil {
-			errs = append(errs, field.Invalid(spec, "", err.Error()))
-		}
+		errs = append(errs, validateBackupDestination(spec.Child("destination"), *s.Spec.Destination)...)
+		errs = append(errs, validateBackupTimeout(spec.Child("timeout"), s.Spec.Timeout)...)
 	}
 	if a := s.Spec.Retention.MaxAge; a != nil && a.Duration <= 0 {
 		errs = append(errs, field.Invalid(spec.Child("retention", "maxAge"), a.Duration.String(), "must be more than 0"))

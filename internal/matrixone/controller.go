@@ -1,9 +1,11 @@
 package matrixone
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -99,6 +101,10 @@ type Options struct {
 	// most (default DefaultClaimDeleteBatches), the progress recorded in
 	// status between passes.
 	ClaimDeleteBatch, ClaimDeleteBatches int
+	// BackupGatewayImage is the image of the S3 gateway over a volume
+	// claim that holds backups (default: $RELATED_IMAGE_MATRIXONE_BACKUP_GATEWAY,
+	// else mov1.DefaultBackupGatewayImage).
+	BackupGatewayImage string
 }
 
 func (o Options) withDefaults() Options {
@@ -131,6 +137,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClaimDeleteBatches <= 0 {
 		o.ClaimDeleteBatches = DefaultClaimDeleteBatches
+	}
+	if o.BackupGatewayImage == "" {
+		o.BackupGatewayImage = cmp.Or(os.Getenv(EnvBackupGatewayImage), mov1.DefaultBackupGatewayImage)
 	}
 	return o
 }

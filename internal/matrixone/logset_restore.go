@@ -28,7 +28,9 @@ import (
 // (docs/design/matrixone-data.md, "Restore into a new cluster"): before
 // any store starts, the restore flow checks the Backup, checks the shared
 // storage holds nothing, copies the backup's TAE files into its data/
-// (server-side, a page per pass, resuming after status.restore.lastKey),
+// (a page per pass, resuming after status.restore.lastKey; server-side
+// when the backup is in the same store, streamed through the operator
+// when not),
 // and HAKeeper's data into its restore/, which the stores' bootstrap
 // reads (build.LogTemplate.Restore). Until status.restore.dataCopiedAt is
 // set, Declare applies nothing: no store may start on storage being
@@ -84,7 +86,7 @@ func restoring(l *LogSet) bool {
 }
 
 // validateRestore checks what a restore needs of the spec: S3 shared
-// storage (the copy is server-side; a filesystem would need MatrixOne's
+// storage (the copy writes objects; a filesystem would need MatrixOne's
 // own file service to write it) and a root password Secret named (the
 // restored catalog's root is the source's, and a generated password
 // would never log in).
@@ -141,18 +143,13 @@ func backupOf(ctx context.Context, r client.Reader, l *LogSet) (*mov1.Backup, er
 	return b, nil
 }
 
-// checkBackup checks that the Backup is Ready, in the shared storage's
-// store, and that the root password Secret exists; it records the
-// backup's consistent point.
-func (c *LogSetController) checkBackup(ctx *LogContext, st *logState) (bool, error) {
+// checkBackup checks that the Backup is Ready and that the root password
+// Secret exists; it records the backup's consistent point.
+func (c *LogSetController) checkBackup(ctx *LogContext, _ *logState) (bool, error) {
 	l := ctx.Obj
 	b, err := backupOf(ctx, ctx.Client, l)
 	if err != nil {
 		return false, err
-	}
-	if got, want := b.Spec.Location.Endpoint, st.shared.Endpoint; got != want {
-		return false, framework.Terminal(fmt.Errorf("the Backup %s is at %s and the shared storage at %s: a restore copies within one store",
-			b.Name, got, want))
 	}
 	secret := &corev1.Secret{}
 	if err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: l.RootPasswordSecret()}, secret); err != nil {
@@ -243,7 +240,7 @@ func (c *LogSetController) copyData(ctx *LogContext, st *logState) (bool, error)
 			r.LastKey = o.Key // the backup's own description, not TAE's
 			continue
 		}
-		if err := copyObject(ctx, target, b.Spec.Location.Bucket, o.Key, "data/"+rel); err != nil {
+		if err := copyObject(ctx, source, target, o, "data/"+rel); err != nil {
 			return false, err
 		}
 		r.LastKey, r.ObjectsCopied, r.BytesCopied = o.Key, r.ObjectsCopied+1, r.BytesCopied+o.Size
@@ -265,13 +262,18 @@ func (c *LogSetController) copyHAKeeper(ctx *LogContext, st *logState) (bool, er
 	if err != nil {
 		return false, err
 	}
+	source, err := c.clients.client(ctx, ctx.Reader, b.Namespace, b.UID, b.Spec.Location)
+	if err != nil {
+		return false, err
+	}
 	target, err := c.restoreClient(ctx, *st.shared)
 	if err != nil {
 		return false, err
 	}
-	root := claimLocation(b.Spec.Location).Root()
+	root := source.Location().Root()
 	for _, f := range []string{build.HAKeeperDataFile, build.HAKeeperDataFile + ".sha256"} {
-		if err := copyObject(ctx, target, b.Spec.Location.Bucket, root+backupHAKeeperDir+"/"+f, path.Join(build.RestoreDir, f)); err != nil {
+		o := s3.Object{Key: root + backupHAKeeperDir + "/" + f}
+		if err := copyObject(ctx, source, target, o, path.Join(build.RestoreDir, f)); err != nil {
 			return false, err
 		}
 	}
@@ -284,12 +286,25 @@ func (c *LogSetController) copyHAKeeper(ctx *LogContext, st *logState) (bool, er
 	return true, nil
 }
 
-// copyObject copies srcKey of srcBucket to name of target's location,
-// server-side, within claimS3Timeout.
-func copyObject(ctx context.Context, target *s3.Client, srcBucket, srcKey, name string) error {
-	cctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
+// restoreCopyRate is the slowest a copy between two stores is allowed to
+// stream, which bounds how long one object may take.
+const restoreCopyRate = 1 << 20 // bytes a second
+
+// copyObject copies the source's object o to name of target's location:
+// server-side within one store, so the data never passes through the
+// operator; streamed through it between two (a backup in one store
+// restored into a cluster on another), given claimS3Timeout and a second
+// for each restoreCopyRate bytes of o's size.
+func copyObject(ctx context.Context, source, target *s3.Client, o s3.Object, name string) error {
+	if s3.SameStore(source.Location(), target.Location()) {
+		cctx, cancel := context.WithTimeout(ctx, claimS3Timeout)
+		defer cancel()
+		return target.CopyFrom(cctx, source.Location().Bucket, o.Key, name)
+	}
+	cctx, cancel := context.WithTimeout(ctx, claimS3Timeout+time.Duration(o.Size/restoreCopyRate)*time.Second)
 	defer cancel()
-	return target.CopyFrom(cctx, srcBucket, srcKey, name)
+	_, err := source.CopyTo(cctx, o.Key, target, name)
+	return err
 }
 
 // restoreClient is the client of the shared storage, with its

@@ -115,21 +115,33 @@ func listed(t *testing.T, srv *s3test.Server) []string {
 	return keys
 }
 
+// restoredKeys are what a restore of backupFiles writes, relative to the
+// restore's prefix: the TAE files but the backup's own description in
+// data/, HAKeeper's data in restore/.
+var restoredKeys = []string{"data/0190-a", "data/0190-b", "data/ckp/meta_0-0_1-0.ckp", "restore/hk_data", "restore/hk_data.sha256"}
+
+// waitCopied waits until the LogSet name has copied its backup, and
+// returns it.
+func waitCopied(t *testing.T, c client.Client, ns, name string) *mov1.LogSet {
+	t.Helper()
+	l := &mov1.LogSet{}
+	eventually(t, "the LogSet's copy", func() (bool, string) {
+		get(t, c, ns, name, l)
+		r := l.Status.Restore
+		return r != nil && r.DataCopiedAt != nil, condition(l, framework.ConditionReady)
+	})
+	return l
+}
+
 func TestClusterRestore(t *testing.T) {
 	c, ns, admin, probe, srv := restoreEnv(t)
 	create(t, c, restoredCluster(ns, srv))
 
 	// The LogSet copies the backup, then its stores start, told to seed
 	// HAKeeper from the copy of its data.
-	l := &mov1.LogSet{}
-	eventually(t, "the LogSet's copy", func() (bool, string) {
-		get(t, c, ns, "mo-log", l)
-		r := l.Status.Restore
-		return r != nil && r.DataCopiedAt != nil, condition(l, framework.ConditionReady)
-	})
-	want := []string{"data/0190-a", "data/0190-b", "data/ckp/meta_0-0_1-0.ckp", "restore/hk_data", "restore/hk_data.sha256"}
-	if got := listed(t, srv); !slices.Equal(got, want) {
-		t.Errorf("the restore copied %v, want %v", got, want)
+	l := waitCopied(t, c, ns, "mo-log")
+	if got := listed(t, srv); !slices.Equal(got, restoredKeys) {
+		t.Errorf("the restore copied %v, want %v", got, restoredKeys)
 	}
 	if r := l.Status.Restore; r.ObjectsCopied != 3 || r.BytesCopied != 26 || r.BackupTS != "1764252000000000000-1" {
 		t.Errorf("status.restore = %+v", r)
@@ -227,6 +239,44 @@ func TestClusterRestore(t *testing.T) {
 	waitGone(t, c, log)
 	if !get(t, c, ns, "source-root", &corev1.Secret{}) {
 		t.Error("deleting the restored cluster deleted the source cluster's root password Secret")
+	}
+}
+
+// A LogSet restored alone onto another store than the backup's: the copy
+// streams each object through the operator, with each store's own keys.
+func TestLogSetRestoresFromAnotherStore(t *testing.T) {
+	c, ns, _, _, srv := restoreEnv(t)
+	other := s3test.Start(t)
+	keys := other.Credentials()
+	data, err := s3client.New(other.Location(restoreBucket, restorePrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := data.EnsureBucket(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other-keys"},
+		StringData: map[string]string{build.EnvAccessKeyID: keys.AccessKeyID, build.EnvSecretAccessKey: keys.SecretAccessKey}},
+		&mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "log"}, Spec: mov1.LogSetSpec{Replicas: 1,
+			SharedStorage: mov1.SharedStorage{S3: &mov1.S3Storage{Endpoint: other.Endpoint(), Bucket: restoreBucket, KeyPrefix: restorePrefix,
+				Region: s3test.Region, PathStyle: true, CredentialsSecret: "other-keys"}},
+			RootPassword: "source-root",
+			RestoreFrom:  &mov1.RestoreSource{Backup: "b1"}}})
+	l := waitCopied(t, c, ns, "log")
+	if got := listed(t, other); !slices.Equal(got, restoredKeys) {
+		t.Errorf("the restore copied %v to the other store, want %v", got, restoredKeys)
+	}
+	for _, name := range restoredKeys {
+		got, err := data.Get(t.Context(), name, 64)
+		if src := backupFiles[strings.NewReplacer("data/", "tae/", "restore/", "hakeeper/").Replace(name)]; err != nil || string(got) != src {
+			t.Errorf("%s holds %q, %v; want the backup's %q", name, got, err, src)
+		}
+	}
+	if r := l.Status.Restore; r.ObjectsCopied != 3 || r.BytesCopied != 26 {
+		t.Errorf("status.restore = %+v", r)
+	}
+	if got := listed(t, srv); len(got) != 0 {
+		t.Errorf("the restore wrote into the backup's store: %v", got)
 	}
 }
 

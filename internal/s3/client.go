@@ -263,6 +263,41 @@ func (c *Client) CopyFrom(ctx context.Context, srcBucket, srcKey, name string) e
 	return nil
 }
 
+// copyPartSize is the part size of [Client.CopyTo]'s uploads: an object
+// larger is uploaded in parts of it, one part in memory at a time.
+const copyPartSize = 16 << 20
+
+// CopyTo copies the object srcKey (a full key) of c's bucket to name
+// (relative to dst's location) through this process, for two stores that
+// cannot copy between themselves (CopyFrom): the object is streamed from
+// one to the other, at most one part of copyPartSize in memory. It returns
+// the bytes copied.
+func (c *Client) CopyTo(ctx context.Context, srcKey string, dst *Client, name string) (int64, error) {
+	key := dst.key(name)
+	o, err := c.mc.GetObject(ctx, c.loc.Bucket, srcKey, minio.GetObjectOptions{})
+	if err != nil {
+		return 0, c.fail("getting", srcKey, err)
+	}
+	defer o.Close()
+	info, err := o.Stat()
+	if err != nil {
+		return 0, c.fail("getting", srcKey, err)
+	}
+	// A plain reader, not the object's ReadAt: one ranged GET per part
+	// would multiply the requests to the source.
+	_, err = dst.mc.PutObject(ctx, dst.loc.Bucket, key, struct{ io.Reader }{o}, info.Size,
+		minio.PutObjectOptions{PartSize: copyPartSize, NumThreads: 1})
+	if err != nil {
+		return 0, dst.fail("putting "+c.loc.Endpoint+" "+c.loc.Bucket+"/"+srcKey+" to", key, err)
+	}
+	return info.Size, nil
+}
+
+// SameStore reports whether a and b are at one endpoint, where
+// [Client.CopyFrom] can copy between them (as [Overlaps] compares
+// endpoints).
+func SameStore(a, b Location) bool { return endpointKey(a.Endpoint) == endpointKey(b.Endpoint) }
+
 // Object is an object listed.
 type Object struct {
 	// Key is the object's full key in the bucket.

@@ -353,3 +353,40 @@ func TestCopyFrom(t *testing.T) {
 	err = dst.CopyFrom(ctx, "mo-backups", "ns/b1/no-such", "data/x")
 	checkErr(t, err, "NoSuchKey", "copying mo-backups/ns/b1/no-such to ns/restored/data/x in bucket mo-data")
 }
+
+func TestCopyToAnotherStore(t *testing.T) {
+	one, two := s3test.Start(t), s3test.Start(t)
+	ctx := testContext(t)
+	src := newClient(t, one.Location("mo-backups", "ns/b1"))
+	dst := newClient(t, two.Location("mo-data", "ns/restored"))
+	for _, c := range []*s3.Client{src, dst} {
+		if _, err := c.EnsureBucket(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s3.SameStore(src.Location(), dst.Location()) {
+		t.Fatalf("%s and %s: want two stores", src.Location(), dst.Location())
+	}
+	// One object smaller than a part, one of three parts and a bit: the
+	// second goes up as a multipart upload.
+	small := []byte("tae/ckp/meta_0-0_1-0.ckp")
+	large := make([]byte, 3*s3.CopyPartSize+12345)
+	for i := range large {
+		large[i] = byte(i * 7)
+	}
+	for name, data := range map[string][]byte{"tae/ckp/meta": small, "tae/large": large} {
+		if err := src.Put(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+		n, err := src.CopyTo(ctx, "ns/b1/"+name, dst, "data/"+name)
+		if err != nil || n != int64(len(data)) {
+			t.Fatalf("copying %s: %d bytes, %v; want %d", name, n, err, len(data))
+		}
+		got, err := dst.Get(ctx, "data/"+name, int64(len(data)))
+		if err != nil || string(got) != string(data) {
+			t.Errorf("the copy of %s holds %d bytes, %v; want the source's %d", name, len(got), err, len(data))
+		}
+	}
+	_, err := src.CopyTo(ctx, "ns/b1/no-such", dst, "data/x")
+	checkErr(t, err, "NoSuchKey", "getting ns/b1/no-such in bucket mo-backups")
+}

@@ -14,3 +14,6 @@ func NewDialing(loc Location, addr string) (*Client, error) {
 		return d.DialContext(ctx, network, addr)
 	})
 }
+
+// CopyPartSize is the part size of CopyTo's uploads.
+const CopyPartSize = copyPartSize

@@ -66,8 +66,8 @@ func moS3Spec(t *testing.T, in specInput) {
 		{"the TN pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterTN+"-0") }},
 		{"the log pod killed under writes", func(t *testing.T) { m.killUnderWrites(t, moClusterLog+"-0") }},
 		{"MatrixOne's objects under the claim's prefix", s.objectsThere},
-		{"a backup under writes, recorded and read back", s.backUp},
-		{"the backup restored into a new cluster", s.restore},
+		{"a backup to a volume claim under writes, recorded and read back", s.backUp},
+		{"the backup restored into a new cluster on versitygw, copied across stores", s.restore},
 		{"a schedule runs twice and its retention deletes the older backup", s.schedule},
 		{"an account snapshot, restored in place and into another account, then dropped", s.snapshot},
 		{"delete and re-create on the Retained claim, a second cluster on a Delete claim of its template meanwhile", s.recreate},
@@ -389,33 +389,34 @@ func (s *moS3) deleteEmpties(t *testing.T) {
 	}
 }
 
-// moS3Backups is the bucket the spec's backups go to, each under
-// backups/<namespace>/.
+// moS3Backups is the bucket on versitygw the spec's scheduled backups go
+// to, each under scheduled/<namespace>/.
 const moS3Backups = "matrixone-backups"
 
-// backUp runs a BackupJob of the cluster while a client writes through
-// the proxy: MatrixOne's BACKUP runs from the job's pod, the job records
-// a Backup, and the Backup reads back complete from the store (mo_meta,
-// hakeeper/hk_data, tae/ with its checkpoints, and MatrixOne's consistent
-// point). The bucket is made by the test: a BackupJob needs one.
+// moS3BackupClaim is the volume claim the spec's BackupJob writes to.
+const moS3BackupClaim = "mo-backups"
+
+// backUp runs a BackupJob of the cluster to a volume claim while a client
+// writes through the proxy: Steward serves the claim over S3 (its
+// gateway, versitygw, in the spec's namespace), MatrixOne's BACKUP runs
+// from the job's pod, the job records a Backup, and the Backup reads back
+// complete from the gateway (mo_meta, hakeeper/hk_data, tae/ with its
+// checkpoints, and MatrixOne's consistent point).
 func (s *moS3) backUp(t *testing.T) {
-	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
-		PathStyle: true, Credentials: s.keys})
-	if err == nil {
-		_, err = backups.EnsureBucket(context.Background())
-	}
-	if err != nil {
-		fatalNow(t, err)
-	}
-	job := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+	job := fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %[2]s, namespace: %[1]s}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 256Mi}}}
+---
+apiVersion: matrixone.steward.dev/v1alpha1
 kind: BackupJob
 metadata: {name: mo-backup, namespace: %[1]s}
 spec:
   cluster: mo
-  destination:
-    s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: backups, pathStyle: true, credentialsSecret: s3-keys}
+  destination: {volumeClaim: {claimName: %[2]s}}
   deletionPolicy: Delete
-`, s.ns, s3Endpoint, s3Region, moS3Backups)
+`, s.ns, moS3BackupClaim)
+	s.otherClaims = append(s.otherClaims, moS3BackupClaim)
 	s.underWrites(t, func() {
 		// A few seconds of writes first, so that the backup has rows of
 		// this step's to keep.
@@ -444,8 +445,20 @@ spec:
 	if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "mo-backup"}, b); err != nil {
 		fatalNow(t, err)
 	}
-	if b.Status.BackupTS == "" || b.Status.Objects == 0 || b.Spec.Location.Bucket != moS3Backups {
+	if b.Status.BackupTS == "" || b.Status.Objects == 0 || b.Spec.VolumeClaim != moS3BackupClaim || b.Spec.Location.Bucket != "backups" {
 		errorf(t, "the Backup: spec %+v, status %+v", b.Spec, b.Status)
+	}
+	// The gateway, read as the suite reaches Services, with its keys.
+	keys, err := env.client.CoreV1().Secrets(s.ns).Get(context.Background(), moS3BackupClaim+"-s3-keys", metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	addr := portForward(s.spec, s.ns, "svc/"+moS3BackupClaim+"-s3", 7070)
+	backups, err := s3.New(s3.Location{Endpoint: "http://" + addr, Region: b.Spec.Location.Region, Bucket: b.Spec.Location.Bucket,
+		PathStyle: true, Credentials: &s3.Credentials{AccessKeyID: string(keys.Data["AWS_ACCESS_KEY_ID"]),
+			SecretAccessKey: string(keys.Data["AWS_SECRET_ACCESS_KEY"])}})
+	if err != nil {
+		fatalNow(t, err)
 	}
 	objects, err := s.listIn(context.Background(), backups, b.Spec.Location.KeyPrefix)
 	if err != nil {
@@ -463,14 +476,14 @@ spec:
 	}
 	for _, want := range []string{"mo_meta", "hakeeper/hk_data", "tae/tae_sum", "tae/tae_list", "tae/ckp/"} {
 		if !found[want] {
-			errorf(t, "no %s under s3://%s/%s", want, moS3Backups, b.Spec.Location.KeyPrefix)
+			errorf(t, "no %s under %s on the volume claim %s", want, b.Spec.Location.KeyPrefix, moS3BackupClaim)
 		}
 	}
 	if int64(len(objects)) != b.Status.Objects || size != b.Status.SizeBytes {
 		errorf(t, "the Backup says %d objects, %d bytes; the store lists %d, %d bytes", b.Status.Objects, b.Status.SizeBytes, len(objects), size)
 	}
-	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, in s3://%s/%s",
-		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, moS3Backups, b.Spec.Location.KeyPrefix)
+	t.Logf("Backed up under writes in %s (job to Ready): %d objects, %d KiB, consistent at %s, under %s on the volume claim %s",
+		took.Round(time.Second), len(objects), size/1024, b.Status.BackupTS, b.Spec.Location.KeyPrefix, moS3BackupClaim)
 }
 
 // killDuringBackup kills the leading operator replica as soon as the
@@ -685,14 +698,17 @@ spec:
     s3: {endpoint: %[2]q, region: %[3]s, bucket: %[4]s, keyPrefix: scheduled, pathStyle: true, credentialsSecret: s3-keys}
   retention: {count: 1}
 `, s.ns, s3Endpoint, s3Region, moS3Backups)
+	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
+		PathStyle: true, Credentials: s.keys})
+	if err == nil {
+		_, err = backups.EnsureBucket(context.Background()) // a BackupJob to S3 needs its bucket
+	}
+	if err != nil {
+		fatalNow(t, err)
+	}
 	start := time.Now()
 	if out, err := kubectlStdin(schedule, "apply", "-f", "-"); err != nil {
 		fatalf(t, "%v: %s", err, out)
-	}
-	backups, err := s3.New(s3.Location{Endpoint: s.store.Location().Endpoint, Region: s3Region, Bucket: moS3Backups,
-		PathStyle: true, Credentials: s.keys})
-	if err != nil {
-		fatalNow(t, err)
 	}
 	var first *mov1.Backup
 	eventually(t, 4*time.Minute, "a second scheduled Backup, the first deleted with its objects", func(ctx context.Context) error {

@@ -45,14 +45,19 @@ type moUmbrella struct {
 	// sharedClaim is the volume claim the shared storage is on, "" for
 	// none (S3).
 	sharedClaim string
+	// otherClaims are the namespace's volume claims that are not the
+	// cluster's: a backup destination.
+	otherClaims []string
 	// cns is the CN group's replicas.
 	cns int
 	// cnMemory is each CN's memory limit; "" for 640Mi.
 	cnMemory string
 }
 
-// moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's.
-const moClusterPods = "app.kubernetes.io/name=matrixone,app.kubernetes.io/component!=backup"
+// moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's,
+// nor a backup gateway's (it runs while Backups on its volume claim exist,
+// whatever became of the cluster).
+const moClusterPods = "app.kubernetes.io/name=matrixone,app.kubernetes.io/component notin (backup,backup-gateway)"
 
 func (u *moUmbrella) manifest(level string) string {
 	config := fmt.Sprintf("    config: |\n      [log]\n      level = %q\n      [observability]\n      disableTrace = true\n      disableMetric = true\n", level)
@@ -216,6 +221,7 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	if u.sharedClaim != "" {
 		want = append(want, u.sharedClaim)
 	}
+	want = append(want, u.otherClaims...)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		fatalf(t, "claims after the deletion: %v, want %v", names, want)

@@ -36,7 +36,10 @@ type BackupJobSpec struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
-// BackupDestination is where a backup is written.
+// BackupDestination is where a backup is written: an S3 store, or a
+// volume claim Steward serves over S3.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volumeClaim)",message="set exactly one of s3 and volumeClaim"
 type BackupDestination struct {
 	// s3 is a location in an S3-compatible store: the backup is written
 	// under "<keyPrefix>/<namespace>/<job name>-<first 8 characters of
@@ -44,9 +47,36 @@ type BackupDestination struct {
 	// credentials Secret (its keys AWS_ACCESS_KEY_ID and
 	// AWS_SECRET_ACCESS_KEY) is in the job's namespace. caSecret is
 	// refused: MatrixOne 1.2.4's BACKUP statement takes no CA. The bucket
-	// must exist. Required; immutable.
+	// must exist. Set exactly one of s3 and volumeClaim. Default: none;
+	// immutable.
+	// +optional
+	S3 *S3Storage `json:"s3,omitempty"`
+
+	// volumeClaim is a PersistentVolumeClaim that holds the backups
+	// instead: Steward serves it over S3 with a gateway of its own (a
+	// Deployment and Service "<claimName>-s3" running versitygw, keys
+	// generated into the Secret "<claimName>-s3-keys"), which runs while a
+	// BackupJob or Backup names the claim; the backups are in its bucket
+	// "backups", each under "<namespace>/<job name>-<first 8 characters
+	// of the job's UID>/". The claim is the user's: Steward never deletes
+	// it, and its Secret goes with it. Set exactly one of s3 and
+	// volumeClaim. Default: none; immutable.
+	// +optional
+	VolumeClaim *BackupVolumeClaim `json:"volumeClaim,omitempty"`
+}
+
+// BackupVolumeClaim names the volume claim a backup is written to.
+type BackupVolumeClaim struct {
+	// claimName names the PersistentVolumeClaim, in the job's namespace. It
+	// must exist; any access mode does (one pod mounts it), and its
+	// volume must keep user extended attributes, where the gateway keeps
+	// each object's metadata (ext4 and xfs do). At most 60 characters,
+	// beginning with a letter: the gateway's Service is named after it.
+	// Required; immutable.
 	// +required
-	S3 S3Storage `json:"s3"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=60
+	ClaimName string `json:"claimName"`
 }
 
 // BackupJobStatus is the observed state of a BackupJob.
@@ -137,6 +167,15 @@ type BackupSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="location is immutable: it is where the backup is"
 	// +kubebuilder:validation:XValidation:rule="size(self.keyPrefix) > 0",message="keyPrefix is required: a backup is a directory, never a bucket's root"
 	Location S3Storage `json:"location"`
+
+	// volumeClaim names the PersistentVolumeClaim whose S3 gateway
+	// (BackupDestination.volumeClaim) location is: the Backup keeps the
+	// gateway running. Default: none (location is a store of its own);
+	// immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=60
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaim is immutable"
+	VolumeClaim string `json:"volumeClaim,omitempty"`
 
 	// deletionPolicy is what happens to the backup's objects when the
 	// Backup is deleted: Retain (default) keeps them, Delete deletes every

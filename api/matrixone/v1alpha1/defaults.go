@@ -12,6 +12,11 @@ import (
 // DefaultStorageSize is each store's volume unless spec.storage.size says.
 const DefaultStorageSize = "1Gi"
 
+// DefaultBackupGatewayImage is the image of the S3 gateway Steward runs over
+// a volume claim that holds backups (BackupDestination.volumeClaim):
+// versitygw, built by images/versitygw.
+const DefaultBackupGatewayImage = "localhost/versitygw:1.8.0"
+
 // DefaultDrainTimeout is a CNSet's spec.drainTimeout unless it says.
 const DefaultDrainTimeout = 5 * time.Minute
 

@@ -119,6 +119,9 @@ const (
 	// ReasonCredentialsMissing: the credentials Secret (or the CA Secret)
 	// is missing, or lacks a key (BucketReady=False).
 	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonGatewayNotReady: the S3 gateway over a Backup's volume claim
+	// does not serve yet (or cannot be made: the claim is missing).
+	ReasonGatewayNotReady = "GatewayNotReady"
 	// ReasonBucketUnreachable: the store refused the bucket's check or
 	// creation, or could not be reached; the message has its answer
 	// (BucketReady=False).
@@ -159,6 +162,10 @@ const (
 	EventEmptyingPrefix = "EmptyingPrefix"
 	// EventPrefixEmptied: no object is left under the claim's prefix.
 	EventPrefixEmptied = "PrefixEmptied"
+	// EventVolumeClaimGone: a Backup on a volume claim was deleted after
+	// the claim (or with it): its objects are the claim's volume's, and go
+	// as the volume's reclaim policy says.
+	EventVolumeClaimGone = "VolumeClaimGone"
 	// EventObjectsKept: the claim went and left its objects in place
 	// (reclaimPolicy Retain, a claim never bound, or one in Conflict,
 	// whose prefix is another claim's).

@@ -42,7 +42,7 @@ func BackupPath(j *mov1.BackupJob) string {
 	if len(uid) > 8 {
 		uid = uid[:8]
 	}
-	return path.Join(strings.Trim(j.Spec.Destination.S3.KeyPrefix, "/"), j.Namespace, j.Name+"-"+uid)
+	return path.Join(backupKeyPrefix(j.Spec.Destination), j.Namespace, j.Name+"-"+uid)
 }
 
 // BackupJobName names the Job of a BackupJob.
@@ -53,7 +53,7 @@ func BackupJobName(j *mov1.BackupJob) string { return j.Name + "-backup" }
 // Service as root: no retry (a failed attempt leaves a partial backup
 // there; the flow reports it), no longer than spec.timeout.
 func BackupJobPod(j *mov1.BackupJob, c *mov1.MatrixOneCluster) *batchv1.Job {
-	dst := j.Spec.Destination.S3
+	dst := BackupDestinationS3(j.Namespace, j.Spec.Destination)
 	timeout := j.Spec.Timeout.Duration
 	args := []string{"backup", "--addr", c.Status.SQLAddress, "--endpoint", dst.Endpoint, "--region", dst.Region,
 		"--bucket", dst.Bucket, "--path", BackupPath(j), "--timeout", timeout.String()}
