@@ -4,6 +4,8 @@ package zookeeper
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -176,11 +178,12 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 		return ready == 3
 	})
 	if done == nil {
-		b.Logf("%s: pods ready after %s", name, podsReady.Round(10*time.Millisecond))
+		b.Logf("%s: pods ready after %s; %s", name, podsReady.Round(10*time.Millisecond), k.podTimeline(b, ns, name, start))
 		return podsReady
 	}
 	d := k.waitFor(b, start, name, done)
-	b.Logf("%s: pods ready after %s, done after %s", name, podsReady.Round(10*time.Millisecond), d.Round(10*time.Millisecond))
+	b.Logf("%s: pods ready after %s, done after %s; %s", name, podsReady.Round(10*time.Millisecond), d.Round(10*time.Millisecond),
+		k.podTimeline(b, ns, name, start))
 	return d
 }
 
@@ -215,30 +218,57 @@ func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) strin
 		milestones := "no log"
 		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Timestamps: true}).DoRaw(b.Context()); err == nil {
 			milestones = logMilestones(string(log), start)
+			keepLog(b, ns, p.Name, start, log)
 		}
 		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s%s)",
-			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones, k.probeFailures(b, ns, p.Name, start)))
+			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones, k.probeFailures(b, &p, start)))
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
 }
 
+// keepLog writes a server's log, as podTimeline read it, to
+// $BENCH_ZK_LOGS/<namespace>/<pod>-<start>.log when BENCH_ZK_LOGS names a
+// directory: a round's timeline says where its time went, the servers'
+// own words say why.
+func keepLog(b *testing.B, ns, pod string, start time.Time, log []byte) {
+	dir := os.Getenv("BENCH_ZK_LOGS")
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-%s.log", pod, start.UTC().Format("150405.000")))
+	if err := os.WriteFile(name, log, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // probeFailures says which of the pod's probes the kubelet reported
 // failing (its Unhealthy Events: how many times, from when, the last
 // output), "" when none did: a pod ready long after it served shows why.
-func (k *kube) probeFailures(b *testing.B, ns, pod string, start time.Time) string {
-	events, err := k.CS.CoreV1().Events(ns).List(b.Context(), metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=Pod,involvedObject.name=" + pod + ",reason=Unhealthy"})
-	if err != nil || len(events.Items) == 0 {
+func (k *kube) probeFailures(b *testing.B, pod *corev1.Pod, start time.Time) string {
+	// By UID: a replacement pod has its predecessor's name.
+	events, err := k.CS.CoreV1().Events(pod.Namespace).List(b.Context(), metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(pod.UID) + ",reason=Unhealthy"})
+	if err != nil {
 		return ""
 	}
 	var out []string
 	for _, e := range events.Items {
-		first := e.FirstTimestamp.Time
+		first, last := e.FirstTimestamp.Time, e.LastTimestamp.Time
 		if first.IsZero() {
-			first = e.EventTime.Time
+			first, last = e.EventTime.Time, e.EventTime.Time
+		}
+		if last.Before(start.Truncate(time.Second)) {
+			continue // a pod that survived a heal failed this before it
 		}
 		out = append(out, fmt.Sprintf("%dx from %.0fs: %.120q", max(e.Count, 1), first.Sub(start.Truncate(time.Second)).Seconds(), e.Message))
+	}
+	if len(out) == 0 {
+		return ""
 	}
 	return ", probes failed " + strings.Join(out, "; ")
 }
@@ -266,8 +296,8 @@ func logMilestones(log string, start time.Time) string {
 	for _, line := range strings.Split(log, "\n") {
 		stamp, text, ok := strings.Cut(line, " ")
 		t, err := time.Parse(time.RFC3339Nano, stamp)
-		if !ok || err != nil {
-			continue
+		if !ok || err != nil || t.Before(start) {
+			continue // lines before start: a survivor's earlier life
 		}
 		for _, re := range []*regexp.Regexp{jvmStarting, portBound, adminStarted, electionTook, serving} {
 			if _, seen := at[re]; !seen && re.MatchString(text) {

@@ -20,7 +20,8 @@
 //     and readiness, and from its log the JVM's start, the client port,
 //     the AdminServer and the election), and the ratios of medians and
 //     worsts. BENCH_CPU_BURNERS=N loads the machine with N busy goroutines
-//     for the run.
+//     for the run; BENCH_ZK_LOGS=DIR keeps every server's log of every
+//     round under DIR/<namespace>/.
 //
 // Run them with `make bench`.
 package zookeeper
