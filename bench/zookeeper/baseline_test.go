@@ -188,13 +188,14 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 }
 
 // podTimeline says, for each server pod, when (after start) it was created,
-// its container started and it became ready (to the second: the API's
-// timestamps have no finer grain), and, from the kubelet's timestamps on
-// its log lines (to the millisecond), when zk-run started the JVM, the
-// server bound its client port, started its AdminServer and ended its
-// first election (its role, and how long the election ran), and how long
-// zk-run waited for the DNS to answer its name: so that a slow round shows
-// where its time went.
+// scheduled (its volume bound), its container started and it became ready
+// (to the second: the API's timestamps have no finer grain), and, from the
+// kubelet's timestamps on its log lines after start (to the millisecond),
+// when zk-run started the JVM, the server bound its client port, started
+// its AdminServer, ended its first election (its role, and how long the
+// election ran) and served, how long zk-run waited for the DNS to answer
+// its name, and which probes failed: so that a slow round shows where its
+// time went. A heal's surviving pod shows only what came after start.
 func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) string {
 	since := func(t metav1.Time) string {
 		if t.IsZero() {
@@ -204,7 +205,7 @@ func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) strin
 	}
 	var out []string
 	for _, p := range k.serverPods(b, ns, name) {
-		var started, ready metav1.Time
+		var scheduled, started, ready metav1.Time
 		for _, c := range p.Status.ContainerStatuses {
 			if c.State.Running != nil {
 				started = c.State.Running.StartedAt
@@ -214,14 +215,17 @@ func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) strin
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				ready = c.LastTransitionTime
 			}
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+				scheduled = c.LastTransitionTime // after its volume was bound
+			}
 		}
 		milestones := "no log"
 		if log, err := k.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Timestamps: true}).DoRaw(b.Context()); err == nil {
 			milestones = logMilestones(string(log), start)
 			keepLog(b, ns, p.Name, start, log)
 		}
-		out = append(out, fmt.Sprintf("%s created %s started %s ready %s (%s%s)",
-			p.Name, since(p.CreationTimestamp), since(started), since(ready), milestones, k.probeFailures(b, &p, start)))
+		out = append(out, fmt.Sprintf("%s created %s scheduled %s started %s ready %s (%s%s)",
+			p.Name, since(p.CreationTimestamp), since(scheduled), since(started), since(ready), milestones, k.probeFailures(b, &p, start)))
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
