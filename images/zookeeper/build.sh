@@ -276,10 +276,12 @@ install -m 0755 "$here/zk-run" "$cds/root/usr/local/bin/zk-run"
 install -D -m 0644 "$here/java.security" "$cds/root/usr/local/etc/zookeeper/java.security"
 mount -t proc proc "$cds/root/proc"
 # Four free loopback ports (nothing answers on them), picked at random so
-# that two builds, or a server of the host, do not collide.
+# that two builds, or a server of the host, do not collide, and below the
+# kernel's ephemeral range (32768 and up), where a busy machine's outgoing
+# connections could hold one by the time the server binds it.
 ports=()
 while ((${#ports[@]} < 4)); do
-	p=$((20000 + RANDOM % 30000))
+	p=$((20000 + RANDOM % 12768))
 	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [[ " ${ports[*]} " != *" $p "* ]]; then
 		ports+=("$p")
 	fi

@@ -39,8 +39,17 @@ for ((i = 0; i < 600; i++)); do
 	sleep 0.1
 done
 [[ $out == *"Mode: leader"* ]] || fail "the server did not lead within 60s"
+# The AdminServer starts before the election, but a build on a busy machine
+# once found its port refusing after the server led: each command is asked
+# until it answers, and a server whose AdminServer never does fails the
+# build with its log.
 for command in stat voting_view; do
-	ask "$admin" "GET /commands/$command HTTP/1.0"$'\r\n\r\n' >/dev/null
+	for ((i = 0; i < 600; i++)); do
+		if out=$( (ask "$admin" "GET /commands/$command HTTP/1.0"$'\r\n\r\n') 2>/dev/null) && [[ $out == *" 200 "* ]]; then break; fi
+		kill -0 "$server" 2>/dev/null || fail "the server exited"
+		sleep 0.1
+	done
+	[[ $out == *" 200 "* ]] || fail "the AdminServer did not answer $command within 60s"
 done
 kill -TERM "$server"
 wait "$server" || true

@@ -72,7 +72,7 @@ log "image $(jq -r '.[0].RepoTags | join(" ")' "$manifest"), user $user, entrypo
 free_port() {
 	local p
 	for _ in {1..100}; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12768)) # below the ephemeral range (32768 and up)
 		if [[ $p != "${client_port:-}" ]] && ! ss -Hltn "( sport = :$p )" | grep -q .; then
 			echo "$p"
 			return
