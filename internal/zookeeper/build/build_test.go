@@ -543,7 +543,8 @@ func TestStatefulSetVolumeAndEnv(t *testing.T) {
 				t.Errorf("ZK_SUPER_DIGEST secretKeyRef = %s/%s (optional %v), want %s/%s, required",
 					ref.Name, ref.Key, ref.Optional, tc.wantSecret, build.SuperDigestKey)
 			}
-			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dzookeeper.cnxTimeout=2000"
+			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dzookeeper.cnxTimeout=2000" +
+				" -Dzookeeper.leader.maxTimeToWaitForEpoch=300"
 			if got := env[index["ZK_JVM_OPTS"]].Value; got != wantOpts {
 				t.Errorf("ZK_JVM_OPTS = %q, want %q", got, wantOpts)
 			}
