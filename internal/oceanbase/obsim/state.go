@@ -142,6 +142,8 @@ type Tenant struct {
 	Charset          string            `json:"charset"`
 	DoneAt           *time.Time        `json:"doneAt,omitempty"` // when CREATING or DROPPING ends
 	Variables        map[string]string `json:"variables,omitempty"`
+	// Commits are a user tenant's committed transactions (data.go).
+	Commits []Commit `json:"commits,omitempty"`
 }
 
 // Job is a row of DBA_OB_TENANT_JOBS.
