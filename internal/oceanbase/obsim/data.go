@@ -3,6 +3,7 @@ package obsim
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,6 +135,9 @@ type dataRequest struct {
 // statement's result and, for writes, the database the connection is in
 // afterwards (a USE among them).
 func (n *Node) execData(t *Tenant, req dataRequest) (*result, *Error) {
+	if t.role() != RolePrimary && slices.ContainsFunc(req.Stmts, func(q string) bool { return !isRead(q) }) {
+		return nil, errorf(codeNotAllowed, "tenant '%s' is a %s tenant: read only", t.Name, t.role())
+	}
 	te, err := n.engineFor(t)
 	if err != nil {
 		return nil, err

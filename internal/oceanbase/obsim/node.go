@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -70,21 +71,22 @@ type Node struct {
 	start time.Time
 	http  *http.Client
 
-	mu        sync.Mutex
-	state     *State // nil until the node joins a cluster
-	isRS      bool
-	lastRS    time.Time // when the RootService was last heard from
-	knobs     Knobs
-	fired     map[int]int // fault index → times fired
-	busy      bool        // a bootstrap is in progress
-	savedVer  int64
-	sqlL      *mysql.Listener
-	rpcL      net.Listener
-	rpcServer *http.Server
-	engines   map[int64]*tenantEngine // tenant id → its data's engine, on the RootService
-	push      chan struct{}
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	mu         sync.Mutex
+	state      *State // nil until the node joins a cluster
+	isRS       bool
+	lastRS     time.Time // when the RootService was last heard from
+	knobs      Knobs
+	fired      map[int]int // fault index → times fired
+	busy       bool        // a bootstrap is in progress
+	savedVer   int64
+	sqlL       *mysql.Listener
+	rpcL       net.Listener
+	rpcServer  *http.Server
+	engines    map[int64]*tenantEngine // tenant id → its data's engine, on the RootService
+	backupBusy atomic.Bool             // a pass of runBackups is writing
+	push       chan struct{}
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // The protocol library logs failed logins and the like to the standard

@@ -217,6 +217,9 @@ func (n *Node) loop() {
 		n.save()
 		sinceRS := now.Sub(n.lastRS)
 		n.mu.Unlock()
+		if isRS {
+			n.runBackups(now)
+		}
 		switch {
 		case isRS && (now.Sub(lastPush) >= hb || len(n.push) > 0):
 			lastPush = now

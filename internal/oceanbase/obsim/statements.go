@@ -108,7 +108,7 @@ func (n *Node) exec(ctx context.Context, sess session, q string) (*result, *Erro
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !strings.EqualFold(sess.Tenant, sysTenantName) && !isUserStatement(q) {
+	if !strings.EqualFold(sess.Tenant, sysTenantName) && !isUserStatement(q) && !isBackupStatement(q) {
 		return nil, notAllowed("only the sys tenant may run: %s", q)
 	}
 	res, e := n.mutate(sess, p)
@@ -128,6 +128,9 @@ func isUserStatement(q string) bool {
 func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 	s := n.state
 	now := time.Now()
+	if res, err, ok := n.mutateBackup(sess, p, now); ok {
+		return res, err
+	}
 	switch {
 	case p.keywords("ALTER", "SYSTEM", "DELETE", "SERVER"):
 		return n.deleteServer(p)
@@ -477,6 +480,15 @@ func (n *Node) setParameter(sess session, p *parser) (*result, *Error) {
 		return nil, err
 	}
 	name = strings.ToLower(name)
+	if isBackupParam(name) {
+		p.punct('=')
+		value, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		res, err, _ := n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.setBackupParam(t, name, value) })
+		return res, err
+	}
 	spec, ok := paramSpecOf(name)
 	if !ok {
 		return nil, invalid("Invalid argument: unknown parameter '%s'", name)
@@ -644,6 +656,7 @@ func (n *Node) tick(now time.Time) {
 		}
 	}
 	n.tickTenants(now)
+	n.tickBackups(now)
 }
 
 // migrateUnits moves the units of deleting servers to another server of
