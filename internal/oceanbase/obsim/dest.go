@@ -48,7 +48,7 @@ func parseDest(uri string) (dest, error) {
 		q := u.Query()
 		host := q.Get("host")
 		if host == "" || u.Host == "" {
-			return nil, errors.New("an s3 destination is s3://bucket/prefix?host=...&access_id=...&access_key=...&s3_region=...")
+			return nil, errors.New("an s3 destination is s3://bucket/prefix?host=HOST&access_id=ID&access_key=KEY&s3_region=REGION")
 		}
 		if !strings.Contains(host, "://") {
 			host = "https://" + host
