@@ -27,6 +27,11 @@
 //     and passwords, resource unit configs, pools and units, tenants
 //     (CREATING, NORMAL, DROPPING) and locality changes one zone at a time as
 //     jobs.
+//   - A user tenant's data (data.go): databases, tables, rows and
+//     transactions over the MySQL protocol, executed by an embedded SQL
+//     engine (go-mysql-server, MySQL's dialect, in memory) on the
+//     RootService and kept as the tenant's log of commits, each with its
+//     SCN, which every member holds.
 //
 // Knobs (Knobs; environment variables in the image, and an HTTP control
 // endpoint for tests) make transitions slow, make statements fail once or

@@ -38,6 +38,18 @@ type Knobs struct {
 	// DELETING, as when its units have nowhere to go
 	// (OBSIM_HANG_DELETE=true).
 	HangDelete bool `json:"hangDelete,omitempty"`
+	// ArchiveDelay is how long a log archive round stays BEGINNING before
+	// it is DOING (OBSIM_ARCHIVE_DELAY; default 1s).
+	ArchiveDelay Duration `json:"archiveDelay,omitempty"`
+	// BackupDelay is how long a data backup job is DOING before it writes
+	// its set (OBSIM_BACKUP_DELAY; default 2s).
+	BackupDelay Duration `json:"backupDelay,omitempty"`
+	// RestoreDelay is how long a restore job runs before it reads the
+	// destinations (OBSIM_RESTORE_DELAY; default 2s).
+	RestoreDelay Duration `json:"restoreDelay,omitempty"`
+	// HangBackup keeps data backup jobs DOING for ever
+	// (OBSIM_HANG_BACKUP=true).
+	HangBackup bool `json:"hangBackup,omitempty"`
 	// Faults fail or slow statements that match a pattern
 	// (OBSIM_FAULTS, a JSON list of Fault).
 	Faults []Fault `json:"faults,omitempty"`
@@ -101,6 +113,9 @@ func (k Knobs) withDefaults() Knobs {
 	def(&k.Heartbeat, 500*time.Millisecond)
 	def(&k.MigrateDelay, time.Second)
 	def(&k.TenantDelay, time.Second)
+	def(&k.ArchiveDelay, time.Second)
+	def(&k.BackupDelay, 2*time.Second)
+	def(&k.RestoreDelay, 2*time.Second)
 	if k.BuildVersion == "" {
 		k.BuildVersion = DefaultBuildVersion
 	}
@@ -124,7 +139,8 @@ func KnobsFromEnv(getenv func(string) string) (Knobs, error) {
 	durations := map[string]*Duration{
 		"OBSIM_BOOTSTRAP_DELAY": &k.BootstrapDelay, "OBSIM_START_SERVICE_DELAY": &k.StartServiceDelay,
 		"OBSIM_LEASE": &k.Lease, "OBSIM_HEARTBEAT": &k.Heartbeat, "OBSIM_MIGRATE_DELAY": &k.MigrateDelay,
-		"OBSIM_TENANT_DELAY": &k.TenantDelay,
+		"OBSIM_TENANT_DELAY": &k.TenantDelay, "OBSIM_ARCHIVE_DELAY": &k.ArchiveDelay, "OBSIM_BACKUP_DELAY": &k.BackupDelay,
+		"OBSIM_RESTORE_DELAY": &k.RestoreDelay,
 	}
 	for name, d := range durations {
 		if v := getenv(name); v != "" {
@@ -134,6 +150,7 @@ func KnobsFromEnv(getenv func(string) string) (Knobs, error) {
 		}
 	}
 	k.HangDelete = strings.EqualFold(getenv("OBSIM_HANG_DELETE"), "true")
+	k.HangBackup = strings.EqualFold(getenv("OBSIM_HANG_BACKUP"), "true")
 	k.BuildVersion = getenv("OBSIM_BUILD_VERSION")
 	if v := getenv("OBSIM_FAULTS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &k.Faults); err != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
@@ -70,20 +71,22 @@ type Node struct {
 	start time.Time
 	http  *http.Client
 
-	mu        sync.Mutex
-	state     *State // nil until the node joins a cluster
-	isRS      bool
-	lastRS    time.Time // when the RootService was last heard from
-	knobs     Knobs
-	fired     map[int]int // fault index → times fired
-	busy      bool        // a bootstrap is in progress
-	savedVer  int64
-	sqlL      *mysql.Listener
-	rpcL      net.Listener
-	rpcServer *http.Server
-	push      chan struct{}
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	mu         sync.Mutex
+	state      *State // nil until the node joins a cluster
+	isRS       bool
+	lastRS     time.Time // when the RootService was last heard from
+	knobs      Knobs
+	fired      map[int]int // fault index → times fired
+	busy       bool        // a bootstrap is in progress
+	savedVer   int64
+	sqlL       *mysql.Listener
+	rpcL       net.Listener
+	rpcServer  *http.Server
+	engines    map[int64]*tenantEngine // tenant id → its data's engine, on the RootService
+	backupBusy atomic.Bool             // a pass of runBackups is writing
+	push       chan struct{}
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // The protocol library logs failed logins and the like to the standard
@@ -377,9 +380,15 @@ type handler struct{ n *Node }
 func (h *handler) NewConnection(*mysql.Conn)                   {}
 func (h *handler) ConnectionClosed(*mysql.Conn)                {}
 func (h *handler) ConnectionAborted(*mysql.Conn, string) error { return nil }
-func (h *handler) ComInitDB(_ *mysql.Conn, db string) error {
-	if !strings.EqualFold(db, "oceanbase") {
+func (h *handler) ComInitDB(c *mysql.Conn, db string) error {
+	if strings.EqualFold(db, "oceanbase") {
+		return nil
+	}
+	if strings.EqualFold(sessionOf(c).Tenant, sysTenantName) {
 		return mysql.NewSQLError(1049, "42000", "Unknown database '%s'", db)
+	}
+	if _, err := h.n.query(context.Background(), c, "USE `"+strings.ReplaceAll(db, "`", "``")+"`"); err != nil {
+		return err.sqlError()
 	}
 	return nil
 }
@@ -390,7 +399,7 @@ func (h *handler) ParserOptionsForConnection(*mysql.Conn) (sqlparser.ParserOptio
 }
 
 func (h *handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) error {
-	res, err := h.n.query(ctx, sessionOf(c), strings.Clone(query))
+	res, err := h.n.query(ctx, c, strings.Clone(query))
 	if err != nil {
 		return err.sqlError()
 	}
@@ -416,7 +425,7 @@ func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 	if err != nil {
 		return err
 	}
-	res, qerr := h.n.query(ctx, sessionOf(c), q)
+	res, qerr := h.n.query(ctx, c, q)
 	if qerr != nil {
 		return qerr.sqlError()
 	}

@@ -17,6 +17,7 @@ var fastKnobs = Knobs{
 	BootstrapDelay: Duration{100 * time.Millisecond}, StartServiceDelay: Duration{200 * time.Millisecond},
 	Lease: Duration{time.Second}, Heartbeat: Duration{100 * time.Millisecond},
 	MigrateDelay: Duration{200 * time.Millisecond}, TenantDelay: Duration{200 * time.Millisecond},
+	ArchiveDelay: Duration{200 * time.Millisecond}, BackupDelay: Duration{300 * time.Millisecond},
 }
 
 // testCluster runs simulated observers on 127.0.0.x with the real ports.

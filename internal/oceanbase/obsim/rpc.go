@@ -40,7 +40,9 @@ type hello struct {
 
 type execRequest struct {
 	Session session `json:"session"`
-	Query   string  `json:"query"`
+	Query   string  `json:"query,omitempty"`
+	// Data, instead of Query: a user tenant's data statements.
+	Data *dataRequest `json:"data,omitempty"`
 }
 
 type execReply struct {
@@ -97,7 +99,7 @@ func (n *Node) rpcHandler() http.Handler {
 			writeJSON(w, http.StatusOK, execReply{Error: errorf(codeRPC, "%s is not the RootService", n.cfg.Addr)})
 			return
 		}
-		res, err := n.exec(r.Context(), req.Session, req.Query)
+		res, err := n.serve(r.Context(), req)
 		writeJSON(w, http.StatusOK, execReply{Result: res, Error: err})
 	})
 	mux.HandleFunc("GET "+pathKnobs, func(w http.ResponseWriter, _ *http.Request) {
@@ -215,6 +217,9 @@ func (n *Node) loop() {
 		n.save()
 		sinceRS := now.Sub(n.lastRS)
 		n.mu.Unlock()
+		if isRS {
+			n.runBackups(now)
+		}
 		switch {
 		case isRS && (now.Sub(lastPush) >= hb || len(n.push) > 0):
 			lastPush = now

@@ -28,6 +28,7 @@ type State struct {
 	Units       []*Unit       `json:"units"`
 	Tenants     []*Tenant     `json:"tenants"`
 	Jobs        []*Job        `json:"jobs,omitempty"`
+	Restores    []*RestoreJob `json:"restores,omitempty"`
 	NextID      int64         `json:"nextID"`
 }
 
@@ -142,6 +143,15 @@ type Tenant struct {
 	Charset          string            `json:"charset"`
 	DoneAt           *time.Time        `json:"doneAt,omitempty"` // when CREATING or DROPPING ends
 	Variables        map[string]string `json:"variables,omitempty"`
+	// Commits are a user tenant's committed transactions (data.go).
+	Commits []Commit `json:"commits,omitempty"`
+	// Backup is a user tenant's archive and backups (backup.go); nil
+	// until one is configured.
+	Backup *TenantBackup `json:"backup,omitempty"`
+	// Role is the tenant's role (restore.go): PRIMARY when empty.
+	Role string `json:"role,omitempty"`
+	// RecoveryUntilSCN is where a restored tenant's recovery stopped.
+	RecoveryUntilSCN int64 `json:"recoveryUntilSCN,omitempty"`
 }
 
 // Job is a row of DBA_OB_TENANT_JOBS.
@@ -307,4 +317,15 @@ func (s *State) clone() *State {
 		panic("obsim: cloning the state: " + err.Error())
 	}
 	return &c
+}
+
+// usersOf returns copies of a tenant's users.
+func (s *State) usersOf(tenantID int64) []User {
+	var out []User
+	for _, u := range s.Users {
+		if u.TenantID == tenantID {
+			out = append(out, *u)
+		}
+	}
+	return out
 }

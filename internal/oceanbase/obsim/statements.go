@@ -6,17 +6,24 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dolthub/vitess/go/mysql"
 )
 
 // query runs one statement a client sent to this node: session settings
-// here, BOOTSTRAP on a node in no cluster, everything else on the
+// here, BOOTSTRAP on a node in no cluster, a user tenant's data statements
+// through its connection's transaction (data.go), everything else on the
 // RootService (this node, or forwarded to it).
-func (n *Node) query(ctx context.Context, sess session, q string) (*result, *Error) {
+func (n *Node) query(ctx context.Context, c *mysql.Conn, q string) (*result, *Error) {
+	sess := sessionOf(c)
 	if n.cfg.Trace != nil {
 		n.cfg.Trace(q)
 	}
 	if err := n.fault(q); err != nil {
 		return nil, err
+	}
+	if !strings.EqualFold(sess.Tenant, sysTenantName) && (txnControl(q) != "" || isDataStatement(q)) {
+		return n.dataQuery(ctx, c, sess, q)
 	}
 	p, err := newParser(q)
 	if err != nil {
@@ -32,6 +39,11 @@ func (n *Node) query(ctx context.Context, sess session, q string) (*result, *Err
 	case isSelectWithoutFrom(q):
 		return selectQuery(q, func(string) (table, *Error) { return table{}, nil })
 	}
+	return n.onRootService(ctx, execRequest{Session: sess, Query: q})
+}
+
+// onRootService runs a request on the RootService: here, or forwarded to it.
+func (n *Node) onRootService(ctx context.Context, req execRequest) (*result, *Error) {
 	n.mu.Lock()
 	joined, isRS := n.state != nil, n.isRS
 	var rs string
@@ -43,16 +55,24 @@ func (n *Node) query(ctx context.Context, sess session, q string) (*result, *Err
 	case !joined:
 		return nil, errorf(codeNotInit, "Server is initializing: it is in no cluster yet (not bootstrapped or added)")
 	case isRS:
-		return n.exec(ctx, sess, q)
+		return n.serve(ctx, req)
 	}
 	var reply execReply
-	if err := n.call(ctx, http.MethodPost, rs, pathExec, execRequest{Session: sess, Query: q}, &reply); err != nil {
+	if err := n.call(ctx, http.MethodPost, rs, pathExec, req, &reply); err != nil {
 		return nil, errorf(codeRPC, "cannot reach the RootService %s: %v", rs, err)
 	}
 	if reply.Error != nil {
 		return nil, reply.Error
 	}
 	return reply.Result, nil
+}
+
+// serve runs a request on the RootService.
+func (n *Node) serve(ctx context.Context, req execRequest) (*result, *Error) {
+	if req.Data != nil {
+		return n.execDataRequest(req.Session, *req.Data)
+	}
+	return n.exec(ctx, req.Session, req.Query)
 }
 
 // isSelectWithoutFrom reports a SELECT of expressions only (select 1), which
@@ -88,7 +108,7 @@ func (n *Node) exec(ctx context.Context, sess session, q string) (*result, *Erro
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !strings.EqualFold(sess.Tenant, sysTenantName) && !isUserStatement(q) {
+	if !strings.EqualFold(sess.Tenant, sysTenantName) && !isUserStatement(q) && !isBackupStatement(q) {
 		return nil, notAllowed("only the sys tenant may run: %s", q)
 	}
 	res, e := n.mutate(sess, p)
@@ -108,6 +128,9 @@ func isUserStatement(q string) bool {
 func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 	s := n.state
 	now := time.Now()
+	if res, err, ok := n.mutateBackup(sess, p, now); ok {
+		return res, err
+	}
 	switch {
 	case p.keywords("ALTER", "SYSTEM", "DELETE", "SERVER"):
 		return n.deleteServer(p)
@@ -457,6 +480,15 @@ func (n *Node) setParameter(sess session, p *parser) (*result, *Error) {
 		return nil, err
 	}
 	name = strings.ToLower(name)
+	if isBackupParam(name) {
+		p.punct('=')
+		value, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		res, err, _ := n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.setBackupParam(t, name, value) })
+		return res, err
+	}
 	spec, ok := paramSpecOf(name)
 	if !ok {
 		return nil, invalid("Invalid argument: unknown parameter '%s'", name)
@@ -624,6 +656,7 @@ func (n *Node) tick(now time.Time) {
 		}
 	}
 	n.tickTenants(now)
+	n.tickBackups(now)
 }
 
 // migrateUnits moves the units of deleting servers to another server of

@@ -77,9 +77,31 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 		}
 		return nil, errorf(5157, "tenant '%s' already exists", name)
 	}
-	pools := opts["RESOURCE_POOL_LIST"]
-	if len(pools) == 0 {
+	primary, _ := one(opts, "PRIMARY_ZONE")
+	charset, ok := one(opts, "CHARSET")
+	if !ok {
+		charset = "utf8mb4"
+	}
+	t, err := n.addTenant(name, opts["RESOURCE_POOL_LIST"], strings.Join(opts["LOCALITY"], ","), primary, charset)
+	if err != nil {
 		n.mu.Unlock()
+		return nil, err
+	}
+	t.Variables = vars
+	delay := n.knobs.TenantDelay.Duration
+	n.mu.Unlock()
+	select {
+	case <-time.After(delay + 200*time.Millisecond):
+	case <-ctx.Done():
+	}
+	return &result{}, nil
+}
+
+// addTenant adds a user tenant (and its META tenant) on pools, CREATING
+// for TenantDelay (n.mu held).
+func (n *Node) addTenant(name string, pools []string, locality, primary, charset string) (*Tenant, *Error) {
+	s := n.state
+	if len(pools) == 0 {
 		return nil, invalid("CREATE TENANT needs RESOURCE_POOL_LIST")
 	}
 	minMemory, _ := parseSize(s.configuredValue(&Server{}, "__min_full_resource_pool_memory", 0,
@@ -89,20 +111,17 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 		pool := s.pool(pn)
 		switch {
 		case pool == nil:
-			n.mu.Unlock()
 			return nil, missing("resource pool '%s' does not exist", pn)
 		case pool.TenantID != 0:
-			n.mu.Unlock()
 			return nil, notAllowed("resource pool '%s' is already used by a tenant", pn)
 		}
 		if c := s.unitConfigByID(pool.ConfigID); c != nil && c.Memory < minMemory {
-			n.mu.Unlock()
 			return nil, invalid("unit config '%s' has memory_size %d below __min_full_resource_pool_memory %d",
 				c.Name, c.Memory, minMemory)
 		}
 		zones = append(zones, pool.Zones...)
 	}
-	locality := normalizeLocality(strings.Join(opts["LOCALITY"], ","))
+	locality = normalizeLocality(locality)
 	if locality == "" {
 		var parts []string
 		for _, z := range zones {
@@ -112,7 +131,6 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 	}
 	for _, z := range localityZones(locality) {
 		if !slices.Contains(zones, z) {
-			n.mu.Unlock()
 			return nil, invalid("locality zone '%s' has no resource pool", z)
 		}
 	}
@@ -120,17 +138,12 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 	for s.tenantByID(id) != nil {
 		id += 2
 	}
-	primary, _ := one(opts, "PRIMARY_ZONE")
-	charset, ok := one(opts, "CHARSET")
-	if !ok {
-		charset = "utf8mb4"
-	}
 	if primary == "" {
 		primary = "RANDOM"
 	}
 	delay := n.knobs.TenantDelay.Duration
 	t := &Tenant{ID: id, Name: name, Type: "USER", PrimaryZone: primary, Locality: locality, Status: TenantCreating,
-		Charset: charset, DoneAt: ptrTime(time.Now().Add(delay)), Variables: vars}
+		Charset: charset, DoneAt: ptrTime(time.Now().Add(delay))}
 	meta := &Tenant{ID: id - 1, Name: "META$" + formatInt(id), Type: "META", PrimaryZone: primary, Locality: locality,
 		Status: TenantCreating, Charset: charset, DoneAt: t.DoneAt}
 	s.Tenants = append(s.Tenants, meta, t)
@@ -139,12 +152,7 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 	}
 	s.Users = append(s.Users, &User{TenantID: id, Name: "root"})
 	n.changed()
-	n.mu.Unlock()
-	select {
-	case <-time.After(delay + 200*time.Millisecond):
-	case <-ctx.Done():
-	}
-	return &result{}, nil
+	return t, nil
 }
 
 // mutateResources runs the unit, pool and tenant statements (n.mu held).

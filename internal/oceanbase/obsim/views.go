@@ -25,7 +25,8 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 		return s.parametersView(tenantID), nil
 	case "DBA_OB_TENANTS":
 		t := table{cols: []string{"tenant_id", "tenant_name", "tenant_type", "primary_zone", "locality",
-			"previous_locality", "status", "compatibility_mode", "tenant_role"}}
+			"previous_locality", "status", "compatibility_mode", "tenant_role", "log_mode", "switchover_status",
+			"recovery_until_scn"}}
 		for _, tn := range s.Tenants {
 			if tenantID != sysTenantID && tn.ID != tenantID {
 				continue
@@ -34,8 +35,12 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 			if tn.PreviousLocality != "" {
 				prev = tn.PreviousLocality
 			}
+			logMode := "NOARCHIVELOG"
+			if tn.Backup != nil {
+				logMode = tn.Backup.LogMode
+			}
 			t.rows = append(t.rows, []any{tn.ID, tn.Name, tn.Type, tn.PrimaryZone, tn.Locality, prev, tn.Status,
-				"MYSQL", "PRIMARY"})
+				"MYSQL", tn.role(), logMode, "NORMAL", recoveryUntil(tn)})
 		}
 		return t, nil
 	case "DBA_OB_RESOURCE_POOLS":
@@ -71,6 +76,12 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 			}
 			t.rows = append(t.rows, []any{j.ID, j.Type, j.Status, j.TenantID, j.SQL, j.Start, end})
 		}
+		return t, nil
+	}
+	if t, ok := s.backupView(name, tenantID); ok {
+		return t, nil
+	}
+	if t, ok := s.restoreView(name, tenantID); ok {
 		return t, nil
 	}
 	return table{}, errorf(1146, "Table 'oceanbase.%s' doesn't exist", name)
@@ -171,3 +182,12 @@ func splitAddr(addr string) (string, any) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// recoveryUntil is DBA_OB_TENANTS.RECOVERY_UNTIL_SCN: where a restored
+// tenant's recovery stopped, OceanBase's maximum SCN for a primary.
+func recoveryUntil(t *Tenant) int64 {
+	if t.RecoveryUntilSCN != 0 {
+		return t.RecoveryUntilSCN
+	}
+	return 4611686018427387903
+}
