@@ -544,7 +544,7 @@ func TestStatefulSetVolumeAndEnv(t *testing.T) {
 					ref.Name, ref.Key, ref.Optional, tc.wantSecret, build.SuperDigestKey)
 			}
 			const wantOpts = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST) -Dzookeeper.cnxTimeout=2000" +
-				" -Dzookeeper.leader.maxTimeToWaitForEpoch=300"
+				" -Dzookeeper.leader.maxTimeToWaitForEpoch=100"
 			if got := env[index["ZK_JVM_OPTS"]].Value; got != wantOpts {
 				t.Errorf("ZK_JVM_OPTS = %q, want %q", got, wantOpts)
 			}

@@ -69,19 +69,21 @@ const ProbeCommandTimeout = "2s"
 // attempt held the election back by 5 s. A connect inside a cluster takes
 // milliseconds; 2 s leaves room for one lost SYN.
 //
-// And a leader whose voters gave up on it quits within 300 ms
+// And a leader whose voters gave up on it quits
 // (zookeeper.leader.maxTimeToWaitForEpoch; default: never) instead of
 // waiting out initLimit (20 s) for them. In a new ensemble a server may be
-// elected before its peers' DNS has its name: they cannot resolve it, give
-// up following in half a second and elect another leader among
-// themselves, while the first one kept waiting for them; the creation
-// benchmark saw 6 of 36 clusters take 24-26 s that way instead of 4 s.
-// With the limit, the first notification from a voter that went back to
-// looking makes the leader look again, and it joins the others' election.
-// Only a voter that gave up triggers it, so a slow but loyal follower does
-// not.
+// elected by a voter that then follows another: one that cannot resolve
+// the leader's name yet (the DNS has no record of its pod) and gives up in
+// half a second, or one that switches to a server started a moment later
+// with a higher id. The two others then form the ensemble and the first
+// leader waits for voters that left; the creation benchmark saw 5 of 72
+// clusters take 24-26 s that way instead of 4 s. With the limit, a
+// notification from one of its voters that is looking again, 100 ms or more
+// after it began to lead, makes the leader look again, and it joins the
+// others. Notifications sent before the voter followed it arrive within
+// tens of milliseconds, and a slow but loyal follower sends none.
 const JVMOptions = "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)" +
-	" -Dzookeeper.cnxTimeout=2000 -Dzookeeper.leader.maxTimeToWaitForEpoch=300"
+	" -Dzookeeper.cnxTimeout=2000 -Dzookeeper.leader.maxTimeToWaitForEpoch=100"
 
 // StatefulSet returns the servers' StatefulSet with replicas pods, the
 // config ConfigMap configMap and the members ConfigMap mounted together at
