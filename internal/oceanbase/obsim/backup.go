@@ -140,7 +140,8 @@ type backupFile struct {
 // in GV$OB_PARAMETERS' list.
 func isBackupParam(name string) bool {
 	switch name {
-	case "log_archive_dest", "log_archive_dest_state", "data_backup_dest", "log_archive_concurrency":
+	case "log_archive_dest", "log_archive_dest_state", "data_backup_dest", "log_archive_concurrency",
+		"log_restore_source":
 		return true
 	}
 	return false
@@ -195,6 +196,8 @@ func (n *Node) setBackupParam(t *Tenant, name, value string) (*result, *Error) {
 			return nil, notAllowed("backup job %d is running: DATA_BACKUP_DEST cannot change", j.JobID)
 		}
 		b.DataDest = value
+	case "log_restore_source":
+		return n.setLogSource(t, value)
 	case "log_archive_concurrency":
 		// Accepted; the simulator archives with one writer.
 	}
@@ -463,9 +466,16 @@ func (n *Node) runBackups(now time.Time) {
 	n.mu.Lock()
 	work := n.nextBackupWork(now)
 	restores := n.dueRestores(now)
+	var standbys []standbyWork
+	if now.Sub(n.lastReplay) >= replayInterval {
+		standbys, n.lastReplay = n.dueStandbys(), now
+	}
 	n.mu.Unlock()
 	go func() {
 		defer n.backupBusy.Store(false)
+		for _, w := range standbys {
+			n.replay(w)
+		}
 		for _, job := range restores {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			src, err := readRestoreSource(ctx, job)
@@ -518,6 +528,12 @@ func (n *Node) mutateBackup(sess session, p *parser, now time.Time) (res *result
 		return res, err, true
 	case p.keywords("ALTER", "SYSTEM", "ACTIVATE", "STANDBY", "TENANT"):
 		res, err := n.activateStandby(p)
+		return res, err, true
+	case p.keywords("ALTER", "SYSTEM", "RECOVER", "STANDBY", "TENANT"):
+		res, err := n.recoverStandby(p)
+		return res, err, true
+	case p.keywords("ALTER", "SYSTEM", "SWITCHOVER", "TO", "STANDBY", "TENANT"):
+		res, err := n.switchoverToStandby(p)
 		return res, err, true
 	case p.keywords("ALTER", "SYSTEM", "ARCHIVELOG"):
 		return n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.archiveLog(t, true, now) })

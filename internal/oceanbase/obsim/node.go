@@ -84,6 +84,7 @@ type Node struct {
 	rpcServer  *http.Server
 	engines    map[int64]*tenantEngine // tenant id → its data's engine, on the RootService
 	backupBusy atomic.Bool             // a pass of runBackups is writing
+	lastReplay time.Time               // when standbys last read their sources
 	push       chan struct{}
 	stop       chan struct{}
 	wg         sync.WaitGroup

@@ -175,7 +175,7 @@ func (n *Node) activateStandby(p *parser) (*result, *Error) {
 	case t.Status != TenantNormal:
 		return nil, notAllowed("tenant '%s' is %s", name, t.Status)
 	}
-	t.Role = RolePrimary
+	t.Role, t.Source, t.RecoveryUntilSCN = RolePrimary, nil, 0
 	return &result{}, nil
 }
 

@@ -152,6 +152,8 @@ type Tenant struct {
 	Role string `json:"role,omitempty"`
 	// RecoveryUntilSCN is where a restored tenant's recovery stopped.
 	RecoveryUntilSCN int64 `json:"recoveryUntilSCN,omitempty"`
+	// Source is a standby's LOG_RESTORE_SOURCE and replay (standby.go).
+	Source *LogSource `json:"source,omitempty"`
 }
 
 // Job is a row of DBA_OB_TENANT_JOBS.

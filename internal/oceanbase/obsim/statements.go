@@ -104,7 +104,19 @@ func (n *Node) exec(ctx context.Context, sess session, q string) (*result, *Erro
 		return n.addServer(ctx, p)
 	}
 	if p.keywords("CREATE", "TENANT") {
-		return n.createTenant(ctx, p)
+		return n.createTenant(ctx, p, false)
+	}
+	if p.keywords("CREATE", "STANDBY", "TENANT") {
+		if !strings.EqualFold(sess.Tenant, sysTenantName) {
+			return nil, notAllowed("only the sys tenant may run: %s", q)
+		}
+		return n.createTenant(ctx, p, true)
+	}
+	if p.keywords("ALTER", "SYSTEM", "SWITCHOVER", "TO", "PRIMARY", "TENANT") {
+		if !strings.EqualFold(sess.Tenant, sysTenantName) {
+			return nil, notAllowed("only the sys tenant may run: %s", q)
+		}
+		return n.switchoverToPrimary(ctx, p)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -46,8 +46,10 @@ func one(opts map[string][]string, key string) (string, bool) {
 
 // createTenant runs CREATE TENANT [IF NOT EXISTS] name
 // RESOURCE_POOL_LIST=(...) [, PRIMARY_ZONE=..., LOCALITY=..., CHARSET=...]
-// [SET VARIABLES ...]. Like OceanBase it returns when the tenant is NORMAL.
-func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
+// [SET VARIABLES ...], or CREATE STANDBY TENANT with LOG_RESTORE_SOURCE
+// among the options (standby.go). Like OceanBase it returns when the tenant
+// is NORMAL.
+func (n *Node) createTenant(ctx context.Context, p *parser, standby bool) (*result, *Error) {
 	ifNotExists := p.keywords("IF", "NOT", "EXISTS")
 	name, err := p.value()
 	if err != nil {
@@ -77,6 +79,14 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 		}
 		return nil, errorf(5157, "tenant '%s' already exists", name)
 	}
+	source, _ := one(opts, "LOG_RESTORE_SOURCE")
+	if standby {
+		// Checked before the tenant exists: a refused CREATE leaves nothing.
+		if _, _, _, err := logSourceDSN(source); err != nil {
+			n.mu.Unlock()
+			return nil, invalid("Invalid argument: %v", err)
+		}
+	}
 	primary, _ := one(opts, "PRIMARY_ZONE")
 	charset, ok := one(opts, "CHARSET")
 	if !ok {
@@ -88,6 +98,11 @@ func (n *Node) createTenant(ctx context.Context, p *parser) (*result, *Error) {
 		return nil, err
 	}
 	t.Variables = vars
+	if standby {
+		t.Role = RoleStandby
+		t.Source = &LogSource{Value: source, UntilSCN: maxSCN}
+		t.RecoveryUntilSCN = maxSCN
+	}
 	delay := n.knobs.TenantDelay.Duration
 	n.mu.Unlock()
 	select {

@@ -26,7 +26,7 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 	case "DBA_OB_TENANTS":
 		t := table{cols: []string{"tenant_id", "tenant_name", "tenant_type", "primary_zone", "locality",
 			"previous_locality", "status", "compatibility_mode", "tenant_role", "log_mode", "switchover_status",
-			"recovery_until_scn"}}
+			"recovery_until_scn", "sync_scn", "replayable_scn", "readable_scn", "switchover_epoch"}}
 		for _, tn := range s.Tenants {
 			if tenantID != sysTenantID && tn.ID != tenantID {
 				continue
@@ -40,7 +40,7 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 				logMode = tn.Backup.LogMode
 			}
 			t.rows = append(t.rows, []any{tn.ID, tn.Name, tn.Type, tn.PrimaryZone, tn.Locality, prev, tn.Status,
-				"MYSQL", tn.role(), logMode, "NORMAL", recoveryUntil(tn)})
+				"MYSQL", tn.role(), logMode, "NORMAL", recoveryUntil(tn), syncSCN(tn), syncSCN(tn), syncSCN(tn), int64(0)})
 		}
 		return t, nil
 	case "DBA_OB_RESOURCE_POOLS":
@@ -82,6 +82,12 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 		return t, nil
 	}
 	if t, ok := s.restoreView(name, tenantID); ok {
+		return t, nil
+	}
+	if t, ok := s.sourceView(name, tenantID); ok {
+		return t, nil
+	}
+	if t, ok := s.logSourceView(name, tenantID); ok {
 		return t, nil
 	}
 	return table{}, errorf(1146, "Table 'oceanbase.%s' doesn't exist", name)
@@ -189,5 +195,14 @@ func recoveryUntil(t *Tenant) int64 {
 	if t.RecoveryUntilSCN != 0 {
 		return t.RecoveryUntilSCN
 	}
-	return 4611686018427387903
+	return maxSCN
+}
+
+// syncSCN is DBA_OB_TENANTS.SYNC_SCN (and the replayable and readable
+// SCNs): a standby's replay point, a primary's current SCN.
+func syncSCN(t *Tenant) int64 {
+	if t.Source != nil {
+		return t.Source.SyncSCN
+	}
+	return time.Now().UnixNano()
 }
