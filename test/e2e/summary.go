@@ -3,11 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stewardhq/steward/internal/framework"
 )
@@ -38,8 +42,9 @@ func noteFailure(t *testing.T, format string, args ...any) {
 }
 
 // noteObjects records, for the failure summary, what each Steward object
-// in ns says (its Ready condition and its operation) and the namespace's
-// last Warning events.
+// in ns says (its Ready condition and its operation), how each restarted
+// container last ended (OOMKilled, say) and the namespace's last Warning
+// events.
 func noteObjects(t *testing.T, ns string) {
 	const objects = `{range .items[*]}{.kind}/{.metadata.name}: Ready={.status.conditions[?(@.type=="Ready")].status} ` +
 		`{.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}; ` +
@@ -51,6 +56,18 @@ func noteObjects(t *testing.T, ns string) {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line != "" {
 			noteFailure(t, "%s", line)
+		}
+	}
+	pods, err := env.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		noteFailure(t, "list pods: %v", err)
+	}
+	for _, pod := range pods.Items {
+		for _, cs := range pod.Status.ContainerStatuses {
+			if last := cs.LastTerminationState.Terminated; last != nil {
+				noteFailure(t, "Pod/%s container %s restarted %d times, last ended %s: %s (exit %d) %s",
+					pod.Name, cs.Name, cs.RestartCount, last.FinishedAt.UTC().Format(time.RFC3339), last.Reason, last.ExitCode, last.Message)
+			}
 		}
 	}
 	const events = `{range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.reason}: {.message}{"\n"}{end}`
