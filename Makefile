@@ -356,14 +356,14 @@ install-chart: helm ## Install (or upgrade) Steward on the cluster KUBECONFIG na
 .PHONY: wait-admission
 wait-admission:
 	@if [ -z "$(SAMPLES)" ]; then echo "no sample in config/samples for SYSTEMS=$(SYSTEMS)" >&2; exit 1; fi
-	@# A sample of a kind that names its cluster (OBParameter) is denied
-	@# for want of the cluster, which a dry run does not create: the
-	@# webhook answered, which is what this waits for. kubectl prints the
-	@# denial's causes: The OBTenant "t1" is invalid: spec.cluster: Not found.
+	@# A sample of a kind that names its cluster or tenant (OBParameter,
+	@# OBTenantBackup) is denied for want of it, which a dry run does not
+	@# create: the webhook answered, which is what this waits for. kubectl
+	@# prints the denial's causes: The OBTenant "t1" is invalid: spec.cluster: Not found.
 	@for s in $(SAMPLES); do \
 		for i in $$(seq 60); do \
 			if out=$$($(KUBECTL) apply --dry-run=server -f $$s 2>&1) || \
-				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec.cluster: Not found'; then continue 2; fi; \
+				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec.(cluster|tenant): Not found'; then continue 2; fi; \
 			sleep 1; \
 		done; \
 		echo "$$out" >&2; exit 1; \

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -456,7 +457,7 @@ func (p *pass[T, S]) patchMeta(ctx context.Context, mutate func(client.Object)) 
 		client.FieldOwner(FieldOwner)); err != nil {
 		return err
 	}
-	p.r.wrote(client.ObjectKeyFromObject(work), base.GetResourceVersion())
+	p.wroteFrom(work, base.GetResourceVersion())
 	for _, o := range []client.Object{p.obj, p.orig} {
 		if reflectNil(o) {
 			continue
@@ -479,8 +480,19 @@ func (p *pass[T, S]) patchStatus() error {
 		client.FieldOwner(FieldOwner)); err != nil {
 		return err
 	}
-	p.r.wrote(client.ObjectKeyFromObject(p.obj), p.orig.GetResourceVersion())
+	p.wroteFrom(p.obj, p.orig.GetResourceVersion())
 	return nil
+}
+
+// wroteFrom records that this controller moved obj on from the
+// resourceVersion from, unless its write changed nothing: the API server
+// answers a patch that leaves the object as it was (a time with
+// sub-second digits the wire format drops, say) with the same
+// resourceVersion, and a cache that holds that version is not stale.
+func (p *pass[T, S]) wroteFrom(obj client.Object, from string) {
+	if obj.GetResourceVersion() != from {
+		p.r.wrote(client.ObjectKeyFromObject(obj), from)
+	}
 }
 
 // statusPatch returns a JSON merge patch that turns before's status into
@@ -492,8 +504,13 @@ func statusPatch(before, after client.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compute status patch: %w", err)
 	}
+	// Numbers stay as written: as float64 an int64 above 2^53 (an
+	// OceanBase SCN) would be rounded, written rounded, and differ from
+	// the pass's value again on every pass.
 	var diff map[string]any
-	if err := json.Unmarshal(full, &diff); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(full))
+	dec.UseNumber()
+	if err := dec.Decode(&diff); err != nil {
 		return nil, fmt.Errorf("decode status patch: %w", err)
 	}
 	status, ok := diff["status"]

@@ -227,6 +227,8 @@ func TestStatusPatch(t *testing.T) {
 		}, ""},
 		{"observed generation", func(w *testapi.Widget) { w.Status.ObservedGeneration = 2 },
 			`{"metadata":{"resourceVersion":"7"},"status":{"observedGeneration":2}}`},
+		{"an int64 beyond float64's exact integers (an OceanBase SCN)", func(w *testapi.Widget) { w.Status.ObservedGeneration = 1795874724917275341 },
+			`{"metadata":{"resourceVersion":"7"},"status":{"observedGeneration":1795874724917275341}}`},
 		{"operation", func(w *testapi.Widget) {
 			w.Spec.Replicas = 3
 			w.Status.Operation = &commonv1.Operation{Name: "x", Phase: commonv1.PhaseRunning}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,16 +74,12 @@ func setupBackupSchedules(mgr ctrl.Manager, c *BackupScheduleController) error {
 // Default applies the API's defaults (mov1.DefaultBackupSchedule).
 func (*BackupScheduleController) Default(s *BackupSchedule) { mov1.DefaultBackupSchedule(s) }
 
-// cronParser reads five-field expressions and descriptors (@daily,
-// @every 6h), as Kubernetes' CronJob does.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Validate checks the schedule parses, the destination as a BackupJob's,
 // and the retention's maxAge is positive.
 func (*BackupScheduleController) Validate(s *BackupSchedule) error {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
-	if _, err := cronParser.Parse(s.Spec.Schedule); err != nil {
+	if _, err := framework.ParseSchedule(s.Spec.Schedule); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("schedule"), s.Spec.Schedule, err.Error()))
 	}
 	switch {
@@ -192,7 +187,7 @@ func (c *BackupScheduleController) listRuns(ctx *ScheduleContext, st *scheduleSt
 // is due, and writes status and Ready.
 func (c *BackupScheduleController) Declare(ctx *ScheduleContext) (*scheduleState, error) {
 	s := ctx.Obj
-	sched, err := cronParser.Parse(s.Spec.Schedule)
+	sched, err := framework.ParseSchedule(s.Spec.Schedule)
 	if err != nil {
 		return nil, framework.InvalidSpec(fmt.Errorf("spec.schedule: %w", err))
 	}
@@ -215,13 +210,8 @@ func (c *BackupScheduleController) Declare(ctx *ScheduleContext) (*scheduleState
 	if t := status.LastScheduleTime; t != nil {
 		from = t.Time
 	}
-	now := time.Now()
-	next := sched.Next(from)
-	// Runs missed while the operator was down: only the latest is taken.
-	for !next.After(now) {
-		st.due = next
-		next = sched.Next(next)
-	}
+	var next time.Time
+	st.due, next = framework.DueRun(sched, from, time.Now())
 	kept := fmt.Sprintf("%d %ss kept", len(st.records), strings.ToLower(st.recordKind))
 	status.NextScheduleTime = nil
 	if s.Spec.Suspend {

@@ -135,6 +135,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err == nil {
 		err = setupParameters(mgr, c) // parameter.go
 	}
+	if err == nil {
+		err = setupBackupPolicies(mgr, opts) // backuppolicy.go
+	}
+	if err == nil {
+		err = setupTenantBackups(mgr, opts) // backup.go
+	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
 	}

@@ -18,7 +18,8 @@ import (
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 )
 
-// The admission webhooks of OBClusters, OBTenants and OBParameters. The
+// The admission webhooks of OBClusters, OBTenants, OBParameters,
+// OBTenantBackupPolicies and OBTenantBackups. The
 // CRDs' schemas default and check what a schema can; the webhooks add
 // Default, Validate, the API server's validation of the children a
 // cluster's spec makes (RenderChildren), names no other cluster's
@@ -33,6 +34,10 @@ import (
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obcluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obclusters,verbs=create;update,versions=v1alpha1,name=vobcluster.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=mobtenant.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenant,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenants,verbs=create;update,versions=v1alpha1,name=vobtenant.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenantbackuppolicy,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackuppolicies,verbs=create;update,versions=v1alpha1,name=mobtenantbackuppolicy.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantbackuppolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackuppolicies,verbs=create;update,versions=v1alpha1,name=vobtenantbackuppolicy.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenantbackup,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackups,verbs=create;update,versions=v1alpha1,name=mobtenantbackup.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantbackup,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackups,verbs=create;update,versions=v1alpha1,name=vobtenantbackup.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the OBCluster's, OBTenant's and OBParameter's
@@ -45,6 +50,12 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 	}
 	if err == nil {
 		err = setupParameterWebhooks(mgr)
+	}
+	if err == nil {
+		err = framework.SetupWebhooks[*BackupPolicy](mgr, NewBackupPolicyController(Options{}))
+	}
+	if err == nil {
+		err = framework.SetupWebhooks[*TenantBackup](mgr, NewTenantBackupController(Options{}))
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -301,6 +312,47 @@ func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *Clust
 	}
 	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
 		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
+	}
+	return nil
+}
+
+// Admit checks at admission that the policy's OBTenant exists
+// (framework.Admitter).
+func (*BackupPolicyController) Admit(ctx context.Context, r client.Reader, p *BackupPolicy) error {
+	return tenantExists(ctx, r, p.Namespace, p.Spec.Tenant)
+}
+
+// Clashes refuses a second policy of one tenant (framework.ClashChecker):
+// two policies would set its destinations back and forth. Of two, the
+// older keeps it.
+func (*BackupPolicyController) Clashes(ctx context.Context, r client.Reader, p *BackupPolicy) error {
+	var list obv1.OBTenantBackupPolicyList
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return fmt.Errorf("list OBTenantBackupPolicies: %w", err)
+	}
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.UID != p.UID && o.Spec.Tenant == p.Spec.Tenant && o.DeletionTimestamp == nil && framework.Older(o, p) {
+			return field.ErrorList{field.Duplicate(field.NewPath("spec", "tenant"), p.Spec.Tenant)}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Admit checks at admission that the backup's OBTenant exists
+// (framework.Admitter).
+func (*TenantBackupController) Admit(ctx context.Context, r client.Reader, b *TenantBackup) error {
+	return tenantExists(ctx, r, b.Namespace, b.Spec.Tenant)
+}
+
+// tenantExists refuses spec.tenant when no OBTenant has the name.
+func tenantExists(ctx context.Context, r client.Reader, namespace, name string) error {
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &Tenant{})
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "tenant"), name)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get OBTenant %s: %w", name, err)
 	}
 	return nil
 }

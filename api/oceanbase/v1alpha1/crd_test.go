@@ -53,6 +53,16 @@ func TestDefaults(t *testing.T) {
 			GoOnly: []string{"spec.rootPassword", "spec.tenantName", "spec.unit.minCPU"},
 		},
 		{Minimal: obj("OBParameter", "p", "{cluster: ob, name: p, value: v}"), Typed: &obv1.OBParameter{}, Default: none},
+		{
+			Minimal: obj("OBTenantBackupPolicy", "bp", "{tenant: t1, archive: {destination: {path: 'file:///b/a'}}, dataBackup: {destination: {path: 'file:///b/d'}, fullSchedule: '@daily'}}"),
+			Typed:   &obv1.OBTenantBackupPolicy{},
+			Default: func(o client.Object) { obv1.DefaultBackupPolicy(o.(*obv1.OBTenantBackupPolicy)) },
+		},
+		{
+			Minimal: obj("OBTenantBackup", "b", "{tenant: t1}"),
+			Typed:   &obv1.OBTenantBackup{},
+			Default: func(o client.Object) { obv1.DefaultBackup(o.(*obv1.OBTenantBackup)) },
+		},
 		{Minimal: obj("OBZone", "ob-z1", "{cluster: ob, zone: z1}"), Typed: &obv1.OBZone{}, Default: none},
 		{Minimal: obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 0}"), Typed: &obv1.OBServer{}, Default: none},
 	})
@@ -73,6 +83,14 @@ func TestCELRules(t *testing.T) {
 	cluster := func(zones, more string) string { return "{image: ob:4, zones: " + zones + more + "}" }
 	param := "cluster: ob, name: p, value: v"
 	tenant := "cluster: ob, unit: {maxCPU: 1, memorySize: 5Gi}, zones: [{name: z1}]"
+	// policy is an OBTenantBackupPolicy spec with the archive and data
+	// destinations and the data backup's schedules given.
+	policy := func(archive, data, schedules string) string {
+		return "{tenant: t1, archive: {destination: " + archive + "}, dataBackup: {destination: " + data + ", " + schedules + "}}"
+	}
+	file := func(p string) string { return "{path: 'file:///b/" + p + "'}" }
+	s3 := "{path: 's3://b/d', s3: {endpoint: gw, region: r, credentialsSecret: k}}"
+	daily := "fullSchedule: '@daily'"
 
 	testenv.CheckCELRules(t, c, rules, []testenv.Violation{
 		create(rule("OBCluster", "", "metadata.name must be a DNS-1035 label of at most 40 characters: it names the zones' StatefulSets, their pods and the servers' Services"),
@@ -116,6 +134,20 @@ func TestCELRules(t *testing.T) {
 		change(rule("OBTenant", "spec.cluster", "cluster is immutable"), "{"+tenant+"}", "{"+strings.Replace(tenant, "cluster: ob", "cluster: ob2", 1)+"}"),
 		change(rule("OBTenant", "spec.rootPassword", "rootPassword is immutable"), "{"+tenant+", rootPassword: a}", "{"+tenant+", rootPassword: b}"),
 		change(rule("OBTenant", "spec.tenantName", "tenantName is immutable"), "{"+tenant+", tenantName: a}", "{"+tenant+", tenantName: b}"),
+
+		create(rule("OBTenantBackupPolicy", "spec", "dataBackup.incrementalSchedule must differ from fullSchedule"), "",
+			policy(file("a"), file("d"), "fullSchedule: '@daily', incrementalSchedule: '@daily'")),
+		change(rule("OBTenantBackupPolicy", "spec.tenant", "tenant is immutable"),
+			policy(file("a"), file("d"), daily), strings.Replace(policy(file("a"), file("d"), daily), "tenant: t1", "tenant: t2", 1)),
+		create(rule("OBTenantBackupPolicy", "spec.archive.destination", "s3 is set exactly when path is an s3:// path"), "",
+			policy("{path: 's3://b/a'}", file("d"), daily)),
+		create(rule("OBTenantBackupPolicy", "spec.dataBackup.destination", "s3 is set exactly when path is an s3:// path"), "",
+			policy(file("a"), strings.Replace(s3, "s3://b/d", "file:///b/d", 1), daily)),
+		create(rule("OBTenantBackupPolicy", "spec.archive.destination", "s3 is set exactly when path is an s3:// path"), "",
+			policy(strings.Replace(s3, "s3://b/d", "file:///b/a", 1), s3, daily)),
+
+		change(rule("OBTenantBackup", "spec.tenant", "tenant is immutable"), "{tenant: t1}", "{tenant: t2}"),
+		change(rule("OBTenantBackup", "spec.type", "type is immutable"), "{tenant: t1, type: Full}", "{tenant: t1, type: Incremental}"),
 
 		create(rule("OBZone", "", "metadata.name must be <spec.cluster>-<spec.zone>"), "ob-z2", "{cluster: ob, zone: z1}"),
 		{

@@ -88,3 +88,35 @@ func DefaultTenant(t *OBTenant) {
 		s.ReclaimPolicy = "Retain"
 	}
 }
+
+// Defaults of an OBTenantBackupPolicy, as the CRD's schema writes them.
+const (
+	DefaultRecoveryWindow      = "7d"
+	DefaultBackupsKept         = 10
+	DefaultPieceSwitchInterval = "1d"
+	DefaultArchiveBinding      = "Optional"
+)
+
+// DefaultBackupPolicy applies an OBTenantBackupPolicy's defaults in memory.
+func DefaultBackupPolicy(p *OBTenantBackupPolicy) {
+	s := &p.Spec
+	if s.RecoveryWindow == "" {
+		s.RecoveryWindow = DefaultRecoveryWindow
+	}
+	if s.BackupsKept == 0 {
+		s.BackupsKept = DefaultBackupsKept
+	}
+	if s.Archive.PieceSwitchInterval == "" {
+		s.Archive.PieceSwitchInterval = DefaultPieceSwitchInterval
+	}
+	if s.Archive.Binding == "" {
+		s.Archive.Binding = DefaultArchiveBinding
+	}
+}
+
+// DefaultBackup applies an OBTenantBackup's defaults in memory.
+func DefaultBackup(b *OBTenantBackup) {
+	if b.Spec.Type == "" {
+		b.Spec.Type = BackupFull
+	}
+}

@@ -19,7 +19,8 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{},
-		&OBZone{}, &OBZoneList{}, &OBServer{}, &OBServerList{}, &OBParameter{}, &OBParameterList{})
+		&OBZone{}, &OBZoneList{}, &OBServer{}, &OBServerList{}, &OBParameter{}, &OBParameterList{},
+		&OBTenantBackupPolicy{}, &OBTenantBackupPolicyList{}, &OBTenantBackup{}, &OBTenantBackupList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

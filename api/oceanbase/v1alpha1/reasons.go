@@ -52,6 +52,18 @@ const (
 	ReasonTenantDrifted    = "TenantDrifted"
 )
 
+// Reasons of OBTenantBackupPolicy's and OBTenantBackup's conditions.
+const (
+	ReasonTenantNotFound      = "TenantNotFound"
+	ReasonDestinationChanging = "DestinationChanging"
+	ReasonArchiveNotRunning   = "ArchiveNotRunning"
+	ReasonArchiveSuspended    = "ArchiveSuspended"
+	ReasonCredentialsMissing  = "CredentialsMissing"
+	ReasonBackupQueued        = "BackupQueued"
+	ReasonBackupRunning       = "BackupRunning"
+	ReasonBackupFailed        = "BackupFailed"
+)
+
 // Reasons of the OBZone and OBServer views' Ready condition (and of the
 // OBParameter whose server is unknown).
 const (
@@ -71,7 +83,7 @@ const (
 
 // Reasons of the Events OceanBase's controllers record, next to the
 // shared ones in api/common. Every one is of type Normal except
-// EventStoreLost, a Warning.
+// EventStoreLost, EventBackupSkipped and EventBackupFailed, Warnings.
 const (
 	// Servers and zones of an OBCluster.
 	EventServerAdded    = "ServerAdded"
@@ -92,4 +104,16 @@ const (
 
 	// Parameters.
 	EventParameterSet = "ParameterSet"
+
+	// Backups: a policy's archive and schedules, and one backup's job.
+	EventArchiveStarted   = "ArchiveStarted"
+	EventArchiveStopped   = "ArchiveStopped"
+	EventArchiveSuspended = "ArchiveSuspended"
+	EventDestinationSet   = "DestinationSet"
+	EventDeletePolicySet  = "DeletePolicySet"
+	EventBackupScheduled  = "BackupScheduled"
+	EventBackupSkipped    = "BackupSkipped"
+	EventBackupStarted    = "BackupStarted"
+	EventBackupCompleted  = "BackupCompleted"
+	EventBackupFailed     = "BackupFailed"
 )
