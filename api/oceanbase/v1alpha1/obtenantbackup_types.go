@@ -45,7 +45,7 @@ type OBTenantBackupSpec struct {
 	Type string `json:"type,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
-	// false.
+	// false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }

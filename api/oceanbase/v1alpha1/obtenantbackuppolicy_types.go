@@ -128,8 +128,8 @@ type BackupDestination struct {
 	// +kubebuilder:validation:Pattern=`^(file:///|s3://)[^?&\s]+$`
 	Path string `json:"path"`
 
-	// s3 is how OceanBase reaches an s3:// path. Required with one;
-	// can change.
+	// s3 is how OceanBase reaches an s3:// path. Required with one, and
+	// only then; default: none; can change.
 	// +optional
 	S3 *BackupS3 `json:"s3,omitempty"`
 }
