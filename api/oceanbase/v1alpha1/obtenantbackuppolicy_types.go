@@ -269,7 +269,7 @@ type ArchiveStatus struct {
 // +kubebuilder:printcolumn:name="Checkpoint",type=date,JSONPath=`.status.archive.checkpointTime`
 // +kubebuilder:printcolumn:name="Last-Full",type=string,JSONPath=`.status.lastFullBackup`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Next-Full",type=date,JSONPath=`.status.nextFullScheduleTime`,priority=1
+// +kubebuilder:printcolumn:name="Next-Full",type=string,JSONPath=`.status.nextFullScheduleTime`,priority=1
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OBTenantBackupPolicy struct {
