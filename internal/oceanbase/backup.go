@@ -166,9 +166,7 @@ func setBackupReady(ctx *BackupContext) {
 
 func (c *TenantBackupController) observe(ctx *BackupContext) (*backupState, error) {
 	b := ctx.Obj
-	t := ctx.Dependencies[0].(*Tenant).DeepCopy()
-	obv1.DefaultTenant(t) // its tenantName, when no webhook wrote it
-	st := &backupState{tenant: t}
+	st := &backupState{}
 	var others obv1.OBTenantBackupList
 	if err := ctx.Client.List(ctx, &others, client.InNamespace(b.Namespace)); err != nil {
 		return nil, fmt.Errorf("list OBTenantBackups: %w", err)
@@ -188,14 +186,11 @@ func (c *TenantBackupController) observe(ctx *BackupContext) (*backupState, erro
 			st.queuedBehind = o.Name
 		}
 	}
-	ob := &Cluster{}
-	if err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: t.Spec.Cluster}, ob); err != nil {
-		return nil, fmt.Errorf("get the OBCluster %s: %w", t.Spec.Cluster, err)
-	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, backupHolder(b), ob)
+	t, ob, db, err := tenantLogin(ctx, ctx.Client, ctx.Reader, c.logins, backupHolder(b), ctx.Dependencies[0])
 	if err != nil {
 		return nil, err
 	}
+	st.tenant = t
 	id := t.Status.TenantID
 	jobs, err := obsql.BackupJobs(ctx, db, id)
 	var round *obsql.ArchiveRound

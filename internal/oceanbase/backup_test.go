@@ -59,16 +59,10 @@ func completedBackups(t *testing.T, c client.Client, ns string) map[string][]obv
 	return out
 }
 
-// TestBackupPolicy: a policy archives a tenant's log and sets its
-// destinations and delete policy; its schedules take full and incremental
-// backups (OBTenantBackups) that OceanBase completes, and it keeps
-// backupsKept of them; a backup a user creates completes too. Moving the
-// archive while it runs stops it, sets the new destination and starts it
-// again; suspending defers it; deleting the policy stops it. Admission
-// refuses schedules that do not parse, one destination inside the other,
-// a missing tenant and a second policy of the tenant.
-func TestBackupPolicy(t *testing.T) {
-	c, ns, pl := setup(t, 86)
+// createTenant creates the OBCluster "ob" of one observer in zone z1 and
+// its OBTenant "t1".
+func createTenant(t *testing.T, c client.Client, ns string) {
+	t.Helper()
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
 		Image: "localhost/obsim:1.0", Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 1}},
 	}}
@@ -81,6 +75,19 @@ func TestBackupPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestBackupPolicy: a policy archives a tenant's log and sets its
+// destinations and delete policy; its schedules take full and incremental
+// backups (OBTenantBackups) that OceanBase completes, and it keeps
+// backupsKept of them; a backup a user creates completes too. Moving the
+// archive while it runs stops it, sets the new destination and starts it
+// again; suspending defers it; deleting the policy stops it. Admission
+// refuses schedules that do not parse, one destination inside the other,
+// a missing tenant and a second policy of the tenant.
+func TestBackupPolicy(t *testing.T) {
+	c, ns, pl := setup(t, 86)
+	createTenant(t, c, ns)
 	dir := t.TempDir()
 	dest := func(name string) obv1.BackupDestination {
 		return obv1.BackupDestination{Path: "file://" + filepath.Join(dir, name)}
@@ -232,23 +239,15 @@ func TestBackupPolicy(t *testing.T) {
 // second, and follows it to the end: OceanBase ran one backup job.
 func TestBackupAfterManagerRestart(t *testing.T) {
 	c, ns, p := setup(t, 87)
-	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
-		Image: "localhost/obsim:1.0", Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 1}},
-	}}
-	tn := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1"}, Spec: obv1.OBTenantSpec{
-		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}},
-		Unit: obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("6Gi")},
-	}}
+	createTenant(t, c, ns)
 	dir := t.TempDir()
 	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
 		Tenant:     "t1",
 		Archive:    obv1.LogArchiveSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "archive")}},
 		DataBackup: obv1.DataBackupSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "data")}, FullSchedule: "@yearly"},
 	}}
-	for _, o := range []client.Object{ob, tn, policy} {
-		if err := c.Create(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.Create(t.Context(), policy); err != nil {
+		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the policy archives", policyIs(c, ns, "t1-backups", true, func(*obv1.OBTenantBackupPolicy) string { return "" }))
 

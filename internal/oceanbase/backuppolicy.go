@@ -1,6 +1,7 @@
 package oceanbase
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -180,9 +181,7 @@ func (c *BackupPolicyController) Declare(ctx *PolicyContext) (*policyState, erro
 
 func (c *BackupPolicyController) observe(ctx *PolicyContext) (*policyState, error) {
 	p := ctx.Obj
-	t := ctx.Dependencies[0].(*Tenant).DeepCopy()
-	obv1.DefaultTenant(t) // its tenantName, when no webhook wrote it
-	st := &policyState{tenant: t}
+	st := &policyState{}
 	var err error
 	if st.archiveWant, err = c.destination(ctx, p.Spec.Archive.Destination); err != nil {
 		return nil, err
@@ -190,14 +189,11 @@ func (c *BackupPolicyController) observe(ctx *PolicyContext) (*policyState, erro
 	if st.dataWant, err = c.destination(ctx, p.Spec.DataBackup.Destination); err != nil {
 		return nil, err
 	}
-	ob := &Cluster{}
-	if err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: t.Spec.Cluster}, ob); err != nil {
-		return nil, fmt.Errorf("get the OBCluster %s: %w", t.Spec.Cluster, err)
-	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, policyHolder(p), ob)
+	t, ob, db, err := tenantLogin(ctx, ctx.Client, ctx.Reader, c.logins, policyHolder(p), ctx.Dependencies[0])
 	if err != nil {
 		return nil, err
 	}
+	st.tenant = t
 	id := t.Status.TenantID
 	st.logMode, err = obsql.TenantLogMode(ctx, db, id)
 	if err == nil {
@@ -226,6 +222,23 @@ func (c *BackupPolicyController) observe(ctx *PolicyContext) (*policyState, erro
 	}
 	st.db = db
 	return st, nil
+}
+
+// tenantLogin returns the OBTenant a backup or a policy depends on
+// (defaulted: its tenantName, when no webhook wrote it), its cluster, and
+// a login to the cluster as holder.
+func tenantLogin(ctx context.Context, c client.Client, r client.Reader, l *logins, holder string, dep client.Object) (*Tenant, *Cluster, *sql.DB, error) {
+	t := dep.(*Tenant).DeepCopy()
+	obv1.DefaultTenant(t)
+	ob := &Cluster{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob); err != nil {
+		return nil, nil, nil, fmt.Errorf("get the OBCluster %s: %w", t.Spec.Cluster, err)
+	}
+	db, err := operatorDB(ctx, c, l, holder, ob)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, ob, db, nil
 }
 
 // policyHolder names the policy's passes as a user of its cluster's login.

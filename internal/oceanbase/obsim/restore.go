@@ -158,18 +158,14 @@ func (n *Node) restoreTenant(p *parser, now time.Time) (*result, *Error) {
 // activateStandby runs ALTER SYSTEM ACTIVATE STANDBY TENANT [=] name (n.mu
 // held).
 func (n *Node) activateStandby(p *parser) (*result, *Error) {
-	p.punct('=')
-	name, err := p.value()
+	name, err := tenantOperand(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.end(); err != nil {
-		return nil, err
-	}
-	t := n.state.tenantByName(name)
+	t, err := n.state.userTenant(name)
 	switch {
-	case t == nil || t.Type != "USER":
-		return nil, missing("Unknown tenant '%s'", name)
+	case err != nil:
+		return nil, err
 	case t.role() == RolePrimary:
 		return nil, notAllowed("tenant '%s' is already PRIMARY", name)
 	case t.Status != TenantNormal:

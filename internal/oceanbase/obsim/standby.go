@@ -92,6 +92,26 @@ func (n *Node) setLogSource(t *Tenant, value string) (*result, *Error) {
 	return &result{}, nil
 }
 
+// tenantOperand reads the end of a statement on one tenant: [=] name.
+func tenantOperand(p *parser) (string, *Error) {
+	p.punct('=')
+	name, err := p.value()
+	if err != nil {
+		return "", err
+	}
+	return name, p.end()
+}
+
+// userTenant returns the user tenant name, or OceanBase's error for an
+// unknown one.
+func (s *State) userTenant(name string) (*Tenant, *Error) {
+	t := s.tenantByName(name)
+	if t == nil || t.Type != "USER" {
+		return nil, missing("Unknown tenant '%s'", name)
+	}
+	return t, nil
+}
+
 // recoverStandby runs ALTER SYSTEM RECOVER STANDBY TENANT name UNTIL
 // UNLIMITED|TIME = '...'|SCN = n (n.mu held).
 func (n *Node) recoverStandby(p *parser) (*result, *Error) {
@@ -110,10 +130,10 @@ func (n *Node) recoverStandby(p *parser) (*result, *Error) {
 	if err := p.end(); err != nil {
 		return nil, err
 	}
-	t := n.state.tenantByName(name)
+	t, err := n.state.userTenant(name)
 	switch {
-	case t == nil || t.Type != "USER":
-		return nil, missing("Unknown tenant '%s'", name)
+	case err != nil:
+		return nil, err
 	case t.role() != RoleStandby:
 		return nil, notAllowed("tenant '%s' is %s, not STANDBY", name, t.role())
 	case t.Source == nil:
@@ -160,18 +180,14 @@ func untilClause(p *parser, unlimited bool) (int64, *Error) {
 // switchoverToStandby runs ALTER SYSTEM SWITCHOVER TO STANDBY TENANT [=]
 // name on a primary (n.mu held): it takes no more writes.
 func (n *Node) switchoverToStandby(p *parser) (*result, *Error) {
-	p.punct('=')
-	name, err := p.value()
+	name, err := tenantOperand(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.end(); err != nil {
-		return nil, err
-	}
-	t := n.state.tenantByName(name)
+	t, err := n.state.userTenant(name)
 	switch {
-	case t == nil || t.Type != "USER":
-		return nil, missing("Unknown tenant '%s'", name)
+	case err != nil:
+		return nil, err
 	case t.role() != RolePrimary:
 		return nil, notAllowed("tenant '%s' is %s, not PRIMARY", name, t.role())
 	}
@@ -189,19 +205,15 @@ func (n *Node) switchoverToStandby(p *parser) (*result, *Error) {
 // name on a standby: it reads its source once more, outside n.mu, and
 // becomes PRIMARY only if the source is a standby whose every commit it has.
 func (n *Node) switchoverToPrimary(ctx context.Context, p *parser) (*result, *Error) {
-	p.punct('=')
-	name, perr := p.value()
+	name, perr := tenantOperand(p)
 	if perr != nil {
 		return nil, perr
 	}
-	if err := p.end(); err != nil {
-		return nil, err
-	}
 	n.mu.Lock()
-	t := n.state.tenantByName(name)
-	if t == nil || t.Type != "USER" {
+	t, perr := n.state.userTenant(name)
+	if perr != nil {
 		n.mu.Unlock()
-		return nil, missing("Unknown tenant '%s'", name)
+		return nil, perr
 	}
 	if t.role() != RoleStandby || t.Source == nil || t.Source.Value == "" {
 		n.mu.Unlock()
