@@ -157,10 +157,8 @@ func setBackupReady(ctx *BackupContext) {
 	switch {
 	case s.JobStatus == obv1.BackupJobCompleted:
 		ctx.SetReady(true, "", fmt.Sprintf("backup set %d, completed by job %d", s.BackupSetID, s.JobID))
-	case s.JobStatus != "":
-		ctx.SetReady(false, obv1.ReasonBackupFailed, fmt.Sprintf("OceanBase's backup job %d ended %s (%s)", s.JobID, s.JobStatus, s.Result))
 	default:
-		ctx.SetReady(false, obv1.ReasonBackupFailed, "the backup failed before OceanBase ran a job")
+		ctx.SetReady(false, obv1.ReasonBackupFailed, fmt.Sprintf("OceanBase's backup job %d ended %s (%s)", s.JobID, s.JobStatus, s.Result))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -280,4 +281,52 @@ func TestBackupAfterManagerRestart(t *testing.T) {
 	}
 	t.Logf("Backup job %d completed set %d; %d BACKUP DATABASE statements were sent", got.Status.JobID, got.Status.BackupSetID,
 		p.statements("BACKUP DATABASE"))
+}
+
+// TestBackupPolicyWaitsForCredentials: a policy whose S3 Secret is missing,
+// then holds a key OceanBase could not read from a destination's query,
+// is not Ready (CredentialsMissing, saying which Secret) and sets nothing;
+// once the Secret is right it goes on, with no change to its spec.
+func TestBackupPolicyWaitsForCredentials(t *testing.T) {
+	c, ns, _ := setup(t, 88)
+	createTenant(t, c, ns)
+	s3 := func(path string) obv1.BackupDestination {
+		return obv1.BackupDestination{Path: path, S3: &obv1.BackupS3{Endpoint: "127.0.88.200:7070", Region: "us-east-1", CredentialsSecret: "s3-keys"}}
+	}
+	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
+		Tenant:     "t1",
+		Archive:    obv1.LogArchiveSpec{Destination: s3("s3://ob/t1/archive")},
+		DataBackup: obv1.DataBackupSpec{Destination: s3("s3://ob/t1/data"), FullSchedule: "@yearly"},
+	}}
+	if err := c.Create(t.Context(), policy); err != nil {
+		t.Fatal(err)
+	}
+	// waitReady waits for the policy's Ready condition to pass ok.
+	waitReady := func(what string, ok func(r *metav1.Condition) bool) {
+		t.Helper()
+		testenv.Eventually(t, what, func() (bool, string) {
+			p := &obv1.OBTenantBackupPolicy{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(policy), p); err != nil {
+				return false, err.Error()
+			}
+			r := meta.FindStatusCondition(p.Status.Conditions, framework.ConditionReady)
+			return r != nil && ok(r), fmt.Sprintf("%v", r)
+		})
+	}
+	missing := func(says string) func(r *metav1.Condition) bool {
+		return func(r *metav1.Condition) bool {
+			return r.Reason == obv1.ReasonCredentialsMissing && strings.Contains(r.Message, says)
+		}
+	}
+	waitReady("CredentialsMissing: no Secret", missing(`Secret s3-keys`))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-keys"},
+		StringData: map[string]string{build.S3AccessKeyIDKey: "AKID", build.S3SecretAccessKeyKey: "a&b"}}
+	if err := c.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	waitReady("CredentialsMissing: a key with '&'", missing("no '&'"))
+	update(t, c, secret, func(s *corev1.Secret) { s.StringData = map[string]string{build.S3SecretAccessKeyKey: "secret"} })
+	waitReady("past the credentials, with no change to the spec", func(r *metav1.Condition) bool {
+		return r.Reason != obv1.ReasonCredentialsMissing
+	})
 }

@@ -160,14 +160,19 @@ func (st *policyState) archiveDestDiffers(p *BackupPolicy) bool {
 // which scheduled runs are due, and sets Ready.
 func (c *BackupPolicyController) Declare(ctx *PolicyContext) (*policyState, error) {
 	p := ctx.Obj
+	archive, data, err := c.destinations(ctx)
+	if err != nil {
+		// The Secret can be fixed without a change to the spec: each
+		// resync looks again.
+		ctx.SetReady(false, obv1.ReasonCredentialsMissing, err.Error())
+		return nil, nil
+	}
 	st, err := c.observe(ctx)
 	if err != nil {
-		if framework.IsInvalidSpec(err) {
-			return nil, err
-		}
 		ctx.SetReady(false, obv1.ReasonUnreachable, err.Error())
 		return nil, nil
 	}
+	st.archiveWant, st.dataWant = archive, data
 	if err := c.readBackups(ctx, st); err != nil {
 		return nil, err
 	}
@@ -182,13 +187,6 @@ func (c *BackupPolicyController) Declare(ctx *PolicyContext) (*policyState, erro
 func (c *BackupPolicyController) observe(ctx *PolicyContext) (*policyState, error) {
 	p := ctx.Obj
 	st := &policyState{}
-	var err error
-	if st.archiveWant, err = c.destination(ctx, p.Spec.Archive.Destination); err != nil {
-		return nil, err
-	}
-	if st.dataWant, err = c.destination(ctx, p.Spec.DataBackup.Destination); err != nil {
-		return nil, err
-	}
 	t, ob, db, err := tenantLogin(ctx, ctx.Client, ctx.Reader, c.logins, policyHolder(p), ctx.Dependencies[0])
 	if err != nil {
 		return nil, err
@@ -244,6 +242,14 @@ func tenantLogin(ctx context.Context, c client.Client, r client.Reader, l *login
 // policyHolder names the policy's passes as a user of its cluster's login.
 func policyHolder(p *BackupPolicy) string { return holderOf("OBTenantBackupPolicy", p.UID) }
 
+// destinations renders the archive's and the data backup's destinations.
+func (c *BackupPolicyController) destinations(ctx *PolicyContext) (archive, data string, err error) {
+	if archive, err = c.destination(ctx, ctx.Obj.Spec.Archive.Destination); err == nil {
+		data, err = c.destination(ctx, ctx.Obj.Spec.DataBackup.Destination)
+	}
+	return archive, data, err
+}
+
 // destination renders d as OceanBase takes it, reading an S3
 // destination's keys from its Secret.
 func (c *BackupPolicyController) destination(ctx *PolicyContext, d obv1.BackupDestination) (string, error) {
@@ -257,8 +263,8 @@ func (c *BackupPolicyController) destination(ctx *PolicyContext, d obv1.BackupDe
 	}
 	keys := build.S3Keys{ID: string(s.Data[build.S3AccessKeyIDKey]), Secret: string(s.Data[build.S3SecretAccessKeyKey])}
 	if !build.ValidS3Keys(keys) {
-		return "", framework.InvalidSpec(fmt.Errorf("the Secret %s must hold %s and %s, with no '&', '?' or white space (OceanBase reads them from the destination's query)",
-			d.S3.CredentialsSecret, build.S3AccessKeyIDKey, build.S3SecretAccessKeyKey))
+		return "", fmt.Errorf("the Secret %s must hold %s and %s, with no '&', '?' or white space (OceanBase reads them from the destination's query)",
+			d.S3.CredentialsSecret, build.S3AccessKeyIDKey, build.S3SecretAccessKeyKey)
 	}
 	return build.Destination(d, keys), nil
 }
@@ -282,15 +288,13 @@ func (c *BackupPolicyController) readBackups(ctx *PolicyContext, st *policyState
 	return nil
 }
 
-// backupFinished reports whether a backup's job ended, or the backup
-// failed before OceanBase ran one.
+// backupFinished reports whether a backup's job ended, whichever way.
 func backupFinished(b *obv1.OBTenantBackup) bool {
 	switch b.Status.JobStatus {
 	case obv1.BackupJobCompleted, obv1.BackupJobFailed, obv1.BackupJobCanceled:
 		return true
 	}
-	op := b.Status.Operation
-	return op != nil && op.Phase == "Failed"
+	return false
 }
 
 func (c *BackupPolicyController) writeStatus(p *BackupPolicy, st *policyState) {
