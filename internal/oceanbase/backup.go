@@ -154,12 +154,11 @@ func (c *TenantBackupController) recordEnd(ctx *BackupContext, j *obsql.BackupJo
 // setBackupReady sets Ready of a finished backup from its status.
 func setBackupReady(ctx *BackupContext) {
 	s := &ctx.Obj.Status
-	switch {
-	case s.JobStatus == obv1.BackupJobCompleted:
+	if s.JobStatus == obv1.BackupJobCompleted {
 		ctx.SetReady(true, "", fmt.Sprintf("backup set %d, completed by job %d", s.BackupSetID, s.JobID))
-	default:
-		ctx.SetReady(false, obv1.ReasonBackupFailed, fmt.Sprintf("OceanBase's backup job %d ended %s (%s)", s.JobID, s.JobStatus, s.Result))
+		return
 	}
+	ctx.SetReady(false, obv1.ReasonBackupFailed, fmt.Sprintf("OceanBase's backup job %d ended %s (%s)", s.JobID, s.JobStatus, s.Result))
 }
 
 func (c *TenantBackupController) observe(ctx *BackupContext) (*backupState, error) {

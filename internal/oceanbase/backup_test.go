@@ -310,7 +310,7 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 				return false, err.Error()
 			}
 			r := meta.FindStatusCondition(p.Status.Conditions, framework.ConditionReady)
-			return r != nil && ok(r), fmt.Sprintf("%v", r)
+			return r != nil && ok(r), r.String()
 		})
 	}
 	missing := func(says string) func(r *metav1.Condition) bool {
