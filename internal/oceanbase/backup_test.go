@@ -61,14 +61,14 @@ func completedBackups(t *testing.T, c client.Client, ns string) map[string][]obv
 }
 
 // createTenant creates the OBCluster "ob" of one observer in zone z1 and
-// its OBTenant "t1".
-func createTenant(t *testing.T, c client.Client, ns string) {
+// its OBTenant "t1", whose tenant in OceanBase is tenantName ("": t1).
+func createTenant(t *testing.T, c client.Client, ns, tenantName string) {
 	t.Helper()
 	ob := &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob"}, Spec: obv1.OBClusterSpec{
 		Image: "localhost/obsim:1.0", Zones: []obv1.OBZoneSpec{{Name: "z1", Replicas: 1}},
 	}}
 	tn := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1"}, Spec: obv1.OBTenantSpec{
-		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}},
+		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}}, TenantName: tenantName,
 		Unit: obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("6Gi")},
 	}}
 	for _, o := range []client.Object{ob, tn} {
@@ -88,7 +88,9 @@ func createTenant(t *testing.T, c client.Client, ns string) {
 // a missing tenant and a second policy of the tenant.
 func TestBackupPolicy(t *testing.T) {
 	c, ns, pl := setup(t, 86)
-	createTenant(t, c, ns)
+	// The OBTenant's name is not its tenant's (ob-operator #103 and #240
+	// looked tenants up by the one name as the other).
+	createTenant(t, c, ns, "orders")
 	dir := t.TempDir()
 	dest := func(name string) obv1.BackupDestination {
 		return obv1.BackupDestination{Path: "file://" + filepath.Join(dir, name)}
@@ -188,6 +190,26 @@ func TestBackupPolicy(t *testing.T) {
 		}
 		return ""
 	}))
+	// Suspended, the schedules take nothing (ob-operator #656: pausing is
+	// how its users stopped scheduled backups).
+	backupNames := func() map[string]bool {
+		var list obv1.OBTenantBackupList
+		if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, b := range list.Items {
+			names[b.Name] = true
+		}
+		return names
+	}
+	before := backupNames()
+	time.Sleep(7 * time.Second) // past a run of each schedule
+	for name := range backupNames() {
+		if !before[name] {
+			t.Errorf("the OBTenantBackup %s was created while the policy was suspended", name)
+		}
+	}
 	own := &obv1.OBTenantBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}, Spec: obv1.OBTenantBackupSpec{Tenant: "t1", Type: obv1.BackupIncremental}}
 	if err := c.Create(t.Context(), own); err != nil {
 		t.Fatal(err)
@@ -228,8 +250,18 @@ func TestBackupPolicy(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 	op := login(t, c, pl, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	// One BACKUP statement per job (ob-operator #94: status updates
+	// triggered passes that could start a job twice).
+	var jobs int
+	if err := op.QueryRow("SELECT COUNT(*) FROM oceanbase.CDB_OB_BACKUP_JOB_HISTORY").Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if sent := pl.statements("BACKUP", "DATABASE"); sent != jobs {
+		t.Errorf("%d BACKUP DATABASE statements for %d jobs", sent, jobs)
+	}
+	t.Logf("%d backup jobs, one statement each", jobs)
 	var mode string
-	if err := op.QueryRow("SELECT LOG_MODE FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 't1'").Scan(&mode); err != nil || mode != "NOARCHIVELOG" {
+	if err := op.QueryRow("SELECT LOG_MODE FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = 'orders'").Scan(&mode); err != nil || mode != "NOARCHIVELOG" {
 		t.Errorf("the tenant's log mode after the policy's deletion: %q, %v", mode, err)
 	}
 }
@@ -240,7 +272,7 @@ func TestBackupPolicy(t *testing.T) {
 // second, and follows it to the end: OceanBase ran one backup job.
 func TestBackupAfterManagerRestart(t *testing.T) {
 	c, ns, p := setup(t, 87)
-	createTenant(t, c, ns)
+	createTenant(t, c, ns, "")
 	dir := t.TempDir()
 	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
 		Tenant:     "t1",
@@ -288,15 +320,15 @@ func TestBackupAfterManagerRestart(t *testing.T) {
 // is not Ready (CredentialsMissing, saying which Secret) and sets nothing;
 // once the Secret is right it goes on, with no change to its spec.
 func TestBackupPolicyWaitsForCredentials(t *testing.T) {
-	c, ns, _ := setup(t, 88)
-	createTenant(t, c, ns)
+	c, ns, p := setup(t, 88)
+	createTenant(t, c, ns, "")
 	s3 := func(path string) obv1.BackupDestination {
-		return obv1.BackupDestination{Path: path, S3: &obv1.BackupS3{Endpoint: "127.0.88.200:7070", Region: "us-east-1", CredentialsSecret: "s3-keys"}}
+		return obv1.BackupDestination{Path: path, S3: &obv1.BackupS3{Endpoint: "127.0.88.200:7070", Region: "us-east-1", PathStyle: true, CredentialsSecret: "s3-keys"}}
 	}
 	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
 		Tenant:     "t1",
-		Archive:    obv1.LogArchiveSpec{Destination: s3("s3://ob/t1/archive")},
-		DataBackup: obv1.DataBackupSpec{Destination: s3("s3://ob/t1/data"), FullSchedule: "@yearly"},
+		Archive:    obv1.LogArchiveSpec{Destination: s3("s3://ob-backups/t1/archive")},
+		DataBackup: obv1.DataBackupSpec{Destination: s3("s3://ob-backups/t1/data"), FullSchedule: "@yearly"},
 	}}
 	if err := c.Create(t.Context(), policy); err != nil {
 		t.Fatal(err)
@@ -310,7 +342,7 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 				return false, err.Error()
 			}
 			r := meta.FindStatusCondition(p.Status.Conditions, framework.ConditionReady)
-			return r != nil && ok(r), r.String()
+			return r != nil && ok(r), fmt.Sprint(p.Status.Conditions)
 		})
 	}
 	missing := func(says string) func(r *metav1.Condition) bool {
@@ -319,14 +351,46 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 		}
 	}
 	waitReady("CredentialsMissing: no Secret", missing(`Secret s3-keys`))
+	// A policy that never got its destinations set is deleted at once
+	// (ob-operator #238: such a policy could not be deleted).
+	if err := c.Delete(t.Context(), policy); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the policy that set nothing gone", func() (bool, string) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(policy), &obv1.OBTenantBackupPolicy{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	policy.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: policy.Name}
+	if err := c.Create(t.Context(), policy); err != nil {
+		t.Fatal(err)
+	}
+	waitReady("CredentialsMissing again", missing(`Secret s3-keys`))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-keys"},
 		StringData: map[string]string{build.S3AccessKeyIDKey: "AKID", build.S3SecretAccessKeyKey: "a&b"}}
 	if err := c.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
 	waitReady("CredentialsMissing: a key with '&'", missing("no '&'"))
+	// OceanBase refuses the destination (ob-operator #742: an IO error the
+	// policy did not show): Synced says so, with OceanBase's error.
+	p.setFaults(obsim.Fault{Match: `(?i)set log_archive_dest =`, Error: "injected: IO error"})
 	update(t, c, secret, func(s *corev1.Secret) { s.StringData = map[string]string{build.S3SecretAccessKeyKey: "secret"} })
 	waitReady("past the credentials, with no change to the spec", func(r *metav1.Condition) bool {
 		return r.Reason != obv1.ReasonCredentialsMissing
+	})
+	testenv.Eventually(t, "Synced shows OceanBase's refusal", func() (bool, string) {
+		got := &obv1.OBTenantBackupPolicy{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(policy), got); err != nil {
+			return false, err.Error()
+		}
+		s := meta.FindStatusCondition(got.Status.Conditions, framework.ConditionSynced)
+		return s != nil && s.Status == metav1.ConditionFalse && strings.Contains(s.Message, "injected: IO error"), s.String()
+	})
+	p.setFaults()
+	// Failed passes back off (controller-runtime's limiter, to minutes);
+	// an edit of the spec, as a user's, starts one at once.
+	update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.RecoveryWindow = "8d" })
+	waitReady("the archive destination set once OceanBase takes it", func(r *metav1.Condition) bool {
+		return r.Reason != obv1.ReasonDestinationChanging || !strings.Contains(r.Message, "archive destination")
 	})
 }

@@ -154,6 +154,13 @@ type BackupS3 struct {
 	// +kubebuilder:validation:Pattern=`^[^/?&\s]+$`
 	Region string `json:"region"`
 
+	// pathStyle puts the bucket in the URL's path instead of the host name
+	// (OceanBase's addressing_model=path_style), as stores inside a
+	// cluster need (versitygw, MinIO, Ceph's RGW): no DNS name resolves
+	// bucket.host there. Default false; can change.
+	// +optional
+	PathStyle bool `json:"pathStyle,omitempty"`
+
 	// credentialsSecret names a Secret in this namespace with the keys
 	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (as MatrixOne's
 	// BucketClaim). Required; can change.

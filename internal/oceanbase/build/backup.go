@@ -33,13 +33,17 @@ type S3Keys struct{ ID, Secret string }
 
 // Destination renders a destination as OceanBase takes it: the path, and
 // for s3:// the query OceanBase 4.x reads (host, access_id, access_key,
-// s3_region), whose values it takes as written, unescaped (ValidS3Keys
+// s3_region, and addressing_model for path-style), whose values it takes as written, unescaped (ValidS3Keys
 // refuses keys that would break it).
 func Destination(d obv1.BackupDestination, keys S3Keys) string {
 	if d.S3 == nil {
 		return d.Path
 	}
-	return d.Path + "?host=" + d.S3.Endpoint + "&access_id=" + keys.ID + "&access_key=" + keys.Secret + "&s3_region=" + d.S3.Region
+	dest := d.Path + "?host=" + d.S3.Endpoint + "&access_id=" + keys.ID + "&access_key=" + keys.Secret + "&s3_region=" + d.S3.Region
+	if d.S3.PathStyle {
+		dest += "&addressing_model=path_style"
+	}
+	return dest
 }
 
 // ValidS3Keys reports whether keys can be written into a destination's
@@ -50,8 +54,9 @@ func ValidS3Keys(keys S3Keys) bool {
 }
 
 // SameDestination reports whether OceanBase's destination (as its views
-// show it) is the spec's: the same path, and for s3:// the same host and
-// region (its views do not show the keys, so a changed key is not seen).
+// show it) is the spec's: the same path, and for s3:// the same host,
+// region and addressing (its views do not show the keys, so a changed key
+// is not seen).
 func SameDestination(have string, want obv1.BackupDestination) bool {
 	path, query, _ := strings.Cut(have, "?")
 	if strings.TrimSuffix(path, "/") != strings.TrimSuffix(want.Path, "/") {
@@ -61,7 +66,8 @@ func SameDestination(have string, want obv1.BackupDestination) bool {
 		return true
 	}
 	q, err := url.ParseQuery(query)
-	return err == nil && q.Get("host") == want.S3.Endpoint && q.Get("s3_region") == want.S3.Region
+	return err == nil && q.Get("host") == want.S3.Endpoint && q.Get("s3_region") == want.S3.Region &&
+		(q.Get("addressing_model") == "path_style") == want.S3.PathStyle
 }
 
 // ScheduledBackup is the OBTenantBackup of a policy's run of typ due at

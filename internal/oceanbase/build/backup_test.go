@@ -20,6 +20,11 @@ func TestDestination(t *testing.T) {
 	}{
 		{"a directory", file, "file:///ob-backup/t1/data"},
 		{"a bucket, keys as given", s3, "s3://backups/t1/data?host=versitygw.storage.svc:7070&access_id=AKID&access_key=s/cr+t&s3_region=us-east-1"},
+		{"a bucket addressed in the path", func() obv1.BackupDestination {
+			d := *s3.DeepCopy()
+			d.S3.PathStyle = true
+			return d
+		}(), "s3://backups/t1/data?host=versitygw.storage.svc:7070&access_id=AKID&access_key=s/cr+t&s3_region=us-east-1&addressing_model=path_style"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := build.Destination(tc.dest, keys); got != tc.want {
@@ -45,6 +50,7 @@ func TestSameDestination(t *testing.T) {
 		{"another host", "s3://backups/t1/data?host=other:7070&access_id=AKID&s3_region=us-east-1", s3, false},
 		{"another region", "s3://backups/t1/data?host=gw:7070&access_id=AKID&s3_region=eu-west-1", s3, false},
 		{"another prefix", "s3://backups/t2/data?host=gw:7070&s3_region=us-east-1", s3, false},
+		{"path-style where the spec is not", "s3://backups/t1/data?host=gw:7070&s3_region=us-east-1&addressing_model=path_style", s3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := build.SameDestination(tc.have, tc.want); got != tc.same {
