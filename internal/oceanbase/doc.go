@@ -1,5 +1,5 @@
 // Package oceanbase is Steward's OceanBase system: the controllers of its
-// five kinds, actors of the framework (internal/framework), and what they
+// seven kinds, actors of the framework (internal/framework), and what they
 // stand on. docs/oceanbase.md says what they do and why.
 //
 // OBCluster's controller runs a cluster: its zones are StatefulSets of
@@ -39,6 +39,11 @@
 //   - tenant.go and tenant_flows.go: the OBTenant actor (its observation,
 //     tenant) and its create and zones flows, one-pass actions and drop;
 //   - parameter.go: the OBParameter actor (its observation, parameter);
+//   - backuppolicy.go and backuppolicy_flows.go: the OBTenantBackupPolicy
+//     actor (archive, destinations, delete policy, schedules) and its
+//     archive-destination flow; backup.go: the OBTenantBackup actor (one
+//     backup job, found again after a restart) and the tenant login both
+//     use (tenantLogin is in backuppolicy.go);
 //   - views.go: the OBZone and OBServer actors, twins that copy the
 //     cluster's status, and the views the cluster's Declare applies;
 //   - webhook.go: every kind's admission (Validate, RenderChildren, Admit,
