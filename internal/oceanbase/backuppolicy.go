@@ -253,11 +253,17 @@ func (c *BackupPolicyController) destinations(ctx *PolicyContext) (archive, data
 // destination renders d as OceanBase takes it, reading an S3
 // destination's keys from its Secret.
 func (c *BackupPolicyController) destination(ctx *PolicyContext, d obv1.BackupDestination) (string, error) {
+	return renderDestination(ctx, ctx.Reader, ctx.Obj.Namespace, d)
+}
+
+// renderDestination renders d, of an object in namespace ns, as OceanBase
+// takes it, reading an S3 destination's keys from its Secret.
+func renderDestination(ctx context.Context, r client.Reader, ns string, d obv1.BackupDestination) (string, error) {
 	if d.S3 == nil {
 		return build.Destination(d, build.S3Keys{}), nil
 	}
 	s := &corev1.Secret{}
-	err := ctx.Reader.Get(ctx, client.ObjectKey{Namespace: ctx.Obj.Namespace, Name: d.S3.CredentialsSecret}, s)
+	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.S3.CredentialsSecret}, s)
 	if err != nil {
 		return "", fmt.Errorf("read the Secret %s of %s: %w", d.S3.CredentialsSecret, d.Path, err)
 	}

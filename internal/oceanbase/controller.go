@@ -141,6 +141,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err == nil {
 		err = setupTenantBackups(mgr, opts) // backup.go
 	}
+	if err == nil {
+		err = setupTenantRestores(mgr, opts) // restore.go
+	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,7 +82,7 @@ func (*TenantController) Dependencies(ctx *TenantContext) ([]framework.Dependenc
 // clearTenantObservation empties what status says of the tenant in
 // OceanBase.
 func clearTenantObservation(s *obv1.OBTenantStatus) {
-	s.TenantID, s.TenantStatus, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", nil
+	s.TenantID, s.TenantStatus, s.TenantRole, s.Locality, s.PrimaryZone, s.Pools = 0, "", "", "", "", nil
 }
 
 // tenant is what a pass observed of an OBTenant's tenant in OceanBase
@@ -94,6 +95,21 @@ type tenant struct {
 	pools   map[string]*obsql.Pool // every pool, by name
 	unit    *obsql.UnitConfig      // the tenant's unit config; nil: none
 	jobBusy bool                   // a locality change is in progress
+	// restore is the tenant's OBTenantRestore when spec.source.restore is
+	// set; nil before the create flow makes it.
+	restore *obv1.OBTenantRestore
+}
+
+// restoring reports whether the tenant is to be restored and its restore
+// has not succeeded: nothing may change it meanwhile.
+func (st *tenant) restoring(t *Tenant) bool {
+	return t.Spec.Source != nil && t.Spec.Source.Restore != nil && (st.restore == nil || !restoreSucceeded(st.restore))
+}
+
+// primary reports whether OceanBase has the tenant as a primary: a
+// standby takes its variables (the allowlist) from its primary.
+func (st *tenant) primary() bool {
+	return st.tenant != nil && (st.tenant.Role == "" || st.tenant.Role == obv1.TenantRolePrimary)
 }
 
 // Declare ensures the root password Secret, reads the tenant, its pools
@@ -141,6 +157,15 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	if u, ok := configs[build.UnitConfigName(ctx.Obj)]; ok {
 		st.unit = &u
 	}
+	if src := ctx.Obj.Spec.Source; src != nil && src.Restore != nil {
+		r := &obv1.OBTenantRestore{}
+		switch err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(ctx.Obj), r); {
+		case err == nil && metav1.IsControlledBy(r, ctx.Obj):
+			st.restore = r
+		case client.IgnoreNotFound(err) != nil:
+			return nil, fmt.Errorf("get the OBTenantRestore %s: %w", ctx.Obj.Name, err)
+		}
+	}
 	st.db = db
 	return st, nil
 }
@@ -170,7 +195,7 @@ func (c *TenantController) writeStatus(t *Tenant, st *tenant) {
 	if st.tenant == nil {
 		return
 	}
-	s.TenantID, s.TenantStatus = st.tenant.ID, st.tenant.Status
+	s.TenantID, s.TenantStatus, s.TenantRole = st.tenant.ID, st.tenant.Status, st.tenant.Role
 	s.Locality, s.PrimaryZone = st.tenant.Locality, st.tenant.PrimaryZone
 	for _, p := range st.pools {
 		if p.TenantID == st.tenant.ID {
@@ -192,7 +217,7 @@ func (st *tenant) drift(t *Tenant) string {
 		return "the unit config differs from spec.unit"
 	case !strings.EqualFold(st.tenant.PrimaryZone, t.Spec.PrimaryZone):
 		return fmt.Sprintf("primary zone is %q", st.tenant.PrimaryZone)
-	case t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
+	case st.primary() && t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
 		return "the allowlist is not set yet"
 	}
 	for _, z := range want {
@@ -215,8 +240,13 @@ func unitWithLogDisk(want obsql.UnitConfig, got *obsql.UnitConfig) obsql.UnitCon
 func (c *TenantController) setReady(ctx *TenantContext, st *tenant) {
 	t := ctx.Obj
 	switch {
+	case st.tenant != nil && st.restoring(t) && st.restore == nil:
+		ctx.SetReady(false, obv1.ReasonTenantExists, fmt.Sprintf("OceanBase already has a tenant %s: spec.source.restore never restores over a tenant",
+			t.Spec.TenantName))
 	case st.tenant == nil:
 		ctx.SetReady(false, obv1.ReasonTenantMissing, fmt.Sprintf("OceanBase has no tenant %s", t.Spec.TenantName))
+	case st.tenant.Status == "RESTORE" || st.restoring(t):
+		ctx.SetReady(false, obv1.ReasonTenantRestoring, fmt.Sprintf("OceanBase is restoring the tenant (OBTenantRestore %s)", t.Name))
 	case st.tenant.Status == "CREATING":
 		ctx.SetReady(false, obv1.ReasonTenantCreating, "OceanBase is creating the tenant")
 	case st.tenant.Status != "NORMAL":
@@ -247,6 +277,9 @@ func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction
 		return nil, nil // OceanBase did not answer; status says so
 	case st.tenant == nil || st.tenant.Status == "CREATING":
 		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
+	case st.restoring(t):
+		return nil, nil // a tenant this OBTenant did not restore, or whose restore failed: status says so
+		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
 	case st.tenant.Status != "NORMAL" || st.jobBusy:
 		return nil, nil
 	case !build.SameZones(st.tenant.Locality, build.TenantZones(t)):
@@ -255,7 +288,7 @@ func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction
 		return framework.Named("AlterUnit", func(ctx *TenantContext) error { return c.alterUnit(ctx, st) }), nil
 	case !strings.EqualFold(st.tenant.PrimaryZone, t.Spec.PrimaryZone):
 		return framework.Named("SetPrimaryZone", func(ctx *TenantContext) error { return c.setPrimaryZone(ctx, st) }), nil
-	case t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
+	case st.primary() && t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
 		return framework.Named("SetAllowlist", func(ctx *TenantContext) error { return c.setAllowlist(ctx, st) }), nil
 	}
 	for _, p := range st.tenantPools() {

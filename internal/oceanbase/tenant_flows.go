@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -104,6 +105,9 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool,
 		return false, err
 	}
 	t := ctx.Obj
+	if t.Spec.Source != nil && t.Spec.Source.Restore != nil {
+		return c.restoreTenant(ctx, st)
+	}
 	if st.tenant != nil && st.tenant.Status == "NORMAL" {
 		_, _ = c.create.Poll(t.UID) // forget a finished run: the tenant is what counts
 		ctx.Event(corev1.EventTypeNormal, obv1.EventTenantCreated, "Created tenant %s (id %d)", t.Spec.TenantName, st.tenant.ID)
@@ -133,8 +137,39 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool,
 	return false, nil
 }
 
+// restoreTenant makes the tenant by a restore: it creates the tenant's
+// OBTenantRestore (which sends ALTER SYSTEM RESTORE with the pools the
+// flow made) and is done once the restore succeeded and OceanBase reports
+// the tenant NORMAL. A tenant that exists before the OBTenantRestore does
+// is not restored over: the flow fails.
+func (c *TenantController) restoreTenant(ctx *TenantContext, st *tenant) (bool, error) {
+	t, op := ctx.Obj, ctx.Operation()
+	switch r := st.restore; {
+	case r == nil && st.tenant != nil:
+		return false, framework.Terminal(fmt.Errorf("OceanBase already has a tenant %s: spec.source.restore never restores over a tenant", t.Spec.TenantName))
+	case r == nil:
+		r = build.TenantRestore(t)
+		if err := ctx.Client.Create(ctx, r); client.IgnoreAlreadyExists(err) != nil {
+			return false, fmt.Errorf("create the OBTenantRestore %s: %w", r.Name, err)
+		}
+		ctx.Log.Info("Restoring the tenant", "tenant", t.Spec.TenantName, "restore", r.Name)
+		op.Message = "created OBTenantRestore " + r.Name
+		return false, nil
+	case r.Status.JobStatus == obv1.RestoreFailed:
+		return false, framework.Terminal(fmt.Errorf("OBTenantRestore %s failed: %s", r.Name, r.Status.Result))
+	case restoreSucceeded(r) && st.tenant != nil && st.tenant.Status == "NORMAL":
+		ctx.Event(corev1.EventTypeNormal, obv1.EventTenantCreated, "Restored tenant %s (id %d) to SCN %d", t.Spec.TenantName, st.tenant.ID, r.Status.RestoreSCN)
+		return true, nil
+	}
+	op.Message = fmt.Sprintf("waiting for OBTenantRestore %s (job %s, role %s)", st.restore.Name, st.restore.Status.JobStatus, st.restore.Status.TenantRole)
+	return false, nil
+}
+
 // setRootPassword sets the tenant's root password from its Secret. A new
-// tenant's root has none; a step run again logs in with the Secret's.
+// tenant's root has none; a restored tenant's root has its backup's, which
+// the Secret must hold; a step run again logs in with the Secret's. A
+// login with the Secret's password needs nothing more (nor could a
+// standby, read only, take it).
 func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenant) (bool, error) {
 	st, err := tenantConnected(seen)
 	if err != nil {
@@ -146,15 +181,22 @@ func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenant) (bo
 		return false, err
 	}
 	var errs []error
-	for _, try := range []string{"", pw} {
+	for _, try := range []string{pw, ""} {
 		db, err := c.logins.connect(ctx, clusterHosts(st.cluster), obsql.Login{User: rootUser, Tenant: t.Spec.TenantName, Password: try})
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		if try == pw {
+			db.Close()
+			return true, nil
+		}
 		err = obsql.SetPassword(ctx, db, rootUser, pw)
 		db.Close()
 		return err == nil, err
+	}
+	if t.Spec.Source != nil {
+		errs = append(errs, fmt.Errorf("a restored tenant keeps its backup's users: the Secret %s must hold the backed-up tenant's root password", t.Spec.RootPassword))
 	}
 	return false, fmt.Errorf("log in as root@%s: %w", t.Spec.TenantName, errors.Join(errs...))
 }

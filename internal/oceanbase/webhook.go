@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,8 @@ import (
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantbackuppolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackuppolicies,verbs=create;update,versions=v1alpha1,name=vobtenantbackuppolicy.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenantbackup,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackups,verbs=create;update,versions=v1alpha1,name=mobtenantbackup.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantbackup,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackups,verbs=create;update,versions=v1alpha1,name=vobtenantbackup.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenantrestore,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantrestores,verbs=create;update,versions=v1alpha1,name=mobtenantrestore.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantrestore,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantrestores,verbs=create;update,versions=v1alpha1,name=vobtenantrestore.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the OBCluster's, OBTenant's and OBParameter's
@@ -56,6 +59,9 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 	}
 	if err == nil {
 		err = framework.SetupWebhooks[*TenantBackup](mgr, NewTenantBackupController(Options{}))
+	}
+	if err == nil {
+		err = framework.SetupWebhooks[*TenantRestore](mgr, NewTenantRestoreController(Options{}))
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -193,6 +199,9 @@ func (*TenantController) Validate(t *Tenant) error {
 	if u.LogDiskSize != nil && u.LogDiskSize.Sign() <= 0 {
 		errs = append(errs, field.Invalid(unit.Child("logDiskSize"), u.LogDiskSize.String(), "must be positive"))
 	}
+	if t.Spec.Source != nil && t.Spec.Source.Restore != nil {
+		errs = append(errs, validateRestoreSource(field.NewPath("spec", "source", "restore"), t.Spec.Source.Restore)...)
+	}
 	if pz := t.Spec.PrimaryZone; pz != obv1.DefaultPrimaryZone {
 		zones := build.TenantZones(t)
 		for _, z := range strings.FieldsFunc(pz, func(r rune) bool { return r == ',' || r == ';' }) {
@@ -205,10 +214,38 @@ func (*TenantController) Validate(t *Tenant) error {
 	return errs.ToAggregate()
 }
 
+// validateRestoreSource checks a restore source: the restore point parses,
+// and the archive and the backup sets are in different places.
+func validateRestoreSource(path *field.Path, src *obv1.OBTenantRestoreSource) field.ErrorList {
+	var errs field.ErrorList
+	if _, err := build.RestoreSCN(src.Until); err != nil {
+		errs = append(errs, field.Invalid(path.Child("until", "time"), src.Until.Time, err.Error()))
+	}
+	archive, data := strings.TrimSuffix(src.Archive.Path, "/"), strings.TrimSuffix(src.Data.Path, "/")
+	if archive == data || strings.HasPrefix(archive, data+"/") || strings.HasPrefix(data, archive+"/") {
+		errs = append(errs, field.Invalid(path.Child("data", "path"), src.Data.Path,
+			"must not be, contain or be inside archive.path: OceanBase keeps them apart"))
+	}
+	return errs
+}
+
 // Admit checks the tenant against its cluster at admission
 // (framework.Admitter): the cluster exists, has the tenant's zones, and
-// each of them has at least unitNum servers (a unit per server).
+// each of them has at least unitNum servers (a unit per server). A tenant
+// to be restored needs its root password Secret to exist: the restored
+// tenant keeps its backup's root password, which no generated one would
+// be.
 func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
+	if t.Spec.Source != nil && t.DeletionTimestamp == nil {
+		err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.RootPassword}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword,
+				"a restored tenant keeps its backup's root password: name a Secret that exists and holds it")}.ToAggregate()
+		}
+		if err != nil {
+			return fmt.Errorf("get Secret %s: %w", t.Spec.RootPassword, err)
+		}
+	}
 	ob := &Cluster{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob)
 	if apierrors.IsNotFound(err) {
@@ -343,6 +380,17 @@ func (*BackupPolicyController) Clashes(ctx context.Context, r client.Reader, p *
 // (framework.Admitter).
 func (*TenantBackupController) Admit(ctx context.Context, r client.Reader, b *TenantBackup) error {
 	return tenantExists(ctx, r, b.Namespace, b.Spec.Tenant)
+}
+
+// Validate checks the restore's source (as an OBTenant's).
+func (*TenantRestoreController) Validate(r *TenantRestore) error {
+	return validateRestoreSource(field.NewPath("spec", "source"), &r.Spec.Source).ToAggregate()
+}
+
+// Admit checks at admission that the restore's OBTenant exists
+// (framework.Admitter).
+func (*TenantRestoreController) Admit(ctx context.Context, r client.Reader, tr *TenantRestore) error {
+	return tenantExists(ctx, r, tr.Namespace, tr.Spec.Tenant)
 }
 
 // tenantExists refuses spec.tenant when no OBTenant has the name.

@@ -87,6 +87,16 @@ func DefaultTenant(t *OBTenant) {
 	if s.ReclaimPolicy == "" {
 		s.ReclaimPolicy = "Retain"
 	}
+	if s.Source != nil && s.Source.Restore != nil {
+		DefaultRestoreSource(s.Source.Restore)
+	}
+}
+
+// DefaultRestoreSource applies a restore source's defaults in memory.
+func DefaultRestoreSource(r *OBTenantRestoreSource) {
+	if r.Role == "" {
+		r.Role = RestoreAsPrimary
+	}
 }
 
 // Defaults of an OBTenantBackupPolicy, as the CRD's schema writes them.

@@ -20,7 +20,8 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{},
 		&OBZone{}, &OBZoneList{}, &OBServer{}, &OBServerList{}, &OBParameter{}, &OBParameterList{},
-		&OBTenantBackupPolicy{}, &OBTenantBackupPolicyList{}, &OBTenantBackup{}, &OBTenantBackupList{})
+		&OBTenantBackupPolicy{}, &OBTenantBackupPolicyList{}, &OBTenantBackup{}, &OBTenantBackupList{},
+		&OBTenantRestore{}, &OBTenantRestoreList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 )
 
 // OBTenantSpec is the desired state of a tenant of an OceanBase cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.source) == has(oldSelf.source)",message="source is immutable"
 type OBTenantSpec struct {
 	// cluster is the OBCluster, in this namespace, that holds the tenant.
 	// Required; immutable. Admission rejects a name no OBCluster has.
@@ -89,10 +90,31 @@ type OBTenantSpec struct {
 	// +kubebuilder:default=Retain
 	ReclaimPolicy commonv1.ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
+	// source says where a new tenant's data comes from. Unset, the
+	// tenant starts empty (CREATE TENANT); restore makes it from backups
+	// (an OBTenantRestore runs the restore). A tenant that already exists
+	// in OceanBase is never restored over: the OBTenant waits with
+	// Ready=False (TenantExists). Default: unset; immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
+	Source *OBTenantSource `json:"source,omitempty"`
+
 	// paused stops reconciliation (status still reports Paused). Default
 	// false; can change.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+}
+
+// OBTenantSource is where a new tenant's data comes from.
+// +kubebuilder:validation:XValidation:rule="has(self.restore)",message="source needs restore"
+type OBTenantSource struct {
+	// restore restores the tenant from the backups an
+	// OBTenantBackupPolicy took of another tenant (or of an earlier one
+	// of the same name). The restored tenant keeps the users of its
+	// backup: spec.rootPassword must name a Secret that exists and holds
+	// the backed-up tenant's root password. Default: unset; immutable.
+	// +optional
+	Restore *OBTenantRestoreSource `json:"restore,omitempty"`
 }
 
 // OBUnitConfig is a resource unit config.
@@ -158,6 +180,12 @@ type OBTenantStatus struct {
 	// connectWhiteList is the allowlist last set.
 	// +optional
 	ConnectWhiteList string `json:"connectWhiteList,omitempty"`
+
+	// tenantRole is the tenant's role as OceanBase reports it
+	// (DBA_OB_TENANTS.TENANT_ROLE): PRIMARY, STANDBY, or RESTORE while it
+	// is being restored.
+	// +optional
+	TenantRole string `json:"tenantRole,omitempty"`
 }
 
 // OBPoolStatus is a resource pool of a tenant.
@@ -185,6 +213,7 @@ type OBPoolStatus struct {
 // +kubebuilder:resource:shortName=obt,categories=steward
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenantStatus`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.tenantRole`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Locality",type=string,JSONPath=`.status.locality`,priority=1
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.status.operation.name`

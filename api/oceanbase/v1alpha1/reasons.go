@@ -50,6 +50,17 @@ const (
 	ReasonLocalityChanging = "LocalityChanging"
 	ReasonUnitsNotActive   = "UnitsNotActive"
 	ReasonTenantDrifted    = "TenantDrifted"
+	// ReasonTenantRestoring is Ready's reason while OceanBase restores the
+	// tenant (its OBTenantRestore says how far).
+	ReasonTenantRestoring = "TenantRestoring"
+)
+
+// Reasons of OBTenantRestore's conditions (ReasonTenantExists also of an
+// OBTenant to be restored into a tenant that exists).
+const (
+	ReasonRestoring     = "Restoring"
+	ReasonRestoreFailed = "RestoreFailed"
+	ReasonTenantExists  = "TenantExists"
 )
 
 // Reasons of OBTenantBackupPolicy's and OBTenantBackup's conditions.
@@ -83,7 +94,8 @@ const (
 
 // Reasons of the Events OceanBase's controllers record, next to the
 // shared ones in api/common. Every one is of type Normal except
-// EventStoreLost, EventBackupSkipped and EventBackupFailed, Warnings.
+// EventStoreLost, EventBackupSkipped, EventBackupFailed and
+// EventRestoreFailed, Warnings.
 const (
 	// Servers and zones of an OBCluster.
 	EventServerAdded    = "ServerAdded"
@@ -116,4 +128,10 @@ const (
 	EventBackupStarted    = "BackupStarted"
 	EventBackupCompleted  = "BackupCompleted"
 	EventBackupFailed     = "BackupFailed"
+
+	// Restores.
+	EventRestoreStarted   = "RestoreStarted"
+	EventRestoreCompleted = "RestoreCompleted"
+	EventRestoreFailed    = "RestoreFailed"
+	EventTenantActivated  = "TenantActivated"
 )

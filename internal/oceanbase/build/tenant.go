@@ -1,9 +1,11 @@
 package build
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,4 +99,40 @@ func TenantPasswordSecret(t *obv1.OBTenant, password string) *corev1.Secret {
 		Type:       corev1.SecretTypeOpaque,
 		StringData: map[string]string{"password": password},
 	}
+}
+
+// RestoreApp is the app.kubernetes.io/name the restore controller
+// registers with.
+const RestoreApp = "obtenantrestore"
+
+// ComponentRestore is the component label of a tenant's OBTenantRestore.
+const ComponentRestore = "restore"
+
+// TenantRestore is the OBTenantRestore of a tenant whose spec.source.restore
+// is set: named as the OBTenant, controlled by it, with its source.
+func TenantRestore(t *obv1.OBTenant) *obv1.OBTenantRestore {
+	yes := true
+	return &obv1.OBTenantRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name, Labels: TenantLabels(t, ComponentRestore),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: obv1.GroupVersion.String(), Kind: "OBTenant", Name: t.Name,
+				UID: t.UID, Controller: &yes, BlockOwnerDeletion: &yes}}},
+		Spec: obv1.OBTenantRestoreSpec{Tenant: t.Name, Source: *t.Spec.Source.Restore.DeepCopy()},
+	}
+}
+
+// RestoreSCN is the SCN of a restore point: OceanBase's SCN of a time is
+// its nanoseconds since the epoch (TIMESTAMP_TO_SCN); 0 when until is
+// unset (as far as the archive reaches).
+func RestoreSCN(until *obv1.RestorePoint) (int64, error) {
+	switch {
+	case until == nil:
+		return 0, nil
+	case until.SCN > 0:
+		return until.SCN, nil
+	}
+	at, err := time.Parse(time.RFC3339Nano, until.Time)
+	if err != nil {
+		return 0, fmt.Errorf("until.time %q is not an RFC 3339 time: %w", until.Time, err)
+	}
+	return at.UnixNano(), nil
 }

@@ -14,6 +14,9 @@ type Tenant struct {
 	ID                    int64
 	Name, Status          string // CREATING, NORMAL, DROPPING
 	Locality, PrimaryZone string
+	// Role is TENANT_ROLE: PRIMARY, STANDBY or RESTORE (read by
+	// TenantByName only).
+	Role string
 	// Type is SYS, USER or META; PreviousLocality is the locality a
 	// change in progress started from, empty when none is (both read by
 	// Tenants only).
@@ -43,8 +46,8 @@ func Tenants(ctx context.Context, db *sql.DB) ([]Tenant, error) {
 // when there is none.
 func TenantByName(ctx context.Context, db *sql.DB, name string) (*Tenant, error) {
 	t := &Tenant{}
-	err := db.QueryRowContext(ctx, "SELECT TENANT_ID, TENANT_NAME, STATUS, LOCALITY, PRIMARY_ZONE FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = ? AND TENANT_TYPE = 'USER'", name).
-		Scan(&t.ID, &t.Name, &t.Status, &t.Locality, &t.PrimaryZone)
+	err := db.QueryRowContext(ctx, "SELECT TENANT_ID, TENANT_NAME, STATUS, LOCALITY, PRIMARY_ZONE, TENANT_ROLE FROM oceanbase.DBA_OB_TENANTS WHERE TENANT_NAME = ? AND TENANT_TYPE = 'USER'", name).
+		Scan(&t.ID, &t.Name, &t.Status, &t.Locality, &t.PrimaryZone, &t.Role)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
