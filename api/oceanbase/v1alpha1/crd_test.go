@@ -63,6 +63,11 @@ func TestDefaults(t *testing.T) {
 			Typed:   &obv1.OBTenantBackup{},
 			Default: func(o client.Object) { obv1.DefaultBackup(o.(*obv1.OBTenantBackup)) },
 		},
+		{
+			Minimal: obj("OBTenantRestore", "r", "{tenant: t1, source: {data: {path: 'file:///b/d'}, archive: {path: 'file:///b/a'}}}"),
+			Typed:   &obv1.OBTenantRestore{},
+			Default: func(o client.Object) { obv1.DefaultRestoreSource(&o.(*obv1.OBTenantRestore).Spec.Source) },
+		},
 		{Minimal: obj("OBZone", "ob-z1", "{cluster: ob, zone: z1}"), Typed: &obv1.OBZone{}, Default: none},
 		{Minimal: obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 0}"), Typed: &obv1.OBServer{}, Default: none},
 	})
@@ -91,6 +96,11 @@ func TestCELRules(t *testing.T) {
 	file := func(p string) string { return "{path: 'file:///b/" + p + "'}" }
 	s3 := "{path: 's3://b/d', s3: {endpoint: gw, region: r, credentialsSecret: k}}"
 	daily := "fullSchedule: '@daily'"
+	// restore is a restore source with the data destination and the
+	// fields given.
+	restore := func(data, more string) string { return "{data: " + data + ", archive: " + file("a") + more + "}" }
+	badS3 := strings.Replace(s3, "s3://b/d", "file:///b/d", 1)
+	restoring := func(src string) string { return "{" + tenant + ", source: {restore: " + src + "}}" }
 
 	testenv.CheckCELRules(t, c, rules, []testenv.Violation{
 		create(rule("OBCluster", "", "metadata.name must be a DNS-1035 label of at most 40 characters: it names the zones' StatefulSets, their pods and the servers' Services"),
@@ -134,6 +144,13 @@ func TestCELRules(t *testing.T) {
 		change(rule("OBTenant", "spec.cluster", "cluster is immutable"), "{"+tenant+"}", "{"+strings.Replace(tenant, "cluster: ob", "cluster: ob2", 1)+"}"),
 		change(rule("OBTenant", "spec.rootPassword", "rootPassword is immutable"), "{"+tenant+", rootPassword: a}", "{"+tenant+", rootPassword: b}"),
 		change(rule("OBTenant", "spec.tenantName", "tenantName is immutable"), "{"+tenant+", tenantName: a}", "{"+tenant+", tenantName: b}"),
+		change(rule("OBTenant", "spec", "source is immutable"), "{"+tenant+"}", restoring(restore(file("d"), ""))),
+		change(rule("OBTenant", "spec.source", "source is immutable"), restoring(restore(file("d"), "")), restoring(restore(file("e"), ""))),
+		create(rule("OBTenant", "spec.source", "source needs restore"), "", "{"+tenant+", source: {}}"),
+		create(rule("OBTenant", "spec.source.restore.until", "exactly one of time and scn"), "", restoring(restore(file("d"), ", until: {}"))),
+		create(rule("OBTenant", "spec.source.restore.data", "s3 is set exactly when path is an s3:// path"), "", restoring(restore(badS3, ""))),
+		create(rule("OBTenant", "spec.source.restore.archive", "s3 is set exactly when path is an s3:// path"), "",
+			restoring("{data: "+file("d")+", archive: "+badS3+"}")),
 
 		create(rule("OBTenantBackupPolicy", "spec", "dataBackup.incrementalSchedule must differ from fullSchedule"), "",
 			policy(file("a"), file("d"), "fullSchedule: '@daily', incrementalSchedule: '@daily'")),
@@ -148,6 +165,14 @@ func TestCELRules(t *testing.T) {
 
 		change(rule("OBTenantBackup", "spec.tenant", "tenant is immutable"), "{tenant: t1}", "{tenant: t2}"),
 		change(rule("OBTenantBackup", "spec.type", "type is immutable"), "{tenant: t1, type: Full}", "{tenant: t1, type: Incremental}"),
+
+		change(rule("OBTenantRestore", "spec", "tenant and source are immutable"), "{tenant: t1, source: "+restore(file("d"), "")+"}",
+			"{tenant: t1, source: "+restore(file("d"), ", until: {scn: 5}")+"}"),
+		create(rule("OBTenantRestore", "spec.source.until", "exactly one of time and scn"), "",
+			"{tenant: t1, source: "+restore(file("d"), ", until: {scn: 5, time: '2026-01-01T00:00:00Z'}")+"}"),
+		create(rule("OBTenantRestore", "spec.source.data", "s3 is set exactly when path is an s3:// path"), "", "{tenant: t1, source: "+restore(badS3, "")+"}"),
+		create(rule("OBTenantRestore", "spec.source.archive", "s3 is set exactly when path is an s3:// path"), "",
+			"{tenant: t1, source: {data: "+file("d")+", archive: "+badS3+"}}"),
 
 		create(rule("OBZone", "", "metadata.name must be <spec.cluster>-<spec.zone>"), "ob-z2", "{cluster: ob, zone: z1}"),
 		{
