@@ -43,7 +43,10 @@
 //     actor (archive, destinations, delete policy, schedules) and its
 //     archive-destination flow; backup.go: the OBTenantBackup actor (one
 //     backup job, found again after a restart) and the tenant login both
-//     use (tenantLogin is in backuppolicy.go);
+//     use (tenantLogin is in backuppolicy.go); restore.go: the
+//     OBTenantRestore actor (one restore job, found again after a restart,
+//     then the tenant activated), which the OBTenant's create flow creates
+//     for a tenant with spec.source.restore;
 //   - views.go: the OBZone and OBServer actors, twins that copy the
 //     cluster's status, and the views the cluster's Declare applies;
 //   - webhook.go: every kind's admission (Validate, RenderChildren, Admit,

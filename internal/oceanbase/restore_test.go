@@ -91,7 +91,8 @@ func rows(db *sql.DB) (string, error) {
 // read-only STANDBY. An OBTenant whose tenant exists is not restored over
 // (TenantExists). Admission refuses a restore without its root password
 // Secret, with a point that does not parse, and with the data inside the
-// archive, and an OBTenantRestore of no OBTenant.
+// archive, and an OBTenantRestore of no OBTenant or of one not to be
+// restored.
 func TestRestore(t *testing.T) {
 	c, ns, p := setup(t, 89)
 	dir := t.TempDir()
@@ -150,6 +151,10 @@ func TestRestore(t *testing.T) {
 	orphan := &obv1.OBTenantRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}, Spec: obv1.OBTenantRestoreSpec{Tenant: "nope", Source: *good.Spec.Source.Restore}}
 	if err := rc.Admit(t.Context(), c, orphan); err == nil || !strings.Contains(err.Error(), "spec.tenant") {
 		t.Errorf("an OBTenantRestore of no OBTenant: %v", err)
+	}
+	orphan.Spec.Tenant = "t1"
+	if err := rc.Admit(t.Context(), c, orphan); err == nil || !strings.Contains(err.Error(), "no spec.source.restore") {
+		t.Errorf("an OBTenantRestore of an OBTenant not to be restored: %v", err)
 	}
 
 	// Restored to the point: rows 1 to 3, then a primary that takes writes.

@@ -128,13 +128,71 @@ func (c *TenantController) createTenant(ctx *TenantContext, seen *tenant) (bool,
 	opts := obsql.TenantOptions{Pools: build.PoolNames(t, zones), Locality: build.Locality(zones),
 		PrimaryZone: t.Spec.PrimaryZone, Charset: t.Spec.Charset, WhiteList: t.Spec.ConnectWhiteList}
 	db, name := st.db, t.Spec.TenantName
-	ctx.Log.Info("Creating a tenant", "tenant", name, "zones", zones)
+	create := func(bg context.Context) error { return obsql.CreateTenant(bg, db, name, opts) }
+	if src := t.Spec.Source; src != nil && src.Primary != nil {
+		source, err := c.standbySource(ctx, src.Primary.Tenant)
+		if err != nil {
+			ctx.Operation().Message = err.Error()
+			return false, nil // the primary is not ready yet: wait for it
+		}
+		create = func(bg context.Context) error { return obsql.CreateStandbyTenant(bg, db, name, source, opts) }
+		ctx.Log.Info("Creating a standby tenant", "tenant", name, "primary", src.Primary.Tenant)
+	} else {
+		ctx.Log.Info("Creating a tenant", "tenant", name, "zones", zones)
+	}
 	release := c.logins.hold(db) // kept open for the statement, whatever replaces it meanwhile
 	c.create.Start(t.UID, bootstrapTimeout, func(bg context.Context) error {
 		defer release()
-		return obsql.CreateTenant(bg, db, name, opts)
+		return create(bg)
 	})
 	return false, nil
+}
+
+// standbySource returns the LOG_RESTORE_SOURCE of a standby of the
+// OBTenant primary: its cluster's observers, and its read-only standby
+// user, which it makes (or gives the password of its Secret again) in
+// the primary tenant, as root with the primary's root password.
+func (c *TenantController) standbySource(ctx *TenantContext, primary string) (string, error) {
+	p := &Tenant{}
+	if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: ctx.Obj.Namespace, Name: primary}, p); err != nil {
+		return "", fmt.Errorf("waiting for the primary OBTenant %s: %w", primary, err)
+	}
+	obv1.DefaultTenant(p)
+	if p.Status.TenantStatus != "NORMAL" || p.Status.TenantRole != obv1.TenantRolePrimary {
+		return "", fmt.Errorf("waiting for the OBTenant %s's tenant to be a NORMAL PRIMARY (it is %q, %q)", primary,
+			p.Status.TenantStatus, p.Status.TenantRole)
+	}
+	ob := &Cluster{}
+	if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob); err != nil {
+		return "", fmt.Errorf("get the primary's OBCluster %s: %w", p.Spec.Cluster, err)
+	}
+	newSecret := func(pw string) *corev1.Secret { return build.StandbySourceSecret(p, pw) }
+	if err := framework.EnsurePasswordSecret(ctx, ctx.Client, ctx.Reader, ctx.Log, newSecret); err != nil {
+		return "", err
+	}
+	standbyPW, err := framework.ReadPassword(ctx, ctx.Reader, p.Namespace, newSecret("").Name)
+	if err == nil {
+		var rootPW string
+		if rootPW, err = framework.ReadPassword(ctx, ctx.Reader, p.Namespace, p.Spec.RootPassword); err == nil {
+			err = c.ensureStandbyUser(ctx, ob, p.Spec.TenantName, rootPW, standbyPW)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return build.LogRestoreSource(clusterHosts(ob), p.Spec.TenantName, standbyPW), nil
+}
+
+// ensureStandbyUser makes the primary tenant's standby user, with
+// password pw, able to read its log: SELECT (on every database; OceanBase's
+// documentation grants it on oceanbase.*, the views the standby reads).
+func (c *TenantController) ensureStandbyUser(ctx *TenantContext, ob *Cluster, tenant, rootPW, pw string) error {
+	db, err := c.logins.connect(ctx, clusterHosts(ob), obsql.Login{User: rootUser, Tenant: tenant, Password: rootPW})
+	if err != nil {
+		return fmt.Errorf("log in to the primary as root@%s: %w", tenant, err)
+	}
+	defer db.Close()
+	return obsql.EnsureUser(ctx, db, build.StandbyUser, pw, "SELECT")
 }
 
 // restoreTenant makes the tenant by a restore: it creates the tenant's

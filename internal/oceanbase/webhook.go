@@ -232,18 +232,31 @@ func validateRestoreSource(path *field.Path, src *obv1.OBTenantRestoreSource) fi
 // Admit checks the tenant against its cluster at admission
 // (framework.Admitter): the cluster exists, has the tenant's zones, and
 // each of them has at least unitNum servers (a unit per server). A tenant
-// to be restored needs its root password Secret to exist: the restored
-// tenant keeps its backup's root password, which no generated one would
-// be.
+// to be restored or to follow a primary needs its root password Secret to
+// exist: it keeps its backup's or its primary's root password, which no
+// generated one would be; a standby's primary must exist.
 func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
 	if t.Spec.Source != nil && t.DeletionTimestamp == nil {
 		err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.RootPassword}, &corev1.Secret{})
 		if apierrors.IsNotFound(err) {
 			return field.ErrorList{field.Invalid(field.NewPath("spec", "rootPassword"), t.Spec.RootPassword,
-				"a restored tenant keeps its backup's root password: name a Secret that exists and holds it")}.ToAggregate()
+				"a restored tenant or a standby keeps its backup's or its primary's root password: name a Secret that exists and holds it")}.ToAggregate()
 		}
 		if err != nil {
 			return fmt.Errorf("get Secret %s: %w", t.Spec.RootPassword, err)
+		}
+	}
+	if t.Spec.Source != nil && t.Spec.Source.Primary != nil {
+		path := field.NewPath("spec", "source", "primary", "tenant")
+		if p := t.Spec.Source.Primary.Tenant; p == t.Name {
+			return field.ErrorList{field.Invalid(path, p, "a tenant cannot be its own standby")}.ToAggregate()
+		}
+		err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Source.Primary.Tenant}, &Tenant{})
+		if apierrors.IsNotFound(err) {
+			return field.ErrorList{field.NotFound(path, t.Spec.Source.Primary.Tenant)}.ToAggregate()
+		}
+		if err != nil {
+			return fmt.Errorf("get OBTenant %s: %w", t.Spec.Source.Primary.Tenant, err)
 		}
 	}
 	ob := &Cluster{}
@@ -387,10 +400,22 @@ func (*TenantRestoreController) Validate(r *TenantRestore) error {
 	return validateRestoreSource(field.NewPath("spec", "source"), &r.Spec.Source).ToAggregate()
 }
 
-// Admit checks at admission that the restore's OBTenant exists
-// (framework.Admitter).
+// Admit checks at admission that the restore's OBTenant exists and is to
+// be restored (framework.Admitter): a restore of an OBTenant that creates
+// its tenant empty would race it.
 func (*TenantRestoreController) Admit(ctx context.Context, r client.Reader, tr *TenantRestore) error {
-	return tenantExists(ctx, r, tr.Namespace, tr.Spec.Tenant)
+	t := &Tenant{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: tr.Namespace, Name: tr.Spec.Tenant}, t)
+	switch {
+	case apierrors.IsNotFound(err):
+		return field.ErrorList{field.NotFound(field.NewPath("spec", "tenant"), tr.Spec.Tenant)}.ToAggregate()
+	case err != nil:
+		return fmt.Errorf("get OBTenant %s: %w", tr.Spec.Tenant, err)
+	case t.Spec.Source == nil || t.Spec.Source.Restore == nil:
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "tenant"), tr.Spec.Tenant,
+			"the OBTenant has no spec.source.restore: set it there, and its controller creates this restore")}.ToAggregate()
+	}
+	return nil
 }
 
 // tenantExists refuses spec.tenant when no OBTenant has the name.

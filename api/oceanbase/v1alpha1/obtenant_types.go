@@ -92,9 +92,10 @@ type OBTenantSpec struct {
 
 	// source says where a new tenant's data comes from. Unset, the
 	// tenant starts empty (CREATE TENANT); restore makes it from backups
-	// (an OBTenantRestore runs the restore). A tenant that already exists
-	// in OceanBase is never restored over: the OBTenant waits with
-	// Ready=False (TenantExists). Default: unset; immutable.
+	// (an OBTenantRestore runs the restore); primary makes it a standby
+	// of another tenant. A tenant that already exists in OceanBase is
+	// never restored over: the OBTenant waits with Ready=False
+	// (TenantExists). Default: unset; immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source is immutable"
 	Source *OBTenantSource `json:"source,omitempty"`
@@ -106,7 +107,7 @@ type OBTenantSpec struct {
 }
 
 // OBTenantSource is where a new tenant's data comes from.
-// +kubebuilder:validation:XValidation:rule="has(self.restore)",message="source needs restore"
+// +kubebuilder:validation:XValidation:rule="has(self.restore) != has(self.primary)",message="set exactly one of restore and primary"
 type OBTenantSource struct {
 	// restore restores the tenant from the backups an
 	// OBTenantBackupPolicy took of another tenant (or of an earlier one
@@ -115,6 +116,28 @@ type OBTenantSource struct {
 	// the backed-up tenant's root password. Default: unset; immutable.
 	// +optional
 	Restore *OBTenantRestoreSource `json:"restore,omitempty"`
+
+	// primary makes the tenant a standby of another OBTenant's tenant, on
+	// this cluster or another: OceanBase's CREATE STANDBY TENANT with
+	// LOG_RESTORE_SOURCE naming the primary's observers and a read-only
+	// user of the primary (standbyro, its password in the Secret
+	// <primary>-standbyro, generated), replaying the primary's log for
+	// ever. The standby keeps the primary's users: spec.rootPassword
+	// must name a Secret that exists and holds the primary's root
+	// password. An OBTenantOperation switches the roles over or activates
+	// the standby. Default: unset; immutable.
+	// +optional
+	Primary *OBTenantPrimarySource `json:"primary,omitempty"`
+}
+
+// OBTenantPrimarySource is the tenant a standby follows.
+type OBTenantPrimarySource struct {
+	// tenant is the OBTenant, in this namespace, whose tenant the standby
+	// follows. Required; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Tenant string `json:"tenant"`
 }
 
 // OBUnitConfig is a resource unit config.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,7 +222,7 @@ func (n *Node) switchoverToPrimary(ctx context.Context, p *parser) (*result, *Er
 	}
 	src, from := *t.Source, t.Source.SyncSCN
 	n.mu.Unlock()
-	fetched, err := fetchSource(ctx, src.Value, from)
+	fetched, err := fetchSource(ctx, n.dial, src.Value, from)
 	if err != nil {
 		return nil, notAllowed("cannot read the primary of tenant '%s': %v", name, err)
 	}
@@ -243,14 +244,17 @@ func (n *Node) switchoverToPrimary(ctx context.Context, p *parser) (*result, *Er
 
 // fetched is what one read of a log source returned.
 type fetched struct {
-	commits    []Commit
+	commits []Commit
+	// users are the source's users: a standby's are its primary's, as
+	// OceanBase replays them with the rest of the tenant's schema.
+	users      []User
 	gts        int64 // the source's SCN when read: every commit up to it is in commits
 	sourceRole string
 }
 
 // fetchSource reads, over the MySQL protocol, the source's commits after
-// from.
-func fetchSource(ctx context.Context, value string, from int64) (fetched, error) {
+// from and its users; dial maps a source address to the one to dial.
+func fetchSource(ctx context.Context, dial func(string) string, value string, from int64) (fetched, error) {
 	var out fetched
 	addrs, user, password, err := logSourceDSN(value)
 	if err != nil {
@@ -259,7 +263,7 @@ func fetchSource(ctx context.Context, value string, from int64) (fetched, error)
 	var errs []string
 	for _, addr := range addrs {
 		cfg := mysql.NewConfig()
-		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", addr, "oceanbase"
+		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, password, "tcp", dial(addr), "oceanbase"
 		cfg.InterpolateParams, cfg.Timeout = true, 2*time.Second
 		connector, err := mysql.NewConnector(cfg)
 		if err != nil {
@@ -281,6 +285,19 @@ func readSource(ctx context.Context, db *sql.DB, from int64) (fetched, error) {
 	if err := db.QueryRowContext(ctx, "SELECT gts, tenant_role FROM __all_virtual_obsim_gts").Scan(&out.gts, &out.sourceRole); err != nil {
 		return out, err
 	}
+	users, err := db.QueryContext(ctx, "SELECT name, password, grants FROM __all_virtual_obsim_user")
+	if err != nil {
+		return out, err
+	}
+	for users.Next() {
+		var u User
+		if err := users.Scan(&u.Name, &u.Password, &u.Grants); err != nil {
+			users.Close()
+			return out, err
+		}
+		out.users = append(out.users, u)
+	}
+	users.Close()
 	rows, err := db.QueryContext(ctx, "SELECT scn, body FROM __all_virtual_obsim_commit WHERE scn > ? ORDER BY scn", from)
 	if err != nil {
 		return out, err
@@ -324,9 +341,35 @@ func (n *Node) replayed(t *Tenant, f fetched) {
 	if src.Error != "" {
 		src.Error, changed = "", true
 	}
+	if f.users != nil && n.replaceUsers(t.ID, f.users) {
+		changed = true
+	}
 	if changed {
 		n.changed()
 	}
+}
+
+// replaceUsers gives tenant id the users given, and reports whether they
+// differ from its own (n.mu held).
+func (n *Node) replaceUsers(id int64, users []User) bool {
+	s := n.state
+	var own []User
+	for _, u := range s.Users {
+		if u.TenantID == id {
+			own = append(own, *u)
+		}
+	}
+	for i := range users {
+		users[i].TenantID = id
+	}
+	if slices.Equal(own, users) {
+		return false
+	}
+	s.Users = slices.DeleteFunc(s.Users, func(u *User) bool { return u.TenantID == id })
+	for _, u := range users {
+		s.Users = append(s.Users, &u)
+	}
+	return true
 }
 
 // sourceView answers the simulator's internal tables a standby reads its
@@ -338,6 +381,14 @@ func (s *State) sourceView(name string, tenantID int64) (table, bool) {
 		return table{}, false
 	case name == "__ALL_VIRTUAL_OBSIM_GTS":
 		return table{cols: []string{"gts", "tenant_role"}, rows: [][]any{{time.Now().UnixNano(), t.role()}}}, true
+	case name == "__ALL_VIRTUAL_OBSIM_USER":
+		out := table{cols: []string{"name", "password", "grants"}}
+		for _, u := range s.Users {
+			if u.TenantID == tenantID {
+				out.rows = append(out.rows, []any{u.Name, u.Password, u.Grants})
+			}
+		}
+		return out, true
 	case name == "__ALL_VIRTUAL_OBSIM_COMMIT":
 		out := table{cols: []string{"scn", "body"}}
 		for _, c := range t.Commits {
@@ -387,7 +438,7 @@ func (n *Node) dueStandbys() []standbyWork {
 // replay reads one standby's source and records what it read.
 func (n *Node) replay(w standbyWork) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	f, err := fetchSource(ctx, w.source, w.from)
+	f, err := fetchSource(ctx, n.dial, w.source, w.from)
 	cancel()
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 )
 
 // TestStandbyTenant: a standby tenant in another cluster replays its
-// primary's commits, refuses writes, switches over (refused while the
+// primary's commits and users, refuses writes, switches over (refused while the
 // primary is still primary) and the old primary then follows the new one;
 // a failover activates a standby at once.
 func TestStandbyTenant(t *testing.T) {
@@ -55,6 +55,10 @@ func TestStandbyTenant(t *testing.T) {
 		})
 	}
 	waitRows(standby, "1,2")
+	// The primary's users are the standby's (OceanBase replays them).
+	if err := b.db(2, "standbyro@s1", "ro", "").Ping(); err != nil {
+		t.Errorf("the primary's user standbyro cannot log in to the standby: %v", err)
+	}
 	mustExec(t, primary, "INSERT INTO app.t VALUES (3)")
 	waitRows(standby, "1,2,3")
 	if _, err := standby.Exec("INSERT INTO app.t VALUES (9)"); err == nil {

@@ -205,6 +205,19 @@ func CreateTenant(ctx context.Context, db *sql.DB, name string, o TenantOptions)
 	return nil
 }
 
+// CreateStandbyTenant creates tenant name, if it does not exist, as a
+// standby replaying the log of the primary that source names
+// (LOG_RESTORE_SOURCE: 'SERVICE=ip:port[;ip:port] USER=user@tenant
+// PASSWORD=...'). Its charset and variables are its primary's.
+func CreateStandbyTenant(ctx context.Context, db *sql.DB, name, source string, o TenantOptions) error {
+	q := fmt.Sprintf("CREATE STANDBY TENANT IF NOT EXISTS %s LOG_RESTORE_SOURCE = %s, PRIMARY_ZONE = %s, RESOURCE_POOL_LIST = (%s), LOCALITY = %s",
+		name, quote(source), quote(o.PrimaryZone), quoteList(o.Pools), quote(o.Locality))
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("create standby tenant %s: %w", name, err)
+	}
+	return nil
+}
+
 // AlterTenant runs ALTER TENANT name SET option = value, where option is
 // LOCALITY, PRIMARY_ZONE or RESOURCE_POOL_LIST (value a list of pools).
 func AlterTenant(ctx context.Context, db *sql.DB, name, option string, value ...string) error {
