@@ -144,6 +144,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err == nil {
 		err = setupTenantRestores(mgr, opts) // restore.go
 	}
+	if err == nil {
+		err = setupTenantOperations(mgr, opts) // operation.go
+	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
 	}

@@ -279,7 +279,6 @@ func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction
 		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
 	case st.restoring(t):
 		return nil, nil // a tenant this OBTenant did not restore, or whose restore failed: status says so
-		return framework.StartFlow[*Tenant](flowCreateTenant, "tenant "+t.Spec.TenantName), nil
 	case st.tenant.Status != "NORMAL" || st.jobBusy:
 		return nil, nil
 	case !build.SameZones(st.tenant.Locality, build.TenantZones(t)):

@@ -41,6 +41,7 @@ import (
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantbackup,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantbackups,verbs=create;update,versions=v1alpha1,name=vobtenantbackup.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/mutate-oceanbase-steward-dev-v1alpha1-obtenantrestore,mutating=true,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantrestores,verbs=create;update,versions=v1alpha1,name=mobtenantrestore.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantrestore,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantrestores,verbs=create;update,versions=v1alpha1,name=vobtenantrestore.steward.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obtenantoperation,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obtenantoperations,verbs=create;update,versions=v1alpha1,name=vobtenantoperation.steward.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-oceanbase-steward-dev-v1alpha1-obparameter,mutating=false,failurePolicy=fail,sideEffects=None,groups=oceanbase.steward.dev,resources=obparameters,verbs=create;update,versions=v1alpha1,name=vobparameter.steward.dev,admissionReviewVersions=v1
 
 // SetupWebhooks registers the OBCluster's, OBTenant's and OBParameter's
@@ -62,6 +63,9 @@ func SetupWebhooks(mgr ctrl.Manager) error {
 	}
 	if err == nil {
 		err = framework.SetupWebhooks[*TenantRestore](mgr, NewTenantRestoreController(Options{}))
+	}
+	if err == nil {
+		err = framework.SetupWebhooks[*TenantOperation](mgr, NewTenantOperationController(Options{}))
 	}
 	if err != nil {
 		return fmt.Errorf("oceanbase: %w", err)
@@ -426,6 +430,99 @@ func tenantExists(ctx context.Context, r client.Reader, namespace, name string) 
 	}
 	if err != nil {
 		return fmt.Errorf("get OBTenant %s: %w", name, err)
+	}
+	return nil
+}
+
+// Validate checks what the schema cannot: a replay point parses.
+func (*TenantOperationController) Validate(o *TenantOperation) error {
+	if rl := o.Spec.ReplayLog; rl != nil {
+		if _, err := build.RestoreSCN(rl.Until); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "replayLog", "until", "time"), rl.Until.Time, err.Error())}.ToAggregate()
+		}
+	}
+	return nil
+}
+
+// Admit refuses at admission an operation OceanBase would refuse, from
+// what the OBTenants' status says (framework.Admitter): the tenants
+// exist; a switchover's primary is PRIMARY and its standby a STANDBY
+// following it; a failover's tenant is a STANDBY; a password change's is a
+// PRIMARY and its Secret exists; a replay's tenant is a STANDBY. A
+// finished operation is a record: nothing is checked.
+func (*TenantOperationController) Admit(ctx context.Context, r client.Reader, o *TenantOperation) error {
+	if operationFinished(o) {
+		return nil
+	}
+	get := func(path *field.Path, name, role string) (*Tenant, *field.Error, error) {
+		t := &Tenant{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: name}, t)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, field.NotFound(path, name), nil
+		case err != nil:
+			return nil, nil, fmt.Errorf("get OBTenant %s: %w", name, err)
+		case t.Status.TenantRole != role:
+			return nil, field.Invalid(path, name, fmt.Sprintf("its tenant is %q, not %s", t.Status.TenantRole, role)), nil
+		}
+		return t, nil, nil
+	}
+	var errs field.ErrorList
+	check := func(path *field.Path, name, role string) *Tenant {
+		t, ferr, err := get(path, name, role)
+		if err != nil {
+			errs = append(errs, field.InternalError(path, err))
+		} else if ferr != nil {
+			errs = append(errs, ferr)
+		}
+		return t
+	}
+	spec := field.NewPath("spec")
+	switch s := o.Spec; {
+	case s.Switchover != nil:
+		path := spec.Child("switchover")
+		check(path.Child("primary"), s.Switchover.Primary, obv1.TenantRolePrimary)
+		if sb := check(path.Child("standby"), s.Switchover.Standby, obv1.TenantRoleStandby); sb != nil &&
+			(sb.Spec.Source == nil || sb.Spec.Source.Primary == nil || sb.Spec.Source.Primary.Tenant != s.Switchover.Primary) {
+			errs = append(errs, field.Invalid(path.Child("standby"), s.Switchover.Standby,
+				fmt.Sprintf("its spec.source.primary is not %s: it does not follow it", s.Switchover.Primary)))
+		}
+	case s.Failover != nil:
+		check(spec.Child("failover", "standby"), s.Failover.Standby, obv1.TenantRoleStandby)
+	case s.ChangePassword != nil:
+		path := spec.Child("changePassword")
+		check(path.Child("tenant"), s.ChangePassword.Tenant, obv1.TenantRolePrimary)
+		err := r.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: s.ChangePassword.Secret}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			errs = append(errs, field.NotFound(path.Child("secret"), s.ChangePassword.Secret))
+		} else if err != nil {
+			errs = append(errs, field.InternalError(path.Child("secret"), err))
+		}
+	case s.ReplayLog != nil:
+		check(spec.Child("replayLog", "tenant"), s.ReplayLog.Tenant, obv1.TenantRoleStandby)
+	}
+	return errs.ToAggregate()
+}
+
+// Clashes refuses an operation on a tenant another unfinished operation
+// names (framework.ClashChecker): one operation at a time per tenant, the
+// older first.
+func (*TenantOperationController) Clashes(ctx context.Context, r client.Reader, o *TenantOperation) error {
+	var list obv1.OBTenantOperationList
+	if err := r.List(ctx, &list, client.InNamespace(o.Namespace)); err != nil {
+		return fmt.Errorf("list OBTenantOperations: %w", err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == o.UID || other.DeletionTimestamp != nil || operationFinished(other) || !framework.Older(other, o) {
+			continue
+		}
+		for _, name := range o.Tenants() {
+			if slices.Contains(other.Tenants(), name) {
+				return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+					fmt.Sprintf("the OBTenantOperation %s of the OBTenant %s has not finished: one operation at a time per tenant", other.Name, name))}.ToAggregate()
+			}
+		}
 	}
 	return nil
 }

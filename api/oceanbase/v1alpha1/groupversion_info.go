@@ -21,7 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &OBCluster{}, &OBClusterList{}, &OBTenant{}, &OBTenantList{},
 		&OBZone{}, &OBZoneList{}, &OBServer{}, &OBServerList{}, &OBParameter{}, &OBParameterList{},
 		&OBTenantBackupPolicy{}, &OBTenantBackupPolicyList{}, &OBTenantBackup{}, &OBTenantBackupList{},
-		&OBTenantRestore{}, &OBTenantRestoreList{})
+		&OBTenantRestore{}, &OBTenantRestoreList{}, &OBTenantOperation{}, &OBTenantOperationList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

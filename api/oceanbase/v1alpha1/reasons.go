@@ -63,6 +63,12 @@ const (
 	ReasonTenantExists  = "TenantExists"
 )
 
+// Reasons of OBTenantOperation's Ready condition.
+const (
+	ReasonOperationRunning = "OperationRunning"
+	ReasonOperationAborted = "OperationAborted"
+)
+
 // Reasons of OBTenantBackupPolicy's and OBTenantBackup's conditions.
 const (
 	ReasonTenantNotFound      = "TenantNotFound"
@@ -134,4 +140,8 @@ const (
 	EventRestoreCompleted = "RestoreCompleted"
 	EventRestoreFailed    = "RestoreFailed"
 	EventTenantActivated  = "TenantActivated"
+
+	// Tenant operations.
+	EventSwitchedOver    = "SwitchedOver"
+	EventPasswordChanged = "PasswordChanged"
 )

@@ -102,9 +102,12 @@ func TenantPasswordSecret(t *obv1.OBTenant, password string) *corev1.Secret {
 	}
 }
 
-// RestoreApp is the app.kubernetes.io/name the restore controller
-// registers with.
-const RestoreApp = "obtenantrestore"
+// RestoreApp and OperationApp are the app.kubernetes.io/name the restore
+// and the operation controllers register with.
+const (
+	RestoreApp   = "obtenantrestore"
+	OperationApp = "obtenantoperation"
+)
 
 // ComponentRestore is the component label of a tenant's OBTenantRestore.
 const ComponentRestore = "restore"

@@ -3,6 +3,7 @@ package obsql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -105,4 +106,75 @@ func ActivateStandby(ctx context.Context, db *sql.DB, name string) error {
 		return fmt.Errorf("activate tenant %s: %w", name, err)
 	}
 	return nil
+}
+
+// SwitchoverToStandby makes the primary tenant called name a standby
+// (ALTER SYSTEM SWITCHOVER TO STANDBY, from sys on its cluster): the
+// first half of a switchover.
+func SwitchoverToStandby(ctx context.Context, db *sql.DB, name string) error {
+	return alterSystemOnTenant(ctx, db, "SWITCHOVER TO STANDBY TENANT = ", name)
+}
+
+// SwitchoverToPrimary makes the standby tenant called name the primary
+// (ALTER SYSTEM SWITCHOVER TO PRIMARY, from sys on its cluster), once it
+// has replayed every commit of its source, which must be a standby by
+// then: OceanBase refuses it otherwise.
+func SwitchoverToPrimary(ctx context.Context, db *sql.DB, name string) error {
+	return alterSystemOnTenant(ctx, db, "SWITCHOVER TO PRIMARY TENANT = ", name)
+}
+
+func alterSystemOnTenant(ctx context.Context, db *sql.DB, what, name string) error {
+	if !isIdent(name) {
+		return fmt.Errorf("%q is not a tenant name", name)
+	}
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM "+what+name); err != nil {
+		return fmt.Errorf("%s%s: %w", strings.ToLower(what), name, err)
+	}
+	return nil
+}
+
+// SetLogRestoreSource sets the standby tenant's LOG_RESTORE_SOURCE ('SERVICE=...
+// USER=... PASSWORD=...').
+func SetLogRestoreSource(ctx context.Context, db *sql.DB, tenant, source string) error {
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM SET LOG_RESTORE_SOURCE = ?"+onTenant(tenant), source); err != nil {
+		return fmt.Errorf("set the log restore source of %s: %w", tenant, err)
+	}
+	return nil
+}
+
+// RecoverStandby sets how far the standby tenant replays: until SCN
+// untilSCN, or without end when it is 0 (UNTIL UNLIMITED).
+func RecoverStandby(ctx context.Context, db *sql.DB, tenant string, untilSCN int64) error {
+	if !isIdent(tenant) {
+		return fmt.Errorf("%q is not a tenant name", tenant)
+	}
+	until := "UNLIMITED"
+	if untilSCN > 0 {
+		until = "SCN = " + strconv.FormatInt(untilSCN, 10)
+	}
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM RECOVER STANDBY TENANT = "+tenant+" UNTIL "+until); err != nil {
+		return fmt.Errorf("recover standby %s until %s: %w", tenant, until, err)
+	}
+	return nil
+}
+
+// LogRestoreSource is a row of CDB_OB_LOG_RESTORE_SOURCE.
+type LogRestoreSource struct {
+	Value            string
+	RecoveryUntilSCN int64
+}
+
+// TenantLogRestoreSource reads the tenant's LOG_RESTORE_SOURCE; nil when
+// it has none.
+func TenantLogRestoreSource(ctx context.Context, db *sql.DB, tenantID int64) (*LogRestoreSource, error) {
+	s := &LogRestoreSource{}
+	err := db.QueryRowContext(ctx, "SELECT VALUE, RECOVERY_UNTIL_SCN FROM oceanbase.CDB_OB_LOG_RESTORE_SOURCE WHERE TENANT_ID = ?", tenantID).
+		Scan(&s.Value, &s.RecoveryUntilSCN)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the log restore source of tenant %d: %w", tenantID, err)
+	}
+	return s, nil
 }
