@@ -50,16 +50,22 @@ func login(t *testing.T, c client.Client, p *player, ob *obv1.OBCluster, user, t
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ob.Namespace, Name: secret}, s); err != nil {
 		t.Fatal(err)
 	}
-	ip, _, err := net.SplitHostPort(ob.Status.Servers[0].Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := obsql.Open(t.Context(), p.resolve(ip), obsql.Login{User: user, Tenant: tenant, Password: string(s.Data["password"])}, 5*time.Second)
+	db, err := loginWith(p, ob, user, tenant, string(s.Data["password"]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// loginWith logs in to cluster ob as user@tenant through its first
+// server, with password.
+func loginWith(p *player, ob *obv1.OBCluster, user, tenant, password string) (*sql.DB, error) {
+	ip, _, err := net.SplitHostPort(ob.Status.Servers[0].Address)
+	if err != nil {
+		return nil, err
+	}
+	return obsql.Open(context.Background(), p.resolve(ip), obsql.Login{User: user, Tenant: tenant, Password: password}, 5*time.Second)
 }
 
 // TestTenantLifecycle creates a tenant in two zones of a three-zone
