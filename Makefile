@@ -363,7 +363,7 @@ wait-admission:
 	@for s in $(SAMPLES); do \
 		for i in $$(seq 60); do \
 			if out=$$($(KUBECTL) apply --dry-run=server -f $$s 2>&1) || \
-				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec.(cluster|tenant): Not found'; then continue 2; fi; \
+				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found'; then continue 2; fi; \
 			sleep 1; \
 		done; \
 		echo "$$out" >&2; exit 1; \

@@ -1,5 +1,5 @@
 // Package oceanbase is Steward's OceanBase system: the controllers of its
-// seven kinds, actors of the framework (internal/framework), and what they
+// nine kinds, actors of the framework (internal/framework), and what they
 // stand on. docs/oceanbase.md says what they do and why.
 //
 // OBCluster's controller runs a cluster: its zones are StatefulSets of
@@ -9,8 +9,10 @@
 // reports what OceanBase says of its servers and zones. OBTenant's and
 // OBParameter's controllers manage a cluster's tenants and parameters
 // through the cluster's login; OBZone and OBServer are views the cluster's
-// controller applies and whose controllers copy the cluster's status. They
-// speak only OceanBase's MySQL protocol and administrative SQL (obsql).
+// controller applies and whose controllers copy the cluster's status;
+// OBTenantBackupPolicy, OBTenantBackup, OBTenantRestore and
+// OBTenantOperation protect a tenant and act on it (standby tenants
+// included). They speak only OceanBase's MySQL protocol and administrative SQL (obsql).
 //
 // One package, a file per actor. The actors share what a subpackage per
 // actor would have to export to the others: the one operator login per
@@ -46,7 +48,9 @@
 //     use (tenantLogin is in backuppolicy.go); restore.go: the
 //     OBTenantRestore actor (one restore job, found again after a restart,
 //     then the tenant activated), which the OBTenant's create flow creates
-//     for a tenant with spec.source.restore;
+//     for a tenant with spec.source.restore; operation.go: the
+//     OBTenantOperation actor and its flows (switchover, failover,
+//     change-password, replay-log);
 //   - views.go: the OBZone and OBServer actors, twins that copy the
 //     cluster's status, and the views the cluster's Declare applies;
 //   - webhook.go: every kind's admission (Validate, RenderChildren, Admit,

@@ -161,8 +161,9 @@ func helmInstall(args ...string) error {
 // clusterMissing is a webhook's denial of an object whose cluster or
 // tenant does not exist, as kubectl prints it: `The OBTenant "t1" is
 // invalid: spec.cluster: Not found: "ob"` (the causes of the webhook's
-// answer).
-var clusterMissing = regexp.MustCompile(`(denied the request|is invalid): .*spec\.(cluster|tenant): Not found`)
+// answer; an OBTenantOperation's tenants are spec.<type>.primary,
+// standby or tenant).
+var clusterMissing = regexp.MustCompile(`(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found`)
 
 // waitForAdmission waits until the API server reaches the webhooks: a
 // ready pod is not yet a reachable Service, until the EndpointSlice
@@ -183,7 +184,7 @@ func waitForAdmission(timeout time.Duration) error {
 		for {
 			out, err := kubectl("create", "--dry-run=server", "--namespace", operatorNamespace, "-f", sample)
 			// A sample of a kind that names its cluster or tenant
-			// (OBParameter, OBTenantBackup) is denied for want of it,
+			// (OBParameter, OBTenantBackup, OBTenantOperation) is denied for want of it,
 			// which a dry run does not create: the webhook answered.
 			if err == nil || clusterMissing.MatchString(out) {
 				break

@@ -68,6 +68,7 @@ func TestDefaults(t *testing.T) {
 			Typed:   &obv1.OBTenantRestore{},
 			Default: func(o client.Object) { obv1.DefaultRestoreSource(&o.(*obv1.OBTenantRestore).Spec.Source) },
 		},
+		{Minimal: obj("OBTenantOperation", "o", "{type: Failover, failover: {standby: t1}}"), Typed: &obv1.OBTenantOperation{}, Default: none},
 		{Minimal: obj("OBZone", "ob-z1", "{cluster: ob, zone: z1}"), Typed: &obv1.OBZone{}, Default: none},
 		{Minimal: obj("OBServer", "ob-z1-0", "{cluster: ob, zone: z1, ordinal: 0}"), Typed: &obv1.OBServer{}, Default: none},
 	})
@@ -173,6 +174,21 @@ func TestCELRules(t *testing.T) {
 		create(rule("OBTenantRestore", "spec.source.data", "s3 is set exactly when path is an s3:// path"), "", "{tenant: t1, source: "+restore(badS3, "")+"}"),
 		create(rule("OBTenantRestore", "spec.source.archive", "s3 is set exactly when path is an s3:// path"), "",
 			"{tenant: t1, source: {data: "+file("d")+", archive: "+badS3+"}}"),
+
+		create(rule("OBTenantOperation", "spec", "set the field of the operation's type, and only it"), "",
+			"{type: Failover, switchover: {primary: a, standby: b}}"),
+		change(rule("OBTenantOperation", "spec.type", "an operation is immutable"),
+			"{type: Failover, failover: {standby: a}}", "{type: ReplayLog, failover: {standby: a}}"),
+		change(rule("OBTenantOperation", "spec.switchover", "an operation is immutable"),
+			"{type: Switchover, switchover: {primary: a, standby: b}}", "{type: Switchover, switchover: {primary: b, standby: a}}"),
+		change(rule("OBTenantOperation", "spec.failover", "an operation is immutable"),
+			"{type: Failover, failover: {standby: a}}", "{type: Failover, failover: {standby: b}}"),
+		change(rule("OBTenantOperation", "spec.changePassword", "an operation is immutable"),
+			"{type: ChangePassword, changePassword: {tenant: a, secret: s}}", "{type: ChangePassword, changePassword: {tenant: a, secret: t}}"),
+		change(rule("OBTenantOperation", "spec.replayLog", "an operation is immutable"),
+			"{type: ReplayLog, replayLog: {tenant: a}}", "{type: ReplayLog, replayLog: {tenant: a, until: {scn: 5}}}"),
+		create(rule("OBTenantOperation", "spec.replayLog.until", "exactly one of time and scn"), "",
+			"{type: ReplayLog, replayLog: {tenant: a, until: {}}}"),
 
 		create(rule("OBZone", "", "metadata.name must be <spec.cluster>-<spec.zone>"), "ob-z2", "{cluster: ob, zone: z1}"),
 		{
