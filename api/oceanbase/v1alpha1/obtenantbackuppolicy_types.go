@@ -139,12 +139,13 @@ type BackupDestination struct {
 // (OceanBase keeps them, encrypted, in its backup parameters).
 type BackupS3 struct {
 	// endpoint is the store's host[:port] (OceanBase's host=), for example
-	// "s3.us-east-1.amazonaws.com" or "versitygw.storage.svc:7070".
-	// Required; can change.
+	// "versitygw.storage.svc:7070", or with a scheme,
+	// "https://s3.us-east-1.amazonaws.com": OceanBase 4.x's S3 client
+	// reaches a host without one over plain HTTP. Required; can change.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^[^/?&\s]+$`
+	// +kubebuilder:validation:Pattern=`^(https?://)?[^/?&\s]+$`
 	Endpoint string `json:"endpoint"`
 
 	// region is the bucket's region (s3_region=). Required; can change.

@@ -19,8 +19,10 @@ import (
 // directory on a volume every server mounts (file:///path) or a prefix in
 // an S3-compatible bucket
 // (s3://bucket/prefix?host=...&access_id=...&access_key=...&s3_region=...,
-// with addressing_model=path_style for a store inside the cluster; a host
-// without a scheme is https). Names inside it are slash-separated.
+// with addressing_model=path_style for a store inside the cluster). A host
+// without a scheme is reached over plain HTTP, as OceanBase 4.x's S3 client
+// does (its client configuration's scheme is HTTP; a host may name
+// https:// itself). Names inside it are slash-separated.
 type dest interface {
 	put(ctx context.Context, name string, data []byte) error
 	get(ctx context.Context, name string) ([]byte, error)
@@ -51,7 +53,7 @@ func parseDest(uri string) (dest, error) {
 			return nil, errors.New("an s3 destination is s3://bucket/prefix?host=HOST&access_id=ID&access_key=KEY&s3_region=REGION")
 		}
 		if !strings.Contains(host, "://") {
-			host = "https://" + host
+			host = "http://" + host
 		}
 		loc := s3.Location{Endpoint: host, Region: q.Get("s3_region"), Bucket: u.Host,
 			KeyPrefix: strings.Trim(u.Path, "/"), PathStyle: q.Get("addressing_model") == "path_style"}

@@ -55,10 +55,9 @@ func TestStandbyTenant(t *testing.T) {
 		})
 	}
 	waitRows(standby, "1,2")
-	// The primary's users are the standby's (OceanBase replays them).
-	if err := b.db(2, "standbyro@s1", "ro", "").Ping(); err != nil {
-		t.Errorf("the primary's user standbyro cannot log in to the standby: %v", err)
-	}
+	// The primary's users are the standby's (OceanBase replays them; the
+	// second server's copy of the state follows the RootService's).
+	eventually(t, "the primary's user standbyro logs in to the standby", func() error { return b.db(2, "standbyro@s1", "ro", "").Ping() })
 	mustExec(t, primary, "INSERT INTO app.t VALUES (3)")
 	waitRows(standby, "1,2,3")
 	if _, err := standby.Exec("INSERT INTO app.t VALUES (9)"); err == nil {
