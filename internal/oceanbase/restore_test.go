@@ -63,7 +63,7 @@ func restoredTenant(t *testing.T, c client.Client, ns, name, tenantName, dir str
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-root"}, Data: src.Data}
-	if err := c.Create(t.Context(), secret); client.IgnoreAlreadyExists(err) != nil {
+	if err := client.IgnoreAlreadyExists(c.Create(t.Context(), secret)); err != nil {
 		t.Fatal(err)
 	}
 	return &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: obv1.OBTenantSpec{
@@ -223,7 +223,10 @@ func TestRestore(t *testing.T) {
 			return false, err.Error()
 		}
 		r := meta.FindStatusCondition(tn.Status.Conditions, framework.ConditionReady)
-		return r != nil && r.Reason == obv1.ReasonTenantExists, fmt.Sprint(r)
+		if r == nil {
+			return false, "no Ready condition"
+		}
+		return r.Reason == obv1.ReasonTenantExists, r.String()
 	})
 	if n := p.statements("ALTER SYSTEM RESTORE"); n != 2 {
 		t.Errorf("%d RESTORE statements, want 2", n)

@@ -207,7 +207,7 @@ func (c *TenantController) restoreTenant(ctx *TenantContext, st *tenant) (bool, 
 		return false, framework.Terminal(fmt.Errorf("OceanBase already has a tenant %s: spec.source.restore never restores over a tenant", t.Spec.TenantName))
 	case r == nil:
 		r = build.TenantRestore(t)
-		if err := ctx.Client.Create(ctx, r); client.IgnoreAlreadyExists(err) != nil {
+		if err := client.IgnoreAlreadyExists(ctx.Client.Create(ctx, r)); err != nil {
 			return false, fmt.Errorf("create the OBTenantRestore %s: %w", r.Name, err)
 		}
 		ctx.Log.Info("Restoring the tenant", "tenant", t.Spec.TenantName, "restore", r.Name)
