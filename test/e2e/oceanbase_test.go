@@ -40,7 +40,7 @@ func init() {
 	registerSystem(systems.OceanBase, systemSpec{
 		addToScheme: obv1.AddToScheme,
 		smoke:       oceanbaseSmoke,
-		specs:       []spec{{"lifecycle", oceanbaseLifecycleSpec}},
+		specs:       []spec{{"lifecycle", oceanbaseLifecycleSpec}, {"tenant data", oceanbaseDataSpec}},
 	})
 }
 
