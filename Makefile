@@ -219,13 +219,16 @@ PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' cha
 # SYSTEM_IMAGES_<system> are images a system's tests and demo run besides
 # its own (images/<system>*): built with SYSTEMS naming the system, left out
 # of DEFAULT_IMAGES when the system is a preview. MatrixOne's is versitygw,
-# the local cluster's S3 server (hack/versitygw.sh).
+# the local cluster's S3 server (hack/versitygw.sh); OceanBase's too, which
+# only its tenant-data e2e spec runs (make demo does not: it stays out of
+# DEFAULT_IMAGES, as a test image).
 # DEFAULT_IMAGES are the operator's and those of the systems the chart runs
 # by default (systems: all): what make demo loads.
 # TEST_IMAGES are images only tests run (a simulator that misbehaves on
 # purpose): e2e builds them, make demo does not.
 STAGED_IMAGES :=
 SYSTEM_IMAGES_matrixone := versitygw
+SYSTEM_IMAGES_oceanbase := versitygw
 TEST_IMAGES := gpss-simulator-broken
 ALL_IMAGES := $(filter-out $(STAGED_IMAGES),$(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh))))
 DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(foreach s,$(PREVIEW_SYSTEMS),$(SYSTEM_IMAGES_$(s))) $(TEST_IMAGES),$(ALL_IMAGES))
@@ -363,7 +366,7 @@ wait-admission:
 	@for s in $(SAMPLES); do \
 		for i in $$(seq 60); do \
 			if out=$$($(KUBECTL) apply --dry-run=server -f $$s 2>&1) || \
-				echo "$$out" | grep -Eq '(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found'; then continue 2; fi; \
+				echo "$$out" | tr '\n' ' ' | grep -Eq '(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found'; then continue 2; fi; \
 			sleep 1; \
 		done; \
 		echo "$$out" >&2; exit 1; \

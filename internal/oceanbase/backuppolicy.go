@@ -306,12 +306,13 @@ func backupFinished(b *obv1.OBTenantBackup) bool {
 func (c *BackupPolicyController) writeStatus(p *BackupPolicy, st *policyState) {
 	s := &p.Status
 	s.LogMode, s.DataBackupDest, s.RecoveryWindow = st.logMode, obsql.DestPath(st.dataDest), st.deletePlan
+	prev := s.Archive
 	s.Archive = nil
 	if r := st.round; r != nil {
 		s.Archive = &obv1.ArchiveStatus{RoundID: r.RoundID, Status: r.Status, Path: obsql.DestPath(r.Path),
-			StartSCN: r.StartSCN, CheckpointSCN: r.CheckpointSCN}
-		if r.CheckpointSCN > 0 {
-			s.Archive.CheckpointTime = &metav1.Time{Time: scnTime(r.CheckpointSCN)}
+			StartSCN: r.StartSCN, CheckpointSCN: coarseCheckpoint(prev, r)}
+		if s.Archive.CheckpointSCN > 0 {
+			s.Archive.CheckpointTime = &metav1.Time{Time: scnTime(s.Archive.CheckpointSCN)}
 		}
 	}
 	s.ActiveBackup, s.LastFullBackup, s.LastIncrementalBackup = "", "", ""
@@ -329,6 +330,24 @@ func (c *BackupPolicyController) writeStatus(p *BackupPolicy, st *policyState) {
 			s.LastFullBackup = b.Name
 		}
 	}
+}
+
+// checkpointRefresh is how far OceanBase's archive checkpoint moves on
+// before status says so: the checkpoint advances every second, and a
+// status written as often would make an idle policy write all the time.
+// An older checkpoint stays true (every transaction committed up to it is
+// archived); a stuck archive shows as one older than this.
+const checkpointRefresh = 5 * time.Minute
+
+// coarseCheckpoint is the checkpoint status shows of round r: the one it
+// showed (prev), unless r is another round or status, or OceanBase's has
+// moved checkpointRefresh past it.
+func coarseCheckpoint(prev *obv1.ArchiveStatus, r *obsql.ArchiveRound) int64 {
+	if prev == nil || prev.RoundID != r.RoundID || prev.Status != r.Status || prev.CheckpointSCN <= 0 ||
+		r.CheckpointSCN < prev.CheckpointSCN || scnTime(r.CheckpointSCN).Sub(scnTime(prev.CheckpointSCN)) >= checkpointRefresh {
+		return r.CheckpointSCN
+	}
+	return prev.CheckpointSCN
 }
 
 // scnTime is the time an SCN stands for: OceanBase's SCNs are nanoseconds
@@ -393,8 +412,7 @@ func (c *BackupPolicyController) setReady(ctx *PolicyContext, st *policyState) {
 		}
 		ctx.SetReady(false, obv1.ReasonArchiveNotRunning, fmt.Sprintf("the archive round is %s, not DOING", status))
 	default:
-		msg := fmt.Sprintf("archiving (round %d, checkpoint %s)", st.round.RoundID,
-			scnTime(st.round.CheckpointSCN).Format(time.RFC3339))
+		msg := fmt.Sprintf("archiving (round %d)", st.round.RoundID)
 		if last := p.Status.LastFullBackup; last != "" {
 			msg += "; the last full backup is " + last
 		}

@@ -257,13 +257,19 @@ func (o *obDataScenario) restored(t *testing.T) {
 	// A gap between two writes, well after the backups began.
 	time.Sleep(3 * time.Second)
 	before, maybe, point := o.writer.gap()
+	// OceanBase's own checkpoint: the policy's status shows it coarsely.
+	id := o.tenantIs(obTenant, obv1.TenantRolePrimary, time.Minute).Status.TenantID
 	eventually(t, 2*time.Minute, "the archive passes the restore point", func(ctx context.Context) error {
-		p := &obv1.OBTenantBackupPolicy{}
-		if err := o.c.Get(ctx, client.ObjectKey{Namespace: o.ns, Name: obTenant + "-backups"}, p); err != nil {
+		rows, err := o.sqlAs("root", o.rootPassword, fmt.Sprintf("SELECT CHECKPOINT_SCN FROM oceanbase.CDB_OB_ARCHIVELOG WHERE TENANT_ID = %d ORDER BY ROUND_ID DESC LIMIT 1", id))
+		if err != nil {
 			return err
 		}
-		if a := p.Status.Archive; a == nil || a.CheckpointTime == nil || !a.CheckpointTime.After(point.Add(time.Second)) {
-			return fmt.Errorf("archive %+v", a)
+		if len(rows) != 1 {
+			return fmt.Errorf("CDB_OB_ARCHIVELOG: %v", rows)
+		}
+		scn, err := strconv.ParseInt(rows[0][0], 10, 64)
+		if err != nil || !time.Unix(0, scn).After(point.Add(time.Second)) {
+			return fmt.Errorf("checkpoint SCN %s (%v)", rows[0][0], err)
 		}
 		return nil
 	})

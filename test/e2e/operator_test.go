@@ -161,9 +161,10 @@ func helmInstall(args ...string) error {
 // clusterMissing is a webhook's denial of an object whose cluster or
 // tenant does not exist, as kubectl prints it: `The OBTenant "t1" is
 // invalid: spec.cluster: Not found: "ob"` (the causes of the webhook's
-// answer; an OBTenantOperation's tenants are spec.<type>.primary,
-// standby or tenant).
-var clusterMissing = regexp.MustCompile(`(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found`)
+// answer, on one line or, for several, one a line; an
+// OBTenantOperation's tenants are spec.<type>.primary, standby or
+// tenant).
+var clusterMissing = regexp.MustCompile(`(?s)(denied the request|is invalid): .*spec\.([a-zA-Z]+\.)?(cluster|tenant|primary|standby): Not found`)
 
 // waitForAdmission waits until the API server reaches the webhooks: a
 // ready pod is not yet a reachable Service, until the EndpointSlice

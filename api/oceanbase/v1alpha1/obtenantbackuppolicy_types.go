@@ -257,7 +257,10 @@ type ArchiveStatus struct {
 	// +optional
 	StartSCN int64 `json:"startSCN,omitempty"`
 	// checkpointSCN is how far the round has archived: every transaction
-	// committed at or before it is in the archive.
+	// committed at or before it is in the archive. OceanBase's moves on
+	// every second; status shows it again once it moved 5 minutes past
+	// the one shown (or the round or its status changed), so an idle
+	// policy writes nothing meanwhile. CDB_OB_ARCHIVELOG has the latest.
 	// +optional
 	CheckpointSCN int64 `json:"checkpointSCN,omitempty"`
 	// checkpointTime is checkpointSCN as a time.
