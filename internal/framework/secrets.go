@@ -110,3 +110,26 @@ func ReadPassword(ctx context.Context, r client.Reader, namespace, name string) 
 	}
 	return string(p), nil
 }
+
+// SecretReader returns a reader of cache that reads a Secret the cache
+// does not hold from live (the API server): the manager's cache holds only
+// Steward's own Secrets, and a user's, such as the root password Secret a
+// spec names, is read live. Other kinds are read from the cache only.
+func SecretReader(cache, live client.Reader) client.Reader { return cachedThenLive{cache: cache, live: live} }
+
+type cachedThenLive struct{ cache, live client.Reader }
+
+func (r cachedThenLive) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.cache.Get(ctx, key, obj, opts...)
+	if _, secret := obj.(*corev1.Secret); secret && apierrors.IsNotFound(err) {
+		return r.live.Get(ctx, key, obj, opts...)
+	}
+	return err
+}
+
+func (r cachedThenLive) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, secrets := list.(*corev1.SecretList); secrets {
+		return r.live.List(ctx, list, opts...)
+	}
+	return r.cache.List(ctx, list, opts...)
+}

@@ -91,7 +91,7 @@ func SetupWebhooks[T Object, S any](mgr ctrl.Manager, actor Actor[T, S]) error {
 	m, v := newWebhookHooks(mgr.GetScheme(), gvk.GroupKind(), actor)
 	if v != nil {
 		v.checker = childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()}
-		v.reader = mgr.GetClient()
+		v.reader = SecretReader(mgr.GetClient(), mgr.GetAPIReader())
 	}
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
@@ -243,7 +243,8 @@ type webhookValidator[T Object] struct {
 	admitter  Admitter[T]
 	checker   childrenChecker
 	// reader is what clash and admitter read other objects with (the
-	// manager's client).
+	// manager's client; a Secret it does not hold from the API server:
+	// SecretReader).
 	reader client.Reader
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -510,5 +511,29 @@ func TestDecodeError(t *testing.T) {
 		if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
 			t.Errorf("decodeError(%s) = %q, want %q", tc.data, got, tc.want)
 		}
+	}
+}
+
+// TestAdmissionReadsSecretsLive: the reader admission checks other objects
+// with (SecretReader) takes a Secret the manager's cache (only Steward's
+// own Secrets) does not hold from the API server, and every other kind
+// from the cache.
+func TestAdmissionReadsSecretsLive(t *testing.T) {
+	s := k8sruntime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(testapi.AddToScheme(s))
+	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "users"}}
+	widget := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+	r := SecretReader(fake.NewClientBuilder().WithScheme(s).WithObjects(widget).Build(),
+		fake.NewClientBuilder().WithScheme(s).WithObjects(users).Build())
+	if err := r.Get(t.Context(), client.ObjectKeyFromObject(users), &corev1.Secret{}); err != nil {
+		t.Errorf("a Secret only the API server has: %v", err)
+	}
+	var secrets corev1.SecretList
+	if err := r.List(t.Context(), &secrets); err != nil || len(secrets.Items) != 1 {
+		t.Errorf("Secrets listed: %d, %v", len(secrets.Items), err)
+	}
+	if err := r.Get(t.Context(), client.ObjectKeyFromObject(widget), &testapi.Widget{}); err != nil {
+		t.Errorf("a Widget the cache has: %v", err)
 	}
 }

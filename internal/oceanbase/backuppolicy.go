@@ -232,7 +232,7 @@ func tenantLogin(ctx context.Context, c client.Client, r client.Reader, l *login
 	if err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.Cluster}, ob); err != nil {
 		return nil, nil, nil, fmt.Errorf("get the OBCluster %s: %w", t.Spec.Cluster, err)
 	}
-	db, err := operatorDB(ctx, c, l, holder, ob)
+	db, err := operatorDB(ctx, framework.SecretReader(c, r), l, holder, ob)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -604,7 +604,7 @@ func (c *BackupPolicyController) Finalize(ctx *PolicyContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, policyHolder(p), ob)
+	db, err := operatorDB(ctx, framework.SecretReader(ctx.Client, ctx.Reader), c.logins, policyHolder(p), ob)
 	if err != nil {
 		return false, err
 	}

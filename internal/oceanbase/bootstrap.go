@@ -94,7 +94,7 @@ func (c *Controller) runBootstrap(ctx *Context, cl *cluster) (bool, error) {
 // servers.
 func (c *Controller) bootstrapped(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	rootPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	rootPW, err := framework.ReadPassword(ctx, framework.SecretReader(ctx.Client, ctx.Reader), ob.Namespace, ob.Spec.Credentials.Root)
 	if err != nil {
 		return false, err
 	}
@@ -126,11 +126,11 @@ func (c *Controller) markBootstrapped(ctx *Context) {
 // statement, and with its Secret's afterwards, so the step can run again.
 func (c *Controller) createUsers(ctx *Context, cl *cluster) (bool, error) {
 	ob := ctx.Obj
-	rootPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Root)
+	rootPW, err := framework.ReadPassword(ctx, framework.SecretReader(ctx.Client, ctx.Reader), ob.Namespace, ob.Spec.Credentials.Root)
 	if err != nil {
 		return false, err
 	}
-	operatorPW, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	operatorPW, err := framework.ReadPassword(ctx, framework.SecretReader(ctx.Client, ctx.Reader), ob.Namespace, ob.Spec.Credentials.Operator)
 	if err != nil {
 		return false, err
 	}

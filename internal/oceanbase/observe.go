@@ -216,7 +216,7 @@ func (c *Controller) serviceAnswers(ctx context.Context, ip string) error {
 // returned: the pods are still reconciled.
 func (c *Controller) observeOceanBase(ctx *Context, cl *cluster) {
 	ob := ctx.Obj
-	pw, err := framework.ReadPassword(ctx, ctx.Client, ob.Namespace, ob.Spec.Credentials.Operator)
+	pw, err := framework.ReadPassword(ctx, framework.SecretReader(ctx.Client, ctx.Reader), ob.Namespace, ob.Spec.Credentials.Operator)
 	if err == nil {
 		cl.db, err = c.logins.operator(ctx, clusterHolder(ob), ob.UID, cl.hosts(), pw)
 	}

@@ -138,7 +138,7 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameter, error)
 			return nil, nil
 		}
 	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, holderOf("OBParameter", p.UID), ob)
+	db, err := operatorDB(ctx, framework.SecretReader(ctx.Client, ctx.Reader), c.logins, holderOf("OBParameter", p.UID), ob)
 	var rows []obsql.ParameterRow
 	if err == nil {
 		rows, err = obsql.Parameter(ctx, db, p.Spec.Name)

@@ -135,7 +135,7 @@ func (c *TenantController) Declare(ctx *TenantContext) (*tenant, error) {
 func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	ob := ctx.Dependencies[0].(*Cluster)
 	st := &tenant{cluster: ob}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(ctx.Obj), ob)
+	db, err := operatorDB(ctx, framework.SecretReader(ctx.Client, ctx.Reader), c.logins, tenantHolder(ctx.Obj), ob)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (c *TenantController) finalize(ctx *TenantContext) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	db, err := operatorDB(ctx, ctx.Client, c.logins, tenantHolder(t), ob)
+	db, err := operatorDB(ctx, framework.SecretReader(ctx.Client, ctx.Reader), c.logins, tenantHolder(t), ob)
 	if err != nil {
 		return false, err
 	}

@@ -234,7 +234,7 @@ func (c *TenantController) setRootPassword(ctx *TenantContext, seen *tenant) (bo
 		return false, err
 	}
 	t := ctx.Obj
-	pw, err := framework.ReadPassword(ctx, ctx.Client, t.Namespace, t.Spec.RootPassword)
+	pw, err := framework.ReadPassword(ctx, framework.SecretReader(ctx.Client, ctx.Reader), t.Namespace, t.Spec.RootPassword)
 	if err != nil {
 		return false, err
 	}
