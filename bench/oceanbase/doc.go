@@ -15,6 +15,13 @@
 //   - BenchmarkIdle holds a few Ready clusters for a minute and counts the
 //     changes to them and their children (any writer) and the operator's
 //     writes beyond leader election: the target is zero.
+//   - BenchmarkBackup protects one tenant of a one-observer cluster, its
+//     destinations directories on the observer's volume: a policy's apply →
+//     archiving, full and incremental backups from creation to completion
+//     (beside obsim's job delay) with the operator's API requests per
+//     backup, the policy idle for a minute (the target is zero writes),
+//     and a restore into a new tenant from apply → Ready (beside obsim's
+//     restore delay).
 //
 // They print figures and assert nothing about time. Run them with
 // `make bench BENCH_PACKAGES=./bench/oceanbase`.

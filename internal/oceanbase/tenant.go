@@ -1,6 +1,7 @@
 package oceanbase
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -9,8 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
@@ -59,8 +64,23 @@ func setupTenants(mgr ctrl.Manager, opts Options) error {
 		PartOf: build.PartOf,
 		Flows:  []framework.Flow[*Tenant, *tenant]{c.createFlow(), c.zonesFlow()},
 		Resync: c.opts.Resync,
+		// A tenant's role changes by an OBTenantOperation: status says so
+		// at once, not at the next resync.
+		Customize: watchOperations,
 	})
 	return err
+}
+
+// watchOperations makes a change of an OBTenantOperation start a pass of
+// each OBTenant it names.
+func watchOperations(b *builder.Builder) *builder.Builder {
+	return b.Watches(&obv1.OBTenantOperation{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, name := range o.(*TenantOperation).Tenants() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		}
+		return out
+	}))
 }
 
 // Default applies the API's defaults (obv1.DefaultTenant).
