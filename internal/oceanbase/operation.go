@@ -290,15 +290,22 @@ func (c *TenantOperationController) changePasswordFlow() framework.Flow[*TenantO
 	)
 }
 
-// setPassword is done when root logs in with the new password; otherwise
-// it logs in with the OBTenant's Secret's and sets it.
-func (c *TenantOperationController) setPassword(ctx *OperationContext, seen *operationState) (bool, error) {
+// passwordChange returns the tenant a password change is of, as the pass
+// read it, and the new password.
+func passwordChange(ctx *OperationContext, seen *operationState) (*operationTenant, string, error) {
 	cp := ctx.Obj.Spec.ChangePassword
 	t, err := seenTenant(seen, cp.Tenant)
 	if err != nil {
-		return false, err
+		return nil, "", err
 	}
-	newPW, err := framework.ReadPassword(ctx, ctx.Reader, ctx.Obj.Namespace, cp.Secret)
+	pw, err := framework.ReadPassword(ctx, ctx.Reader, ctx.Obj.Namespace, cp.Secret)
+	return t, pw, err
+}
+
+// setPassword is done when root logs in with the new password; otherwise
+// it logs in with the OBTenant's Secret's and sets it.
+func (c *TenantOperationController) setPassword(ctx *OperationContext, seen *operationState) (bool, error) {
+	t, newPW, err := passwordChange(ctx, seen)
 	if err != nil {
 		return false, err
 	}
@@ -325,12 +332,7 @@ func (c *TenantOperationController) setPassword(ctx *OperationContext, seen *ope
 // updateSecret writes the new password into the OBTenant's rootPassword
 // Secret.
 func (c *TenantOperationController) updateSecret(ctx *OperationContext, seen *operationState) (bool, error) {
-	cp := ctx.Obj.Spec.ChangePassword
-	t, err := seenTenant(seen, cp.Tenant)
-	if err != nil {
-		return false, err
-	}
-	newPW, err := framework.ReadPassword(ctx, ctx.Reader, ctx.Obj.Namespace, cp.Secret)
+	t, newPW, err := passwordChange(ctx, seen)
 	if err != nil {
 		return false, err
 	}
