@@ -115,7 +115,9 @@ func ReadPassword(ctx context.Context, r client.Reader, namespace, name string) 
 // does not hold from live (the API server): the manager's cache holds only
 // Steward's own Secrets, and a user's, such as the root password Secret a
 // spec names, is read live. Other kinds are read from the cache only.
-func SecretReader(cache, live client.Reader) client.Reader { return cachedThenLive{cache: cache, live: live} }
+func SecretReader(cache, live client.Reader) client.Reader {
+	return cachedThenLive{cache: cache, live: live}
+}
 
 type cachedThenLive struct{ cache, live client.Reader }
 
