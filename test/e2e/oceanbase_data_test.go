@@ -259,7 +259,7 @@ func (o *obDataScenario) restored(t *testing.T) {
 	before, maybe, point := o.writer.gap()
 	// OceanBase's own checkpoint: the policy's status shows it coarsely.
 	id := o.tenantIs(obTenant, obv1.TenantRolePrimary, time.Minute).Status.TenantID
-	eventually(t, 2*time.Minute, "the archive passes the restore point", func(ctx context.Context) error {
+	eventually(t, 2*time.Minute, "the archive passes the restore point", func(context.Context) error {
 		rows, err := o.sqlAs("root", o.rootPassword, fmt.Sprintf("SELECT CHECKPOINT_SCN FROM oceanbase.CDB_OB_ARCHIVELOG WHERE TENANT_ID = %d ORDER BY ROUND_ID DESC LIMIT 1", id))
 		if err != nil {
 			return err
@@ -268,8 +268,11 @@ func (o *obDataScenario) restored(t *testing.T) {
 			return fmt.Errorf("CDB_OB_ARCHIVELOG: %v", rows)
 		}
 		scn, err := strconv.ParseInt(rows[0][0], 10, 64)
-		if err != nil || !time.Unix(0, scn).After(point.Add(time.Second)) {
-			return fmt.Errorf("checkpoint SCN %s (%v)", rows[0][0], err)
+		if err != nil {
+			return fmt.Errorf("checkpoint SCN %q: %w", rows[0][0], err)
+		}
+		if !time.Unix(0, scn).After(point.Add(time.Second)) {
+			return fmt.Errorf("checkpoint SCN %d", scn)
 		}
 		return nil
 	})
