@@ -128,6 +128,11 @@ func (c *TenantBackupController) Declare(ctx *BackupContext) (*backupState, erro
 	switch {
 	case backupFinished(b):
 		setBackupReady(ctx)
+	case b.Spec.Cancel && st.job != nil:
+		ctx.SetReady(false, obv1.ReasonBackupCanceled, fmt.Sprintf("canceling OceanBase's backup job %d (%s)", st.job.JobID, st.job.Status))
+	case b.Spec.Cancel:
+		ctx.SetReady(false, obv1.ReasonBackupCanceled, "canceled: waiting to see whether OceanBase started the job requested at "+
+			b.Status.RequestedAt.UTC().Format(time.RFC3339))
 	case st.job != nil:
 		ctx.SetReady(false, obv1.ReasonBackupRunning, fmt.Sprintf("OceanBase's backup job %d is %s", st.job.JobID, st.job.Status))
 	case st.queuedBehind != "":
@@ -146,7 +151,11 @@ func (c *TenantBackupController) recordEnd(ctx *BackupContext, j *obsql.BackupJo
 	case obv1.BackupJobCompleted:
 		ctx.Log.Info("Backup completed", "job", j.JobID, "backupSet", j.BackupSetID)
 		ctx.Event(corev1.EventTypeNormal, obv1.EventBackupCompleted, "OceanBase's backup job %d completed backup set %d", j.JobID, j.BackupSetID)
-	case obv1.BackupJobFailed, obv1.BackupJobCanceled:
+	case obv1.BackupJobCanceled, obv1.BackupJobFailed:
+		if j.Status == obv1.BackupJobCanceled && ctx.Obj.Spec.Cancel {
+			ctx.Event(corev1.EventTypeNormal, obv1.EventBackupCanceled, "OceanBase's backup job %d was canceled, as spec.cancel asked", j.JobID)
+			return
+		}
 		ctx.Event(corev1.EventTypeWarning, obv1.EventBackupFailed, "OceanBase's backup job %d ended %s: %s", j.JobID, j.Status, ctx.Obj.Status.Result)
 	}
 }
@@ -154,6 +163,14 @@ func (c *TenantBackupController) recordEnd(ctx *BackupContext, j *obsql.BackupJo
 // setBackupReady sets Ready of a finished backup from its status.
 func setBackupReady(ctx *BackupContext) {
 	s := &ctx.Obj.Status
+	if canceledBeforeStart(ctx.Obj) {
+		ctx.SetReady(false, obv1.ReasonBackupCanceled, "canceled before OceanBase started a job")
+		return
+	}
+	if s.JobStatus == obv1.BackupJobCanceled && ctx.Obj.Spec.Cancel {
+		ctx.SetReady(false, obv1.ReasonBackupCanceled, fmt.Sprintf("canceled: OceanBase's backup job %d ended CANCELED", s.JobID))
+		return
+	}
 	if s.JobStatus == obv1.BackupJobCompleted {
 		ctx.SetReady(true, "", fmt.Sprintf("backup set %d, completed by job %d", s.BackupSetID, s.JobID))
 		return
@@ -243,11 +260,17 @@ func ownJob(b *TenantBackup, jobs []obsql.BackupJob, held map[int64]bool) *obsql
 func backupHolder(b *TenantBackup) string { return holderOf("OBTenantBackup", b.UID) }
 
 // Observe writes status.requestedAt, then sends the backup statement once
-// OceanBase would take it; a backup with a job only follows it (Declare).
+// OceanBase would take it; a backup with a job only follows it (Declare),
+// or, canceled, cancels it; a canceled one with none starts none.
 func (c *TenantBackupController) Observe(ctx *BackupContext, st *backupState) (framework.Action[*TenantBackup], error) {
 	b := ctx.Obj
 	switch {
-	case st == nil || st.job != nil || st.queuedBehind != "" || st.waiting != "":
+	case st != nil && st.job != nil && b.Spec.Cancel && !st.job.Finished() && st.job.Status != obv1.BackupJobCanceling:
+		return framework.Named("CancelBackup", func(ctx *BackupContext) error {
+			ctx.Log.Info("Canceling the backup", "job", st.job.JobID)
+			return obsql.CancelBackup(ctx, st.db, st.tenant.Spec.TenantName)
+		}), nil
+	case st == nil || st.job != nil || st.queuedBehind != "" || st.waiting != "" || b.Spec.Cancel:
 		return nil, nil
 	case b.Status.RequestedAt == nil:
 		return framework.Named("RequestBackup", func(*BackupContext) error {
@@ -266,7 +289,7 @@ func (c *TenantBackupController) Observe(ctx *BackupContext, st *backupState) (f
 		c.mu.Lock()
 		c.sent[b.UID] = time.Now()
 		c.mu.Unlock()
-		if err := obsql.StartBackup(ctx, st.db, st.tenant.Spec.TenantName, b.Spec.Type == obv1.BackupIncremental); err != nil {
+		if err := obsql.StartBackup(ctx, st.db, st.tenant.Spec.TenantName, b.Spec.Type == obv1.BackupIncremental, b.Spec.PlusArchivelog); err != nil {
 			if obsql.Refused(err) {
 				// OceanBase answered: no job was started.
 				c.mu.Lock()

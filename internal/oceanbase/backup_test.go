@@ -394,3 +394,75 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 		return r.Reason != obv1.ReasonDestinationChanging || !strings.Contains(r.Message, "archive destination")
 	})
 }
+
+// TestBackupPlusArchivelogAndCancel: a backup with plusArchivelog is
+// taken with PLUS ARCHIVELOG; a backup canceled while OceanBase runs its
+// job cancels it (CANCELED, BackupCanceled), and the next backup runs; one
+// canceled while it waits behind another never starts.
+func TestBackupPlusArchivelogAndCancel(t *testing.T) {
+	c, ns, p := setup(t, 92)
+	createTenant(t, c, ns, "")
+	dir := t.TempDir()
+	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
+		Tenant:     "t1",
+		Archive:    obv1.LogArchiveSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "archive")}},
+		DataBackup: obv1.DataBackupSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "data")}, FullSchedule: "@yearly"},
+	}}
+	if err := c.Create(t.Context(), policy); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the policy archives", policyIs(c, ns, "t1-backups", true, func(*obv1.OBTenantBackupPolicy) string { return "" }))
+	backup := func(name string, plus bool) *obv1.OBTenantBackup {
+		b := &obv1.OBTenantBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: obv1.OBTenantBackupSpec{Tenant: "t1", PlusArchivelog: plus}}
+		if err := c.Create(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	status := func(b *obv1.OBTenantBackup, what string, check func(*obv1.OBTenantBackup) bool) {
+		t.Helper()
+		testenv.Eventually(t, b.Name+" "+what, func() (bool, string) {
+			got := &obv1.OBTenantBackup{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(b), got); err != nil {
+				return false, err.Error()
+			}
+			return check(got), fmt.Sprintf("%+v", got.Status)
+		})
+	}
+	readyReason := func(b *obv1.OBTenantBackup) string {
+		r := meta.FindStatusCondition(b.Status.Conditions, framework.ConditionReady)
+		if r == nil {
+			return ""
+		}
+		return r.Reason
+	}
+
+	plus := backup("plus", true)
+	status(plus, "completed", func(b *obv1.OBTenantBackup) bool { return b.Status.JobStatus == obv1.BackupJobCompleted })
+	if n := p.statements("BACKUP DATABASE PLUS ARCHIVELOG"); n != 1 {
+		t.Errorf("%d BACKUP DATABASE PLUS ARCHIVELOG statements, want 1", n)
+	}
+
+	p.setKnobs(func(k *obsim.Knobs) { k.BackupDelay = obsim.Duration{Duration: time.Minute} })
+	slow := backup("slow", false)
+	status(slow, "running", func(b *obv1.OBTenantBackup) bool { return b.Status.JobStatus == obv1.BackupJobDoing })
+	queued := backup("queued", false)
+	status(queued, "queued", func(b *obv1.OBTenantBackup) bool { return readyReason(b) == obv1.ReasonBackupQueued })
+	update(t, c, queued, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
+	update(t, c, slow, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
+	status(slow, "canceled", func(b *obv1.OBTenantBackup) bool {
+		return b.Status.JobStatus == obv1.BackupJobCanceled && readyReason(b) == obv1.ReasonBackupCanceled
+	})
+	status(queued, "canceled before it started", func(b *obv1.OBTenantBackup) bool {
+		return b.Status.JobID == 0 && readyReason(b) == obv1.ReasonBackupCanceled
+	})
+	p.setKnobs(func(*obsim.Knobs) {})
+	after := backup("after", false)
+	status(after, "completed", func(b *obv1.OBTenantBackup) bool { return b.Status.JobStatus == obv1.BackupJobCompleted })
+	if n := p.statements("CANCEL BACKUP"); n != 1 {
+		t.Errorf("%d CANCEL BACKUP statements, want 1", n)
+	}
+	if n := p.statements("BACKUP DATABASE"); n != 3 {
+		t.Errorf("%d BACKUP DATABASE statements, want 3 (plus, slow, after; none for the canceled queued one)", n)
+	}
+}

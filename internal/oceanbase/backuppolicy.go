@@ -294,13 +294,22 @@ func (c *BackupPolicyController) readBackups(ctx *PolicyContext, st *policyState
 	return nil
 }
 
-// backupFinished reports whether a backup's job ended, whichever way.
+// backupFinished reports whether a backup's job ended, whichever way, or
+// the backup was canceled before OceanBase started one.
 func backupFinished(b *obv1.OBTenantBackup) bool {
 	switch b.Status.JobStatus {
 	case obv1.BackupJobCompleted, obv1.BackupJobFailed, obv1.BackupJobCanceled:
 		return true
 	}
-	return false
+	return canceledBeforeStart(b)
+}
+
+// canceledBeforeStart reports whether a backup was canceled with no job:
+// before its statement was sent, or so long after that OceanBase would
+// list the job it started (a statement lost on its way started none).
+func canceledBeforeStart(b *obv1.OBTenantBackup) bool {
+	s := b.Status
+	return b.Spec.Cancel && s.JobID == 0 && (s.RequestedAt == nil || time.Since(s.RequestedAt.Time) > resendAfter+jobClockSlack)
 }
 
 func (c *BackupPolicyController) writeStatus(p *BackupPolicy, st *policyState) {

@@ -195,10 +195,16 @@ func playerKnobs() obsim.Knobs {
 
 // setFaults sets faults on every running observer (replacing earlier ones).
 func (p *player) setFaults(faults ...obsim.Fault) {
+	p.setKnobs(func(k *obsim.Knobs) { k.Faults = faults })
+}
+
+// setKnobs sets the player's knobs, changed by change, on every running
+// observer (replacing earlier changes).
+func (p *player) setKnobs(change func(*obsim.Knobs)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := playerKnobs()
-	k.Faults = faults
+	change(&k)
 	for pod, n := range p.nodes {
 		if err := n.SetKnobs(k); err != nil {
 			p.t.Errorf("observer %s: %v", pod, err)

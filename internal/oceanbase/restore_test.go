@@ -117,7 +117,7 @@ func TestRestore(t *testing.T) {
 		return err == nil && checkpoint > time.Now().Add(-100*time.Millisecond).UnixNano(), fmt.Sprint(checkpoint, err)
 	})
 
-	// Admission.
+	// Admission (ob-operator #650 and #651 fixed its restore validation).
 	tc := oceanbase.NewTenantController(oceanbase.Options{})
 	admit := func(tn *obv1.OBTenant) error {
 		tn = tn.DeepCopy()
@@ -157,7 +157,9 @@ func TestRestore(t *testing.T) {
 		t.Errorf("an OBTenantRestore of an OBTenant not to be restored: %v", err)
 	}
 
-	// Restored to the point: rows 1 to 3, then a primary that takes writes.
+	// Restored to the point: rows 1 to 3, then a primary that takes writes
+	// (ob-operator #89: a restore with an until point failed, the point
+	// sent under a wrong name).
 	if err := c.Create(t.Context(), good); err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,8 @@ func TestCELRules(t *testing.T) {
 
 		change(rule("OBTenantBackup", "spec.tenant", "tenant is immutable"), "{tenant: t1}", "{tenant: t2}"),
 		change(rule("OBTenantBackup", "spec.type", "type is immutable"), "{tenant: t1, type: Full}", "{tenant: t1, type: Incremental}"),
+		change(rule("OBTenantBackup", "spec", "plusArchivelog is immutable"), "{tenant: t1}", "{tenant: t1, plusArchivelog: true}"),
+		change(rule("OBTenantBackup", "spec", "a canceled backup stays canceled"), "{tenant: t1, cancel: true}", "{tenant: t1}"),
 
 		change(rule("OBTenantRestore", "spec", "tenant and source are immutable"), "{tenant: t1, source: "+restore(file("d"), "")+"}",
 			"{tenant: t1, source: "+restore(file("d"), ", until: {scn: 5}")+"}"),

@@ -24,6 +24,8 @@ const (
 
 // OBTenantBackupSpec is one data backup of a tenant: a record of what was
 // done, so its tenant and type cannot change.
+// +kubebuilder:validation:XValidation:rule="(has(self.plusArchivelog) && self.plusArchivelog) == (has(oldSelf.plusArchivelog) && oldSelf.plusArchivelog)",message="plusArchivelog is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",message="a canceled backup stays canceled"
 type OBTenantBackupSpec struct {
 	// tenant is the OBTenant, in this namespace, to back up. Its tenant
 	// must archive its log to a destination and have a data backup
@@ -43,6 +45,19 @@ type OBTenantBackupSpec struct {
 	// +kubebuilder:validation:Enum=Full;Incremental
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
 	Type string `json:"type,omitempty"`
+
+	// plusArchivelog makes the backup set carry the archive pieces its
+	// restore needs (BACKUP DATABASE PLUS ARCHIVELOG): it restores to its
+	// own end without the archive destination. Default false; immutable.
+	// +optional
+	PlusArchivelog bool `json:"plusArchivelog,omitempty"`
+
+	// cancel cancels the backup: a job OceanBase runs for it is canceled
+	// (ALTER SYSTEM CANCEL BACKUP; it ends CANCELED), and one not started
+	// yet is never started. Default false; can change from false to true
+	// only.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
 	// false; can change.

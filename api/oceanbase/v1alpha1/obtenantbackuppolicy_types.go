@@ -112,6 +112,12 @@ type DataBackupSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	IncrementalSchedule string `json:"incrementalSchedule,omitempty"`
+
+	// plusArchivelog takes the scheduled backups with PLUS ARCHIVELOG
+	// (OBTenantBackup's plusArchivelog). Default false; can change: the
+	// backups taken after take it.
+	// +optional
+	PlusArchivelog bool `json:"plusArchivelog,omitempty"`
 }
 
 // BackupDestination is a place OceanBase writes backups or archives to:

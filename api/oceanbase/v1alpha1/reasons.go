@@ -79,6 +79,7 @@ const (
 	ReasonBackupQueued        = "BackupQueued"
 	ReasonBackupRunning       = "BackupRunning"
 	ReasonBackupFailed        = "BackupFailed"
+	ReasonBackupCanceled      = "BackupCanceled"
 )
 
 // Reasons of the OBZone and OBServer views' Ready condition (and of the
@@ -134,6 +135,7 @@ const (
 	EventBackupStarted    = "BackupStarted"
 	EventBackupCompleted  = "BackupCompleted"
 	EventBackupFailed     = "BackupFailed"
+	EventBackupCanceled   = "BackupCanceled"
 
 	// Restores.
 	EventRestoreStarted   = "RestoreStarted"

@@ -220,15 +220,28 @@ func SetDeletePolicy(ctx context.Context, db *sql.DB, tenant, old, window string
 }
 
 // StartBackup starts a full (incremental false) or incremental backup of
-// the tenant. OceanBase answers once the job is recorded; BackupJobs then
-// lists it.
-func StartBackup(ctx context.Context, db *sql.DB, tenant string, incremental bool) error {
+// the tenant, with the archive pieces its restore needs when
+// plusArchivelog. OceanBase answers once the job is recorded; BackupJobs
+// then lists it.
+func StartBackup(ctx context.Context, db *sql.DB, tenant string, incremental, plusArchivelog bool) error {
 	q := "ALTER SYSTEM BACKUP DATABASE"
 	if incremental {
 		q = "ALTER SYSTEM BACKUP INCREMENTAL DATABASE"
 	}
+	if plusArchivelog {
+		q += " PLUS ARCHIVELOG"
+	}
 	if _, err := db.ExecContext(ctx, q+onTenant(tenant)); err != nil {
 		return fmt.Errorf("start a backup of %s: %w", tenant, err)
+	}
+	return nil
+}
+
+// CancelBackup cancels the tenant's running backup job (ALTER SYSTEM
+// CANCEL BACKUP, from sys): it ends CANCELED.
+func CancelBackup(ctx context.Context, db *sql.DB, tenant string) error {
+	if _, err := db.ExecContext(ctx, "ALTER SYSTEM CANCEL BACKUP"+onTenant(tenant)); err != nil {
+		return fmt.Errorf("cancel the backup of %s: %w", tenant, err)
 	}
 	return nil
 }
