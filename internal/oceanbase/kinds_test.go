@@ -488,3 +488,122 @@ func TestClusterDeleted(t *testing.T) {
 		return len(zones) == 0 && len(servers) == 0, fmt.Sprintf("%d OBZones, %d OBServers", len(zones), len(servers))
 	})
 }
+
+// TestTenantParameter sets a tenant's parameter for one tenant (the other
+// tenant keeps OceanBase's default), sets it back when it is changed through
+// SQL, and reports a cluster parameter named with spec.tenant, and a
+// tenant's named without, as invalid specs. Admission rejects a tenant
+// that does not exist, one of another cluster, and spec.tenant with
+// spec.zone.
+func TestTenantParameter(t *testing.T) {
+	c, ns, p := setup(t, 93)
+	createTenant(t, c, ns, "orders")
+	other := &obv1.OBTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t2"}, Spec: obv1.OBTenantSpec{
+		Cluster: "ob", Zones: []obv1.OBTenantZone{{Name: "z1"}},
+		Unit: obv1.OBUnitConfig{MaxCPU: resource.MustParse("1"), MemorySize: resource.MustParse("6Gi")},
+	}}
+	if err := c.Create(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the tenants are created", func() (bool, string) {
+		for _, name := range []string{"t1", "t2"} {
+			if ok, why := tenantReady(c, ns, name, func(*obv1.OBTenant) string { return "" })(); !ok {
+				return false, name + ": " + why
+			}
+		}
+		return true, ""
+	})
+	param := func(name, parameter, value, tenant string) *obv1.OBParameter {
+		return &obv1.OBParameter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: obv1.OBParameterSpec{Cluster: "ob", Name: parameter, Value: value, Tenant: tenant}}
+	}
+	pc := oceanbase.NewParameterController(nil, oceanbase.Options{})
+	for _, tc := range []struct {
+		p     *obv1.OBParameter
+		field string
+	}{
+		{param("x", "freeze_trigger_percentage", "30", "nope"), "spec.tenant"},
+		{func() *obv1.OBParameter {
+			p := param("x", "freeze_trigger_percentage", "30", "t1")
+			p.Spec.Cluster = "ob2"
+			if err := c.Create(t.Context(), &obv1.OBCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ob2"},
+				Spec: obv1.OBClusterSpec{Image: "localhost/obsim:1.0", Zones: []obv1.OBZoneSpec{{Name: "z1"}}}}); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}(), "spec.tenant"},
+	} {
+		if err := pc.Admit(t.Context(), c, tc.p); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("admit %+v: %v; want an error of %s", tc.p.Spec, err, tc.field)
+		}
+	}
+	zoned := param("x", "freeze_trigger_percentage", "30", "t1")
+	zoned.Spec.Zone = "z1"
+	if err := c.Create(t.Context(), zoned); err == nil || !strings.Contains(err.Error(), "spec.tenant excludes spec.zone") {
+		t.Errorf("spec.tenant with spec.zone: %v", err)
+	}
+
+	freeze := param("freeze", "freeze_trigger_percentage", "30", "t1")
+	if err := pc.Admit(t.Context(), c, freeze); err != nil {
+		t.Fatalf("a valid tenant parameter: %v", err)
+	}
+	if err := c.Create(t.Context(), freeze); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "freeze_trigger_percentage is 30 for orders", parameterReady(c, ns, "freeze", func(p *obv1.OBParameter) string {
+		if len(p.Status.Servers) != 1 || p.Status.Servers[0].Value != "30" {
+			return fmt.Sprintf("%+v", p.Status.Servers)
+		}
+		return ""
+	}))
+	op := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	var byTenant = map[int64]string{}
+	rows, err := op.Query("SELECT TENANT_ID, VALUE FROM oceanbase.GV$OB_PARAMETERS WHERE NAME = 'freeze_trigger_percentage'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		byTenant[id] = v
+	}
+	rows.Close()
+	t1, t2 := &obv1.OBTenant{}, &obv1.OBTenant{}
+	for name, tn := range map[string]*obv1.OBTenant{"t1": t1, "t2": t2} {
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, tn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if byTenant[t1.Status.TenantID] != "30" || byTenant[t2.Status.TenantID] != "20" {
+		t.Errorf("freeze_trigger_percentage by tenant id: %v; want 30 for orders (%d), the default 20 for t2 (%d)", byTenant, t1.Status.TenantID, t2.Status.TenantID)
+	}
+
+	// Changed through SQL: set back.
+	if _, err := op.Exec("ALTER SYSTEM SET freeze_trigger_percentage = 40 TENANT = 'orders'"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "set back to 30", parameterReady(c, ns, "freeze", func(p *obv1.OBParameter) string {
+		if len(p.Status.Servers) != 1 || p.Status.Servers[0].Value != "30" {
+			return fmt.Sprintf("%+v", p.Status.Servers)
+		}
+		return ""
+	}))
+
+	// The wrong kind, either way: invalid specs.
+	for _, bad := range []*obv1.OBParameter{param("cluster-one", "syslog_level", "INFO", "t1"), param("tenant-one", "freeze_trigger_percentage", "30", "")} {
+		if err := c.Create(t.Context(), bad); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, bad.Name+" is an invalid spec", func() (bool, string) {
+			got := &obv1.OBParameter{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(bad), got); err != nil {
+				return false, err.Error()
+			}
+			s := condition(got.Status.Conditions, framework.ConditionSynced)
+			return s.Reason == framework.ReasonInvalidSpec && strings.Contains(s.Message, "spec.tenant"), fmt.Sprintf("%+v", s)
+		})
+	}
+}

@@ -113,7 +113,8 @@ func (*ParameterController) Dependencies(ctx *ParameterContext) ([]framework.Dep
 type parameter struct {
 	db            *sql.DB
 	scope, target string // obsql.SetParameterIn's; target "" with a scope: not known yet
-	known         bool   // some server reports the name as a cluster parameter
+	tenantID      int64  // with scope ScopeTenant, the tenant's id
+	known         bool   // some server reports the name as a parameter of the scope's kind (a cluster's or a tenant's)
 	drifted       []string
 }
 
@@ -126,6 +127,14 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameter, error)
 	ob := ctx.Dependencies[0].(*Cluster)
 	st := &parameter{}
 	switch {
+	case p.Spec.Tenant != "":
+		t := &Tenant{}
+		if err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Tenant}, t); err != nil || t.Status.TenantID == 0 {
+			ctx.SetReady(false, obv1.ReasonTenantNotFound, fmt.Sprintf("OBTenant %s has no tenant in OceanBase yet", p.Spec.Tenant))
+			return nil, client.IgnoreNotFound(err)
+		}
+		obv1.DefaultTenant(t)
+		st.scope, st.target, st.tenantID = obsql.ScopeTenant, t.Spec.TenantName, t.Status.TenantID
 	case p.Spec.Zone != "":
 		st.scope, st.target = obsql.ScopeZone, p.Spec.Zone
 	case p.Spec.Server != "":
@@ -151,10 +160,14 @@ func (c *ParameterController) Declare(ctx *ParameterContext) (*parameter, error)
 		return nil, nil // the next pass tries again; status says why
 	}
 	st.db = db
-	if len(rows) > 0 && !slices.ContainsFunc(rows, func(r obsql.ParameterRow) bool { return !r.Tenant }) {
-		return nil, framework.InvalidSpec(fmt.Errorf("%s is a tenant's parameter in OceanBase; an OBParameter sets a cluster parameter", p.Spec.Name))
+	tenantScope := st.scope == obsql.ScopeTenant
+	st.known = slices.ContainsFunc(rows, func(r obsql.ParameterRow) bool { return r.Tenant == tenantScope })
+	switch {
+	case len(rows) > 0 && !st.known && tenantScope:
+		return nil, framework.InvalidSpec(fmt.Errorf("%s is a cluster parameter in OceanBase; set it without spec.tenant", p.Spec.Name))
+	case len(rows) > 0 && !st.known:
+		return nil, framework.InvalidSpec(fmt.Errorf("%s is a tenant's parameter in OceanBase; set spec.tenant to set it for a tenant", p.Spec.Name))
 	}
-	st.known = len(rows) > 0
 	parameterStatus(p, st, rows)
 	setParameterReady(ctx, st, time.Now())
 	return st, nil
@@ -166,7 +179,8 @@ func parameterStatus(p *ClusterParameter, st *parameter, rows []obsql.ParameterR
 	s := &p.Status
 	s.Servers, s.Drifted, s.EditLevel = nil, 0, ""
 	for _, r := range rows {
-		if r.Tenant || st.scope == obsql.ScopeZone && r.Zone != st.target || st.scope == obsql.ScopeServer && r.Addr != st.target {
+		if r.Tenant != (st.scope == obsql.ScopeTenant) || r.Tenant && r.TenantID != st.tenantID ||
+			st.scope == obsql.ScopeZone && r.Zone != st.target || st.scope == obsql.ScopeServer && r.Addr != st.target {
 			continue
 		}
 		s.EditLevel = r.EditLevel
@@ -236,7 +250,7 @@ func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameter)
 	case err != nil:
 		return err
 	case !st.known:
-		return framework.InvalidSpec(fmt.Errorf("OceanBase took parameter %s but no server reports it as a cluster parameter", p.Spec.Name))
+		return framework.InvalidSpec(fmt.Errorf("OceanBase took parameter %s but no server reports it as a parameter of this kind", p.Spec.Name))
 	}
 	p.Status.SetValue, p.Status.SetAt = p.Spec.Value, &metav1.Time{Time: time.Now()}
 	where := "on every server"
@@ -245,6 +259,8 @@ func (c *ParameterController) setParameter(ctx *ParameterContext, st *parameter)
 		where = "in zone " + st.target
 	case obsql.ScopeServer:
 		where = "on server " + st.target
+	case obsql.ScopeTenant:
+		where = "for tenant " + st.target
 	}
 	ctx.Event(corev1.EventTypeNormal, obv1.EventParameterSet, "Set %s = %q %s (it was %s)", p.Spec.Name, p.Spec.Value, where,
 		strings.Join(st.drifted, ", "))

@@ -325,7 +325,7 @@ func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *Clu
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("get OBCluster %s: %w", p.Spec.Cluster, err)
 	}
-	if err == nil && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
+	if err == nil && p.Spec.Tenant == "" && slices.ContainsFunc(ob.Spec.Parameters, func(q obv1.Parameter) bool { return q.Name == p.Spec.Name }) {
 		return field.ErrorList{field.Invalid(name, p.Spec.Name,
 			fmt.Sprintf("OBCluster %s sets it in spec.parameters; change it there, or remove it there first", ob.Name))}.ToAggregate()
 	}
@@ -335,7 +335,7 @@ func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *Clu
 	}
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.DeletionTimestamp != nil {
+		if o.UID == p.UID || o.Spec.Cluster != p.Spec.Cluster || o.Spec.Name != p.Spec.Name || o.Spec.Tenant != p.Spec.Tenant || o.DeletionTimestamp != nil {
 			continue
 		}
 		if framework.Older(o, p) {
@@ -347,7 +347,8 @@ func (*ParameterController) Clashes(ctx context.Context, r client.Reader, p *Clu
 
 // Admit checks the parameter against its cluster at admission
 // (framework.Admitter): the cluster exists, and has the zone or the server
-// the parameter is limited to.
+// the parameter is limited to; a tenant's parameter's OBTenant exists and
+// is of the cluster.
 func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *ClusterParameter) error {
 	ob := &Cluster{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Cluster}, ob)
@@ -366,6 +367,19 @@ func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *Clust
 	}
 	if p.Spec.Server != "" && !slices.ContainsFunc(ob.Status.Servers, func(s obv1.OBServerStatus) bool { return s.Pod == p.Spec.Server }) {
 		return field.ErrorList{field.NotFound(field.NewPath("spec", "server"), p.Spec.Server)}.ToAggregate()
+	}
+	if p.Spec.Tenant != "" {
+		t := &Tenant{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.Tenant}, t)
+		switch {
+		case apierrors.IsNotFound(err):
+			return field.ErrorList{field.NotFound(field.NewPath("spec", "tenant"), p.Spec.Tenant)}.ToAggregate()
+		case err != nil:
+			return fmt.Errorf("get OBTenant %s: %w", p.Spec.Tenant, err)
+		case t.Spec.Cluster != p.Spec.Cluster:
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "tenant"), p.Spec.Tenant,
+				fmt.Sprintf("the OBTenant is of OBCluster %s, not %s", t.Spec.Cluster, p.Spec.Cluster))}.ToAggregate()
+		}
 	}
 	return nil
 }

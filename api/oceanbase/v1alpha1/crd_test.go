@@ -130,6 +130,9 @@ func TestCELRules(t *testing.T) {
 		change(rule("OBParameter", "spec.name", "name is immutable"), "{"+param+"}", "{cluster: ob, name: q, value: v}"),
 		change(rule("OBParameter", "spec.server", "server is immutable"), "{"+param+", server: '10.0.0.1:2882'}", "{"+param+", server: '10.0.0.2:2882'}"),
 		change(rule("OBParameter", "spec.zone", "zone is immutable"), "{"+param+", zone: z1}", "{"+param+", zone: z2}"),
+		change(rule("OBParameter", "spec.tenant", "tenant is immutable"), "{"+param+", tenant: a}", "{"+param+", tenant: b}"),
+		create(rule("OBParameter", "", "a tenant's parameter is set for the tenant: spec.tenant excludes spec.zone and spec.server"), "",
+			"{"+param+", tenant: a, server: '10.0.0.1:2882'}"),
 
 		create(rule("OBServer", "", "metadata.name must be <spec.cluster>-<spec.zone>-<spec.ordinal>, the observer's pod"),
 			"ob-z2-0", "{cluster: ob, zone: z1, ordinal: 0}"),

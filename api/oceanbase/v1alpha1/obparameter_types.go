@@ -6,8 +6,8 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 )
 
-// OBParameterSpec is an OceanBase cluster parameter and the value it
-// should have.
+// OBParameterSpec is an OceanBase parameter, a cluster's or a tenant's, and
+// the value it should have.
 type OBParameterSpec struct {
 	// cluster is the OBCluster, in this namespace, whose parameter this
 	// is. Required; immutable. Admission rejects a name no OBCluster has.
@@ -17,8 +17,9 @@ type OBParameterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cluster is immutable"
 	Cluster string `json:"cluster"`
 
-	// name is the parameter's name, as OceanBase spells it (a cluster
-	// parameter: GV$OB_PARAMETERS lists it with no tenant). Required;
+	// name is the parameter's name, as OceanBase spells it: a cluster
+	// parameter (GV$OB_PARAMETERS lists it with no tenant), or with
+	// tenant, a tenant's. Required;
 	// immutable. Admission rejects a name the cluster's spec.parameters
 	// sets, or that another OBParameter of the cluster sets; a name
 	// OceanBase does not know makes the spec invalid (Synced=False,
@@ -53,6 +54,15 @@ type OBParameterSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="server is immutable"
 	Server string `json:"server,omitempty"`
+
+	// tenant makes the parameter a tenant's: name is a tenant parameter,
+	// set for the tenant of this OBTenant (ALTER SYSTEM SET ... TENANT =
+	// 'tenantName'), which must be of the cluster. Default: unset, a
+	// cluster parameter; immutable. Excludes zone and server.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tenant is immutable"
+	Tenant string `json:"tenant,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
 	// false; can change.
@@ -111,6 +121,7 @@ type OBParameterServer struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=obp,categories=steward
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.zone) || !has(self.spec.server)",message="set at most one of spec.zone and spec.server"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tenant) || (!has(self.spec.zone) && !has(self.spec.server))",message="a tenant's parameter is set for the tenant: spec.tenant excludes spec.zone and spec.server"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
 // +kubebuilder:printcolumn:name="Parameter",type=string,JSONPath=`.spec.name`
 // +kubebuilder:printcolumn:name="Value",type=string,JSONPath=`.spec.value`

@@ -12,9 +12,10 @@ import (
 // ParameterRow is one server's row of a parameter in GV$OB_PARAMETERS.
 type ParameterRow struct {
 	Addr, Zone string // the server, ip:port, and its zone
-	// Tenant is true for a tenant's parameter (TENANT_ID set), false for a
-	// cluster's.
+	// Tenant is true for a tenant's parameter (TENANT_ID set, TenantID),
+	// false for a cluster's.
 	Tenant    bool
+	TenantID  int64
 	Value     string
 	EditLevel string // DYNAMIC_EFFECTIVE, STATIC_EFFECTIVE, READONLY
 }
@@ -37,21 +38,23 @@ func Parameter(ctx context.Context, db *sql.DB, name string) ([]ParameterRow, er
 		if err := rows.Scan(&ip, &port, &r.Zone, &tenant, &r.Value, &r.EditLevel); err != nil {
 			return nil, fmt.Errorf("read parameter %s: %w", name, err)
 		}
-		r.Addr, r.Tenant = fmt.Sprintf("%s:%d", ip, port), tenant.Valid
+		r.Addr, r.Tenant, r.TenantID = fmt.Sprintf("%s:%d", ip, port), tenant.Valid, tenant.Int64
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
-// Scopes of a parameter's setting below the cluster's.
+// Scopes of a parameter's setting below the cluster's, and a tenant's.
 const (
 	ScopeZone   = "ZONE"
 	ScopeServer = "SERVER"
+	ScopeTenant = "TENANT"
 )
 
 // SetParameterIn runs ALTER SYSTEM SET name = value, for the whole cluster
 // when scope is empty, else for one zone (scope ScopeZone, target the
-// zone) or one server (ScopeServer, target ip:port).
+// zone), one server (ScopeServer, target ip:port) or one tenant's
+// parameter (ScopeTenant, target its name).
 func SetParameterIn(ctx context.Context, db *sql.DB, name, value, scope, target string) error {
 	if scope == "" {
 		return SetParameter(ctx, db, name, value)
@@ -59,8 +62,8 @@ func SetParameterIn(ctx context.Context, db *sql.DB, name, value, scope, target 
 	if !isIdent(name) {
 		return fmt.Errorf("parameter name %q is not an identifier", name)
 	}
-	if scope != ScopeZone && scope != ScopeServer {
-		return fmt.Errorf("parameter scope %q is not %s or %s", scope, ScopeZone, ScopeServer)
+	if scope != ScopeZone && scope != ScopeServer && scope != ScopeTenant {
+		return fmt.Errorf("parameter scope %q is not %s, %s or %s", scope, ScopeZone, ScopeServer, ScopeTenant)
 	}
 	if _, err := db.ExecContext(ctx, "ALTER SYSTEM SET "+name+" = ? "+scope+" = ?", value, target); err != nil {
 		return fmt.Errorf("set parameter %s in %s %s: %w", name, scope, target, err)
