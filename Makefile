@@ -219,20 +219,21 @@ PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' cha
 # SYSTEM_IMAGES_<system> are images a system's tests and demo run besides
 # its own (images/<system>*): built with SYSTEMS naming the system, left out
 # of DEFAULT_IMAGES when the system is a preview. MatrixOne's is versitygw,
-# the local cluster's S3 server (hack/versitygw.sh); OceanBase's too, which
-# only its tenant-data e2e spec runs (make demo does not: it stays out of
-# DEFAULT_IMAGES, as a test image).
+# the local cluster's S3 server (hack/versitygw.sh).
+# SYSTEM_TEST_IMAGES_<system> are images only a system's e2e specs run:
+# built with SYSTEMS naming the system, never in DEFAULT_IMAGES (make demo
+# does not run them). OceanBase's tenant-data spec runs versitygw.
 # DEFAULT_IMAGES are the operator's and those of the systems the chart runs
 # by default (systems: all): what make demo loads.
 # TEST_IMAGES are images only tests run (a simulator that misbehaves on
 # purpose): e2e builds them, make demo does not.
 STAGED_IMAGES :=
 SYSTEM_IMAGES_matrixone := versitygw
-SYSTEM_IMAGES_oceanbase := versitygw
+SYSTEM_TEST_IMAGES_oceanbase := versitygw
 TEST_IMAGES := gpss-simulator-broken
 ALL_IMAGES := $(filter-out $(STAGED_IMAGES),$(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh))))
 DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(foreach s,$(PREVIEW_SYSTEMS),$(SYSTEM_IMAGES_$(s))) $(TEST_IMAGES),$(ALL_IMAGES))
-IMAGES ?= $(if $(SYSTEM_LIST),$(sort $(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%) $(foreach s,$(SYSTEM_LIST),$(SYSTEM_IMAGES_$(s))),$(ALL_IMAGES)) \
+IMAGES ?= $(if $(SYSTEM_LIST),$(sort $(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%) $(foreach s,$(SYSTEM_LIST),$(SYSTEM_IMAGES_$(s)) $(SYSTEM_TEST_IMAGES_$(s))),$(ALL_IMAGES)) \
 	$(if $(filter all,$(SYSTEM_LIST)),$(DEFAULT_IMAGES))),$(ALL_IMAGES))
 IMAGE_ARCHIVES = $(IMAGES:%=$(IMAGES_DIR)/%.tar)
 # SAMPLES are the objects wait-admission dry-runs: config/samples holds one

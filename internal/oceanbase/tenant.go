@@ -115,6 +115,9 @@ type tenant struct {
 	pools   map[string]*obsql.Pool // every pool, by name
 	unit    *obsql.UnitConfig      // the tenant's unit config; nil: none
 	jobBusy bool                   // a locality change is in progress
+	// variables are the tenant's global system variables, by name (read
+	// only when the spec names some).
+	variables map[string]string
 	// restore is the tenant's OBTenantRestore when spec.source.restore is
 	// set; nil before the create flow makes it.
 	restore *obv1.OBTenantRestore
@@ -165,6 +168,9 @@ func (c *TenantController) observe(ctx *TenantContext) (*tenant, error) {
 	}
 	if err == nil && st.tenant != nil {
 		st.jobBusy, err = obsql.LocalityJobRunning(ctx, db, st.tenant.ID)
+	}
+	if err == nil && st.tenant != nil && len(ctx.Obj.Spec.Variables) > 0 {
+		st.variables, err = obsql.TenantVariables(ctx, db, st.tenant.ID)
 	}
 	var configs map[string]obsql.UnitConfig
 	if err == nil {
@@ -239,6 +245,9 @@ func (st *tenant) drift(t *Tenant) string {
 		return fmt.Sprintf("primary zone is %q", st.tenant.PrimaryZone)
 	case st.primary() && t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
 		return "the allowlist is not set yet"
+	case st.primary() && len(st.variablesToSet(t)) > 0:
+		v := st.variablesToSet(t)[0]
+		return fmt.Sprintf("variable %s is %q, the spec's is %q", v.Name, st.variables[v.Name], v.Value)
 	}
 	for _, z := range want {
 		if p := pools[z]; p == nil || p.UnitNum != int(t.Spec.UnitNum) {
@@ -246,6 +255,18 @@ func (st *tenant) drift(t *Tenant) string {
 		}
 	}
 	return ""
+}
+
+// variablesToSet are the spec's variables whose value OceanBase does not
+// show (compared case-insensitively, as OceanBase prints some its own way).
+func (st *tenant) variablesToSet(t *Tenant) []obv1.TenantVariable {
+	var out []obv1.TenantVariable
+	for _, v := range t.Spec.Variables {
+		if have, ok := st.variables[v.Name]; !ok || !strings.EqualFold(have, v.Value) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // unitWithLogDisk is want with the log disk OceanBase chose when the spec
@@ -289,7 +310,7 @@ func (c *TenantController) setReady(ctx *TenantContext, st *tenant) {
 
 // Observe creates a missing tenant, and brings an existing one to the
 // spec: zones first (a flow, one zone at a time), then the unit config, the
-// unit number, the primary zone and the allowlist.
+// unit number, the primary zone, the allowlist and the variables.
 func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction, error) {
 	t := ctx.Obj
 	switch {
@@ -309,6 +330,8 @@ func (c *TenantController) Observe(ctx *TenantContext, st *tenant) (TenantAction
 		return framework.Named("SetPrimaryZone", func(ctx *TenantContext) error { return c.setPrimaryZone(ctx, st) }), nil
 	case st.primary() && t.Status.ConnectWhiteList != t.Spec.ConnectWhiteList:
 		return framework.Named("SetAllowlist", func(ctx *TenantContext) error { return c.setAllowlist(ctx, st) }), nil
+	case st.primary() && len(st.variablesToSet(t)) > 0:
+		return framework.Named("SetVariables", func(ctx *TenantContext) error { return c.setVariables(ctx, st) }), nil
 	}
 	for _, p := range st.tenantPools() {
 		if p.UnitNum != int(t.Spec.UnitNum) {

@@ -397,6 +397,24 @@ func (c *TenantController) setAllowlist(ctx *TenantContext, seen *tenant) error 
 	return nil
 }
 
+// setVariables sets the spec's variables whose value OceanBase does not
+// show.
+func (c *TenantController) setVariables(ctx *TenantContext, seen *tenant) error {
+	st, err := tenantConnected(seen)
+	if err != nil {
+		return err
+	}
+	t := ctx.Obj
+	for _, v := range st.variablesToSet(t) {
+		ctx.Log.Info("Setting a tenant variable", "tenant", t.Spec.TenantName, "variable", v.Name)
+		if err := obsql.SetTenantVariable(ctx, st.db, t.Spec.TenantName, v.Name, v.Value); err != nil {
+			return err
+		}
+		ctx.Event(corev1.EventTypeNormal, obv1.EventVariableSet, "Tenant %s: set %s = %q (it was %q)", t.Spec.TenantName, v.Name, v.Value, st.variables[v.Name])
+	}
+	return nil
+}
+
 // dropTenant drops the tenant, waits until OceanBase has forgotten it,
 // then drops its pools and unit config; done when none is left.
 func (c *TenantController) dropTenant(ctx *TenantContext, db *sql.DB) (bool, error) {

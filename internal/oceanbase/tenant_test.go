@@ -249,3 +249,61 @@ func TestTenantFixedAfterRefusal(t *testing.T) {
 		t.Fatalf("after the create: Ready %+v, operation %+v", r, got.Status.Operation)
 	}
 }
+
+// TestTenantVariables: a tenant's variables are set as the spec says (a
+// number as a number, a string as a string), set back when changed
+// through SQL, and changed with the spec; the allowlist's variable is
+// refused in the list (it is connectWhiteList).
+func TestTenantVariables(t *testing.T) {
+	c, ns, p := setup(t, 94)
+	createTenant(t, c, ns, "orders")
+	testenv.Eventually(t, "the tenant is created", tenantReady(c, ns, "t1", func(*obv1.OBTenant) string { return "" }))
+	tn := &obv1.OBTenant{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t1"}, tn); err != nil {
+		t.Fatal(err)
+	}
+	bad := tn.DeepCopy()
+	bad.Spec.Variables = []obv1.TenantVariable{{Name: "ob_tcp_invited_nodes", Value: "%"}}
+	if err := c.Update(t.Context(), bad); err == nil || !strings.Contains(err.Error(), "spec.connectWhiteList") {
+		t.Errorf("ob_tcp_invited_nodes among the variables: %v", err)
+	}
+	update(t, c, tn, func(tn *obv1.OBTenant) {
+		tn.Spec.Variables = []obv1.TenantVariable{{Name: "ob_query_timeout", Value: "20000000"}, {Name: "time_zone", Value: "+08:00"}}
+	})
+	op := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	variables := func() map[string]string {
+		rows, err := op.Query("SELECT NAME, VALUE FROM oceanbase.CDB_OB_SYS_VARIABLES WHERE TENANT_ID = ?", tn.Status.TenantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var n, v string
+			if err := rows.Scan(&n, &v); err != nil {
+				t.Fatal(err)
+			}
+			out[n] = v
+		}
+		return out
+	}
+	hold := func(what, timeout, zone string) {
+		t.Helper()
+		testenv.Eventually(t, what, tenantReady(c, ns, "t1", func(*obv1.OBTenant) string {
+			if v := variables(); v["ob_query_timeout"] != timeout || v["time_zone"] != zone {
+				return fmt.Sprintf("variables %v", v)
+			}
+			return ""
+		}))
+	}
+	hold("the variables are set", "20000000", "+08:00")
+	if _, err := op.Exec("ALTER TENANT orders SET VARIABLES ob_query_timeout = 5"); err != nil {
+		t.Fatal(err)
+	}
+	hold("the variable changed through SQL is set back", "20000000", "+08:00")
+	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Variables[1].Value = "+00:00" })
+	hold("the changed value is set", "20000000", "+00:00")
+	if n := p.statements("SET VARIABLES ob_query_timeout = 20000000"); n < 2 {
+		t.Errorf("%d statements set ob_query_timeout as a number, want 2 (set, set back)", n)
+	}
+}

@@ -110,13 +110,14 @@ func TestDemoImagesLeavePreviewsOut(t *testing.T) {
 // TestSystemImagesFollowTheirSystems checks the images that belong to no
 // system by name (neither the operator's nor images/<system>*, such as
 // versitygw, MatrixOne's object store): each is a known system's
-// SYSTEM_IMAGES_<system> in the Makefile, or staged; make images
-// SYSTEMS=<system> builds that system's, and make demo's DEFAULT_IMAGES
-// leave a preview's out.
+// SYSTEM_IMAGES_<system> or SYSTEM_TEST_IMAGES_<system> in the Makefile,
+// or staged; make images SYSTEMS=<system> builds that system's, and make
+// demo's DEFAULT_IMAGES leave a preview's out, and test images.
 func TestSystemImagesFollowTheirSystems(t *testing.T) {
 	commands := []string{"echo staged $(STAGED_IMAGES)"}
 	for _, s := range systems.Known() {
-		commands = append(commands, fmt.Sprintf("echo %s $(SYSTEM_IMAGES_%s)", s, s))
+		commands = append(commands, fmt.Sprintf("echo %s $(SYSTEM_IMAGES_%s)", s, s),
+			fmt.Sprintf("echo test-%s $(SYSTEM_TEST_IMAGES_%s)", s, s))
 	}
 	commands = append(commands, "echo default $(DEFAULT_IMAGES)")
 	lists := map[string][]string{}
@@ -135,17 +136,33 @@ func TestSystemImagesFollowTheirSystems(t *testing.T) {
 		}
 		found := slices.Contains(lists["staged"], name)
 		for _, s := range systems.Known() {
-			found = found || slices.Contains(lists[s], name)
+			found = found || slices.Contains(lists[s], name) || slices.Contains(lists["test-"+s], name)
 		}
 		if !found {
-			t.Errorf("images/%s belongs to no system by name, and no SYSTEM_IMAGES_<system> names it (nor STAGED_IMAGES): no make target builds it", name)
+			t.Errorf("images/%s belongs to no system by name, and no SYSTEM_IMAGES_<system> or SYSTEM_TEST_IMAGES_<system> names it (nor STAGED_IMAGES): no make target builds it", name)
+		}
+	}
+	// A system's test images are built with it, and make demo does not
+	// load them unless a default system runs them besides its tests.
+	runBy := map[string]bool{}
+	for _, s := range systems.Known() {
+		for _, image := range lists[s] {
+			runBy[image] = runBy[image] || !systems.IsPreview(s)
 		}
 	}
 	for _, s := range systems.Known() {
+		images := strings.Fields(makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(IMAGES)", "lanes-print", "SYSTEMS="+s))
+		for _, image := range lists["test-"+s] {
+			if !slices.Contains(images, image) {
+				t.Errorf("make images SYSTEMS=%s builds %v, not %s (SYSTEM_TEST_IMAGES_%s)", s, images, image, s)
+			}
+			if slices.Contains(lists["default"], image) != runBy[image] {
+				t.Errorf("DEFAULT_IMAGES %v: %s, a test image of %s, included: %v", lists["default"], image, s, !runBy[image])
+			}
+		}
 		if len(lists[s]) == 0 {
 			continue
 		}
-		images := strings.Fields(makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(IMAGES)", "lanes-print", "SYSTEMS="+s))
 		for _, image := range lists[s] {
 			if !slices.Contains(images, image) {
 				t.Errorf("make images SYSTEMS=%s builds %v, not %s (SYSTEM_IMAGES_%s)", s, images, image, s)

@@ -151,6 +151,8 @@ func TestCELRules(t *testing.T) {
 		change(rule("OBTenant", "spec", "source is immutable"), "{"+tenant+"}", restoring(restore(file("d"), ""))),
 		change(rule("OBTenant", "spec.source", "source is immutable"), restoring(restore(file("d"), "")), restoring(restore(file("e"), ""))),
 		create(rule("OBTenant", "spec.source", "set exactly one of restore and primary"), "", "{"+tenant+", source: {}}"),
+		create(rule("OBTenant", "spec.variables[].name", "ob_tcp_invited_nodes is spec.connectWhiteList"), "",
+			"{"+tenant+", variables: [{name: ob_tcp_invited_nodes, value: '%'}]}"),
 		create(rule("OBTenant", "spec.source.restore.until", "exactly one of time and scn"), "", restoring(restore(file("d"), ", until: {}"))),
 		create(rule("OBTenant", "spec.source.restore.data", "s3 is set exactly when path is an s3:// path"), "", restoring(restore(badS3, ""))),
 		create(rule("OBTenant", "spec.source.restore.archive", "s3 is set exactly when path is an s3:// path"), "",

@@ -75,6 +75,17 @@ type OBTenantSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	ConnectWhiteList string `json:"connectWhiteList,omitempty"`
 
+	// variables are global system variables of the tenant and their
+	// values (ALTER TENANT ... SET VARIABLES), kept as OceanBase's
+	// CDB_OB_SYS_VARIABLES says: a value changed by other means is set
+	// back; a variable taken out of the list keeps its value. A standby
+	// takes its primary's. Default: none; can change.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Variables []TenantVariable `json:"variables,omitempty"`
+
 	// rootPassword is the Secret (key "password") holding the tenant's root
 	// password. Default: <name>-root, generated; immutable.
 	// +optional
@@ -138,6 +149,25 @@ type OBTenantPrimarySource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Tenant string `json:"tenant"`
+}
+
+// TenantVariable is a global system variable of a tenant.
+type TenantVariable struct {
+	// name is the variable's name, as OceanBase spells it; not
+	// ob_tcp_invited_nodes, which connectWhiteList sets. Required; a name
+	// cannot change (another name is another variable).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	// +kubebuilder:validation:XValidation:rule="self != 'ob_tcp_invited_nodes'",message="ob_tcp_invited_nodes is spec.connectWhiteList"
+	Name string `json:"name"`
+
+	// value is the variable's value, as OceanBase shows it (a number is
+	// sent as a number). Required; can change.
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Value string `json:"value"`
 }
 
 // OBUnitConfig is a resource unit config.

@@ -28,26 +28,26 @@ type OBTenantOperationSpec struct {
 	Type string `json:"type"`
 
 	// switchover names the primary and the standby that swap roles. Required
-	// with type Switchover, and only then; immutable.
+	// with type Switchover, and only then (Default: none); immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	Switchover *SwitchoverSpec `json:"switchover,omitempty"`
 
 	// failover names the standby to activate. Required with type Failover,
-	// and only then; immutable.
+	// and only then (Default: none); immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	Failover *FailoverSpec `json:"failover,omitempty"`
 
 	// changePassword names the tenant and the Secret with its new root
-	// password. Required with type ChangePassword, and only then;
-	// immutable.
+	// password. Required with type ChangePassword, and only then
+	// (Default: none); immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	ChangePassword *ChangePasswordSpec `json:"changePassword,omitempty"`
 
 	// replayLog names the standby and how far it replays. Required with
-	// type ReplayLog, and only then; immutable.
+	// type ReplayLog, and only then (Default: none); immutable.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	ReplayLog *ReplayLogSpec `json:"replayLog,omitempty"`

@@ -120,6 +120,7 @@ const (
 	EventZonesChanging  = "ZonesChanging"
 	EventUnitNumChanged = "UnitNumChanged"
 	EventDroppingTenant = "DroppingTenant"
+	EventVariableSet    = "VariableSet"
 
 	// Parameters.
 	EventParameterSet = "ParameterSet"

@@ -1,7 +1,9 @@
 package obsim
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,19 @@ func (s *State) view(name string, tenantID int64) (table, *Error) {
 		return t, nil
 	case "GV$OB_PARAMETERS":
 		return s.parametersView(tenantID), nil
+	case "CDB_OB_SYS_VARIABLES":
+		// Sys only; the variables a tenant was created with or had set
+		// (the simulator keeps no others).
+		if tenantID != sysTenantID {
+			break
+		}
+		t := table{cols: []string{"tenant_id", "zone", "name", "data_type", "value", "info", "flags", "min_val", "max_val"}}
+		for _, tn := range s.Tenants {
+			for _, k := range slices.Sorted(maps.Keys(tn.Variables)) {
+				t.rows = append(t.rows, []any{tn.ID, "", k, int64(22), tn.Variables[k], "", int64(1), "", ""})
+			}
+		}
+		return t, nil
 	case "DBA_OB_TENANTS":
 		t := table{cols: []string{"tenant_id", "tenant_name", "tenant_type", "primary_zone", "locality",
 			"previous_locality", "status", "compatibility_mode", "tenant_role", "log_mode", "switchover_status",

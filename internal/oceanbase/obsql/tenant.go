@@ -231,15 +231,41 @@ func AlterTenant(ctx context.Context, db *sql.DB, name, option string, value ...
 	return nil
 }
 
-// SetTenantVariable sets a global system variable of tenant name.
+// SetTenantVariable sets a global system variable of tenant name. A
+// number is sent as a number (OceanBase, as MySQL, refuses a string for a
+// numeric variable), anything else as a string.
 func SetTenantVariable(ctx context.Context, db *sql.DB, name, variable, value string) error {
 	if !isIdent(variable) {
 		return fmt.Errorf("variable name %q is not an identifier", variable)
 	}
-	if _, err := db.ExecContext(ctx, "ALTER TENANT "+name+" SET VARIABLES "+variable+" = ?", value); err != nil {
+	q, args := "ALTER TENANT "+name+" SET VARIABLES "+variable+" = ?", []any{value}
+	if _, err := strconv.ParseFloat(value, 64); err == nil && !strings.ContainsAny(value, "eEnNxX") {
+		q, args = "ALTER TENANT "+name+" SET VARIABLES "+variable+" = "+value, nil
+	}
+	if _, err := db.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("set %s of tenant %s: %w", variable, name, err)
 	}
 	return nil
+}
+
+// TenantVariables reads the tenant's global system variables from
+// CDB_OB_SYS_VARIABLES (from sys), by name.
+func TenantVariables(ctx context.Context, db *sql.DB, tenantID int64) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT NAME, VALUE FROM oceanbase.CDB_OB_SYS_VARIABLES WHERE TENANT_ID = ?", tenantID)
+	if err != nil {
+		return nil, fmt.Errorf("read the variables of tenant %d: %w", tenantID, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name string
+		var value sql.NullString
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, fmt.Errorf("read the variables of tenant %d: %w", tenantID, err)
+		}
+		out[strings.ToLower(name)] = value.String
+	}
+	return out, rows.Err()
 }
 
 // SetUnitNum runs ALTER RESOURCE TENANT name UNIT_NUM = n: every pool of
