@@ -91,7 +91,7 @@ func TestBackupPolicy(t *testing.T) {
 	// The OBTenant's name is not its tenant's (ob-operator #103 and #240
 	// looked tenants up by the one name as the other).
 	createTenant(t, c, ns, "orders")
-	dir := t.TempDir()
+	dir := pl.tempDir()
 	dest := func(name string) obv1.BackupDestination {
 		return obv1.BackupDestination{Path: "file://" + filepath.Join(dir, name)}
 	}
@@ -273,7 +273,7 @@ func TestBackupPolicy(t *testing.T) {
 func TestBackupAfterManagerRestart(t *testing.T) {
 	c, ns, p := setup(t, 87)
 	createTenant(t, c, ns, "")
-	dir := t.TempDir()
+	dir := p.tempDir()
 	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
 		Tenant:     "t1",
 		Archive:    obv1.LogArchiveSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "archive")}},
@@ -402,7 +402,7 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 func TestBackupPlusArchivelogAndCancel(t *testing.T) {
 	c, ns, p := setup(t, 92)
 	createTenant(t, c, ns, "")
-	dir := t.TempDir()
+	dir := p.tempDir()
 	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t1-backups"}, Spec: obv1.OBTenantBackupPolicySpec{
 		Tenant:     "t1",
 		Archive:    obv1.LogArchiveSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "archive")}},

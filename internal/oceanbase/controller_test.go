@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +66,10 @@ type player struct {
 	nodes map[string]*obsim.Node // pod name → node
 	dirs  map[types.UID]string   // volume claim → the node's data directory
 	next  int
+
+	// base holds the observers' data directories and the tests' backup
+	// destinations (tempDir), removed once the observers stopped.
+	base string
 
 	// cfg and stopManager let a test stop the manager and start another.
 	cfg         *rest.Config
@@ -275,7 +280,7 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet, claim types.UID)
 		}
 	}
 	if p.dirs[claim] == "" {
-		p.dirs[claim] = p.t.TempDir()
+		p.dirs[claim] = p.tempDir()
 	}
 	n, err := obsim.New(obsim.Config{
 		Addr: net.JoinHostPort(ip, "2882"), SQLListen: host + ":2881", RPCListen: host + ":2882",
@@ -324,6 +329,16 @@ func (p *player) stopAll() {
 	}
 }
 
+// tempDir returns a new directory under the player's base: removed after
+// the observers stop, unlike one of t.TempDir made after setup.
+func (p *player) tempDir() string {
+	dir, err := os.MkdirTemp(p.base, "d")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return dir
+}
+
 // setup gives a test a namespace with the controller and a player.
 func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 	t.Helper()
@@ -338,8 +353,12 @@ func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 		t.Fatal(err)
 	}
 	ns := testenv.Namespace(t, c, "ob-test-")
+	// Created before the cleanup that stops the observers is registered,
+	// so removed after it: an observer still writing its store or a
+	// backup destination would make its removal fail.
+	base := t.TempDir()
 	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
-		dirs: map[types.UID]string{}, cfg: cfg}
+		dirs: map[types.UID]string{}, cfg: cfg, base: base}
 	p.startManager()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -95,7 +95,7 @@ func rows(db *sql.DB) (string, error) {
 // restored.
 func TestRestore(t *testing.T) {
 	c, ns, p := setup(t, 89)
-	dir := t.TempDir()
+	dir := p.tempDir()
 	root := backedUpTenant(t, c, p, ns, dir)
 	if _, err := root.Exec("INSERT INTO app.t VALUES (3)"); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestRestore(t *testing.T) {
 // job, one RESTORE statement.
 func TestRestoreAfterManagerRestart(t *testing.T) {
 	c, ns, p := setup(t, 90)
-	dir := t.TempDir()
+	dir := p.tempDir()
 	backedUpTenant(t, c, p, ns, dir)
 	tn := restoredTenant(t, c, ns, "t2", "restored", dir, nil, "")
 	if err := c.Create(t.Context(), tn); err != nil {
