@@ -539,17 +539,7 @@ func inSync(w *testapi.Widget) bool {
 // update changes the Widget with mutate, retrying on conflicts.
 func update(t *testing.T, c client.Client, ns, name string, mutate func(w *testapi.Widget)) {
 	t.Helper()
-	for {
-		w := widget(t, c, ns, name)
-		mutate(w)
-		err := c.Update(t.Context(), w)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("update Widget %s/%s: %v", ns, name, err)
-		}
-	}
+	testenv.Update(t, c, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, mutate)
 }
 
 // gadgets returns the sorted names of the Gadgets in ns.

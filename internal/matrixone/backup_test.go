@@ -22,6 +22,7 @@ import (
 	"github.com/stewardhq/steward/internal/matrixone/build"
 	s3client "github.com/stewardhq/steward/internal/s3"
 	"github.com/stewardhq/steward/internal/s3/s3test"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 // The BackupJob and Backup controllers against a real kube-apiserver and
@@ -199,10 +200,7 @@ func TestBackupJob(t *testing.T) {
 	if empty, err := storeAt(t, srv, wantPath).IsEmpty(t.Context(), ""); err != nil || empty {
 		t.Fatalf("a Backup under Retain went with its objects: empty %t, %v", empty, err)
 	}
-	b.Spec.DeletionPolicy = commonv1.ReclaimDelete
-	if err := c.Update(t.Context(), b); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, b, func(b *mov1.Backup) { b.Spec.DeletionPolicy = commonv1.ReclaimDelete })
 	eventually(t, "the Backup's policy observed", func() (bool, string) {
 		get(t, c, ns, "first", b)
 		return b.Status.ObservedGeneration == b.Generation, "not yet"

@@ -611,14 +611,8 @@ func TestBucketClaimAdmission(t *testing.T) {
 		})
 	}
 	// A change of reclaimPolicy: the claim keeps its location.
-	b := &mov1.BucketClaim{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "base"}, b); err != nil {
-		t.Fatal(err)
-	}
-	b.Spec.ReclaimPolicy = commonv1.ReclaimDelete
-	if err := c.Update(t.Context(), b); err != nil {
-		t.Errorf("changing reclaimPolicy: %v", err)
-	}
+	b := &mov1.BucketClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "base"}}
+	testenv.Update(t, c, b, func(b *mov1.BucketClaim) { b.Spec.ReclaimPolicy = commonv1.ReclaimDelete })
 	// A credentials Secret no Secret can be named.
 	bad := at(ns, "bad", "mo-data3", "x")
 	bad.Spec.S3.CredentialsSecret = "S3_Keys"

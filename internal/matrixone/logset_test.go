@@ -426,10 +426,7 @@ func TestLogSetRestartsOneStoreAtATimeWhenSafe(t *testing.T) {
 
 	// A configuration change: a new template, a new revision.
 	l := logSet(t, c, ns)
-	l.Spec.Config = "[log]\nlevel = \"debug\"\n"
-	if err := c.Update(t.Context(), l); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, l, func(l *mov1.LogSet) { l.Spec.Config = "[log]\nlevel = \"debug\"\n" })
 	testenv.Eventually(t, "the StatefulSet on the new template", func() (bool, string) {
 		get(t, c, ns, "log", sts)
 		return sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name != l.Status.ConfigRevision, sts.Spec.Template.Spec.Volumes[0].ConfigMap.Name

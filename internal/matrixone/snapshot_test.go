@@ -20,6 +20,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 // The Snapshot and SnapshotRestore controllers against a real
@@ -287,10 +288,7 @@ func TestSnapshotReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A pass reads it (every resync; the test does not wait a minute).
-	snap.Annotations = map[string]string{"test": "look again"}
-	if err := c.Update(t.Context(), snap); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, snap, func(s *mov1.Snapshot) { s.Annotations = map[string]string{"test": "look again"} })
 	waitReady(t, c, snap, "False Missing: MatrixOne holds no snapshot snap")
 	if op := snap.Status.Operation; op == nil || op.Phase != commonv1.PhaseSucceeded {
 		t.Errorf("the flow: %s", operation(snap))

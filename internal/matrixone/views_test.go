@@ -13,6 +13,7 @@ import (
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
+	"github.com/stewardhq/steward/internal/testenv"
 )
 
 // TestLogSetReadsASlowProbe: on a busy machine the probe took 1.8 to 4.2 s
@@ -33,10 +34,7 @@ func TestLogSetActsOnTheLastGoodViewWhileItIsRecent(t *testing.T) {
 	probe.set(nil) // every probe answers 503 from now on
 
 	l := logSet(t, c, ns)
-	l.Spec.Config = "[log]\nlevel = \"debug\"\n"
-	if err := c.Update(t.Context(), l); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, l, func(l *mov1.LogSet) { l.Spec.Config = "[log]\nlevel = \"debug\"\n" })
 	sts := &appsv1.StatefulSet{}
 	eventually(t, "the StatefulSet on the new template", func() (bool, string) {
 		get(t, c, ns, "log", sts)

@@ -289,7 +289,18 @@ func (c *TenantBackupController) Observe(ctx *BackupContext, st *backupState) (f
 		c.mu.Lock()
 		c.sent[b.UID] = time.Now()
 		c.mu.Unlock()
-		if err := obsql.StartBackup(ctx, st.db, st.tenant.Spec.TenantName, b.Spec.Type == obv1.BackupIncremental, b.Spec.PlusArchivelog); err != nil {
+		opts := obsql.BackupOptions{Incremental: b.Spec.Type == obv1.BackupIncremental, PlusArchivelog: b.Spec.PlusArchivelog}
+		if b.Spec.EncryptionSecret != "" {
+			pw, err := framework.ReadPassword(ctx, ctx.Reader, b.Namespace, b.Spec.EncryptionSecret)
+			if err != nil {
+				c.mu.Lock()
+				delete(c.sent, b.UID)
+				c.mu.Unlock()
+				return err
+			}
+			opts.Password = pw
+		}
+		if err := obsql.StartBackup(ctx, st.db, st.tenant.Spec.TenantName, opts); err != nil {
 			if obsql.Refused(err) {
 				// OceanBase answered: no job was started.
 				c.mu.Lock()

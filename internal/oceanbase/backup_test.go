@@ -183,7 +183,7 @@ func TestBackupPolicy(t *testing.T) {
 	// Suspended: the archive is deferred and no backup is scheduled; the
 	// user's own backup still runs (the archive round is SUSPEND, not
 	// stopped, so OceanBase would refuse it: it waits until resumed).
-	update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.Suspend = true })
+	testenv.Update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.Suspend = true })
 	testenv.Eventually(t, "the policy is suspended", policyIs(c, ns, "t1-backups", true, func(p *obv1.OBTenantBackupPolicy) string {
 		if p.Status.Archive == nil || p.Status.Archive.Status != obv1.ArchiveSuspend || p.Status.NextFullScheduleTime != nil {
 			return fmt.Sprintf("%+v", p.Status)
@@ -224,7 +224,7 @@ func TestBackupPolicy(t *testing.T) {
 	})
 
 	// Moved while archiving (resumed in the same change): stop, set, start.
-	update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) {
+	testenv.Update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) {
 		p.Spec.Suspend = false
 		p.Spec.Archive.Destination = dest("archive2")
 	})
@@ -374,7 +374,7 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 	// OceanBase refuses the destination (ob-operator #742: an IO error the
 	// policy did not show): Synced says so, with OceanBase's error.
 	p.setFaults(obsim.Fault{Match: `(?i)set log_archive_dest =`, Error: "injected: IO error"})
-	update(t, c, secret, func(s *corev1.Secret) { s.StringData = map[string]string{build.S3SecretAccessKeyKey: "secret"} })
+	testenv.Update(t, c, secret, func(s *corev1.Secret) { s.StringData = map[string]string{build.S3SecretAccessKeyKey: "secret"} })
 	waitReady("past the credentials, with no change to the spec", func(r *metav1.Condition) bool {
 		return r.Reason != obv1.ReasonCredentialsMissing
 	})
@@ -389,7 +389,7 @@ func TestBackupPolicyWaitsForCredentials(t *testing.T) {
 	p.setFaults()
 	// Failed passes back off (controller-runtime's limiter, to minutes);
 	// an edit of the spec, as a user's, starts one at once.
-	update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.RecoveryWindow = "8d" })
+	testenv.Update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.RecoveryWindow = "8d" })
 	waitReady("the archive destination set once OceanBase takes it", func(r *metav1.Condition) bool {
 		return r.Reason != obv1.ReasonDestinationChanging || !strings.Contains(r.Message, "archive destination")
 	})
@@ -448,8 +448,8 @@ func TestBackupPlusArchivelogAndCancel(t *testing.T) {
 	status(slow, "running", func(b *obv1.OBTenantBackup) bool { return b.Status.JobStatus == obv1.BackupJobDoing })
 	queued := backup("queued", false)
 	status(queued, "queued", func(b *obv1.OBTenantBackup) bool { return readyReason(b) == obv1.ReasonBackupQueued })
-	update(t, c, queued, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
-	update(t, c, slow, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
+	testenv.Update(t, c, queued, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
+	testenv.Update(t, c, slow, func(b *obv1.OBTenantBackup) { b.Spec.Cancel = true })
 	status(slow, "canceled", func(b *obv1.OBTenantBackup) bool {
 		return b.Status.JobStatus == obv1.BackupJobCanceled && readyReason(b) == obv1.ReasonBackupCanceled
 	})

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,8 +63,10 @@ type player struct {
 	mu    sync.Mutex
 	hosts map[string]string      // Service IP → loopback address
 	nodes map[string]*obsim.Node // pod name → node
-	dirs  map[types.UID]string   // volume claim → the node's data directory
-	next  int
+	// builds are the nodes' build versions, from their pods' images.
+	builds map[string]string
+	dirs   map[types.UID]string // volume claim → the node's data directory
+	next   int
 
 	// base holds the observers' data directories and the tests' backup
 	// destinations (tempDir), removed once the observers stopped.
@@ -198,6 +199,16 @@ func playerKnobs() obsim.Knobs {
 		TenantDelay: d(300 * time.Millisecond)}
 }
 
+// playerBuilds are the build versions of the obsim images the tests use,
+// as images/oceanbase-obsim/build.sh sets them: obsim:1.1 is 4.3.5.2,
+// any other tag 4.3.5.1.
+func playerBuild(image string) string {
+	if strings.HasSuffix(image, ":1.1") {
+		return "4.3.5.2_101000012025012817-obsim(Jan 28 2025 17:00:00)"
+	}
+	return obsim.DefaultBuildVersion
+}
+
 // setFaults sets faults on every running observer (replacing earlier ones).
 func (p *player) setFaults(faults ...obsim.Fault) {
 	p.setKnobs(func(k *obsim.Knobs) { k.Faults = faults })
@@ -208,9 +219,10 @@ func (p *player) setFaults(faults ...obsim.Fault) {
 func (p *player) setKnobs(change func(*obsim.Knobs)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := playerKnobs()
-	change(&k)
 	for pod, n := range p.nodes {
+		k := playerKnobs()
+		change(&k)
+		k.BuildVersion = p.builds[pod]
 		if err := n.SetKnobs(k); err != nil {
 			p.t.Errorf("observer %s: %v", pod, err)
 		}
@@ -282,10 +294,13 @@ func (p *player) start(pod, ip string, sts *appsv1.StatefulSet, claim types.UID)
 	if p.dirs[claim] == "" {
 		p.dirs[claim] = p.tempDir()
 	}
+	knobs := playerKnobs()
+	knobs.BuildVersion = playerBuild(sts.Spec.Template.Spec.Containers[0].Image)
+	p.builds[pod] = knobs.BuildVersion
 	n, err := obsim.New(obsim.Config{
 		Addr: net.JoinHostPort(ip, "2882"), SQLListen: host + ":2881", RPCListen: host + ":2882",
 		ClusterName: arg("--appname"), ClusterID: id, Zone: arg("--zone"), DataDir: p.dirs[claim],
-		Knobs: playerKnobs(),
+		Knobs: knobs,
 		Resolve: func(addr string) string {
 			h, port, _ := net.SplitHostPort(addr)
 			return net.JoinHostPort(p.resolve(h), port)
@@ -357,7 +372,7 @@ func setup(t *testing.T, loopbackNet int) (client.Client, string, *player) {
 	// so removed after it: an observer still writing its store or a
 	// backup destination would make its removal fail.
 	base := t.TempDir()
-	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{},
+	p := &player{t: t, c: c, ns: ns, net: loopbackNet, hosts: map[string]string{}, nodes: map[string]*obsim.Node{}, builds: map[string]string{},
 		dirs: map[types.UID]string{}, cfg: cfg, base: base}
 	p.startManager()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -430,10 +445,7 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 		}
 	}
 
-	ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 2, 2
-	if err := c.Update(t.Context(), ob); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 2, 2 })
 	testenv.Eventually(t, "the added servers serve", readyWith(c, ns, "ob", 5))
 	// Each added server has its own Event, about its pod, even when both
 	// were added in one pass.
@@ -451,11 +463,7 @@ func TestBootstrapScaleOutAndIn(t *testing.T) {
 		return slices.Contains(about, "ob-z1-1") && slices.Contains(about, "ob-z2-1"), fmt.Sprintf("ServerAdded about %v", about)
 	})
 
-	ob = get(t, c, ns, "ob")
-	ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 1, 1
-	if err := c.Update(t.Context(), ob); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas, ob.Spec.Zones[1].Replicas = 1, 1 })
 	testenv.Eventually(t, "the scale-in ends", readyWith(c, ns, "ob", 3))
 	ob = get(t, c, ns, "ob")
 	if op := ob.Status.Operation; op == nil || op.Name != "scale-in" || op.Phase != "Succeeded" {
@@ -493,10 +501,7 @@ func TestRollingUpgrade(t *testing.T) {
 	ob = get(t, c, ns, "ob")
 	before := podUIDs(t, c, ns)
 
-	ob.Spec.Image = "localhost/obsim:1.1"
-	if err := c.Update(t.Context(), ob); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Image = "localhost/obsim:1.1" })
 	// Watch the zones as the controller reports them: never two down.
 	ctx, cancel := context.WithCancel(t.Context())
 	maxDown := make(chan int)
@@ -545,22 +550,6 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	}
 }
 
-// update changes the stored object with change, again after a conflict
-// with the controller's status writes.
-func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change(obj)
-		return c.Update(t.Context(), obj)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestUpgradeTwoZones changes the image of a cluster of two zones, which
 // cannot stop a zone (OceanBase refuses: the sys tenant would lose its
 // majority): its observers are re-created one at a time, never two out of
@@ -575,7 +564,7 @@ func TestUpgradeTwoZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Image = "localhost/obsim:1.1" })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Image = "localhost/obsim:1.1" })
 
 	ctx, cancel := context.WithCancel(t.Context())
 	maxOut := make(chan int)
@@ -605,7 +594,7 @@ func TestUpgradeTwoZones(t *testing.T) {
 	// A change of resources (the observer's memory_limit) rolls the
 	// observers as an image change does: the StatefulSets are OnDelete.
 	before := podUIDs(t, c, ns)
-	update(t, c, ob, func(ob *obv1.OBCluster) {
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
 	})
 	eventually(t, "the observers run the new resources", func() (bool, string) {
@@ -678,7 +667,7 @@ func TestScaleOutWaitsForService(t *testing.T) {
 	p.mu.Lock()
 	p.routeDelay = 3 * time.Second
 	p.mu.Unlock()
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 2 })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 2 })
 	eventually(t, "the added server serves", readyWith(c, ns, "ob", 4))
 	var list eventsv1.EventList
 	if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {

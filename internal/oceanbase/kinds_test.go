@@ -456,7 +456,7 @@ func TestClusterDeleted(t *testing.T) {
 	})
 	// The views' passes, started by the cluster's deletion and by an edit.
 	for _, o := range []client.Object{new(zones["ob-z1"]), new(servers["ob-z1-0"])} {
-		update(t, c, o, func(o client.Object) { o.SetAnnotations(map[string]string{"touched": "yes"}) })
+		testenv.Update(t, c, o, func(o client.Object) { o.SetAnnotations(map[string]string{"touched": "yes"}) })
 	}
 	time.Sleep(3 * time.Second)
 	after, afterServers := views(t, c, ns)

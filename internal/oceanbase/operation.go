@@ -3,6 +3,7 @@ package oceanbase
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,8 @@ const (
 	stepUpdateSecret      = "update-secret"
 	flowReplayLog         = "replay-log"
 	stepRecover           = "recover"
+	flowUpgradeTenant     = "upgrade-tenant"
+	stepRunUpgradeJob     = "run-upgrade-job"
 	operationMaxAttempts  = 10
 	operationStepDeadline = 10 * time.Minute
 )
@@ -67,7 +70,7 @@ func setupTenantOperations(mgr ctrl.Manager, opts Options) error {
 	c := NewTenantOperationController(opts)
 	_, err := framework.Setup(mgr, framework.Options[*TenantOperation, *operationState]{
 		Actor: c, App: build.OperationApp, PartOf: build.PartOf,
-		Flows:  []framework.Flow[*TenantOperation, *operationState]{c.switchoverFlow(), c.failoverFlow(), c.changePasswordFlow(), c.replayLogFlow()},
+		Flows:  []framework.Flow[*TenantOperation, *operationState]{c.switchoverFlow(), c.failoverFlow(), c.changePasswordFlow(), c.replayLogFlow(), c.upgradeFlow()},
 		Resync: c.opts.Resync, ResyncNotReady: transitionPoll,
 	})
 	return err
@@ -77,6 +80,7 @@ func setupTenantOperations(mgr ctrl.Manager, opts Options) error {
 var operationFlows = map[string]string{
 	obv1.OperationSwitchover: flowSwitchover, obv1.OperationFailover: flowFailover,
 	obv1.OperationChangePassword: flowChangePassword, obv1.OperationReplayLog: flowReplayLog,
+	obv1.OperationUpgrade: flowUpgradeTenant,
 }
 
 // operationTenant is what a pass read of one OBTenant an operation names.
@@ -389,3 +393,65 @@ func (c *TenantOperationController) replayLogFlow() framework.Flow[*TenantOperat
 // unlimitedSCN is at or below the recovery_until_scn OceanBase shows for
 // UNTIL UNLIMITED (its maximum SCN, 4611686018427387903).
 const unlimitedSCN = 4611686018427387903
+
+// upgradeFlow raises a tenant's data version to the version its observers
+// run. The step reads both each run: done when they are equal; while the
+// observers run more than one version (the cluster's upgrade has not
+// finished) it waits; otherwise it starts OceanBase's upgrade job, once,
+// and polls until the tenant's compatible is the observers' version.
+func (c *TenantOperationController) upgradeFlow() framework.Flow[*TenantOperation, *operationState] {
+	return operationFlow(flowUpgradeTenant,
+		framework.Step[*TenantOperation, *operationState]{Name: stepRunUpgradeJob, Run: c.runUpgradeJob},
+	)
+}
+
+// upgradeStarted begins the operation's message once the step started
+// OceanBase's upgrade job: the job is not started again.
+const upgradeStarted = "the upgrade job runs"
+
+func (c *TenantOperationController) runUpgradeJob(ctx *OperationContext, seen *operationState) (bool, error) {
+	t, err := seenTenant(seen, ctx.Obj.Spec.Upgrade.Tenant)
+	if err != nil {
+		return false, err
+	}
+	if t.row == nil {
+		return false, fmt.Errorf("OceanBase has no tenant %s", t.obj.Spec.TenantName)
+	}
+	if t.role() != obv1.TenantRolePrimary {
+		return false, framework.Terminal(fmt.Errorf("the tenant %s is %s: a standby's data version follows its primary's log", t.obj.Spec.TenantName, t.role()))
+	}
+	servers, err := obsql.Servers(ctx, t.db)
+	if err != nil {
+		return false, err
+	}
+	op := ctx.Operation()
+	target, err := obsql.ServersVersion(servers)
+	if err != nil {
+		op.Message = "waiting: " + err.Error()
+		return false, nil
+	}
+	have, err := obsql.TenantDataVersion(ctx, t.db, t.row.ID)
+	if err != nil {
+		return false, err
+	}
+	switch cmp := obsql.CompareVersions(have, target); {
+	case cmp == 0 && strings.HasPrefix(op.Message, upgradeStarted):
+		op.Message = "upgraded to " + have
+		ctx.Event(corev1.EventTypeNormal, obv1.EventTenantUpgraded, "The data version of %s is %s, its observers' version", t.obj.Spec.TenantName, have)
+		return true, nil
+	case cmp == 0:
+		op.Message = "already at the observers' version " + have
+		return true, nil
+	case strings.HasPrefix(op.Message, upgradeStarted):
+		return false, nil // the job runs
+	case cmp > 0:
+		return false, framework.Terminal(fmt.Errorf("the tenant %s has data version %s, after the observers' %s", t.obj.Spec.TenantName, have, target))
+	}
+	ctx.Log.Info("Upgrading the tenant", "tenant", t.obj.Spec.TenantName, "from", have, "to", target)
+	if err := obsql.RunUpgradeJob(ctx, t.db, t.obj.Spec.TenantName); err != nil {
+		return false, err
+	}
+	op.Message = fmt.Sprintf("%s from %s to %s", upgradeStarted, have, target)
+	ctx.Event(corev1.EventTypeNormal, obv1.EventTenantUpgrading, "Started the upgrade of %s from data version %s to %s", t.obj.Spec.TenantName, have, target)
+	return false, nil
+}

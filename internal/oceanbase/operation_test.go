@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/oceanbase"
+	"github.com/stewardhq/steward/internal/oceanbase/obsql"
 	"github.com/stewardhq/steward/internal/testenv"
 )
 
@@ -56,7 +58,8 @@ func rowsAre(t *testing.T, db *sql.DB, want string) {
 // OceanBase, then written into the OBTenant's Secret, the old password
 // refused; a failover activates the standby. Admission refuses a failover
 // of a primary, a switchover whose standby is not a standby of the
-// primary, a password change of a standby or with no Secret, and a
+// primary, a password change of a standby or with no Secret, an upgrade
+// of a standby, and a
 // second operation on a tenant while one runs.
 func TestStandbyAndOperations(t *testing.T) {
 	c, ns, p := setup(t, 91)
@@ -133,6 +136,9 @@ func TestStandbyAndOperations(t *testing.T) {
 		{"a replay of a primary", "spec.replayLog.tenant", op("x", obv1.OperationReplayLog, func(s *obv1.OBTenantOperationSpec) {
 			s.ReplayLog = &obv1.ReplayLogSpec{Tenant: "t1"}
 		})},
+		{"an upgrade of a standby", "spec.upgrade.tenant", op("x", obv1.OperationUpgrade, func(s *obv1.OBTenantOperationSpec) {
+			s.Upgrade = &obv1.UpgradeTenantSpec{Tenant: "t2"}
+		})},
 	} {
 		if err := admit(bad.o); err == nil || !strings.Contains(err.Error(), bad.field) {
 			t.Errorf("%s: %v", bad.name, err)
@@ -207,4 +213,79 @@ func secretPassword(t *testing.T, c client.Client, ns, name string) string {
 		t.Fatal(err)
 	}
 	return string(s.Data["password"])
+}
+
+// TestTenantUpgrade: an Upgrade of a tenant at its observers' version
+// succeeds without running OceanBase's upgrade job. After the cluster's
+// image moves to a new version the tenant keeps its data version (Steward
+// runs no upgrade script) until an Upgrade runs the job, which raises it to
+// the observers' version, with an Event.
+func TestTenantUpgrade(t *testing.T) {
+	c, ns, p := setup(t, 95)
+	createTenant(t, c, ns, "u1")
+	testenv.Eventually(t, "the tenant is created", roleIs(c, ns, "t1", obv1.TenantRolePrimary))
+	sys := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	t1 := &obv1.OBTenant{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t1"}, t1); err != nil {
+		t.Fatal(err)
+	}
+	dataVersion := func() string {
+		t.Helper()
+		v, err := obsql.TenantDataVersion(t.Context(), sys, t1.Status.TenantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	upgrade := func(name string) *obv1.OBTenantOperation {
+		t.Helper()
+		o := &obv1.OBTenantOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: obv1.OBTenantOperationSpec{
+			Type: obv1.OperationUpgrade, Upgrade: &obv1.UpgradeTenantSpec{Tenant: "t1"}}}
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		operationDone(t, c, ns, name)
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+
+	if v := dataVersion(); v != "4.3.5.1" {
+		t.Fatalf("a new tenant's data version %s, want its observers' 4.3.5.1", v)
+	}
+	if o := upgrade("same"); o.Status.Operation.Message != "already at the observers' version 4.3.5.1" {
+		t.Errorf("an upgrade to the version the tenant has: %q", o.Status.Operation.Message)
+	}
+	if n := p.statements("RUN UPGRADE JOB"); n != 0 {
+		t.Errorf("%d upgrade jobs run for a tenant at its observers' version", n)
+	}
+
+	testenv.Update(t, c, get(t, c, ns, "ob"), func(ob *obv1.OBCluster) { ob.Spec.Image = "localhost/obsim:1.1" })
+	eventually(t, "the cluster's upgrade ends", upgradedTo(t, c, ns, "localhost/obsim:1.1", 1))
+	sys = login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator") // the observer is a new one
+	if v := dataVersion(); v != "4.3.5.1" {
+		t.Fatalf("the tenant's data version %s after the image upgrade, want 4.3.5.1 until its upgrade", v)
+	}
+	if o := upgrade("up"); o.Status.Operation.Message != "upgraded to 4.3.5.2" {
+		t.Errorf("the upgrade's message: %q", o.Status.Operation.Message)
+	}
+	if v := dataVersion(); v != "4.3.5.2" {
+		t.Errorf("the tenant's data version %s after its upgrade, want 4.3.5.2", v)
+	}
+	if n := p.statements(`RUN UPGRADE JOB "UPGRADE_ALL" TENANT = u1`); n != 1 {
+		t.Errorf("%d upgrade jobs run, want 1", n)
+	}
+	testenv.Eventually(t, "a TenantUpgraded Event", func() (bool, string) {
+		var list eventsv1.EventList
+		if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == obv1.EventTenantUpgraded && e.Regarding.Name == "up" {
+				return true, e.Note
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(list.Items))
+	})
 }

@@ -36,7 +36,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	testenv.Eventually(t, "the cluster serves", readyWith(c, ns, "ob", 4))
 
 	p.setFaults(obsim.Fault{Match: `^alter system delete server`, Error: "injected: delete server refused"})
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 1 })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones[0].Replicas = 1 })
 	departing := build.PodName(ob, "z1", 1)
 	testenv.Eventually(t, "the scale-in step fails and is retried", func() (bool, string) {
 		op := get(t, c, ns, "ob").Status.Operation
@@ -47,7 +47,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	})
 	requirePod(t, c, ns, departing)
 
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Paused = true })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Paused = true })
 	testenv.Eventually(t, "the cluster is paused", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		cond := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionPaused)
@@ -62,7 +62,7 @@ func TestFlowPauseAndRescue(t *testing.T) {
 	}
 	requirePod(t, c, ns, departing)
 
-	update(t, c, ob, func(ob *obv1.OBCluster) {
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Paused = false
 		metav1.SetMetaDataAnnotation(&ob.ObjectMeta, commonv1.RescueAnnotation, string(commonv1.RescueRetry))
 	})

@@ -1,8 +1,10 @@
 package oceanbase
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -265,6 +267,11 @@ func (c *TenantRestoreController) startRestore(ctx *RestoreContext, st *restoreS
 	zones := build.TenantZones(t)
 	opts := obsql.RestoreOptions{Pools: build.PoolNames(t, zones), PrimaryZone: t.Spec.PrimaryZone,
 		Locality: build.Locality(zones), UntilSCN: until}
+	if src.DecryptionSecret != "" {
+		if opts.Passwords, err = decryptionPasswords(ctx, ctx.Reader, r.Namespace, src.DecryptionSecret); err != nil {
+			return err
+		}
+	}
 	ctx.Log.Info("Restoring a tenant", "tenant", t.Spec.TenantName, "from", obsql.DestPath(data), "untilSCN", until)
 	if err := obsql.RestoreTenant(ctx, st.db, t.Spec.TenantName, data, archive, opts); err != nil {
 		return err
@@ -278,4 +285,29 @@ func (c *TenantRestoreController) startRestore(ctx *RestoreContext, st *restoreS
 func (c *TenantRestoreController) Finalize(ctx *RestoreContext) (bool, error) {
 	c.logins.release(restoreHolder(ctx.Obj))
 	return true, nil
+}
+
+// decryptionPasswords reads a decryption Secret's passwords: its keys
+// "password", then "password2", "password3"... in order.
+func decryptionPasswords(ctx context.Context, r client.Reader, namespace, name string) ([]string, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return nil, fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	var out []string
+	for i := 1; ; i++ {
+		key := framework.PasswordKey
+		if i > 1 {
+			key += strconv.Itoa(i)
+		}
+		pw, ok := s.Data[key]
+		if !ok {
+			break
+		}
+		out = append(out, string(pw))
+	}
+	if len(out) == 0 {
+		return nil, framework.InvalidSpec(fmt.Errorf("secret %s has no key %q", name, framework.PasswordKey))
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package oceanbase_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -26,8 +27,8 @@ import (
 // app.t, and a policy archiving it to dir with a full backup every few
 // seconds; it returns a login as root@orders once a full backup of the
 // rows 1 and 2 completed, with the archive running and no more backups
-// scheduled.
-func backedUpTenant(t *testing.T, c client.Client, p *player, ns, dir string) *sql.DB {
+// scheduled. change, if any, changes the policy before it is created.
+func backedUpTenant(t *testing.T, c client.Client, p *player, ns, dir string, change ...func(*obv1.OBTenantBackupPolicy)) *sql.DB {
 	t.Helper()
 	createTenant(t, c, ns, "orders")
 	testenv.Eventually(t, "the tenant is created", tenantReady(c, ns, "t1", func(*obv1.OBTenant) string { return "" }))
@@ -42,6 +43,9 @@ func backedUpTenant(t *testing.T, c client.Client, p *player, ns, dir string) *s
 		Archive:    obv1.LogArchiveSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "archive")}},
 		DataBackup: obv1.DataBackupSpec{Destination: obv1.BackupDestination{Path: "file://" + filepath.Join(dir, "data")}, FullSchedule: "@every 5s"},
 	}}
+	for _, f := range change {
+		f(policy)
+	}
 	if err := c.Create(t.Context(), policy); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +54,7 @@ func backedUpTenant(t *testing.T, c client.Client, p *player, ns, dir string) *s
 		return len(full) > 0, fmt.Sprintf("%d full backups", len(full))
 	})
 	// No more backups; the archive goes on.
-	update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.DataBackup.FullSchedule = "@yearly" })
+	testenv.Update(t, c, policy, func(p *obv1.OBTenantBackupPolicy) { p.Spec.DataBackup.FullSchedule = "@yearly" })
 	return root
 }
 
@@ -266,5 +270,90 @@ func TestRestoreAfterManagerRestart(t *testing.T) {
 	}
 	if n := p.statements("ALTER SYSTEM RESTORE"); n != 1 {
 		t.Errorf("%d RESTORE statements, want 1", n)
+	}
+}
+
+// TestBackupEncryption: a policy with an encryption Secret takes backups
+// OceanBase records as PASSWORD_ONLY; a restore without the password fails
+// (OceanBase cannot open the set) and says so, and one whose decryption
+// Secret holds it restores the rows. The password never reaches a status.
+// Admission refuses a policy, a backup and a restored OBTenant naming a
+// Secret that does not exist.
+func TestBackupEncryption(t *testing.T) {
+	c, ns, p := setup(t, 96)
+	dir := p.tempDir()
+	const password = "K3y-for-backups"
+	if err := c.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "backup-key"},
+		StringData: map[string]string{"password": password}}); err != nil {
+		t.Fatal(err)
+	}
+	backedUpTenant(t, c, p, ns, dir, func(policy *obv1.OBTenantBackupPolicy) {
+		policy.Spec.DataBackup.EncryptionSecret = "backup-key"
+	})
+	for _, b := range completedBackups(t, c, ns)[obv1.BackupFull] {
+		if b.Spec.EncryptionSecret != "backup-key" {
+			t.Errorf("the scheduled backup %s: encryptionSecret %q, want the policy's", b.Name, b.Spec.EncryptionSecret)
+		}
+	}
+	sys := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	var mode string
+	if err := sys.QueryRow("SELECT ENCRYPTION_MODE FROM oceanbase.CDB_OB_BACKUP_JOB_HISTORY WHERE STATUS = 'COMPLETED' ORDER BY JOB_ID LIMIT 1").Scan(&mode); err != nil || mode != "PASSWORD_ONLY" {
+		t.Errorf("the backup's encryption mode %q (%v), want PASSWORD_ONLY", mode, err)
+	}
+
+	// Without the password: OceanBase's restore fails.
+	if err := c.Create(t.Context(), restoredTenant(t, c, ns, "t2", "nokey", dir, nil, "")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the restore without the password fails", func() (bool, string) {
+		r := &obv1.OBTenantRestore{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t2"}, r); err != nil {
+			return false, err.Error()
+		}
+		var got string
+		if ready := meta.FindStatusCondition(r.Status.Conditions, framework.ConditionReady); ready != nil {
+			got = ready.Message
+		}
+		return r.Status.JobStatus == obv1.RestoreFailed && strings.Contains(got, "is encrypted"), r.Status.JobStatus + ": " + got
+	})
+
+	// With it.
+	withKey := restoredTenant(t, c, ns, "t3", "withkey", dir, nil, "")
+	withKey.Spec.Source.Restore.DecryptionSecret = "backup-key"
+	if err := c.Create(t.Context(), withKey); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the restore with the password", roleIs(c, ns, "t3", obv1.TenantRolePrimary))
+	rowsAre(t, login(t, c, p, get(t, c, ns, "ob"), "root", "withkey", "t3-root"), "1,2")
+
+	// No status holds the password.
+	for _, list := range []client.ObjectList{&obv1.OBTenantBackupList{}, &obv1.OBTenantRestoreList{}, &obv1.OBTenantBackupPolicyList{}} {
+		if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(list); strings.Contains(string(b), password) {
+			t.Errorf("a %T holds the backup password", list)
+		}
+	}
+
+	// Admission.
+	noSecret := "spec.dataBackup.encryptionSecret"
+	pc := oceanbase.NewBackupPolicyController(oceanbase.Options{})
+	policy := &obv1.OBTenantBackupPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}, Spec: obv1.OBTenantBackupPolicySpec{
+		Tenant: "t1", DataBackup: obv1.DataBackupSpec{EncryptionSecret: "nope"}}}
+	if err := pc.Admit(t.Context(), c, policy); err == nil || !strings.Contains(err.Error(), noSecret) {
+		t.Errorf("a policy with no encryption Secret: %v", err)
+	}
+	bc := oceanbase.NewTenantBackupController(oceanbase.Options{})
+	backup := &obv1.OBTenantBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}, Spec: obv1.OBTenantBackupSpec{Tenant: "t1", EncryptionSecret: "nope"}}
+	if err := bc.Admit(t.Context(), c, backup); err == nil || !strings.Contains(err.Error(), "spec.encryptionSecret") {
+		t.Errorf("a backup with no encryption Secret: %v", err)
+	}
+	tc := oceanbase.NewTenantController(oceanbase.Options{})
+	bad := restoredTenant(t, c, ns, "t4", "x", dir, nil, "")
+	bad.Spec.Source.Restore.DecryptionSecret = "nope"
+	obv1.DefaultTenant(bad)
+	if err := tc.Admit(t.Context(), c, bad); err == nil || !strings.Contains(err.Error(), "spec.source.restore.decryptionSecret") {
+		t.Errorf("a restore with no decryption Secret: %v", err)
 	}
 }

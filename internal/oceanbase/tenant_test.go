@@ -124,15 +124,11 @@ func TestTenantLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), tn); err != nil {
-		t.Fatal(err)
-	}
-	tn.Spec.Zones = append(tn.Spec.Zones, obv1.OBTenantZone{Name: "z3"})
-	tn.Spec.UnitNum = 2
-	tn.Spec.Unit.MemorySize = resource.MustParse("8Gi")
-	if err := c.Update(t.Context(), tn); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) {
+		tn.Spec.Zones = append(tn.Spec.Zones, obv1.OBTenantZone{Name: "z3"})
+		tn.Spec.UnitNum = 2
+		tn.Spec.Unit.MemorySize = resource.MustParse("8Gi")
+	})
 	op := login(t, c, p, ob, "operator", "", "ob-operator")
 	testenv.Eventually(t, "the tenant has three zones, two units each, of 8Gi", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
 		if tn.Status.Locality != "FULL{1}@z1, FULL{1}@z2, FULL{1}@z3" || len(tn.Status.Pools) != 3 {
@@ -150,13 +146,7 @@ func TestTenantLifecycle(t *testing.T) {
 		return ""
 	}))
 
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(tn), tn); err != nil {
-		t.Fatal(err)
-	}
-	tn.Spec.Zones = tn.Spec.Zones[1:]
-	if err := c.Update(t.Context(), tn); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[1:] })
 	testenv.Eventually(t, "zone z1 leaves the tenant and its pool is dropped", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
 		if tn.Status.Locality != "FULL{1}@z2, FULL{1}@z3" || len(tn.Status.Pools) != 2 {
 			return fmt.Sprintf("locality %q, pools %v", tn.Status.Locality, tn.Status.Pools)
@@ -232,7 +222,7 @@ func TestTenantFixedAfterRefusal(t *testing.T) {
 		}
 		return true, ""
 	})
-	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Unit.MemorySize = resource.MustParse("6Gi") })
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Unit.MemorySize = resource.MustParse("6Gi") })
 	eventually(t, "the tenant is created with the spec's memory", tenantReady(c, ns, "t1", func(tn *obv1.OBTenant) string {
 		if tn.Status.TenantStatus != "NORMAL" || tn.Status.Operation.Phase != commonv1.PhaseSucceeded {
 			return fmt.Sprintf("tenant %s, operation %+v", tn.Status.TenantStatus, tn.Status.Operation)
@@ -267,7 +257,7 @@ func TestTenantVariables(t *testing.T) {
 	if err := c.Update(t.Context(), bad); err == nil || !strings.Contains(err.Error(), "spec.connectWhiteList") {
 		t.Errorf("ob_tcp_invited_nodes among the variables: %v", err)
 	}
-	update(t, c, tn, func(tn *obv1.OBTenant) {
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) {
 		tn.Spec.Variables = []obv1.TenantVariable{{Name: "ob_query_timeout", Value: "20000000"}, {Name: "time_zone", Value: "+08:00"}}
 	})
 	op := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
@@ -301,7 +291,7 @@ func TestTenantVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold("the variable changed through SQL is set back", "20000000", "+08:00")
-	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Variables[1].Value = "+00:00" })
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Variables[1].Value = "+00:00" })
 	hold("the changed value is set", "20000000", "+00:00")
 	if n := p.statements("SET VARIABLES ob_query_timeout = 20000000"); n < 2 {
 		t.Errorf("%d statements set ob_query_timeout as a number, want 2 (set, set back)", n)

@@ -238,7 +238,8 @@ func validateRestoreSource(path *field.Path, src *obv1.OBTenantRestoreSource) fi
 // each of them has at least unitNum servers (a unit per server). A tenant
 // to be restored or to follow a primary needs its root password Secret to
 // exist: it keeps its backup's or its primary's root password, which no
-// generated one would be; a standby's primary must exist.
+// generated one would be; a restore's decryption Secret must exist; a
+// standby's primary must exist.
 func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) error {
 	if t.Spec.Source != nil && t.DeletionTimestamp == nil {
 		err := r.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.RootPassword}, &corev1.Secret{})
@@ -248,6 +249,12 @@ func (*TenantController) Admit(ctx context.Context, r client.Reader, t *Tenant) 
 		}
 		if err != nil {
 			return fmt.Errorf("get Secret %s: %w", t.Spec.RootPassword, err)
+		}
+	}
+	if t.Spec.Source != nil && t.Spec.Source.Restore != nil && t.DeletionTimestamp == nil {
+		path := field.NewPath("spec", "source", "restore", "decryptionSecret")
+		if err := secretExists(ctx, r, t.Namespace, t.Spec.Source.Restore.DecryptionSecret, path); err != nil {
+			return err
 		}
 	}
 	if t.Spec.Source != nil && t.Spec.Source.Primary != nil {
@@ -384,10 +391,29 @@ func (*ParameterController) Admit(ctx context.Context, r client.Reader, p *Clust
 	return nil
 }
 
-// Admit checks at admission that the policy's OBTenant exists
-// (framework.Admitter).
+// Admit checks at admission that the policy's OBTenant and encryption
+// Secret exist (framework.Admitter).
 func (*BackupPolicyController) Admit(ctx context.Context, r client.Reader, p *BackupPolicy) error {
-	return tenantExists(ctx, r, p.Namespace, p.Spec.Tenant)
+	if err := tenantExists(ctx, r, p.Namespace, p.Spec.Tenant); err != nil {
+		return err
+	}
+	return secretExists(ctx, r, p.Namespace, p.Spec.DataBackup.EncryptionSecret, field.NewPath("spec", "dataBackup", "encryptionSecret"))
+}
+
+// secretExists refuses a Secret name, at path, when no Secret has it; ""
+// names none.
+func secretExists(ctx context.Context, r client.Reader, namespace, name string, path *field.Path) error {
+	if name == "" {
+		return nil
+	}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		return field.ErrorList{field.NotFound(path, name)}.ToAggregate()
+	}
+	if err != nil {
+		return fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	return nil
 }
 
 // Clashes refuses a second policy of one tenant (framework.ClashChecker):
@@ -407,10 +433,16 @@ func (*BackupPolicyController) Clashes(ctx context.Context, r client.Reader, p *
 	return nil
 }
 
-// Admit checks at admission that the backup's OBTenant exists
-// (framework.Admitter).
+// Admit checks at admission that the backup's OBTenant and encryption
+// Secret exist (framework.Admitter); a cancel is never refused.
 func (*TenantBackupController) Admit(ctx context.Context, r client.Reader, b *TenantBackup) error {
-	return tenantExists(ctx, r, b.Namespace, b.Spec.Tenant)
+	if b.Spec.Cancel {
+		return nil
+	}
+	if err := tenantExists(ctx, r, b.Namespace, b.Spec.Tenant); err != nil {
+		return err
+	}
+	return secretExists(ctx, r, b.Namespace, b.Spec.EncryptionSecret, field.NewPath("spec", "encryptionSecret"))
 }
 
 // Validate checks the restore's source (as an OBTenant's).
@@ -462,7 +494,8 @@ func (*TenantOperationController) Validate(o *TenantOperation) error {
 // what the OBTenants' status says (framework.Admitter): the tenants
 // exist; a switchover's primary is PRIMARY and its standby a STANDBY
 // following it; a failover's tenant is a STANDBY; a password change's is a
-// PRIMARY and its Secret exists; a replay's tenant is a STANDBY. A
+// PRIMARY and its Secret exists; a replay's tenant is a STANDBY; an
+// upgrade's tenant is a PRIMARY (a standby's follows its primary's log). A
 // finished operation is a record: nothing is checked.
 func (*TenantOperationController) Admit(ctx context.Context, r client.Reader, o *TenantOperation) error {
 	if operationFinished(o) {
@@ -514,6 +547,8 @@ func (*TenantOperationController) Admit(ctx context.Context, r client.Reader, o 
 		}
 	case s.ReplayLog != nil:
 		check(spec.Child("replayLog", "tenant"), s.ReplayLog.Tenant, obv1.TenantRoleStandby)
+	case s.Upgrade != nil:
+		check(spec.Child("upgrade", "tenant"), s.Upgrade.Tenant, obv1.TenantRolePrimary)
 	}
 	return errs.ToAggregate()
 }

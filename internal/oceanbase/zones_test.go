@@ -148,7 +148,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}
 	eventually(t, "the cluster serves", readyWith(c, ns, "ob", 3))
 
-	update(t, c, ob, func(ob *obv1.OBCluster) {
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
 	})
 	op := login(t, c, p, ob, "operator", "", "ob-operator")
@@ -212,7 +212,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 	}()
 	defer func() { cancel(); <-watched }()
 
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
 	eventually(t, "the removal holds for the tenant", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
@@ -276,7 +276,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 		return n
 	}
 	stepsBefore := removeZoneSteps()
-	update(t, c, ob, func(ob *obv1.OBCluster) {
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) {
 		ob.Spec.Zones = append(ob.Spec.Zones, obv1.OBZoneSpec{Name: "z4", Replicas: 1})
 	})
 	eventually(t, "the canceled removal ends and the cluster serves", func() (bool, string) {
@@ -297,7 +297,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 			t.Errorf("the canceled removal recorded %s: %s", e.Reason, e.Note)
 		}
 	}
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[:3] })
 	eventually(t, "the removal holds again", func() (bool, string) {
 		o := get(t, c, ns, "ob")
 		r := meta.FindStatusCondition(o.Status.Conditions, framework.ConditionReady)
@@ -305,7 +305,7 @@ func TestAddAndRemoveZone(t *testing.T) {
 			fmt.Sprintf("operation %+v, ready %+v", o.Status.Operation, r)
 	})
 
-	update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[:2] })
+	testenv.Update(t, c, tn, func(tn *obv1.OBTenant) { tn.Spec.Zones = tn.Spec.Zones[:2] })
 	eventually(t, "zone z4 is removed", func() (bool, string) {
 		if ok, why := readyWith(c, ns, "ob", 3)(); !ok {
 			return false, why
@@ -362,7 +362,7 @@ func TestRemoveTheRootServiceZone(t *testing.T) {
 	if rs != ob.Status.Servers[0].Address || ob.Status.Servers[0].Zone != "z1" {
 		t.Fatalf("the RootService %s is not z1's server: %+v", rs, ob.Status.Servers)
 	}
-	update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[1:] })
+	testenv.Update(t, c, ob, func(ob *obv1.OBCluster) { ob.Spec.Zones = ob.Spec.Zones[1:] })
 	eventually(t, "zone z1 is removed", func() (bool, string) {
 		if ok, why := readyWith(c, ns, "ob", 2)(); !ok {
 			return false, why

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,6 +188,22 @@ func Eventually(t *testing.T, what string, cond func() (bool, string)) {
 	})
 	if err != nil {
 		t.Fatalf("waiting for %s: %v (last: %s)", what, err, last)
+	}
+}
+
+// Update reads obj afresh, applies change and updates it, again on a
+// conflict: a controller writing the object's status between the test's
+// read and its write is not the test's failure.
+func Update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return c.Update(t.Context(), obj)
+	}); err != nil {
+		t.Fatalf("update %s: %v", obj.GetName(), err)
 	}
 }
 

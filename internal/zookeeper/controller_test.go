@@ -729,18 +729,7 @@ func TestLostStatusKeepsMembership(t *testing.T) {
 // update changes the cluster with mutate, retrying on conflicts.
 func update(t *testing.T, c client.Client, ns, name string, mutate func(zk *zkv1.ZookeeperCluster)) {
 	t.Helper()
-	for {
-		var zk zkv1.ZookeeperCluster
-		mustGet(t, c, ns, name, &zk)
-		mutate(&zk)
-		err := c.Update(t.Context(), &zk)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("update ZookeeperCluster %s/%s: %v", ns, name, err)
-		}
-	}
+	testenv.Update(t, c, &zkv1.ZookeeperCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, mutate)
 }
 
 // TestBootstrapLeavesDepartedMembersOut re-creates a cluster over volumes

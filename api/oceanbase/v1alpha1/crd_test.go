@@ -172,6 +172,7 @@ func TestCELRules(t *testing.T) {
 		change(rule("OBTenantBackup", "spec.tenant", "tenant is immutable"), "{tenant: t1}", "{tenant: t2}"),
 		change(rule("OBTenantBackup", "spec.type", "type is immutable"), "{tenant: t1, type: Full}", "{tenant: t1, type: Incremental}"),
 		change(rule("OBTenantBackup", "spec", "plusArchivelog is immutable"), "{tenant: t1}", "{tenant: t1, plusArchivelog: true}"),
+		change(rule("OBTenantBackup", "spec", "encryptionSecret is immutable"), "{tenant: t1}", "{tenant: t1, encryptionSecret: s}"),
 		change(rule("OBTenantBackup", "spec", "a canceled backup stays canceled"), "{tenant: t1, cancel: true}", "{tenant: t1}"),
 
 		change(rule("OBTenantRestore", "spec", "tenant and source are immutable"), "{tenant: t1, source: "+restore(file("d"), "")+"}",
@@ -196,6 +197,8 @@ func TestCELRules(t *testing.T) {
 			"{type: ReplayLog, replayLog: {tenant: a}}", "{type: ReplayLog, replayLog: {tenant: a, until: {scn: 5}}}"),
 		create(rule("OBTenantOperation", "spec.replayLog.until", "exactly one of time and scn"), "",
 			"{type: ReplayLog, replayLog: {tenant: a, until: {}}}"),
+		change(rule("OBTenantOperation", "spec.upgrade", "an operation is immutable"),
+			"{type: Upgrade, upgrade: {tenant: a}}", "{type: Upgrade, upgrade: {tenant: b}}"),
 
 		create(rule("OBZone", "", "metadata.name must be <spec.cluster>-<spec.zone>"), "ob-z2", "{cluster: ob, zone: z1}"),
 		{

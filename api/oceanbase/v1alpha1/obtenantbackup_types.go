@@ -25,6 +25,7 @@ const (
 // OBTenantBackupSpec is one data backup of a tenant: a record of what was
 // done, so its tenant and type cannot change.
 // +kubebuilder:validation:XValidation:rule="(has(self.plusArchivelog) && self.plusArchivelog) == (has(oldSelf.plusArchivelog) && oldSelf.plusArchivelog)",message="plusArchivelog is immutable"
+// +kubebuilder:validation:XValidation:rule="(has(self.encryptionSecret) ? self.encryptionSecret : '') == (has(oldSelf.encryptionSecret) ? oldSelf.encryptionSecret : '')",message="encryptionSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",message="a canceled backup stays canceled"
 type OBTenantBackupSpec struct {
 	// tenant is the OBTenant, in this namespace, to back up. Its tenant
@@ -51,6 +52,15 @@ type OBTenantBackupSpec struct {
 	// own end without the archive destination. Default false; immutable.
 	// +optional
 	PlusArchivelog bool `json:"plusArchivelog,omitempty"`
+
+	// encryptionSecret is a Secret, in this namespace, whose key
+	// "password" encrypts the backup set (SET ENCRYPTION ON IDENTIFIED BY
+	// ... ONLY before the backup starts); a restore of it needs the
+	// password. Default: none, not encrypted; immutable.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	EncryptionSecret string `json:"encryptionSecret,omitempty"`
 
 	// cancel cancels the backup: a job OceanBase runs for it is canceled
 	// (ALTER SYSTEM CANCEL BACKUP; it ends CANCELED), and one not started

@@ -118,6 +118,16 @@ type DataBackupSpec struct {
 	// backups taken after take it.
 	// +optional
 	PlusArchivelog bool `json:"plusArchivelog,omitempty"`
+
+	// encryptionSecret is a Secret, in this namespace, whose key
+	// "password" encrypts the scheduled backups (OBTenantBackup's
+	// encryptionSecret): a restore of them needs the password
+	// (source.decryptionSecret). Default: none, backups are not
+	// encrypted; can change: the backups taken after use the new one.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	EncryptionSecret string `json:"encryptionSecret,omitempty"`
 }
 
 // BackupDestination is a place OceanBase writes backups or archives to:

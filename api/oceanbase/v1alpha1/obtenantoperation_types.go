@@ -12,18 +12,20 @@ const (
 	OperationFailover       = "Failover"
 	OperationChangePassword = "ChangePassword"
 	OperationReplayLog      = "ReplayLog"
+	OperationUpgrade        = "Upgrade"
 )
 
 // OBTenantOperationSpec is one operation on tenants: a record of what was
 // asked, so none of it can change.
-// +kubebuilder:validation:XValidation:rule="has(self.switchover) == (self.type == 'Switchover') && has(self.failover) == (self.type == 'Failover') && has(self.changePassword) == (self.type == 'ChangePassword') && has(self.replayLog) == (self.type == 'ReplayLog')",message="set the field of the operation's type, and only it"
+// +kubebuilder:validation:XValidation:rule="has(self.switchover) == (self.type == 'Switchover') && has(self.failover) == (self.type == 'Failover') && has(self.changePassword) == (self.type == 'ChangePassword') && has(self.replayLog) == (self.type == 'ReplayLog') && has(self.upgrade) == (self.type == 'Upgrade')",message="set the field of the operation's type, and only it"
 type OBTenantOperationSpec struct {
 	// type is the operation: Switchover (a primary and its standby swap
 	// roles), Failover (a standby becomes the primary at once), ChangePassword
-	// (a tenant's root password), ReplayLog (how far a standby replays).
+	// (a tenant's root password), ReplayLog (how far a standby replays),
+	// Upgrade (a tenant's data version up to its observers' version).
 	// Required; immutable.
 	// +required
-	// +kubebuilder:validation:Enum=Switchover;Failover;ChangePassword;ReplayLog
+	// +kubebuilder:validation:Enum=Switchover;Failover;ChangePassword;ReplayLog;Upgrade
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	Type string `json:"type"`
 
@@ -51,6 +53,12 @@ type OBTenantOperationSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
 	ReplayLog *ReplayLogSpec `json:"replayLog,omitempty"`
+
+	// upgrade names the tenant whose data version to upgrade. Required
+	// with type Upgrade, and only then (Default: none); immutable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an operation is immutable"
+	Upgrade *UpgradeTenantSpec `json:"upgrade,omitempty"`
 
 	// paused stops reconciliation (status still reports Paused). Default
 	// false; can change.
@@ -123,6 +131,22 @@ type ReplayLogSpec struct {
 	Until *RestorePoint `json:"until,omitempty"`
 }
 
+// UpgradeTenantSpec is an upgrade of a tenant's data version (its
+// `compatible` parameter) to the version its cluster's observers run: after
+// the cluster's image was upgraded, or for a tenant restored from an older
+// version's backup. It runs ALTER SYSTEM RUN UPGRADE JOB "UPGRADE_ALL"
+// TENANT = <tenant> and waits until the tenant's compatible is the
+// observers' version.
+type UpgradeTenantSpec struct {
+	// tenant is the OBTenant whose tenant to upgrade; its tenant must be a
+	// PRIMARY (a standby's data version follows its primary's log).
+	// Required; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Tenant string `json:"tenant"`
+}
+
 // OBTenantOperationStatus is how the operation went.
 type OBTenantOperationStatus struct {
 	// conditions (Ready: the operation succeeded; Synced, and the
@@ -137,7 +161,8 @@ type OBTenantOperationStatus struct {
 }
 
 // OBTenantOperation is one operation on tenants (a switchover, a failover,
-// a root password change, a standby's replay point), run once as a flow.
+// a root password change, a standby's replay point, a tenant upgrade), run
+// once as a flow.
 // One operation at a time per tenant: admission refuses one that names a
 // tenant another unfinished operation names.
 //
@@ -192,6 +217,8 @@ func (o *OBTenantOperation) Tenants() []string {
 		return []string{s.ChangePassword.Tenant}
 	case s.ReplayLog != nil:
 		return []string{s.ReplayLog.Tenant}
+	case s.Upgrade != nil:
+		return []string{s.Upgrade.Tenant}
 	}
 	return nil
 }

@@ -54,6 +54,17 @@ type OBTenantRestoreSource struct {
 	// +kubebuilder:default=Primary
 	// +kubebuilder:validation:Enum=Primary;Standby
 	Role string `json:"role,omitempty"`
+
+	// decryptionSecret is a Secret, in this namespace, whose keys
+	// "password" (and "password2", "password3"... for sets encrypted with
+	// other passwords) open encrypted backup sets (SET DECRYPTION
+	// IDENTIFIED BY before the restore); OceanBase fails a restore that
+	// reads a set none opens. Default: none, the sets are not encrypted;
+	// immutable.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	DecryptionSecret string `json:"decryptionSecret,omitempty"`
 }
 
 // RestorePoint is a point in a tenant's history: a time or an SCN.

@@ -147,4 +147,6 @@ const (
 	// Tenant operations.
 	EventSwitchedOver    = "SwitchedOver"
 	EventPasswordChanged = "PasswordChanged"
+	EventTenantUpgrading = "TenantUpgrading"
+	EventTenantUpgraded  = "TenantUpgraded"
 )

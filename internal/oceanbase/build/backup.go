@@ -81,6 +81,7 @@ func ScheduledBackup(p *obv1.OBTenantBackupPolicy, typ string, due time.Time) *o
 	return &obv1.OBTenantBackup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + kind + "-" + strconv.FormatInt(due.Unix(), 10),
 			Labels: map[string]string{LabelBackupPolicy: p.Name}},
-		Spec: obv1.OBTenantBackupSpec{Tenant: p.Spec.Tenant, Type: typ, PlusArchivelog: p.Spec.DataBackup.PlusArchivelog},
+		Spec: obv1.OBTenantBackupSpec{Tenant: p.Spec.Tenant, Type: typ, PlusArchivelog: p.Spec.DataBackup.PlusArchivelog,
+			EncryptionSecret: p.Spec.DataBackup.EncryptionSecret},
 	}
 }

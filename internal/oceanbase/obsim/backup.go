@@ -90,17 +90,20 @@ type ArchiveRound struct {
 
 // BackupJob is a row of DBA_OB_BACKUP_JOBS, or of its history once ended.
 type BackupJob struct {
-	JobID       int64      `json:"jobID"`
-	SetID       int64      `json:"setID"`
-	Type        string     `json:"type"` // FULL or INC
-	PlusArchive bool       `json:"plusArchive,omitempty"`
-	Status      string     `json:"status"`
-	Result      int64      `json:"result"`
-	Comment     string     `json:"comment,omitempty"`
-	Path        string     `json:"path"`
-	Start       time.Time  `json:"start"`
-	End         *time.Time `json:"end,omitempty"`
-	DoneAt      time.Time  `json:"doneAt"`
+	JobID       int64  `json:"jobID"`
+	SetID       int64  `json:"setID"`
+	Type        string `json:"type"` // FULL or INC
+	PlusArchive bool   `json:"plusArchive,omitempty"`
+	// PasswordHash is the hash of the password the set is encrypted
+	// with; "" unencrypted.
+	PasswordHash string     `json:"passwordHash,omitempty"`
+	Status       string     `json:"status"`
+	Result       int64      `json:"result"`
+	Comment      string     `json:"comment,omitempty"`
+	Path         string     `json:"path"`
+	Start        time.Time  `json:"start"`
+	End          *time.Time `json:"end,omitempty"`
+	DoneAt       time.Time  `json:"doneAt"`
 }
 
 // BackupSet is a row of DBA_OB_BACKUP_SET_FILES.
@@ -133,7 +136,12 @@ type backupFile struct {
 	// Users are the tenant's users as of a backup set, which a restore
 	// gives the new tenant, as OceanBase's backups hold them.
 	Users []User `json:"users,omitempty"`
-	Name  string `json:"-"` // the set's directory, once read
+	// DataVersion is the tenant's compatible as of a backup set, which a
+	// restored tenant starts at.
+	DataVersion string `json:"dataVersion,omitempty"`
+	// PasswordHash is the hash of an encrypted set's password.
+	PasswordHash string `json:"passwordHash,omitempty"`
+	Name         string `json:"-"` // the set's directory, once read
 }
 
 // backupParams are the parameters ALTER SYSTEM SET takes for backups, not
@@ -276,7 +284,7 @@ func (n *Node) archiveLog(t *Tenant, on bool, now time.Time) (*result, *Error) {
 
 // startBackup runs ALTER SYSTEM BACKUP [INCREMENTAL] DATABASE [PLUS
 // ARCHIVELOG] for t (n.mu held).
-func (n *Node) startBackup(t *Tenant, typ string, plusArchive bool, now time.Time) (*result, *Error) {
+func (n *Node) startBackup(t *Tenant, typ string, plusArchive bool, passwordHash string, now time.Time) (*result, *Error) {
 	b := t.backup()
 	switch r := b.round(); {
 	case b.DataDest == "":
@@ -291,7 +299,7 @@ func (n *Node) startBackup(t *Tenant, typ string, plusArchive bool, now time.Tim
 	s := n.state
 	s.NextID++
 	job := &BackupJob{JobID: s.NextID, SetID: int64(len(b.Sets) + 1), Type: typ, PlusArchive: plusArchive,
-		Status: BackupDoing, Path: displayDest(b.DataDest), Start: now, DoneAt: now.Add(n.knobs.BackupDelay.Duration)}
+		PasswordHash: passwordHash, Status: BackupDoing, Path: displayDest(b.DataDest), Start: now, DoneAt: now.Add(n.knobs.BackupDelay.Duration)}
 	b.Jobs = append(b.Jobs, job)
 	return &result{}, nil
 }
@@ -356,7 +364,7 @@ func (n *Node) nextBackupWork(now time.Time) []backupWork {
 				marker: fmt.Sprintf("backup_sets/backup_set_%d_%s_end_success_%s.obbak", j.SetID,
 					strings.ToLower(j.Type), now.UTC().Format("20060102T150405")),
 				data: backupFile{Tenant: t.Name, SetID: j.SetID, Type: j.Type, StartSCN: from, SCN: scn, Commits: commits,
-					Users: n.state.usersOf(t.ID)}})
+					Users: n.state.usersOf(t.ID), DataVersion: n.state.tenantDataVersion(t.ID), PasswordHash: j.PasswordHash}})
 			continue
 		}
 		r := b.round()
@@ -524,7 +532,7 @@ func isBackupStatement(q string) bool {
 func (n *Node) mutateBackup(sess session, p *parser, now time.Time) (res *result, err *Error, handled bool) {
 	switch {
 	case p.keywords("ALTER", "SYSTEM", "RESTORE"):
-		res, err := n.restoreTenant(p, now)
+		res, err := n.restoreTenant(p, sess.Decryption, now)
 		return res, err, true
 	case p.keywords("ALTER", "SYSTEM", "ACTIVATE", "STANDBY", "TENANT"):
 		res, err := n.activateStandby(p)
@@ -548,7 +556,7 @@ func (n *Node) mutateBackup(sess session, p *parser, now time.Time) (res *result
 			return nil, p.syntax(), true
 		}
 		plus := p.keywords("PLUS", "ARCHIVELOG")
-		return n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.startBackup(t, typ, plus, now) })
+		return n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.startBackup(t, typ, plus, sess.Encryption, now) })
 	case p.keywords("ALTER", "SYSTEM", "CANCEL", "BACKUP"):
 		return n.onTenant(sess, p, func(t *Tenant) (*result, *Error) { return n.cancelBackup(t, now) })
 	case p.keywords("ALTER", "SYSTEM", "ADD", "DELETE", "BACKUP", "POLICY"):

@@ -114,7 +114,7 @@ func tenantBackupRows(view string, b *TenantBackup) [][]any {
 				end = *j.End
 			}
 			rows = append(rows, []any{j.JobID, int64(0), "USER_TENANT", j.Start, end, j.Status, j.Result, j.Comment,
-				j.SetID, yesNo(j.PlusArchive), j.Type, "NONE", "", j.Path})
+				j.SetID, yesNo(j.PlusArchive), j.Type, encryptionMode(j.PasswordHash), "", j.Path})
 		}
 	case "DBA_OB_BACKUP_SET_FILES":
 		for _, st := range b.Sets {

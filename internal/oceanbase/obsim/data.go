@@ -107,11 +107,15 @@ func txnControl(q string) string {
 }
 
 // connState is what a node keeps per client connection (mysql.Conn's
-// ClientData): the current database and an open transaction's statements.
+// ClientData): the current database, an open transaction's statements, and
+// the backup passwords of its SET ENCRYPTION and SET DECRYPTION
+// (encryption.go).
 type connState struct {
-	db    string
-	inTxn bool
-	txn   []string
+	db         string
+	inTxn      bool
+	txn        []string
+	encryption string   // the password of the backups it starts; "" none
+	decryption []string // the passwords its restores may open sets with
 }
 
 func connOf(c *mysql.Conn) *connState {

@@ -308,6 +308,10 @@ func (n *Node) fault(q string) *Error {
 type session struct {
 	Tenant string `json:"tenant"`
 	User   string `json:"user"`
+	// Encryption and Decryption are the hashes of the connection's SET
+	// ENCRYPTION and SET DECRYPTION passwords (encryption.go).
+	Encryption string   `json:"encryption,omitempty"`
+	Decryption []string `json:"decryption,omitempty"`
 }
 
 func sessionOf(c *mysql.Conn) session {
@@ -315,7 +319,14 @@ func sessionOf(c *mysql.Conn) session {
 	if tenant == "" {
 		tenant = sysTenantName
 	}
-	return session{Tenant: tenant, User: user}
+	s := session{Tenant: tenant, User: user}
+	if st, ok := c.ClientData.(*connState); ok {
+		s.Encryption = passwordHash(st.encryption)
+		for _, pw := range st.decryption {
+			s.Decryption = append(s.Decryption, passwordHash(pw))
+		}
+	}
+	return s
 }
 
 // auth checks mysql_native_password logins as user@tenant: before the node

@@ -47,13 +47,16 @@ const TenantRestoreFailed = "RESTORE_FAIL"
 // RestoreJob is a row of CDB_OB_RESTORE_PROGRESS, or of its history once
 // finished.
 type RestoreJob struct {
-	JobID      int64      `json:"jobID"`
-	TenantID   int64      `json:"tenantID"`
-	TenantName string     `json:"tenantName"`
-	DataDest   string     `json:"dataDest"`
-	ArchDest   string     `json:"archDest,omitempty"`
-	Option     string     `json:"option"`
-	UntilSCN   int64      `json:"untilSCN"` // 0: the archive's checkpoint
+	JobID      int64  `json:"jobID"`
+	TenantID   int64  `json:"tenantID"`
+	TenantName string `json:"tenantName"`
+	DataDest   string `json:"dataDest"`
+	ArchDest   string `json:"archDest,omitempty"`
+	Option     string `json:"option"`
+	UntilSCN   int64  `json:"untilSCN"` // 0: the archive's checkpoint
+	// Decryption are the hashes of the passwords the restore may open
+	// encrypted backup sets with (its session's SET DECRYPTION).
+	Decryption []string   `json:"decryption,omitempty"`
 	RestoreSCN int64      `json:"restoreSCN"`
 	Status     string     `json:"status"`
 	Comment    string     `json:"comment,omitempty"`
@@ -68,7 +71,7 @@ type RestoreJob struct {
 }
 
 // restoreTenant runs ALTER SYSTEM RESTORE (n.mu held; sys only).
-func (n *Node) restoreTenant(p *parser, now time.Time) (*result, *Error) {
+func (n *Node) restoreTenant(p *parser, decryption []string, now time.Time) (*result, *Error) {
 	name, err := p.value()
 	if err != nil {
 		return nil, err
@@ -150,7 +153,7 @@ func (n *Node) restoreTenant(p *parser, now time.Time) (*result, *Error) {
 	s := n.state
 	s.NextID++
 	s.Restores = append(s.Restores, &RestoreJob{JobID: s.NextID, TenantID: t.ID, TenantName: name, DataDest: data,
-		ArchDest: arch, Option: option, UntilSCN: until, Status: RestoreDoing, Start: now,
+		ArchDest: arch, Option: option, UntilSCN: until, Decryption: decryption, Status: RestoreDoing, Start: now,
 		DoneAt: now.Add(n.knobs.RestoreDelay.Duration)})
 	return &result{}, nil
 }
@@ -190,6 +193,7 @@ type restoreSource struct {
 	sets, pieces []string
 	tenant       string
 	users        []User
+	dataVersion  string
 }
 
 // readRestoreSource reads, outside n.mu, the commits up to until (0: the
@@ -279,7 +283,10 @@ func readRestoreSource(ctx context.Context, job RestoreJob) (restoreSource, erro
 		return src, fmt.Errorf("no full backup set at or before SCN %d in the backup destination", until)
 	}
 	for _, f := range chain {
-		src.users = f.Users
+		if !opens(job.Decryption, f.PasswordHash) {
+			return src, fmt.Errorf("backup set %d is encrypted: SET DECRYPTION IDENTIFIED BY its password before the restore", f.SetID)
+		}
+		src.users, src.dataVersion = f.Users, f.DataVersion
 		src.commits = append(src.commits, f.Commits...)
 		src.sets = append(src.sets, f.Name)
 		src.tenant = f.Tenant
@@ -337,6 +344,9 @@ func (n *Node) restoreDone(jobID int64, src restoreSource, rerr error, now time.
 		for _, u := range src.users {
 			u.TenantID = t.ID
 			s.Users = append(s.Users, &u)
+		}
+		if src.dataVersion != "" {
+			s.setDataVersion(t.ID, src.dataVersion)
 		}
 		delete(n.engines, t.ID)
 	}

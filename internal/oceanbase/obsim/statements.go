@@ -32,6 +32,9 @@ func (n *Node) query(ctx context.Context, c *mysql.Conn, q string) (*result, *Er
 	switch {
 	case p.done():
 		return nil, errorf(1065, "Query was empty")
+	case isCryptoSet(q):
+		p.keywords("SET")
+		return setCrypto(c, p)
 	case p.keywords("SET") && !p.keywords("GLOBAL"):
 		return &result{}, nil // session variables: ob_query_timeout, names
 	case p.keywords("ALTER", "SYSTEM", "BOOTSTRAP"):
@@ -205,6 +208,8 @@ func (n *Node) mutate(sess session, p *parser) (*result, *Error) {
 		}
 		s.Zones = slices.DeleteFunc(s.Zones, func(o *Zone) bool { return o == z })
 		return &result{}, nil
+	case p.keywords("ALTER", "SYSTEM", "RUN", "UPGRADE", "JOB"):
+		return n.runUpgradeJob(p)
 	case p.keywords("ALTER", "SYSTEM", "SET"):
 		return n.setParameter(sess, p)
 	case p.keywords("CREATE", "USER"):
@@ -360,6 +365,7 @@ func (n *Node) bootstrap(ctx context.Context, p *parser) (*result, *Error) {
 	pool := &Pool{ID: 1, Name: sysPool, TenantID: sysTenantID, UnitCount: 1, ConfigID: 1}
 	s.Tenants = []*Tenant{{ID: sysTenantID, Name: sysTenantName, Type: "SYS", Status: TenantNormal, Charset: "utf8mb4"}}
 	s.Users = []*User{{TenantID: sysTenantID, Name: "root"}}
+	s.setDataVersion(sysTenantID, dataVersion(n.knobs.BuildVersion))
 	var locality []string
 	for i, m := range members {
 		s.Zones = append(s.Zones, &Zone{Name: m.zone, Status: ZoneActive})

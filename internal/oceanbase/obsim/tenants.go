@@ -166,6 +166,7 @@ func (n *Node) addTenant(name string, pools []string, locality, primary, charset
 		s.pool(pn).TenantID = id
 	}
 	s.Users = append(s.Users, &User{TenantID: id, Name: "root"})
+	s.setDataVersion(id, dataVersion(n.knobs.BuildVersion))
 	n.changed()
 	return t, nil
 }

@@ -3,6 +3,7 @@ package obsql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -219,22 +220,58 @@ func SetDeletePolicy(ctx context.Context, db *sql.DB, tenant, old, window string
 	return nil
 }
 
-// StartBackup starts a full (incremental false) or incremental backup of
-// the tenant, with the archive pieces its restore needs when
-// plusArchivelog. OceanBase answers once the job is recorded; BackupJobs
-// then lists it.
-func StartBackup(ctx context.Context, db *sql.DB, tenant string, incremental, plusArchivelog bool) error {
+// BackupOptions are how a backup is taken.
+type BackupOptions struct {
+	Incremental    bool // else a full backup
+	PlusArchivelog bool // the set carries the archive pieces its restore needs
+	// Password encrypts the backup set (SET ENCRYPTION ON IDENTIFIED BY
+	// ... ONLY, on the session that starts it); "" none.
+	Password string
+}
+
+// StartBackup starts a backup of the tenant. OceanBase answers once the
+// job is recorded; BackupJobs then lists it.
+func StartBackup(ctx context.Context, db *sql.DB, tenant string, o BackupOptions) error {
 	q := "ALTER SYSTEM BACKUP DATABASE"
-	if incremental {
+	if o.Incremental {
 		q = "ALTER SYSTEM BACKUP INCREMENTAL DATABASE"
 	}
-	if plusArchivelog {
+	if o.PlusArchivelog {
 		q += " PLUS ARCHIVELOG"
 	}
-	if _, err := db.ExecContext(ctx, q+onTenant(tenant)); err != nil {
+	var setup []string
+	if o.Password != "" {
+		setup = append(setup, "SET ENCRYPTION ON IDENTIFIED BY "+quote(o.Password)+" ONLY")
+	}
+	if err := onOneSession(ctx, db, setup, q+onTenant(tenant)); err != nil {
 		return fmt.Errorf("start a backup of %s: %w", tenant, err)
 	}
 	return nil
+}
+
+// onOneSession runs the session statements setup, then q, on one
+// connection: OceanBase keeps what SET ENCRYPTION and SET DECRYPTION say
+// for the session only. That connection is discarded after, never
+// returned to the pool with the session's passwords.
+func onOneSession(ctx context.Context, db *sql.DB, setup []string, q string, args ...any) error {
+	if len(setup) == 0 {
+		_, err := db.ExecContext(ctx, q, args...)
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer func() { _ = conn.Raw(func(any) error { return driver.ErrBadConn }) }()
+	for _, s := range setup {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			// The statement carries a password: name its kind only.
+			return fmt.Errorf("%s: %w", strings.SplitN(s, " IDENTIFIED", 2)[0], err)
+		}
+	}
+	_, err = conn.ExecContext(ctx, q, args...)
+	return err
 }
 
 // CancelBackup cancels the tenant's running backup job (ALTER SYSTEM

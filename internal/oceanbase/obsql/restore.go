@@ -75,6 +75,10 @@ type RestoreOptions struct {
 	Pools                 []string
 	PrimaryZone, Locality string
 	UntilSCN              int64
+	// Passwords open encrypted backup sets (SET DECRYPTION IDENTIFIED
+	// BY, on the session that restores); none: the sets are not
+	// encrypted.
+	Passwords []string
 }
 
 // RestoreTenant starts a physical restore into a new tenant called name
@@ -89,7 +93,15 @@ func RestoreTenant(ctx context.Context, db *sql.DB, name, data, archive string, 
 		q += " UNTIL SCN = " + strconv.FormatInt(o.UntilSCN, 10)
 	}
 	option := "pool_list=" + strings.Join(o.Pools, ",") + "&primary_zone=" + o.PrimaryZone + "&locality=" + o.Locality
-	if _, err := db.ExecContext(ctx, q+" WITH ?", data+","+archive, option); err != nil {
+	var setup []string
+	if len(o.Passwords) > 0 {
+		quoted := make([]string, len(o.Passwords))
+		for i, pw := range o.Passwords {
+			quoted[i] = quote(pw)
+		}
+		setup = append(setup, "SET DECRYPTION IDENTIFIED BY "+strings.Join(quoted, ", "))
+	}
+	if err := onOneSession(ctx, db, setup, q+" WITH ?", data+","+archive, option); err != nil {
 		return fmt.Errorf("restore tenant %s: %w", name, err)
 	}
 	return nil
