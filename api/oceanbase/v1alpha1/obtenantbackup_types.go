@@ -25,7 +25,7 @@ const (
 // OBTenantBackupSpec is one data backup of a tenant: a record of what was
 // done, so its tenant and type cannot change.
 // +kubebuilder:validation:XValidation:rule="(has(self.plusArchivelog) && self.plusArchivelog) == (has(oldSelf.plusArchivelog) && oldSelf.plusArchivelog)",message="plusArchivelog is immutable"
-// +kubebuilder:validation:XValidation:rule="(has(self.encryptionSecret) ? self.encryptionSecret : '') == (has(oldSelf.encryptionSecret) ? oldSelf.encryptionSecret : '')",message="encryptionSecret is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.encryptionSecret) == has(oldSelf.encryptionSecret) && (!has(self.encryptionSecret) || self.encryptionSecret == oldSelf.encryptionSecret)",message="encryptionSecret is immutable"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",message="a canceled backup stays canceled"
 type OBTenantBackupSpec struct {
 	// tenant is the OBTenant, in this namespace, to back up. Its tenant
