@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,6 +84,10 @@ type restoreState struct {
 	found *obsql.Tenant
 	// job is the restore's job, nil before OceanBase lists it.
 	job *obsql.RestoreJob
+	// source is the restored standby's LOG_RESTORE_SOURCE, read once
+	// the job succeeded when the spec asks it to replay the archive; nil
+	// when it has none.
+	source *obsql.LogRestoreSource
 }
 
 // restoreFinished reports whether the restore ended: its job failed, or
@@ -93,10 +98,10 @@ func restoreFinished(r *TenantRestore) bool {
 }
 
 // restoreSucceeded reports whether the tenant is restored, and activated
-// when its role is Primary.
+// when its role is Primary, or replaying the archive when the spec asks.
 func restoreSucceeded(r *TenantRestore) bool {
 	s := r.Status
-	if s.JobStatus != obv1.RestoreSucceeded {
+	if s.JobStatus != obv1.RestoreSucceeded || r.Spec.Source.ReplayArchive && !s.ReplayingArchive {
 		return false
 	}
 	want := obv1.TenantRoleStandby
@@ -123,6 +128,7 @@ func (c *TenantRestoreController) Declare(ctx *RestoreContext) (*restoreState, e
 	if st.found != nil {
 		s.TenantRole = st.found.Role
 	}
+	s.ReplayingArchive = replaysArchive(r, st.source)
 	if j := st.job; j != nil {
 		before := s.JobStatus
 		s.JobID, s.JobStatus, s.BackupSets, s.BackupTenant = j.JobID, j.Status, j.BackupSets, j.BackupTenant
@@ -150,6 +156,8 @@ func (c *TenantRestoreController) Declare(ctx *RestoreContext) (*restoreState, e
 		ctx.SetReady(false, obv1.ReasonRestoring, "starting the restore")
 	case !st.job.Ended:
 		ctx.SetReady(false, obv1.ReasonRestoring, fmt.Sprintf("OceanBase's restore job %d is at %s", st.job.JobID, st.job.Status))
+	case r.Spec.Source.ReplayArchive && s.TenantRole == obv1.TenantRoleStandby:
+		ctx.SetReady(false, obv1.ReasonRestoring, "pointing the restored standby at the archive")
 	default:
 		ctx.SetReady(false, obv1.ReasonRestoring, fmt.Sprintf("activating the restored tenant (role %s)", s.TenantRole))
 	}
@@ -196,7 +204,28 @@ func (c *TenantRestoreController) observe(ctx *RestoreContext) (*restoreState, e
 	}
 	st.db = db
 	st.job = ownRestoreJob(ctx.Obj, jobs)
+	if ctx.Obj.Spec.Source.ReplayArchive && st.job != nil && st.job.Status == obv1.RestoreSucceeded && st.found != nil {
+		if st.source, err = obsql.TenantLogRestoreSource(ctx, db, st.found.ID); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
+}
+
+// replaysArchive reports whether the standby's source is the spec's
+// archive, with recovery UNLIMITED.
+func replaysArchive(r *TenantRestore, source *obsql.LogRestoreSource) bool {
+	return source != nil && source.RecoveryUntilSCN >= unlimitedSCN && archiveLocation(source.Value) == obsql.DestPath(r.Spec.Source.Archive.Path)
+}
+
+// archiveLocation is the destination of a LOG_RESTORE_SOURCE
+// 'LOCATION=<dest>', without its keys; "" for another source.
+func archiveLocation(value string) string {
+	k, v, _ := strings.Cut(strings.TrimSpace(value), "=")
+	if !strings.EqualFold(k, "LOCATION") {
+		return ""
+	}
+	return obsql.DestPath(v)
 }
 
 // ownRestoreJob is the restore's job among jobs: the one of status.jobID,
@@ -243,8 +272,32 @@ func (c *TenantRestoreController) Observe(ctx *RestoreContext, st *restoreState)
 			ctx.Event(corev1.EventTypeNormal, obv1.EventTenantActivated, "Activated the restored tenant %s: it is PRIMARY", st.found.Name)
 			return nil
 		}), nil
+	case st.job != nil && st.job.Status == obv1.RestoreSucceeded && st.found != nil &&
+		st.found.Role == obv1.TenantRoleStandby && r.Spec.Source.ReplayArchive && !replaysArchive(r, st.source):
+		return framework.Named("ReplayArchive", func(ctx *RestoreContext) error { return c.replayArchive(ctx, st) }), nil
 	}
 	return nil, nil
+}
+
+// replayArchive sets the restored standby's LOG_RESTORE_SOURCE to the
+// archive, unless OceanBase holds it, then its recovery to UNLIMITED.
+func (c *TenantRestoreController) replayArchive(ctx *RestoreContext, st *restoreState) error {
+	r, name := ctx.Obj, st.found.Name
+	if st.source == nil || archiveLocation(st.source.Value) != obsql.DestPath(r.Spec.Source.Archive.Path) {
+		archive, err := renderDestination(ctx, ctx.Reader, r.Namespace, r.Spec.Source.Archive)
+		if err != nil {
+			return err
+		}
+		ctx.Log.Info("Pointing the restored standby at the archive", "tenant", name, "archive", obsql.DestPath(archive))
+		if err := obsql.SetLogRestoreSource(ctx, st.db, name, "LOCATION="+archive); err != nil {
+			return err
+		}
+	}
+	if err := obsql.RecoverStandby(ctx, st.db, name, 0); err != nil {
+		return err
+	}
+	ctx.Event(corev1.EventTypeNormal, obv1.EventReplayingArchive, "The restored standby %s replays the archive %s", name, obsql.DestPath(r.Spec.Source.Archive.Path))
+	return nil
 }
 
 // startRestore sends ALTER SYSTEM RESTORE with the tenant's pools, primary

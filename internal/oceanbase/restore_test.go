@@ -357,3 +357,56 @@ func TestBackupEncryption(t *testing.T) {
 		t.Errorf("a restore with no decryption Secret: %v", err)
 	}
 }
+
+// TestRestoredStandbyReplaysArchive: a tenant restored as a Standby with
+// replayArchive follows the archive (its LOG_RESTORE_SOURCE a LOCATION):
+// a row written to the source tenant after the restore reaches it once
+// archived; it refuses writes; a Failover activates it and it takes them.
+func TestRestoredStandbyReplaysArchive(t *testing.T) {
+	c, ns, p := setup(t, 97)
+	dir := p.tempDir()
+	root := backedUpTenant(t, c, p, ns, dir)
+	follower := restoredTenant(t, c, ns, "t2", "follower", dir, nil, obv1.RestoreAsStandby)
+	follower.Spec.Source.Restore.ReplayArchive = true
+	if err := c.Create(t.Context(), follower); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the restored standby replays the archive", func() (bool, string) {
+		r := &obv1.OBTenantRestore{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t2"}, r); err != nil {
+			return false, err.Error()
+		}
+		return framework.IsConditionTrue(r.Status.Conditions, framework.ConditionReady) && r.Status.ReplayingArchive,
+			fmt.Sprintf("%v, replaying %t", r.Status.Conditions, r.Status.ReplayingArchive)
+	})
+	testenv.Eventually(t, "the OBTenant says STANDBY", roleIs(c, ns, "t2", obv1.TenantRoleStandby))
+	standby := login(t, c, p, get(t, c, ns, "ob"), "root", "follower", "t2-root")
+	rowsAre(t, standby, "1,2")
+	if _, err := root.Exec("INSERT INTO app.t VALUES (3)"); err != nil {
+		t.Fatal(err)
+	}
+	rowsAre(t, standby, "1,2,3")
+	if _, err := standby.Exec("INSERT INTO app.t VALUES (9)"); err == nil {
+		t.Error("the standby took a write")
+	}
+	sys := login(t, c, p, get(t, c, ns, "ob"), "operator", "", "ob-operator")
+	t2 := &obv1.OBTenant{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "t2"}, t2); err != nil {
+		t.Fatal(err)
+	}
+	var typ, value string
+	if err := sys.QueryRow("SELECT TYPE, VALUE FROM oceanbase.CDB_OB_LOG_RESTORE_SOURCE WHERE TENANT_ID = ?", t2.Status.TenantID).Scan(&typ, &value); err != nil ||
+		typ != "LOCATION" || value != "LOCATION=file://"+filepath.Join(dir, "archive") {
+		t.Errorf("the standby's source: %s %s (%v)", typ, value, err)
+	}
+
+	if err := c.Create(t.Context(), &obv1.OBTenantOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "activate"},
+		Spec: obv1.OBTenantOperationSpec{Type: obv1.OperationFailover, Failover: &obv1.FailoverSpec{Standby: "t2"}}}); err != nil {
+		t.Fatal(err)
+	}
+	operationDone(t, c, ns, "activate")
+	if _, err := standby.Exec("INSERT INTO app.t VALUES (4)"); err != nil {
+		t.Errorf("the activated tenant refused a write: %v", err)
+	}
+	rowsAre(t, standby, "1,2,3,4")
+}

@@ -154,6 +154,7 @@ func TestCELRules(t *testing.T) {
 		create(rule("OBTenant", "spec.variables[].name", "ob_tcp_invited_nodes is spec.connectWhiteList"), "",
 			"{"+tenant+", variables: [{name: ob_tcp_invited_nodes, value: '%'}]}"),
 		create(rule("OBTenant", "spec.source.restore.until", "exactly one of time and scn"), "", restoring(restore(file("d"), ", until: {}"))),
+		create(rule("OBTenant", "spec.source.restore", "replayArchive needs role Standby"), "", restoring(restore(file("d"), ", replayArchive: true"))),
 		create(rule("OBTenant", "spec.source.restore.data", "s3 is set exactly when path is an s3:// path"), "", restoring(restore(badS3, ""))),
 		create(rule("OBTenant", "spec.source.restore.archive", "s3 is set exactly when path is an s3:// path"), "",
 			restoring("{data: "+file("d")+", archive: "+badS3+"}")),
@@ -180,6 +181,8 @@ func TestCELRules(t *testing.T) {
 		create(rule("OBTenantRestore", "spec.source.until", "exactly one of time and scn"), "",
 			"{tenant: t1, source: "+restore(file("d"), ", until: {scn: 5, time: '2026-01-01T00:00:00Z'}")+"}"),
 		create(rule("OBTenantRestore", "spec.source.data", "s3 is set exactly when path is an s3:// path"), "", "{tenant: t1, source: "+restore(badS3, "")+"}"),
+		create(rule("OBTenantRestore", "spec.source", "replayArchive needs role Standby"), "",
+			"{tenant: t1, source: "+restore(file("d"), ", role: Primary, replayArchive: true")+"}"),
 		create(rule("OBTenantRestore", "spec.source.archive", "s3 is set exactly when path is an s3:// path"), "",
 			"{tenant: t1, source: {data: "+file("d")+", archive: "+badS3+"}}"),
 

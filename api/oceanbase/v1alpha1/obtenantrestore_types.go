@@ -28,6 +28,7 @@ const (
 // OBTenantRestoreSource is where a restored tenant's data comes from: the
 // destinations an OBTenantBackupPolicy archived and backed a tenant up
 // to, and how far to replay.
+// +kubebuilder:validation:XValidation:rule="!has(self.replayArchive) || !self.replayArchive || (has(self.role) && self.role == 'Standby')",message="replayArchive needs role Standby"
 type OBTenantRestoreSource struct {
 	// data is the data backup destination holding the backup sets (a
 	// policy's dataBackup.destination). Required; immutable.
@@ -65,6 +66,15 @@ type OBTenantRestoreSource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	DecryptionSecret string `json:"decryptionSecret,omitempty"`
+
+	// replayArchive, with role Standby, keeps the restored standby
+	// replaying the archive after its restore: its LOG_RESTORE_SOURCE
+	// becomes the archive destination (LOCATION=...) and its recovery
+	// UNLIMITED, so it follows the archive as the source tenant's
+	// archiving writes it, read-only, until activated (an
+	// OBTenantOperation Failover). Default false; immutable.
+	// +optional
+	ReplayArchive bool `json:"replayArchive,omitempty"`
 }
 
 // RestorePoint is a point in a tenant's history: a time or an SCN.
@@ -147,6 +157,13 @@ type OBTenantRestoreStatus struct {
 	// RESTORE while it runs, then STANDBY, then PRIMARY once activated.
 	// +optional
 	TenantRole string `json:"tenantRole,omitempty"`
+
+	// replayingArchive is true once a restore with replayArchive pointed
+	// the standby at the archive with recovery UNLIMITED. A record, as
+	// the rest of a finished restore's status: the OBTenant's status says
+	// the tenant's role now.
+	// +optional
+	ReplayingArchive bool `json:"replayingArchive,omitempty"`
 
 	// startedAt is the job's start, as OceanBase reports it.
 	// +optional

@@ -145,8 +145,9 @@ const (
 	EventTenantActivated  = "TenantActivated"
 
 	// Tenant operations.
-	EventSwitchedOver    = "SwitchedOver"
-	EventPasswordChanged = "PasswordChanged"
-	EventTenantUpgrading = "TenantUpgrading"
-	EventTenantUpgraded  = "TenantUpgraded"
+	EventSwitchedOver     = "SwitchedOver"
+	EventPasswordChanged  = "PasswordChanged"
+	EventTenantUpgrading  = "TenantUpgrading"
+	EventTenantUpgraded   = "TenantUpgraded"
+	EventReplayingArchive = "ReplayingArchive"
 )

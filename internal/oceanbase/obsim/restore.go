@@ -227,41 +227,14 @@ func readRestoreSource(ctx context.Context, job RestoreJob) (restoreSource, erro
 	slices.SortFunc(sets, func(a, b backupFile) int { return int(a.SetID - b.SetID) })
 
 	// The archive: every commit in it, and how far it reaches.
-	var archived []Commit
-	var checkpoint int64
+	var a archive
 	if job.ArchDest != "" {
-		arch, err := parseDest(job.ArchDest)
-		if err != nil {
+		if a, err = readArchive(ctx, job.ArchDest); err != nil {
 			return src, err
 		}
-		names, err := arch.list(ctx, "")
-		if err != nil {
-			return src, fmt.Errorf("listing the archive destination: %w", err)
-		}
-		for _, name := range names {
-			b, err := arch.get(ctx, name)
-			if err != nil {
-				return src, fmt.Errorf("reading archive file %s: %w", name, err)
-			}
-			switch {
-			case strings.HasSuffix(name, "/checkpoint/checkpoint_info.obarc"):
-				var cp struct {
-					SCN int64 `json:"scn"`
-				}
-				if err := json.Unmarshal(b, &cp); err != nil {
-					return src, fmt.Errorf("reading %s: %w", name, err)
-				}
-				checkpoint = max(checkpoint, cp.SCN)
-				src.pieces = appendNew(src.pieces, strings.SplitN(name, "/", 2)[0])
-			case strings.Contains(name, "/log/"):
-				var f backupFile
-				if err := json.Unmarshal(b, &f); err != nil {
-					return src, fmt.Errorf("reading %s: %w", name, err)
-				}
-				archived = append(archived, f.Commits...)
-			}
-		}
 	}
+	archived, checkpoint := a.commits, a.checkpoint
+	src.pieces = a.pieces
 	until := job.UntilSCN
 	if until == 0 {
 		until = checkpoint
@@ -404,4 +377,48 @@ func (s *State) restoreView(name string, tenantID int64) (table, bool) {
 		t.rows = append(t.rows, row)
 	}
 	return t, true
+}
+
+// archive is what an archive destination holds.
+type archive struct {
+	commits    []Commit // every commit in its pieces, in no order
+	checkpoint int64    // how far it reaches: every commit up to it is in commits
+	pieces     []string
+}
+
+// readArchive reads, outside n.mu, an archive destination's pieces.
+func readArchive(ctx context.Context, uri string) (archive, error) {
+	var a archive
+	arch, err := parseDest(uri)
+	if err != nil {
+		return a, err
+	}
+	names, err := arch.list(ctx, "")
+	if err != nil {
+		return a, fmt.Errorf("listing the archive destination: %w", err)
+	}
+	for _, name := range names {
+		b, err := arch.get(ctx, name)
+		if err != nil {
+			return a, fmt.Errorf("reading archive file %s: %w", name, err)
+		}
+		switch {
+		case strings.HasSuffix(name, "/checkpoint/checkpoint_info.obarc"):
+			var cp struct {
+				SCN int64 `json:"scn"`
+			}
+			if err := json.Unmarshal(b, &cp); err != nil {
+				return a, fmt.Errorf("reading %s: %w", name, err)
+			}
+			a.checkpoint = max(a.checkpoint, cp.SCN)
+			a.pieces = appendNew(a.pieces, strings.SplitN(name, "/", 2)[0])
+		case strings.Contains(name, "/log/"):
+			var f backupFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				return a, fmt.Errorf("reading %s: %w", name, err)
+			}
+			a.commits = append(a.commits, f.Commits...)
+		}
+	}
+	return a, nil
 }

@@ -31,6 +31,11 @@ import (
 //     then (refused otherwise: the standby is not in sync).
 //   - ALTER SYSTEM ACTIVATE STANDBY TENANT s (failover) makes s PRIMARY at
 //     once, with what it has replayed.
+//   - A restored standby may instead replay an archive:
+//     LOG_RESTORE_SOURCE = 'LOCATION=<archive destination>' (TYPE
+//     LOCATION in DBA_OB_LOG_RESTORE_SOURCE); it reads the archive's
+//     pieces as the primary's archiving writes them, up to their
+//     checkpoint. It has no primary to switch over with.
 //
 // Simulated: the standby's RootService reads the primary's commits over
 // the MySQL protocol as the source's user, from an internal table of the
@@ -78,12 +83,35 @@ func logSourceDSN(v string) (addrs []string, user, password string, err error) {
 	return addrs, user, password, nil
 }
 
-// setLogSource runs ALTER SYSTEM SET LOG_RESTORE_SOURCE for t (n.mu held).
+// logSourceLocation reads 'LOCATION=<archive destination>': the archive
+// a standby replays, "" when value is not a LOCATION.
+func logSourceLocation(v string) string {
+	k, val, _ := strings.Cut(strings.TrimSpace(v), "=")
+	if !strings.EqualFold(k, "LOCATION") {
+		return ""
+	}
+	return val
+}
+
+// sourceType is DBA_OB_LOG_RESTORE_SOURCE.TYPE of a source.
+func sourceType(v string) string {
+	if logSourceLocation(v) != "" {
+		return "LOCATION"
+	}
+	return "SERVICE"
+}
+
+// setLogSource runs ALTER SYSTEM SET LOG_RESTORE_SOURCE for t (n.mu held):
+// a SERVICE (a primary's observers) or a LOCATION (an archive).
 func (n *Node) setLogSource(t *Tenant, value string) (*result, *Error) {
 	if t.role() == RolePrimary {
 		return nil, notAllowed("tenant '%s' is PRIMARY: LOG_RESTORE_SOURCE is set for a standby", t.Name)
 	}
-	if _, _, _, err := logSourceDSN(value); err != nil {
+	if loc := logSourceLocation(value); loc != "" {
+		if _, err := parseDest(loc); err != nil {
+			return nil, invalid("Invalid argument: LOCATION: %v", err)
+		}
+	} else if _, _, _, err := logSourceDSN(value); err != nil {
 		return nil, invalid("Invalid argument: %v", err)
 	}
 	if t.Source == nil {
@@ -220,6 +248,10 @@ func (n *Node) switchoverToPrimary(ctx context.Context, p *parser) (*result, *Er
 		n.mu.Unlock()
 		return nil, notAllowed("tenant '%s' is not a standby with a LOG_RESTORE_SOURCE", name)
 	}
+	if logSourceLocation(t.Source.Value) != "" {
+		n.mu.Unlock()
+		return nil, notAllowed("tenant '%s' replays an archive, which has no primary to switch with: activate it", name)
+	}
 	src, from := *t.Source, t.Source.SyncSCN
 	n.mu.Unlock()
 	fetched, err := fetchSource(ctx, n.dial, src.Value, from)
@@ -256,6 +288,9 @@ type fetched struct {
 // from and its users; dial maps a source address to the one to dial.
 func fetchSource(ctx context.Context, dial func(string) string, value string, from int64) (fetched, error) {
 	var out fetched
+	if loc := logSourceLocation(value); loc != "" {
+		return fetchArchive(ctx, loc, from)
+	}
 	addrs, user, password, err := logSourceDSN(value)
 	if err != nil {
 		return out, err
@@ -278,6 +313,25 @@ func fetchSource(ctx context.Context, dial func(string) string, value string, fr
 		errs = append(errs, addr+": "+err.Error())
 	}
 	return out, fmt.Errorf("%s", strings.Join(errs, "; "))
+}
+
+// fetchArchive reads an archive source: its commits after from, up to its
+// checkpoint. An archive has no role and carries no users (a restored
+// standby has its backup's).
+func fetchArchive(ctx context.Context, location string, from int64) (fetched, error) {
+	var out fetched
+	a, err := readArchive(ctx, location)
+	if err != nil {
+		return out, err
+	}
+	slices.SortFunc(a.commits, func(x, y Commit) int { return int(x.SCN - y.SCN) })
+	for _, c := range a.commits {
+		if c.SCN > from && c.SCN <= a.checkpoint {
+			out.commits = append(out.commits, c)
+		}
+	}
+	out.gts = a.checkpoint
+	return out, nil
 }
 
 func readSource(ctx context.Context, db *sql.DB, from int64) (fetched, error) {
@@ -411,7 +465,7 @@ func (s *State) logSourceView(name string, tenantID int64) (table, bool) {
 		if t.Source == nil || t.Source.Value == "" || (!cdb && t.ID != tenantID) {
 			continue
 		}
-		out.rows = append(out.rows, []any{t.ID, int64(1), "SERVICE", t.Source.Value, t.Source.UntilSCN})
+		out.rows = append(out.rows, []any{t.ID, int64(1), sourceType(t.Source.Value), t.Source.Value, t.Source.UntilSCN})
 	}
 	return out, true
 }
