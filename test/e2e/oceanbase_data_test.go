@@ -212,10 +212,27 @@ func (o *obDataScenario) backedUp(t *testing.T) {
 			Archive:    obv1.LogArchiveSpec{Destination: o.destination("archive")},
 			DataBackup: obv1.DataBackupSpec{Destination: o.destination("data"), FullSchedule: "@every 30s", IncrementalSchedule: "@every 20s"},
 		}}
+	// The first backup job slowed, for the manager to be killed while
+	// OceanBase runs it.
+	o.knobs(`{"backupDelay":"10s"}`)
 	start := time.Now()
 	if err := o.c.Create(context.Background(), policy); err != nil {
 		fatalNow(t, err)
 	}
+	eventually(t, 2*time.Minute, "OceanBase runs the first backup job", func(ctx context.Context) error {
+		var list obv1.OBTenantBackupList
+		if err := o.c.List(ctx, &list, client.InNamespace(o.ns)); err != nil {
+			return err
+		}
+		for _, b := range list.Items {
+			if b.Status.JobID != 0 && b.Status.JobStatus == obv1.BackupJobDoing {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d backups, none DOING", len(list.Items))
+	})
+	t.Logf("Killed the manager %s while OceanBase backs up", killLeader(t))
+	o.knobs(`{"backupDelay":"2s"}`)
 	var full, inc *obv1.OBTenantBackup
 	eventually(t, 3*time.Minute, "a full and then an incremental backup completed", func(ctx context.Context) error {
 		var list obv1.OBTenantBackupList
@@ -242,6 +259,33 @@ func (o *obDataScenario) backedUp(t *testing.T) {
 	})
 	t.Logf("Full backup set %d, then incremental set %d, %s after the policy; %d rows written so far",
 		full.Status.BackupSetID, inc.Status.BackupSetID, time.Since(start).Round(time.Second), len(o.writer.acked()))
+	// Each backup ran once: OceanBase has as many jobs as OBTenantBackups
+	// with one, each with its own.
+	var list obv1.OBTenantBackupList
+	if err := o.c.List(context.Background(), &list, client.InNamespace(o.ns)); err != nil {
+		fatalNow(t, err)
+	}
+	jobs := map[int64]string{}
+	for _, b := range list.Items {
+		if id := b.Status.JobID; id != 0 {
+			if other, dup := jobs[id]; dup {
+				errorf(t, "OBTenantBackups %s and %s both report job %d", other, b.Name, id)
+			}
+			jobs[id] = b.Name
+		}
+	}
+	id := o.tenantIs(obTenant, obv1.TenantRolePrimary, time.Minute).Status.TenantID
+	var inOceanBase int
+	for _, view := range []string{"CDB_OB_BACKUP_JOBS", "CDB_OB_BACKUP_JOB_HISTORY"} {
+		rows := o.query(fmt.Sprintf("SELECT COUNT(*) FROM oceanbase.%s WHERE TENANT_ID = %d", view, id))
+		if n, err := strconv.Atoi(rows[0][0]); err == nil {
+			inOceanBase += n
+		}
+	}
+	// A backup created after the list may have started meanwhile.
+	if inOceanBase < len(jobs) || inOceanBase > len(jobs)+1 {
+		errorf(t, "OceanBase ran %d backup jobs for %d OBTenantBackups with a job", inOceanBase, len(jobs))
+	}
 	objects, err := store.ListPrefix(context.Background(), o.ns+"/", s3.ListOptions{})
 	if err != nil || len(objects.Objects) == 0 {
 		errorf(t, "the bucket holds nothing under %s/: %v", o.ns, err)
