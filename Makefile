@@ -183,8 +183,9 @@ SCALE_HELM_FLAGS ?= --set resources.limits.memory=2Gi
 ##@ Build and test
 
 .PHONY: build
-build: ## Build a static bin/steward.
+build: ## Build a static bin/steward and the kubectl plugin bin/kubectl-steward.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/steward ./cmd/steward
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/kubectl-steward ./cmd/kubectl-steward
 
 .PHONY: unit
 unit: helm ## Run unit and envtest integration tests, building no image (envtest needs KUBEBUILDER_ASSETS; those tests skip without it; real-server tests are left to rootfs-tests, but S3's run when its server is already built); SYSTEMS=zookeeper runs those systems' packages only.

@@ -37,8 +37,8 @@ const DefaultFinalizer = "steward.dev/finalizer"
 // framework makes.
 const FieldOwner = "steward"
 
-// isPaused reports whether obj is paused by its spec or the annotation.
-func isPaused(obj client.Object) bool {
+// IsPaused reports whether obj is paused by its spec or the annotation.
+func IsPaused(obj client.Object) bool {
 	if p, ok := obj.(Pausable); ok && p.IsPaused() {
 		return true
 	}

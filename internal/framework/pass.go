@@ -133,7 +133,7 @@ func (p *pass[T, S]) reconcileNormal() (reconcile.Result, error) {
 	if err := p.rescueIfAsked(); err != nil {
 		return reconcile.Result{}, err
 	}
-	if isPaused(p.obj) {
+	if IsPaused(p.obj) {
 		c.SetCondition(ConditionPaused, metav1.ConditionTrue, ReasonPaused, "Reconciliation is paused")
 		return reconcile.Result{}, nil
 	}

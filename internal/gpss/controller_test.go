@@ -139,7 +139,7 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 	// The controller writes the StatefulSet and the pods' serving
 	// condition concurrently: every write re-reads and retries on a
 	// conflict, and a pod's conditions are set one by one, not replaced.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(testenv.ConflictBackoff, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(sts), sts); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func markReady(t *testing.T, c client.Client, sts *appsv1.StatefulSet, pods bool
 		if err := c.Create(t.Context(), pod); err != nil {
 			t.Fatal(err)
 		}
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := retry.RetryOnConflict(testenv.ConflictBackoff, func() error {
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
 				return err
 			}

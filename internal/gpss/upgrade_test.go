@@ -78,7 +78,7 @@ func (p *statefulSetPlayer) run(ctx context.Context, c client.Client, ns, name s
 			}
 			// The controller sets the pod's serving condition meanwhile:
 			// re-read on a conflict, and keep the conditions it set.
-			_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_ = retry.RetryOnConflict(testenv.ConflictBackoff, func() error {
 				if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 					return err
 				}

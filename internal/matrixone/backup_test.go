@@ -11,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -423,13 +422,7 @@ func TestBackupSchedule(t *testing.T) {
 	// Suspended, the schedule takes no run after this one.
 	// The controller writes the schedule's status meanwhile: retried on a
 	// conflict.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		get(t, c, ns, "every", s)
-		s.Spec.Suspend = true
-		return c.Update(t.Context(), s)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, s, func(s *mov1.BackupSchedule) { s.Spec.Suspend = true })
 	runScheduled(t, c, ns, srv, second)
 	waitGone(t, c, firstBackup)
 	waitGone(t, c, &mov1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}})

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/matrixone"
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
+	"github.com/stewardhq/steward/internal/testenv"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
@@ -51,13 +51,7 @@ func cluster(t *testing.T, c client.Client, ns string) *mov1.MatrixOneCluster {
 // editCluster changes the cluster's spec with edit, retrying conflicts.
 func editCluster(t *testing.T, c client.Client, ns string, edit func(*mov1.MatrixOneCluster)) {
 	t.Helper()
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		mc := cluster(t, c, ns)
-		edit(mc)
-		return c.Update(t.Context(), mc)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, cluster(t, c, ns), edit)
 }
 
 // readyCluster creates the cluster "mo" with the CN groups named, plays

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/stewardhq/steward/internal/matrixone"
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
 	"github.com/stewardhq/steward/internal/matrixone/mosql"
+	"github.com/stewardhq/steward/internal/testenv"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
@@ -195,14 +195,8 @@ func readyCNsWith(t *testing.T, replicas int32, timeout time.Duration, opts func
 // scaleCNs sets the CNSet's replicas.
 func scaleCNs(t *testing.T, c client.Client, ns string, replicas int32) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cn := get2(t, c, ns, "cn", &mov1.CNSet{})
-		cn.Spec.Replicas = ptr.To(replicas)
-		return c.Update(t.Context(), cn)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, &mov1.CNSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cn"}},
+		func(cn *mov1.CNSet) { cn.Spec.Replicas = ptr.To(replicas) })
 }
 
 func stsReplicas(t *testing.T, c client.Client, ns string) int32 {

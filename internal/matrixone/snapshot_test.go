@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -338,13 +337,7 @@ func TestSnapshotSchedule(t *testing.T) {
 	if sql.has(first.Name) {
 		t.Errorf("MatrixOne still holds %s, which the retention expired", first.Name)
 	}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		get(t, c, ns, "every", s)
-		s.Spec.Suspend = true
-		return c.Update(t.Context(), s)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, s, func(s *mov1.BackupSchedule) { s.Spec.Suspend = true })
 	eventually(t, "the schedule's status", func() (bool, string) {
 		get(t, c, ns, "every", s)
 		list := snapshots()

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
@@ -336,15 +335,7 @@ func TestParameter(t *testing.T) {
 	})
 
 	// A new value.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(t.Context(), client.ObjectKeyFromObject(level), level); err != nil {
-			return err
-		}
-		level.Spec.Value = "WARN"
-		return c.Update(t.Context(), level)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Update(t, c, level, func(l *obv1.OBParameter) { l.Spec.Value = "WARN" })
 	testenv.Eventually(t, "syslog_level is WARN", parameterReady(c, ns, "level", func(*obv1.OBParameter) string {
 		if got := parameterValues(t, db, "syslog_level"); !maps.Equal(got, map[string]string{"z1": "WARN", "z2": "WARN", "z3": "WARN"}) {
 			return fmt.Sprint(got)

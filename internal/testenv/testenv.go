@@ -191,12 +191,17 @@ func Eventually(t *testing.T, what string, cond func() (bool, string)) {
 	}
 }
 
+// ConflictBackoff is how long a test's write tries again after conflicts:
+// some 3 s (client-go's DefaultRetry gives up after 50 ms, less than a
+// controller running a few quick passes writes its status in).
+var ConflictBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 12, Cap: time.Second}
+
 // Update reads obj afresh, applies change and updates it, again on a
 // conflict: a controller writing the object's status between the test's
 // read and its write is not the test's failure.
 func Update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
 	t.Helper()
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	if err := retry.RetryOnConflict(ConflictBackoff, func() error {
 		if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}

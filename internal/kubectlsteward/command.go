@@ -1,0 +1,127 @@
+package kubectlsteward
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// NewCommand is "kubectl steward": kubectl's connection flags
+// (--kubeconfig, --context, -n, ...) and the plugin's commands.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "kubectl-steward",
+		Short: "See and steer the clusters Steward runs",
+		Long: `kubectl steward shows the Steward objects (ZooKeeper, MatrixOne, OceanBase and GPSS
+clusters, tenants, backups, operations): whether each is Ready and why not, and the
+flow it runs. It pauses and resumes their reconciliation and rescues a failed flow.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	flags.AddFlags(root.PersistentFlags())
+	var wait time.Duration
+	root.PersistentFlags().DurationVar(&wait, "wait", 10*time.Second, "how long pause, resume and rescue wait for the controller to act")
+
+	cli := func() (*CLI, string, error) {
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, "", err
+		}
+		mapper, err := flags.ToRESTMapper()
+		if err != nil {
+			return nil, "", err
+		}
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := New(cfg, mapper, streams.Out, streams.ErrOut)
+		if err != nil {
+			return nil, "", err
+		}
+		c.Wait = wait
+		return c, ns, nil
+	}
+
+	var status StatusOptions
+	statusCmd := &cobra.Command{
+		Use:   "status [TYPE/NAME | TYPE NAME]",
+		Short: "Show Steward objects: Ready and why not, and the flow each runs",
+		Long: `Without an object: one line per Steward object of the namespace (-A: of every namespace)
+that no other Steward object owns (--all-kinds: every one). With one: its conditions, its
+flow and step, the rest of its status and its last Events.`,
+		Example: `  kubectl steward status -A
+  kubectl steward status zk/zk1
+  kubectl steward status obtenant t1 -o yaml`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := cli()
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return c.Status(cmd.Context(), ns, status)
+			}
+			typ, name, err := parseRef(args)
+			if err != nil {
+				return err
+			}
+			return c.Describe(cmd.Context(), ns, typ, name, status.Output)
+		},
+	}
+	statusCmd.Flags().BoolVarP(&status.AllNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
+	statusCmd.Flags().BoolVar(&status.AllKinds, "all-kinds", false, "list the objects other Steward objects own too (zones, servers, sets, ...)")
+	statusCmd.Flags().StringVarP(&status.Output, "output", "o", "", "wide, json or yaml")
+
+	pause := func(paused bool) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c, ns, err := cli()
+			if err != nil {
+				return err
+			}
+			typ, name, err := parseRef(args)
+			if err != nil {
+				return err
+			}
+			return c.SetPaused(cmd.Context(), ns, typ, name, paused)
+		}
+	}
+	pauseCmd := &cobra.Command{
+		Use:   "pause TYPE/NAME",
+		Short: "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE:  pause(true),
+	}
+	resumeCmd := &cobra.Command{
+		Use:   "resume TYPE/NAME",
+		Short: "Reconcile a paused object again",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE:  pause(false),
+	}
+	rescueCmd := &cobra.Command{
+		Use:   "rescue retry|skip|abort TYPE/NAME",
+		Short: "Retry, skip or abort the current step of an object's failed flow",
+		Long: `Sets the steward.dev/operation-rescue annotation, which the controller acts on once and
+removes: retry runs the step again with a fresh attempt budget, skip goes on with the next
+step, abort ends the flow.`,
+		Example: `  kubectl steward rescue retry zk/zk1`,
+		Args:    cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := cli()
+			if err != nil {
+				return err
+			}
+			typ, name, err := parseRef(args[1:])
+			if err != nil {
+				return err
+			}
+			return c.Rescue(cmd.Context(), ns, args[0], typ, name)
+		},
+	}
+	root.AddCommand(statusCmd, pauseCmd, resumeCmd, rescueCmd)
+	return root
+}
