@@ -140,7 +140,9 @@ func TestPlugin(t *testing.T) {
 
 	// Pause and resume: nothing runs the controller here, so neither is
 	// confirmed, and the plugin says so.
-	out, err = plugin(t, kc, ns, "pause", "zk/zk1")
+	if out, err = plugin(t, kc, ns, "pause", "zk/zk1"); err != nil {
+		t.Errorf("pause: %v", err)
+	}
 	mustContain(t, "pause", out, "zookeepercluster/zk1 paused; the controller has not confirmed it")
 	if err := c.Get(t.Context(), client.ObjectKeyFromObject(zk), zk); err != nil || !zk.Spec.Paused {
 		t.Errorf("after pause: spec.paused %t (%v)", zk.Spec.Paused, err)

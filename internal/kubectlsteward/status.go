@@ -161,6 +161,33 @@ func (c *CLI) Describe(ctx context.Context, namespace, typ, name, output string)
 		return fmt.Errorf("output %q: want wide, json or yaml", output)
 	}
 	now := c.now()
+	for _, section := range []func(schema.GroupVersionKind, framework.Object, time.Time) error{c.describeHeader, c.describeConditions, c.describeOperation} {
+		if err := section(gvk, obj, now); err != nil {
+			return err
+		}
+	}
+	// The rest of the status: what runs (members, servers, tenants...),
+	// as each kind reports it.
+	rest, err := statusRest(obj)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		b, err := yaml.Marshal(rest)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.Out, "\nStatus:")
+		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+			fmt.Fprintln(c.Out, "  "+line)
+		}
+	}
+	return c.describeEvents(ctx, obj, now)
+}
+
+// describeHeader shows the object's name, system, Ready, pause and
+// whether its spec was observed.
+func (c *CLI) describeHeader(gvk schema.GroupVersionKind, obj framework.Object, _ time.Time) error {
 	core := obj.StatusCore()
 	w := printers.GetNewTabWriter(c.Out)
 	fmt.Fprintf(w, "Name:\t%s\nNamespace:\t%s\nSystem:\t%s\n", kindName(gvk, obj.GetName()), obj.GetNamespace(), systemOf(gvk.GroupKind()))
@@ -181,64 +208,48 @@ func (c *CLI) Describe(ctx context.Context, namespace, typ, name, output string)
 		observed = fmt.Sprintf("no: generation %d, observed %d", obj.GetGeneration(), core.ObservedGeneration)
 	}
 	fmt.Fprintf(w, "Spec observed:\t%s\n", observed)
-	if err := w.Flush(); err != nil {
-		return err
-	}
+	return w.Flush()
+}
 
+// describeConditions shows every condition.
+func (c *CLI) describeConditions(_ schema.GroupVersionKind, obj framework.Object, now time.Time) error {
 	fmt.Fprintln(c.Out, "\nConditions:")
-	w = printers.GetNewTabWriter(c.Out)
+	w := printers.GetNewTabWriter(c.Out)
 	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
-	for _, cond := range core.Conditions {
+	for _, cond := range obj.StatusCore().Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status, dash(cond.Reason), age(now, cond.LastTransitionTime), dash(oneLine(cond.Message)))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
+	return w.Flush()
+}
 
+// describeOperation shows the running or last flow, and how to rescue a
+// failed one.
+func (c *CLI) describeOperation(gvk schema.GroupVersionKind, obj framework.Object, now time.Time) error {
 	fmt.Fprintln(c.Out, "\nOperation:")
-	if op := core.Operation; op == nil {
+	op := obj.StatusCore().Operation
+	if op == nil {
 		fmt.Fprintln(c.Out, "  none has run")
-	} else {
-		w = printers.GetNewTabWriter(c.Out)
-		fmt.Fprintf(w, "  Flow:\t%s (%s)\n  Phase:\t%s\n", op.Name, dash(op.Trigger), op.Phase)
-		if op.Step != "" {
-			fmt.Fprintf(w, "  Step:\t%s\n", op.Step)
-		}
-		if op.Attempts > 0 {
-			fmt.Fprintf(w, "  Failed attempts:\t%d, last: %s\n", op.Attempts, oneLine(op.LastError))
-		}
-		if op.Message != "" {
-			fmt.Fprintf(w, "  Message:\t%s\n", oneLine(op.Message))
-		}
-		fmt.Fprintf(w, "  Started:\t%s ago\n", age(now, op.StartedAt))
-		if op.FinishedAt != nil {
-			fmt.Fprintf(w, "  Finished:\t%s ago\n", age(now, *op.FinishedAt))
-		}
-		if op.Phase == commonv1.PhaseFailed {
-			fmt.Fprintf(w, "  Rescue:\tkubectl steward rescue retry|skip|abort %s\n", kindName(gvk, obj.GetName()))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
+		return nil
 	}
-
-	// The rest of the status: what runs (members, servers, tenants...),
-	// as each kind reports it.
-	rest, err := statusRest(obj)
-	if err != nil {
-		return err
+	w := printers.GetNewTabWriter(c.Out)
+	fmt.Fprintf(w, "  Flow:\t%s (%s)\n  Phase:\t%s\n", op.Name, dash(op.Trigger), op.Phase)
+	if op.Step != "" {
+		fmt.Fprintf(w, "  Step:\t%s\n", op.Step)
 	}
-	if len(rest) > 0 {
-		b, err := yaml.Marshal(rest)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.Out, "\nStatus:")
-		for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-			fmt.Fprintln(c.Out, "  "+line)
-		}
+	if op.Attempts > 0 {
+		fmt.Fprintf(w, "  Failed attempts:\t%d, last: %s\n", op.Attempts, oneLine(op.LastError))
 	}
-	return c.describeEvents(ctx, obj, now)
+	if op.Message != "" {
+		fmt.Fprintf(w, "  Message:\t%s\n", oneLine(op.Message))
+	}
+	fmt.Fprintf(w, "  Started:\t%s ago\n", age(now, op.StartedAt))
+	if op.FinishedAt != nil {
+		fmt.Fprintf(w, "  Finished:\t%s ago\n", age(now, *op.FinishedAt))
+	}
+	if op.Phase == commonv1.PhaseFailed {
+		fmt.Fprintf(w, "  Rescue:\tkubectl steward rescue retry|skip|abort %s\n", kindName(gvk, obj.GetName()))
+	}
+	return w.Flush()
 }
 
 // statusRest is obj's status without what Describe showed already.

@@ -67,7 +67,7 @@ type OBTenantRestoreSource struct {
 	// +kubebuilder:validation:MaxLength=253
 	DecryptionSecret string `json:"decryptionSecret,omitempty"`
 
-	// replayArchive, with role Standby, keeps the restored standby
+	// replayArchive keeps a restored standby (role Standby only)
 	// replaying the archive after its restore: its LOG_RESTORE_SOURCE
 	// becomes the archive destination (LOCATION=...) and its recovery
 	// UNLIMITED, so it follows the archive as the source tenant's
