@@ -35,6 +35,7 @@ const (
 	ReasonReconciling            = "Reconciling"
 	ReasonInSync                 = "InSync"
 	ReasonInvalidSpec            = "InvalidSpec"
+	ReasonClash                  = "Clash"
 	ReasonTerminalError          = "TerminalError"
 	ReasonReconcileError         = "ReconcileError"
 	ReasonDeleting               = "Deleting"

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -150,7 +152,17 @@ func (p *pass[T, S]) reconcileNormal() (reconcile.Result, error) {
 	}
 	if cc, ok := p.r.opts.Actor.(ClashChecker[T]); ok {
 		if err := cc.Clashes(c, p.r.client, p.obj); err != nil {
-			return reconcile.Result{}, fmt.Errorf("clash: %w", err)
+			// A verdict (field errors) is not Ready, saying with what it
+			// clashes, and is looked at again every clashRequeue: the
+			// other object going away triggers no pass of this one, and an
+			// error's backoff would grow to minutes. A failure to read is
+			// an error.
+			if !isVerdict(err) {
+				return reconcile.Result{}, fmt.Errorf("clash: %w", err)
+			}
+			c.SetCondition(ConditionSynced, metav1.ConditionFalse, ReasonClash, err.Error())
+			c.SetCondition(ConditionReady, metav1.ConditionFalse, ReasonClash, err.Error())
+			return reconcile.Result{RequeueAfter: clashRequeue}, nil
 		}
 	}
 	if err := p.checkChildren(); err != nil {
@@ -530,4 +542,16 @@ func reflectNil(o client.Object) bool {
 	}
 	v := reflect.ValueOf(o)
 	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// clashRequeue is how often an object that clashes with another is
+// looked at again.
+const clashRequeue = 10 * time.Second
+
+// isVerdict reports whether err is a judgement of the object (field
+// errors, one or an aggregate of them) rather than a failure to reach one.
+func isVerdict(err error) bool {
+	var ferr *field.Error
+	var agg utilerrors.Aggregate
+	return errors.As(err, &ferr) || errors.As(err, &agg)
 }

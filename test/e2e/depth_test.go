@@ -3,15 +3,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/stewardhq/steward/internal/kubectlsteward"
 )
 
 // depth is how deep the suite goes (E2E_DEPTH, make e2e E2E_DEPTH=smoke).
@@ -87,6 +92,9 @@ func (s smokeSpec) run(t *testing.T, in specInput) {
 		{"serve a request", func(t *testing.T) {
 			eventually(t, time.Minute, "the cluster answers a request", func(context.Context) error { return s.request(sc.ns) })
 		}},
+		{"kubectl steward shows it Ready, pauses and resumes it", func(t *testing.T) {
+			stewardPlugin(t, sc.ns, s.resource+"/"+s.name)
+		}},
 		{"delete", func(t *testing.T) {
 			if out, err := kubectl("delete", "-n", sc.ns, s.resource, s.name, "--timeout=3m"); err != nil {
 				fatalf(t, "%v: %s", err, out)
@@ -143,4 +151,36 @@ func waitNamespaceGone(t *testing.T, ns string) {
 	if err != nil {
 		t.Logf("not waiting longer: %v", err)
 	}
+}
+
+// stewardPlugin runs "kubectl steward" (in process, with the suite's
+// kubeconfig) on a Ready cluster, ref its TYPE/NAME: the list and the
+// object's own status say Ready True; pause is confirmed by the
+// controller (Paused=True), and so is resume.
+func stewardPlugin(t *testing.T, ns, ref string) {
+	t.Helper()
+	cache := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		cmd := kubectlsteward.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd.SetArgs(append([]string{"-n", ns, "--cache-dir", cache, "--wait", "1m"}, args...))
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			fatalf(t, "kubectl steward %s: %v: %s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+	if out := run("status"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ref) + `\s+\S+\s+True\s`).MatchString(out) {
+		errorf(t, "kubectl steward status does not list %s Ready:\n%s", ref, out)
+	}
+	if out := run("status", ref); !strings.Contains(out, "Ready:") || !regexp.MustCompile(`(?m)^Ready:\s+True`).MatchString(out) {
+		errorf(t, "kubectl steward status %s does not say Ready True:\n%s", ref, out)
+	}
+	if out := run("pause", ref); !strings.Contains(out, ref+" paused (Paused=True") {
+		errorf(t, "kubectl steward pause %s: %s", ref, out)
+	}
+	if out := run("resume", ref); !strings.Contains(out, ref+" resumed (Paused=False") {
+		errorf(t, "kubectl steward resume %s: %s", ref, out)
+	}
+	t.Logf("kubectl steward status %s: Ready; pause and resume confirmed by the controller", ref)
 }
