@@ -6,6 +6,7 @@
 //	kubectl steward pause obc/ob         stop reconciling it
 //	kubectl steward resume obc/ob
 //	kubectl steward rescue retry zk/zk1  retry (skip, abort) a failed flow's step
+//	kubectl steward logs --tail 100      the log of the operator replica that leads
 //
 // It takes kubectl's connection flags (--kubeconfig, --context, -n, ...).
 // See docs/kubectl-plugin.md.

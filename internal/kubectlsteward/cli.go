@@ -24,6 +24,7 @@ type CLI struct {
 	Wait time.Duration
 
 	client client.Client
+	config *rest.Config
 	mapper meta.RESTMapper
 	scheme *runtime.Scheme
 	now    func() time.Time
@@ -40,7 +41,7 @@ func New(cfg *rest.Config, mapper meta.RESTMapper, out, errOut io.Writer) (*CLI,
 	if err != nil {
 		return nil, err
 	}
-	return &CLI{Out: out, Err: errOut, Wait: 10 * time.Second, client: c, mapper: mapper, scheme: s, now: time.Now}, nil
+	return &CLI{Out: out, Err: errOut, Wait: 10 * time.Second, client: c, config: cfg, mapper: mapper, scheme: s, now: time.Now}, nil
 }
 
 // parseRef reads the object arguments kubectl takes: TYPE/NAME, or TYPE

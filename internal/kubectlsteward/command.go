@@ -122,6 +122,26 @@ step, abort ends the flow.`,
 			return c.Rescue(cmd.Context(), ns, args[0], typ, name)
 		},
 	}
-	root.AddCommand(statusCmd, pauseCmd, resumeCmd, rescueCmd)
+	logs := LogsOptions{Namespace: "steward-system", Tail: 50}
+	logsCmd := &cobra.Command{
+		Use:   "logs",
+		Short: "Show the log of the Steward replica that leads (the one that reconciles)",
+		Long: `Finds the replica holding Steward's leader Lease in the operator's namespace and shows
+its log: the other replicas wait and log little.`,
+		Example: `  kubectl steward logs --tail 100
+  kubectl steward logs -f --operator-namespace steward`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := cli()
+			if err != nil {
+				return err
+			}
+			return c.Logs(cmd.Context(), logs)
+		},
+	}
+	logsCmd.Flags().StringVar(&logs.Namespace, "operator-namespace", logs.Namespace, "the namespace Steward is installed in")
+	logsCmd.Flags().Int64Var(&logs.Tail, "tail", logs.Tail, "lines of the end of the log to show; -1 for all")
+	logsCmd.Flags().BoolVarP(&logs.Follow, "follow", "f", false, "stream the log")
+	root.AddCommand(statusCmd, pauseCmd, resumeCmd, rescueCmd, logsCmd)
 	return root
 }

@@ -182,5 +182,9 @@ func stewardPlugin(t *testing.T, ns, ref string) {
 	if out := run("resume", ref); !strings.Contains(out, ref+" resumed (Paused=False") {
 		errorf(t, "kubectl steward resume %s: %s", ref, out)
 	}
-	t.Logf("kubectl steward status %s: Ready; pause and resume confirmed by the controller", ref)
+	if out := run("logs", "--operator-namespace", operatorNamespace, "--tail", "5"); !strings.Contains(out, "The leader is "+operatorNamespace+"/") ||
+		len(strings.Split(strings.TrimSpace(out), "\n")) < 2 {
+		errorf(t, "kubectl steward logs: %s", out)
+	}
+	t.Logf("kubectl steward status %s: Ready; pause and resume confirmed by the controller; logs of the leader", ref)
 }
