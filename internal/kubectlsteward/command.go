@@ -8,6 +8,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
+// connect makes the CLI of a command's run from the parsed flags, and
+// returns the namespace the flags name (or the kubeconfig's).
+type connect func() (*CLI, string, error)
+
 // NewCommand is "kubectl steward": kubectl's connection flags
 // (--kubeconfig, --context, -n, ...) and the plugin's commands.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -17,7 +21,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "See and steer the clusters Steward runs",
 		Long: `kubectl steward shows the Steward objects (ZooKeeper, MatrixOne, OceanBase and GPSS
 clusters, tenants, backups, operations): whether each is Ready and why not, and the
-flow it runs. It pauses and resumes their reconciliation and rescues a failed flow.`,
+flow it runs. It pauses and resumes their reconciliation, rescues a failed flow, and
+shows the log of the operator replica that leads.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -46,9 +51,14 @@ flow it runs. It pauses and resumes their reconciliation and rescues a failed fl
 		c.Wait = wait
 		return c, ns, nil
 	}
+	root.AddCommand(newStatusCommand(cli), newPauseCommand(cli, true), newPauseCommand(cli, false),
+		newRescueCommand(cli), newLogsCommand(cli))
+	return root
+}
 
-	var status StatusOptions
-	statusCmd := &cobra.Command{
+func newStatusCommand(cli connect) *cobra.Command {
+	var o StatusOptions
+	cmd := &cobra.Command{
 		Use:   "status [TYPE/NAME | TYPE NAME]",
 		Short: "Show Steward objects: Ready and why not, and the flow each runs",
 		Long: `Without an object: one line per Steward object of the namespace (-A: of every namespace)
@@ -64,21 +74,27 @@ flow and step, the rest of its status and its last Events.`,
 				return err
 			}
 			if len(args) == 0 {
-				return c.Status(cmd.Context(), ns, status)
+				return c.Status(cmd.Context(), ns, o)
 			}
 			typ, name, err := parseRef(args)
 			if err != nil {
 				return err
 			}
-			return c.Describe(cmd.Context(), ns, typ, name, status.Output)
+			return c.Describe(cmd.Context(), ns, typ, name, o.Output)
 		},
 	}
-	statusCmd.Flags().BoolVarP(&status.AllNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
-	statusCmd.Flags().BoolVar(&status.AllKinds, "all-kinds", false, "list the objects other Steward objects own too (zones, servers, sets, ...)")
-	statusCmd.Flags().StringVarP(&status.Output, "output", "o", "", "wide, json or yaml")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
+	cmd.Flags().BoolVar(&o.AllKinds, "all-kinds", false, "list the objects other Steward objects own too (zones, servers, sets, ...)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "wide, json or yaml")
+	return cmd
+}
 
-	pause := func(paused bool) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
+func newPauseCommand(cli connect, paused bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "pause TYPE/NAME",
+		Short: "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := cli()
 			if err != nil {
 				return err
@@ -88,21 +104,16 @@ flow and step, the rest of its status and its last Events.`,
 				return err
 			}
 			return c.SetPaused(cmd.Context(), ns, typ, name, paused)
-		}
+		},
 	}
-	pauseCmd := &cobra.Command{
-		Use:   "pause TYPE/NAME",
-		Short: "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE:  pause(true),
+	if !paused {
+		cmd.Use, cmd.Short = "resume TYPE/NAME", "Reconcile a paused object again"
 	}
-	resumeCmd := &cobra.Command{
-		Use:   "resume TYPE/NAME",
-		Short: "Reconcile a paused object again",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE:  pause(false),
-	}
-	rescueCmd := &cobra.Command{
+	return cmd
+}
+
+func newRescueCommand(cli connect) *cobra.Command {
+	return &cobra.Command{
 		Use:   "rescue retry|skip|abort TYPE/NAME",
 		Short: "Retry, skip or abort the current step of an object's failed flow",
 		Long: `Sets the steward.dev/operation-rescue annotation, which the controller acts on once and
@@ -122,8 +133,11 @@ step, abort ends the flow.`,
 			return c.Rescue(cmd.Context(), ns, args[0], typ, name)
 		},
 	}
-	logs := LogsOptions{Namespace: "steward-system", Tail: 50}
-	logsCmd := &cobra.Command{
+}
+
+func newLogsCommand(cli connect) *cobra.Command {
+	o := LogsOptions{Namespace: "steward-system", Tail: 50}
+	cmd := &cobra.Command{
 		Use:   "logs",
 		Short: "Show the log of the Steward replica that leads (the one that reconciles)",
 		Long: `Finds the replica holding Steward's leader Lease in the operator's namespace and shows
@@ -136,12 +150,11 @@ its log: the other replicas wait and log little.`,
 			if err != nil {
 				return err
 			}
-			return c.Logs(cmd.Context(), logs)
+			return c.Logs(cmd.Context(), o)
 		},
 	}
-	logsCmd.Flags().StringVar(&logs.Namespace, "operator-namespace", logs.Namespace, "the namespace Steward is installed in")
-	logsCmd.Flags().Int64Var(&logs.Tail, "tail", logs.Tail, "lines of the end of the log to show; -1 for all")
-	logsCmd.Flags().BoolVarP(&logs.Follow, "follow", "f", false, "stream the log")
-	root.AddCommand(statusCmd, pauseCmd, resumeCmd, rescueCmd, logsCmd)
-	return root
+	cmd.Flags().StringVar(&o.Namespace, "operator-namespace", o.Namespace, "the namespace Steward is installed in")
+	cmd.Flags().Int64Var(&o.Tail, "tail", o.Tail, "lines of the end of the log to show; -1 for all")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "stream the log")
+	return cmd
 }
