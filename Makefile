@@ -187,6 +187,10 @@ build: ## Build a static bin/steward and the kubectl plugin bin/kubectl-steward.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/steward ./cmd/steward
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(LOCALBIN)/kubectl-steward ./cmd/kubectl-steward
 
+.PHONY: plugin-dist
+plugin-dist: ## Build the kubectl plugin's release archives (linux and darwin, amd64 and arm64; PLATFORMS narrows) and their SHA256SUMS into _output/dist.
+	hack/plugin-dist.sh $(VERSION) '$(LDFLAGS)'
+
 .PHONY: unit
 unit: helm ## Run unit and envtest integration tests, building no image (envtest needs KUBEBUILDER_ASSETS; those tests skip without it; real-server tests are left to rootfs-tests, but S3's run when its server is already built); SYSTEMS=zookeeper runs those systems' packages only.
 	@if [ ! -x "$(KUBEBUILDER_ASSETS)/kube-apiserver" ]; then \

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/stewardhq/steward/internal/version"
 )
 
 // connect makes the CLI of a command's run from the parsed flags, and
@@ -23,6 +25,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 clusters, tenants, backups, operations): whether each is Ready and why not, and the
 flow it runs. It pauses and resumes their reconciliation, rescues a failed flow, and
 shows the log of the operator replica that leads.`,
+		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
