@@ -1,6 +1,7 @@
 package kubectlsteward
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,8 +56,24 @@ shows the log of the operator replica that leads.`,
 		return c, ns, nil
 	}
 	root.AddCommand(newStatusCommand(cli), newPauseCommand(cli, true), newPauseCommand(cli, false),
-		newRescueCommand(cli), newLogsCommand(cli))
+		newRescueCommand(cli), newBackupCommand(cli), newRestoreCommand(cli), newLogsCommand(cli))
 	return root
+}
+
+// onObject is the RunE of a command on one object (TYPE/NAME or TYPE
+// NAME): it connects, reads the reference and runs.
+func onObject(cli connect, run func(ctx context.Context, c *CLI, namespace, typ, name string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, ns, err := cli()
+		if err != nil {
+			return err
+		}
+		typ, name, err := parseRef(args)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), c, ns, typ, name)
+	}
 }
 
 func newStatusCommand(cli connect) *cobra.Command {
@@ -97,17 +114,9 @@ func newPauseCommand(cli connect, paused bool) *cobra.Command {
 		Use:   "pause TYPE/NAME",
 		Short: "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
 		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := cli()
-			if err != nil {
-				return err
-			}
-			typ, name, err := parseRef(args)
-			if err != nil {
-				return err
-			}
-			return c.SetPaused(cmd.Context(), ns, typ, name, paused)
-		},
+		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
+			return c.SetPaused(ctx, ns, typ, name, paused)
+		}),
 	}
 	if !paused {
 		cmd.Use, cmd.Short = "resume TYPE/NAME", "Reconcile a paused object again"
@@ -136,6 +145,62 @@ step, abort ends the flow.`,
 			return c.Rescue(cmd.Context(), ns, args[0], typ, name)
 		},
 	}
+}
+
+func newBackupCommand(cli connect) *cobra.Command {
+	var o BackupOptions
+	cmd := &cobra.Command{
+		Use:   "backup TYPE/NAME",
+		Short: "Back up an OceanBase tenant or a MatrixOne cluster now",
+		Long: `Creates one backup object and says how to follow it. For an OBTenant, an OBTenantBackup
+to the destinations of the tenant's OBTenantBackupPolicy, encrypted as the policy's backups
+are unless --encryption-secret names another Secret. For a MatrixOneCluster, a BackupJob to
+--volume-claim, or to the destination of the cluster's BackupSchedule (--schedule when it has
+several).`,
+		Example: `  kubectl steward backup obtenant/t1
+  kubectl steward backup obtenant/t1 --incremental
+  kubectl steward backup mo/mo1 --volume-claim backups`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
+			return c.Backup(ctx, ns, typ, name, o)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", "", "the backup object's name (default <name>-<UTC time>)")
+	f.BoolVar(&o.Incremental, "incremental", false, "OceanBase: an incremental backup (what changed since the last backup set)")
+	f.BoolVar(&o.PlusArchivelog, "plus-archivelog", false, "OceanBase: the backup set carries the archive pieces its restore needs")
+	f.StringVar(&o.EncryptionSecret, "encryption-secret", "", "OceanBase: the Secret whose key \"password\" encrypts the backup (default: the policy's)")
+	f.StringVar(&o.VolumeClaim, "volume-claim", "", "MatrixOne: the volume claim the backup is written to")
+	f.StringVar(&o.Schedule, "schedule", "", "MatrixOne: the BackupSchedule whose destination the backup is written to")
+	return cmd
+}
+
+func newRestoreCommand(cli connect) *cobra.Command {
+	var o RestoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore TYPE/NAME --to NEW",
+		Short: "Restore an OceanBase tenant's backups into a new tenant",
+		Long: `Creates a new OBTenant shaped as the one named (cluster, units, zones, primary zone,
+variables), restored from the destinations of that tenant's OBTenantBackupPolicy and opened
+with the policy's encryption Secret. The new tenant keeps the backed-up users, so it takes
+the source tenant's root password Secret. A restore never overwrites a tenant: OceanBase
+refuses a tenant name it already has.`,
+		Example: `  kubectl steward restore obtenant/t1 --to t1-copy
+  kubectl steward restore obtenant/t1 --to t1-before --until-time 2026-11-29T06:00:00Z
+  kubectl steward restore obtenant/t1 --to t1-dr --cluster ob-dr --replay-archive`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
+			return c.Restore(ctx, ns, typ, name, o)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.To, "to", "", "the new OBTenant's name (required)")
+	f.StringVar(&o.Cluster, "cluster", "", "the OBCluster the new tenant is made on (default: the source tenant's)")
+	f.StringVar(&o.UntilTime, "until-time", "", "restore to this RFC 3339 time (default: as far as the archive reaches)")
+	f.Int64Var(&o.UntilSCN, "until-scn", 0, "restore to this SCN")
+	f.BoolVar(&o.Standby, "standby", false, "the new tenant stays a read-only standby at the restore point")
+	f.BoolVar(&o.ReplayArchive, "replay-archive", false, "the new tenant is a standby that keeps replaying the archive (implies --standby)")
+	return cmd
 }
 
 func newLogsCommand(cli connect) *cobra.Command {

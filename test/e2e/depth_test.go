@@ -153,23 +153,27 @@ func waitNamespaceGone(t *testing.T, ns string) {
 	}
 }
 
+// kubectlSteward runs "kubectl steward args..." in process, with the
+// suite's kubeconfig, in namespace ns, and returns what it printed; it
+// fails the test on an error.
+func kubectlSteward(t *testing.T, ns string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := kubectlsteward.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd.SetArgs(append([]string{"-n", ns, "--cache-dir", t.TempDir(), "--wait", "1m"}, args...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		fatalf(t, "kubectl steward %s: %v: %s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
 // stewardPlugin runs "kubectl steward" (in process, with the suite's
 // kubeconfig) on a Ready cluster, ref its TYPE/NAME: the list and the
 // object's own status say Ready True; pause is confirmed by the
 // controller (Paused=True), and so is resume.
 func stewardPlugin(t *testing.T, ns, ref string) {
 	t.Helper()
-	cache := t.TempDir()
-	run := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		cmd := kubectlsteward.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
-		cmd.SetArgs(append([]string{"-n", ns, "--cache-dir", cache, "--wait", "1m"}, args...))
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
-			fatalf(t, "kubectl steward %s: %v: %s", strings.Join(args, " "), err, out.String())
-		}
-		return out.String()
-	}
+	run := func(args ...string) string { t.Helper(); return kubectlSteward(t, ns, args...) }
 	if out := run("status"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ref) + `\s+\S+\s+True\s`).MatchString(out) {
 		errorf(t, "kubectl steward status does not list %s Ready:\n%s", ref, out)
 	}

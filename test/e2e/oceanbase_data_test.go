@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -294,8 +295,8 @@ func (o *obDataScenario) backedUp(t *testing.T) {
 	}
 }
 
-// restored restores t1 into t2 until a time between two writes made after
-// the incremental backup, with OceanBase's restore slowed to 20 s and the
+// restored restores t1 into t2 (kubectl steward restore) until a time
+// between two writes made after the incremental backup, with OceanBase's restore slowed to 20 s and the
 // manager killed while it runs.
 func (o *obDataScenario) restored(t *testing.T) {
 	// A gap between two writes, well after the backups began.
@@ -322,15 +323,18 @@ func (o *obDataScenario) restored(t *testing.T) {
 	})
 	o.knobs(`{"restoreDelay":"20s"}`)
 	defer o.knobs(`{"restoreDelay":"2s"}`)
-	tn := tenantSpec(o.ns, obRestored, obName)
-	tn.Spec.RootPassword = obPrimaryPW
-	tn.Spec.Source = &obv1.OBTenantSource{Restore: &obv1.OBTenantRestoreSource{
-		Data: o.destination("data"), Archive: o.destination("archive"),
-		Until: &obv1.RestorePoint{Time: point.Format(time.RFC3339Nano)},
-	}}
+	// As a user would: the plugin makes the new OBTenant of t1's shape,
+	// from t1's policy's destinations, with t1's root password Secret.
 	start := time.Now()
-	if err := o.c.Create(context.Background(), tn); err != nil {
+	t.Logf("kubectl steward restore: %s", strings.TrimSpace(kubectlSteward(t, o.ns,
+		"restore", "obtenant/"+obTenant, "--to", obRestored, "--until-time", point.Format(time.RFC3339Nano))))
+	tn := &obv1.OBTenant{}
+	if err := o.c.Get(context.Background(), client.ObjectKey{Namespace: o.ns, Name: obRestored}, tn); err != nil {
 		fatalNow(t, err)
+	}
+	if src := tn.Spec.Source; tn.Spec.RootPassword != obPrimaryPW || src == nil || src.Restore == nil ||
+		!equality.Semantic.DeepEqual(src.Restore.Data, o.destination("data")) || !equality.Semantic.DeepEqual(src.Restore.Archive, o.destination("archive")) {
+		errorf(t, "kubectl steward restore made %s with root password %s and source %+v", obRestored, tn.Spec.RootPassword, tn.Spec.Source)
 	}
 	eventually(t, 2*time.Minute, "OceanBase restores", func(ctx context.Context) error {
 		r := &obv1.OBTenantRestore{}
