@@ -86,7 +86,7 @@ func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 		// waiting for the Lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulShutdownTimeout,
-		Cache:                         cacheOptions(),
+		Cache:                         cacheOptions(opts.WatchNamespaces),
 		Controller:                    config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
 		MapperProvider:                restMapper,
 	})
@@ -143,16 +143,25 @@ func metricsOptions(opts Options) metricsserver.Options {
 // collected only when no pod of the namespace, anyone's, uses it. No
 // cached object keeps its managedFields, which Steward never reads (its
 // applies go to the API server) and which make up much of a pod's size:
-// the operator's memory grows with the clusters it runs.
-func cacheOptions() cache.Options {
+// the operator's memory grows with the clusters it runs. With namespaces
+// (--watch-namespaces), the cache holds those namespaces' objects only,
+// which is what a namespace-scoped install's Roles let it list.
+func cacheOptions(namespaces []string) cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{standard.LabelManagedBy: standard.ManagedBy})
-	return cache.Options{
+	o := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:                {Label: ours},
 			&corev1.PersistentVolumeClaim{}: {Label: ours},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return o
 }
 
 // restMapper is the manager's REST mapper: controller-runtime's lazy

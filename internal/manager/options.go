@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/stewardhq/steward/internal/framework/standard"
@@ -32,6 +33,12 @@ type Options struct {
 	// Systems is the --systems value: "all" or a comma-separated list of
 	// system names. See [systems.Registry.Select].
 	Systems string
+
+	// WatchNamespaces limits the manager to these namespaces: its cache,
+	// and so every watch and reconcile, sees only their objects. Empty
+	// means every namespace. The chart gives a namespace-scoped install
+	// Roles in these namespaces only, and webhooks that see only them.
+	WatchNamespaces []string
 
 	// LeaderElect enables leader election, so only one replica reconciles.
 	LeaderElect bool
@@ -113,6 +120,16 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Systems, "systems", o.Systems,
 		fmt.Sprintf("Comma-separated systems to run, or %q for every system in this build but the previews (%s). Known systems: %s.",
 			systems.All, strings.Join(systems.Preview(), ", "), strings.Join(systems.Known(), ", ")))
+	fs.Func("watch-namespaces", "Comma-separated namespaces to watch and reconcile; empty (the default) for every namespace.",
+		func(v string) error {
+			o.WatchNamespaces = nil
+			for _, ns := range strings.Split(v, ",") {
+				if ns = strings.TrimSpace(ns); ns != "" {
+					o.WatchNamespaces = append(o.WatchNamespaces, ns)
+				}
+			}
+			return nil
+		})
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Enable leader election so that only one replica of the manager reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
@@ -153,6 +170,11 @@ func (o *Options) Validate() error {
 	}
 	if _, err := standard.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
+	}
+	for _, ns := range o.WatchNamespaces {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
+		}
 	}
 	errs = append(errs, o.Webhooks.validate()...)
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestBindFlags(t *testing.T) {
 
 	err := fs.Parse([]string{
 		"--systems=zookeeper,gpss",
+		"--watch-namespaces=team-a, team-b,",
 		"--leader-elect=false",
 		"--leader-election-namespace=ops",
 		"--metrics-bind-address=0",
@@ -66,6 +68,9 @@ func TestBindFlags(t *testing.T) {
 		opts.GracefulShutdownTimeout != want.GracefulShutdownTimeout || opts.ShutdownDelay != want.ShutdownDelay ||
 		opts.MaxConcurrentReconciles != want.MaxConcurrentReconciles {
 		t.Errorf("parsed options = %+v, want %+v with leader election off", opts, want)
+	}
+	if !slices.Equal(opts.WatchNamespaces, []string{"team-a", "team-b"}) {
+		t.Errorf("--watch-namespaces parsed as %q, want [team-a team-b]", opts.WatchNamespaces)
 	}
 	if opts.Zap.Level == nil {
 		t.Error("--zap-log-level was not bound to the zap options")
@@ -107,6 +112,11 @@ func TestValidate(t *testing.T) {
 			name:     "negative shutdown delay",
 			modify:   func(o *manager.Options) { o.ShutdownDelay = -time.Second },
 			wantErrs: []string{"--shutdown-delay must not be negative"},
+		},
+		{
+			name:     "a watched namespace that is no namespace name",
+			modify:   func(o *manager.Options) { o.WatchNamespaces = []string{"team-a", "Team_B"} },
+			wantErrs: []string{`--watch-namespaces: "Team_B" is not a namespace name`},
 		},
 		{
 			name:     "no workers",

@@ -38,7 +38,7 @@ const (
 
 // cases are the value sets rendered against golden files: the defaults,
 // and testdata/<name>.values.yaml.
-var cases = []string{"default", "ha-cert-manager", "minimal"}
+var cases = []string{"default", "ha-cert-manager", "minimal", "namespaced"}
 
 // helm returns the pinned helm binary, skipping the test when it is not
 // installed, and failing instead under CI.
@@ -398,6 +398,7 @@ func TestRejectedValues(t *testing.T) {
 		{"webhook.failurePolicy=Sometimes", "failurePolicy"},
 		{"serviceAccount.create=false", "serviceAccount.name is required"},
 		{"unknownKey=1", "unknownKey"},
+		{"watchNamespaces={Team_A}", "watchNamespaces"},
 	} {
 		out, err := run(t, "template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion, "--set", tc.set)
 		if err == nil {
