@@ -81,7 +81,7 @@ func startEtcd(t testing.TB, bin string) (string, error) {
 		}
 		select {
 		case <-exited:
-			return "", fmt.Errorf("%w (client %s, peer %s): %v", errEtcdExited, clientURL, peerURL, err)
+			return "", fmt.Errorf("%w (client %s, peer %s): %w", errEtcdExited, clientURL, peerURL, err)
 		default:
 		}
 		if time.Now().After(deadline) {
