@@ -21,6 +21,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,8 @@ const (
 // with an authorized token; two replicas, the leader killed mid-operation
 // and the standby finishing it; admission answered throughout while a
 // replica is evicted or deleted; an upgrade to a new image tag, admission
-// answered throughout; uninstall
+// answered throughout; the release narrowed to one namespace and widened
+// again; uninstall
 // leaving nothing but the CRDs (and the leader-election Lease, a namespaced
 // record); and an install again on the kept CRDs, for the tests after it.
 func TestChartLifecycle(t *testing.T) {
@@ -62,6 +64,7 @@ func TestChartLifecycle(t *testing.T) {
 		{"the standby takes over from a killed leader", testFailover},
 		{"admission survives a lost replica", testAdmissionSurvivesALostReplica},
 		{"upgrade to a new image tag", testUpgrade},
+		{"a namespace-scoped install leaves other namespaces alone", testNamespaceScoped},
 		{"uninstall leaves only the CRDs", testUninstall},
 	} {
 		if !t.Run(step.name, func(t *testing.T) { z.t = t; step.run(t, z) }) {
@@ -308,6 +311,74 @@ func testUpgrade(t *testing.T, z *zkScenario) {
 	z.patch(`{"spec":{"replicas":1}}`)
 	z.waitReady(1, 4*time.Minute)
 	z.progress()
+}
+
+// testNamespaceScoped upgrades the release to watch the cluster's
+// namespace only (watchNamespaces), as docs/install.md describes: the
+// operator still runs the cluster there, a cluster created in another
+// namespace is left alone (no finalizer, no status, no StatefulSet), and
+// the operator's ServiceAccount may read Secrets in the watched namespace
+// only. Widened again to every namespace, the operator takes the other
+// cluster on.
+func testNamespaceScoped(t *testing.T, z *zkScenario) {
+	other := newNamespace(t, "unwatched")
+	if err := helmInstall("--reuse-values", "--set", "watchNamespaces={"+z.ns+"}"); err != nil {
+		fatalNow(t, err)
+	}
+	sa := "system:serviceaccount:" + operatorNamespace + ":" + operatorDeployment
+	for ns, want := range map[string]string{z.ns: "yes", other: "no"} {
+		if out, _ := kubectl("auth", "can-i", "list", "secrets", "-n", ns, "--as", sa); strings.TrimSpace(out) != want {
+			errorf(t, "can the operator list Secrets in %s? %q, want %q", ns, strings.TrimSpace(out), want)
+		}
+	}
+	stray := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: stray, namespace: %s}\n"+
+		"spec: {replicas: 1, image: %q, storage: {reclaimPolicy: Delete}}\n", other, z.image)
+	if out, err := kubectlStdin(stray, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	// The operator reconciles the watched namespace after the stray
+	// cluster exists: a pause and a resume, each confirmed.
+	for _, paused := range []bool{true, false} {
+		z.patch(fmt.Sprintf(`{"spec":{"paused":%t}}`, paused))
+		eventually(t, time.Minute, fmt.Sprintf("the watched cluster's Paused condition says %t", paused), func(ctx context.Context) error {
+			zk := &zkv1.ZookeeperCluster{}
+			if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: zkName}, zk); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(zk.Status.Conditions, "Paused")
+			if cond == nil || (cond.Status == metav1.ConditionTrue) != paused || cond.ObservedGeneration != zk.Generation {
+				return fmt.Errorf("Paused %+v at generation %d", cond, zk.Generation)
+			}
+			return nil
+		})
+	}
+	zk := &zkv1.ZookeeperCluster{}
+	if err := z.c.Get(context.Background(), client.ObjectKey{Namespace: other, Name: "stray"}, zk); err != nil {
+		fatalNow(t, err)
+	}
+	if len(zk.Finalizers) > 0 || zk.Status.ObservedGeneration != 0 || len(zk.Status.Conditions) > 0 {
+		errorf(t, "the cluster in the unwatched namespace %s was touched: finalizers %v, status %+v", other, zk.Finalizers, zk.Status.StatusCore)
+	}
+	if out, err := kubectl("get", "statefulsets", "-n", other, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
+		errorf(t, "StatefulSets in the unwatched namespace %s: %q (%v)", other, out, err)
+	}
+	t.Logf("Watching %s only: the cluster there reconciled, %s/stray untouched", z.ns, other)
+
+	if err := helmInstall("--reuse-values", "--set", "watchNamespaces={}"); err != nil {
+		fatalNow(t, err)
+	}
+	eventually(t, 2*time.Minute, "the operator, watching every namespace again, takes the other cluster on", func(ctx context.Context) error {
+		if err := z.c.Get(ctx, client.ObjectKey{Namespace: other, Name: "stray"}, zk); err != nil {
+			return err
+		}
+		if len(zk.Finalizers) == 0 || zk.Status.ObservedGeneration != zk.Generation {
+			return fmt.Errorf("finalizers %v, observed generation %d of %d", zk.Finalizers, zk.Status.ObservedGeneration, zk.Generation)
+		}
+		return nil
+	})
+	if out, err := kubectl("delete", "zookeepercluster", "stray", "-n", other, "--wait", "--timeout=2m"); err != nil {
+		errorf(t, "%v: %s", err, out)
+	}
 }
 
 // testUninstall deletes the cluster (its finalizer needs the operator),
