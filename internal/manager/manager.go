@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 
 	"github.com/go-logr/logr"
@@ -123,11 +124,23 @@ func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 // authentication and authorization when opts.MetricsSecure: a scraper
 // needs a token allowed to GET /metrics (the chart's metrics-reader
 // ClusterRole). The serving certificate is self-signed, generated at start.
+// With opts.Pprof it serves Go's profiles too, behind the same checks.
 func metricsOptions(opts Options) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress, TLSOpts: tlsOptions}
 	if opts.MetricsSecure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if opts.Pprof {
+		// The filter wraps these too: the SubjectAccessReview asks for GET
+		// on the request's path, a non-resource URL under /debug/pprof/.
+		o.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index), // and every named profile: heap, goroutine, ...
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
 	}
 	return o
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,25 +111,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 
 	reader := serviceAccountToken(t, c, ns, "scraper")
 	stranger := serviceAccountToken(t, c, ns, "stranger")
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}
-	if err := c.Create(t.Context(), role); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "scraper"}},
-	}
-	if err := c.Create(t.Context(), binding); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), binding)
-		_ = c.Delete(context.Background(), role)
-	})
+	allowGet(t, c, ns, "scraper", "/metrics")
 
 	url := "https://" + opts.MetricsBindAddress + "/metrics"
 	waitFor(t, "the authorized scraper to read "+url, func(ctx context.Context) (bool, error) {
@@ -148,6 +131,80 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 			t.Errorf("GET /metrics with %s = %d, want %d", tc.who, got, tc.want)
 		}
 	}
+	if got := httpStatus(t.Context(), "https://"+opts.MetricsBindAddress+"/debug/pprof/heap", reader); got != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/heap without --pprof = %d, want 404", got)
+	}
+}
+
+// TestPprofNeedsItsOwnRole runs the manager with --pprof against a real
+// API server: its profiles are served on the metrics endpoint behind the
+// same TokenReview and SubjectAccessReview, so a scraper allowed /metrics
+// only is 403, and a ServiceAccount allowed GET on the profiles reads
+// the heap profile and the index. --pprof without --metrics-secure is
+// refused.
+func TestPprofNeedsItsOwnRole(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := testenv.Namespace(t, c, "steward-test-")
+	opts := integrationOptions(t, ns)
+	opts.LeaderElect, opts.Pprof = false, true
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() { _ = manager.Run(ctx, cfg, opts) }()
+
+	scraper := serviceAccountToken(t, c, ns, "scraper")
+	allowGet(t, c, ns, "scraper", "/metrics")
+	profiler := serviceAccountToken(t, c, ns, "profiler")
+	allowGet(t, c, ns, "profiler", "/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/goroutine") // as the chart's pprof-reader names them
+
+	base := "https://" + opts.MetricsBindAddress
+	waitFor(t, "the profiler to read the heap profile", func(ctx context.Context) (bool, error) {
+		return httpStatus(ctx, base+"/debug/pprof/heap?debug=1", profiler) == http.StatusOK, nil
+	})
+	for _, tc := range []struct {
+		who, path, token string
+		want             int
+	}{
+		{"the profiler", "/debug/pprof/", profiler, http.StatusOK},
+		{"the profiler", "/debug/pprof/goroutine?debug=1", profiler, http.StatusOK},
+		{"a scraper allowed /metrics only", "/debug/pprof/heap", scraper, http.StatusForbidden},
+		{"a scraper allowed /metrics only", "/metrics", scraper, http.StatusOK},
+		{"no token", "/debug/pprof/heap", "", http.StatusUnauthorized},
+	} {
+		if got := httpStatus(t.Context(), base+tc.path, tc.token); got != tc.want {
+			t.Errorf("GET %s with %s = %d, want %d", tc.path, tc.who, got, tc.want)
+		}
+	}
+
+	opts.MetricsSecure = false
+	if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--pprof needs --metrics-secure") {
+		t.Errorf("--pprof without --metrics-secure: %v", err)
+	}
+}
+
+// allowGet binds the ServiceAccount ns/name to a new ClusterRole allowing
+// GET on the non-resource URLs, until the test ends.
+func allowGet(t *testing.T, c client.Client, ns, name string, urls ...string) {
+	t.Helper()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: urls, Verbs: []string{"get"}}},
+	}
+	if err := c.Create(t.Context(), role); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}
+	if err := c.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), binding)
+		_ = c.Delete(context.Background(), role)
+	})
 }
 
 // serviceAccountToken creates the ServiceAccount name in ns and returns a

@@ -56,6 +56,14 @@ type Options struct {
 	// (SubjectAccessReview). Off, metrics are plain HTTP for anyone who can
 	// reach the port.
 	MetricsSecure bool
+	// Pprof serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the metrics endpoint, behind its authentication and
+	// authorization: a caller needs GET on the profile's path as a
+	// non-resource URL (the chart's pprof-reader ClusterRole names each
+	// one). Off by
+	// default; it needs MetricsSecure, since a profile shows the process's
+	// memory.
+	Pprof bool
 	// HealthProbeBindAddress is the address serving /healthz and /readyz;
 	// "0" disables it.
 	HealthProbeBindAddress string
@@ -138,6 +146,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		`Address the metrics endpoint binds to; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
 		"Serve metrics over HTTPS to authenticated and authorized callers only (TokenReview and SubjectAccessReview).")
+	fs.BoolVar(&o.Pprof, "pprof", o.Pprof,
+		"Serve Go's runtime profiles at /debug/pprof/ on the metrics endpoint, to callers authorized for GET on the profile's path (needs --metrics-secure).")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address the /healthz and /readyz probes bind to; "0" disables them.`)
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
@@ -170,6 +180,12 @@ func (o *Options) Validate() error {
 	}
 	if _, err := standard.ParsePortRange(o.ServiceNodePortRange); err != nil {
 		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
+	}
+	switch {
+	case o.Pprof && o.MetricsBindAddress == "0":
+		errs = append(errs, errors.New("--pprof serves on the metrics endpoint: it needs --metrics-bind-address"))
+	case o.Pprof && !o.MetricsSecure:
+		errs = append(errs, errors.New("--pprof needs --metrics-secure: a profile shows the process's memory to whoever reaches the port"))
 	}
 	for _, ns := range o.WatchNamespaces {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {

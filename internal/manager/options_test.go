@@ -119,6 +119,11 @@ func TestValidate(t *testing.T) {
 			wantErrs: []string{`--watch-namespaces: "Team_B" is not a namespace name`},
 		},
 		{
+			name:     "profiles with metrics off",
+			modify:   func(o *manager.Options) { o.Pprof, o.MetricsBindAddress = true, "0" },
+			wantErrs: []string{"--pprof serves on the metrics endpoint: it needs --metrics-bind-address"},
+		},
+		{
 			name:     "no workers",
 			modify:   func(o *manager.Options) { o.MaxConcurrentReconciles = 0 },
 			wantErrs: []string{"--max-concurrent-reconciles must be at least 1, got 0"},

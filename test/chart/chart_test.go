@@ -399,6 +399,7 @@ func TestRejectedValues(t *testing.T) {
 		{"serviceAccount.create=false", "serviceAccount.name is required"},
 		{"unknownKey=1", "unknownKey"},
 		{"watchNamespaces={Team_A}", "watchNamespaces"},
+		{"metrics.pprof=true,metrics.secure=false", "metrics.pprof needs metrics.secure"},
 	} {
 		out, err := run(t, "template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion, "--set", tc.set)
 		if err == nil {
