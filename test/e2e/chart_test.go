@@ -364,7 +364,7 @@ func testNamespaceScoped(t *testing.T, z *zkScenario) {
 	}
 	t.Logf("Watching %s only: the cluster there reconciled, %s/stray untouched", z.ns, other)
 
-	if err := helmInstall("--reuse-values", "--set", "watchNamespaces=null"); err != nil { // back to the default, every namespace ({} would be one empty name)
+	if err := helmInstall("--reuse-values", "--set-json", "watchNamespaces=[]"); err != nil { // every namespace (--set ...={} would be one empty name, =null is lost to --reuse-values)
 		fatalNow(t, err)
 	}
 	eventually(t, 2*time.Minute, "the operator, watching every namespace again, takes the other cluster on", func(ctx context.Context) error {
