@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,11 @@ type applyRecord struct {
 // one) that came back, and skips the call while both are unchanged. A child
 // changed by someone else, or a restart of the manager, causes one apply.
 // On return obj holds the child as the API server (or the cache) has it.
+//
+// A StatefulSet whose volume claim templates ask for more storage than the
+// live one's is not applied over it (the API forbids that change): its
+// claims are grown and it is re-created, its pods left running
+// (growVolumes); Apply returns a quiet requeue meanwhile.
 func (c *Context[T]) Apply(obj client.Object, component string) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme)
 	if err != nil {
@@ -72,6 +78,11 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 
 	if c.r.unchanged(c, c.Client, k, hash, c.Obj.GetUID(), obj) {
 		return nil
+	}
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		if err := c.growVolumes(sts); err != nil {
+			return err
+		}
 	}
 	if err := c.Client.Apply(c, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

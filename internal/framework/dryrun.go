@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -130,6 +131,16 @@ func (k childrenChecker) dryRun(ctx context.Context, obj client.Object) (string,
 	gvk, err := apiutil.GVKForObject(obj, k.scheme)
 	if err != nil {
 		return "", err
+	}
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		// Larger claim templates are applied by re-creating the StatefulSet
+		// (growVolumes), not over it: dry-run the rest over the live one.
+		live := &appsv1.StatefulSet{}
+		if err := k.client.Get(ctx, client.ObjectKeyFromObject(sts), live); err == nil && len(GrownClaimTemplates(live, sts)) > 0 {
+			sts = sts.DeepCopy()
+			sts.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
+			obj = sts
+		}
 	}
 	u, err := applyConfiguration(obj, gvk)
 	if err != nil {

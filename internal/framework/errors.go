@@ -58,7 +58,8 @@ type errorClass int
 const (
 	classNone errorClass = iota
 	// classConflict: the cache was stale (a write conflicted, or the cache
-	// is behind the API server); requeue quietly.
+	// is behind the API server), or a StatefulSet is being re-created;
+	// requeue quietly.
 	classConflict
 	// classInvalidSpec: terminal until the generation changes.
 	classInvalidSpec
@@ -92,7 +93,7 @@ func classify(err error) errorClass {
 		return classInvalidSpec
 	case IsTerminal(err):
 		return classTerminal
-	case apierrors.IsConflict(err) || errors.Is(err, errStaleCache):
+	case apierrors.IsConflict(err) || errors.Is(err, errStaleCache) || errors.Is(err, errReplacingStatefulSet):
 		// Only a conflict is a quiet requeue. AlreadyExists is not: a
 		// create that keeps failing that way (a name taken by someone else)
 		// must back off like any other error.

@@ -92,6 +92,7 @@ func SetupWebhooks[T Object, S any](mgr ctrl.Manager, actor Actor[T, S]) error {
 	if v != nil {
 		v.checker = childrenChecker{client: mgr.GetClient(), scheme: mgr.GetScheme()}
 		v.reader = SecretReader(mgr.GetClient(), mgr.GetAPIReader())
+		v.live = mgr.GetAPIReader()
 	}
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
@@ -246,6 +247,9 @@ type webhookValidator[T Object] struct {
 	// manager's client; a Secret it does not hold from the API server:
 	// SecretReader).
 	reader client.Reader
+	// live reads from the API server, uncached: the StorageClasses a
+	// volume growth needs (checkVolumeGrowth).
+	live client.Reader
 }
 
 // ValidateCreate validates the defaulted obj, then its children.
@@ -284,6 +288,11 @@ func (h *webhookValidator[T]) ValidateUpdate(ctx context.Context, old, obj T) (a
 	}
 	if err := h.clashes(ctx, obj); err != nil {
 		return warnings, err
+	}
+	if h.renderer != nil && h.live != nil {
+		if errs := checkVolumeGrowth(ctx, h.live, h.renderer.RenderChildren(old), h.renderer.RenderChildren(obj)); len(errs) > 0 {
+			return warnings, apierrors.NewInvalid(h.gk, obj.GetName(), errs)
+		}
 	}
 	return h.checkChildren(ctx, warnings, &old, obj)
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,7 +73,7 @@ spec: {replicas: 3, image: %s, imagePullPolicy: Never, heap: 96m, storage: {recl
 // zookeeperLifecycleSpec runs a ZookeeperCluster through its life on real pods, with
 // a client writing znodes throughout: creation, scaling 3→5→3→1→3, a config
 // change and an image change rolled leader-last, losing 2 of 3 pods, the
-// operator killed during a scale-in, pausing, and deletion under both
+// operator killed during a scale-in, pausing, volumes grown, and deletion under both
 // reclaim policies. At the end every write ZooKeeper acknowledged must be
 // there. The scenarios build on each other and run in order; the first
 // failure stops the rest.
@@ -88,6 +89,7 @@ func zookeeperLifecycleSpec(t *testing.T, in specInput) {
 		{"a frozen server leaves the client Service", z.frozen},
 		{"operator killed during scale-in", z.operatorKilled},
 		{"paused", z.paused},
+		{"volumes grow, the servers keep running", z.volumesGrow},
 		{"no acknowledged write is lost", z.noLostWrites},
 		{"reclaim policies", z.reclaim},
 	})
@@ -385,6 +387,78 @@ func (z *zkScenario) paused(t *testing.T) {
 	z.patch(`{"spec":{"paused":false,"replicas":3,"config":{"tickTime":"1900"}}}`)
 	z.waitReady(3, 2*time.Minute)
 	z.progress()
+}
+
+// volumesGrow asks for larger volumes, as a user whose disks fill up does:
+// a smaller size is refused at admission; a larger one reaches every
+// claim (localkube's provisioner expands them, as a CSI resizer would),
+// the StatefulSet is re-created with the larger claim template, and no
+// server restarts: the same pods, the writes going on.
+func (z *zkScenario) volumesGrow(t *testing.T) {
+	ctx := context.Background()
+	sts, err := env.client.AppsV1().StatefulSets(z.ns).Get(ctx, zkName, metav1.GetOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	pods := func() map[string]string {
+		list, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			fatalNow(t, err)
+		}
+		seen := map[string]string{}
+		for _, p := range list.Items {
+			restarts := int32(0)
+			for _, c := range p.Status.ContainerStatuses {
+				restarts += c.RestartCount
+			}
+			seen[p.Name] = fmt.Sprintf("%s/%d", p.UID, restarts)
+		}
+		return seen
+	}
+	before := pods()
+
+	out, err := kubectl("patch", "zk", zkName, "-n", z.ns, "--type", "merge", "-p", `{"spec":{"storage":{"size":"512Mi"}}}`)
+	if err == nil || !strings.Contains(out, "spec.storage.size") || !strings.Contains(out, "never shrink") {
+		errorf(t, "shrinking the volumes to 512Mi: %v: %s", err, out)
+	}
+	start := time.Now()
+	z.patch(`{"spec":{"storage":{"size":"2Gi"}}}`)
+	eventually(t, 2*time.Minute, "every claim at 2Gi and the StatefulSet re-created with 2Gi claims", func(ctx context.Context) error {
+		claims, err := env.client.CoreV1().PersistentVolumeClaims(z.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		grown := 0
+		for _, c := range claims.Items {
+			if !strings.HasPrefix(c.Name, "data-"+zkName+"-") {
+				continue
+			}
+			if got := c.Status.Capacity.Storage(); got.Cmp(resource.MustParse("2Gi")) != 0 {
+				return fmt.Errorf("claim %s: capacity %s", c.Name, got)
+			}
+			grown++
+		}
+		if grown < 3 {
+			return fmt.Errorf("%d claims", grown)
+		}
+		now, err := env.client.AppsV1().StatefulSets(z.ns).Get(ctx, zkName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if now.UID == sts.UID || now.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "2Gi" {
+			return fmt.Errorf("StatefulSet %s, claim template %s", now.UID, now.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage())
+		}
+		return nil
+	})
+	t.Logf("Every claim at 2Gi and the StatefulSet re-created %s after the change", time.Since(start).Round(time.Second))
+	z.waitReady(3, 2*time.Minute)
+	if after := pods(); fmt.Sprint(after) != fmt.Sprint(before) {
+		errorf(t, "the servers restarted or were replaced while the volumes grew: %v, then %v", before, after)
+	}
+	z.progress()
+	if out, err := kubectl("get", "events", "-n", z.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.note", "--no-headers"); err == nil {
+		t.Logf("Events VolumesGrowing:\n%s", out)
+	}
 }
 
 func (z *zkScenario) noLostWrites(t *testing.T) {

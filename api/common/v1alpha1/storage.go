@@ -22,12 +22,14 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName is immutable",fieldPath=.storageClassName
 type StorageSpec struct {
-	// size is each member's volume request. Default "1Gi"; immutable: a
-	// StatefulSet's volume claim templates cannot change (a later version
-	// may allow growth, which only relaxes this rule).
+	// size is each member's volume request. Default "1Gi"; can change, by
+	// growing only: admission refuses a smaller size, and a larger one
+	// where the StorageClass does not allow volume expansion. The
+	// controller asks for the larger size on every existing claim and
+	// re-creates the StatefulSet with the larger claim template, its pods
+	// left running (docs/framework.md, "Volume growth").
 	// +optional
 	// +kubebuilder:default="1Gi"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="size is immutable"
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName is the volumes' StorageClass. Default: the cluster's

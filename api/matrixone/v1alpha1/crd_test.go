@@ -134,7 +134,6 @@ func TestCELRules(t *testing.T) {
 		shared  = "sharedStorage: {fileSystem: {claimName: shared}}"
 		s3      = "sharedStorage: {s3: {endpoint: 'https://s3:9000', bucket: data, region: r1}}"
 		classIm = "storageClassName is immutable"
-		sizeIm  = "size is immutable"
 	)
 	// cluster is a MatrixOneCluster spec with more fields.
 	cluster := func(more string) string { return "{" + shared + ", cnGroups: [{name: cn}]" + more + "}" }
@@ -143,7 +142,6 @@ func TestCELRules(t *testing.T) {
 	storage := func(kind, at string, spec func(storage string) string) []testenv.Violation {
 		return []testenv.Violation{
 			change(rule(kind, at+".storageClassName", classIm), spec("{storageClassName: fast}"), spec("{storageClassName: slow}")),
-			change(rule(kind, at+".size", sizeIm), spec("{size: 1Gi}"), spec("{size: 2Gi}")),
 		}
 	}
 	name := func(kind, what string) testenv.Violation {

@@ -116,8 +116,6 @@ func TestCELRules(t *testing.T) {
 			cluster("[{name: z1}]", ", credentials: {root: a}"), cluster("[{name: z1}]", ", credentials: {root: b}")),
 		change(rule("OBCluster", "spec.storage.storageClassName", "storageClassName is immutable"),
 			cluster("[{name: z1}]", ", storage: {storageClassName: fast}"), cluster("[{name: z1}]", ", storage: {storageClassName: slow}")),
-		change(rule("OBCluster", "spec.storage.size", "size is immutable"),
-			cluster("[{name: z1}]", ", storage: {size: 1Gi}"), cluster("[{name: z1}]", ", storage: {size: 2Gi}")),
 		change(rule("OBCluster", "spec.zones", "an edit may add zones or remove zones, not both: the sys tenant's locality changes one zone at a time; add the new zones first, then remove the old ones"),
 			cluster("[{name: z1}, {name: z2}]", ""), cluster("[{name: z1}, {name: z3}]", "")),
 		change(rule("OBCluster", "spec.zones", "at least one of the current zones must stay"),

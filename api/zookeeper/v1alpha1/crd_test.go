@@ -212,8 +212,6 @@ func TestCRDOnAPIServer(t *testing.T) {
 			name, obj, spec string
 			want            []string
 		}{
-			{"size", "immutable", "{storage: {size: 3Gi, storageClassName: fast}}", []string{"spec.storage.size", "size is immutable"}},
-			{"size-unset", "immutable", "{storage: {storageClassName: fast}}", []string{"spec.storage.size", "size is immutable"}},
 			{"class", "immutable", "{storage: {size: 2Gi, storageClassName: slow}}", []string{"spec.storage.storageClassName", "storageClassName is immutable"}},
 			{"class-unset", "immutable", "{storage: {size: 2Gi}}", []string{"spec.storage.storageClassName", "storageClassName is immutable"}},
 			{"class-set", "noclass", "{storage: {storageClassName: fast}}", []string{"spec.storage.storageClassName", "storageClassName is immutable"}},

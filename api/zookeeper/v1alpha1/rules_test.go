@@ -52,6 +52,5 @@ func TestCELRules(t *testing.T) {
 			"", "{config: {dataDir: /x}}"),
 		f.Create(rule("spec.config", "keys must be property names of at most 128 characters: letters, digits, '.', '_' and '-'"), "", `{config: {"a b": x}}`),
 		f.Change(rule("spec.storage.storageClassName", "storageClassName is immutable"), "{storage: {storageClassName: fast}}", "{storage: {storageClassName: slow}}"),
-		f.Change(rule("spec.storage.size", "size is immutable"), "{storage: {size: 1Gi}}", "{storage: {size: 2Gi}}"),
 	})
 }

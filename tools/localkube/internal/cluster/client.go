@@ -79,9 +79,11 @@ func (k *client) bootstrap(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: StorageClassName, Annotations: map[string]string{
 			"storageclass.kubernetes.io/is-default-class": "true",
 		}},
-		Provisioner:       ProvisionerName,
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		Provisioner:   ProvisionerName,
+		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete),
+		// The provisioner expands its volumes (provisioner.Resize).
+		AllowVolumeExpansion: ptr.To(true),
+		VolumeBindingMode:    ptr.To(storagev1.VolumeBindingImmediate),
 	}
 	if err := ignoreExists(k.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})); err != nil {
 		return fmt.Errorf("create StorageClass: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,13 +84,15 @@ func (h HostPath) volumePath(pvName string) (string, error) {
 	return filepath.Join(h.Dir, pvName), nil
 }
 
-// Run serves claims of provisionerName until ctx ends.
+// Run serves claims of provisionerName until ctx ends, and expands their
+// volumes when a claim asks for more (Resize, every 2 s).
 func Run(ctx context.Context, client kubernetes.Interface, provisionerName, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	pc := controller.NewProvisionController(ctx, client, provisionerName, HostPath{Dir: dir},
 		controller.LeaderElection(false))
+	go resizeLoop(ctx, client, provisionerName, 2*time.Second)
 	pc.Run(ctx)
 	return nil
 }
