@@ -27,7 +27,7 @@ type StorageSpec struct {
 	// where the StorageClass does not allow volume expansion. The
 	// controller asks for the larger size on every existing claim and
 	// re-creates the StatefulSet with the larger claim template, its pods
-	// left running (docs/framework.md, "Volume growth").
+	// left running (docs/design/framework.md, "Volume growth").
 	// +optional
 	// +kubebuilder:default="1Gi"
 	Size *resource.Quantity `json:"size,omitempty"`
