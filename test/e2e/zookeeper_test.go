@@ -456,7 +456,7 @@ func (z *zkScenario) volumesGrow(t *testing.T) {
 		errorf(t, "the servers restarted or were replaced while the volumes grew: %v, then %v", before, after)
 	}
 	z.progress()
-	if out, err := kubectl("get", "events", "-n", z.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.note", "--no-headers"); err == nil {
+	if out, err := kubectl("get", "events", "-n", z.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.message", "--no-headers"); err == nil {
 		t.Logf("Events VolumesGrowing:\n%s", out)
 	}
 }
