@@ -134,9 +134,11 @@ func (k childrenChecker) dryRun(ctx context.Context, obj client.Object) (string,
 	}
 	if sts, ok := obj.(*appsv1.StatefulSet); ok {
 		// Larger claim templates are applied by re-creating the StatefulSet
-		// (growVolumes), not over it: dry-run the rest over the live one.
+		// (growVolumes), not over it, and smaller ones never (growVolumes
+		// says why): dry-run the rest over the live one.
 		live := &appsv1.StatefulSet{}
-		if err := k.client.Get(ctx, client.ObjectKeyFromObject(sts), live); err == nil && len(GrownClaimTemplates(live, sts)) > 0 {
+		if err := k.client.Get(ctx, client.ObjectKeyFromObject(sts), live); err == nil &&
+			(len(GrownClaimTemplates(live, sts)) > 0 || shrunkClaimTemplates(live, sts) != nil) {
 			sts = sts.DeepCopy()
 			sts.Spec.VolumeClaimTemplates = live.Spec.VolumeClaimTemplates
 			obj = sts

@@ -1,6 +1,7 @@
 package zookeeper_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -387,6 +389,36 @@ func TestWebhooksOnAPIServer(t *testing.T) {
 		for _, name := range []string{"plain", "even"} {
 			if err := c.Delete(t.Context(), cluster(name, nil)); err != nil {
 				t.Errorf("delete %s: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("storage grows where its class expands, never shrinks", func(t *testing.T) {
+		for name, expands := range map[string]bool{"grows": true, "fixed": false} {
+			class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Provisioner: "example.com/p", AllowVolumeExpansion: ptr.To(expands)}
+			if err := c.Create(t.Context(), class); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), class) })
+			if err := c.Create(t.Context(), cluster("vol-"+name, func(s *zkv1.ZookeeperClusterSpec) { s.Storage.StorageClassName = &class.Name })); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resize := func(name, size string) error {
+			zk := get(t, name)
+			zk.Spec.Storage.Size = ptr.To(resource.MustParse(size))
+			return c.Update(t.Context(), zk)
+		}
+		if err := resize("vol-grows", "2Gi"); err != nil {
+			t.Errorf("growing where the class expands: %v", err)
+		}
+		for _, tc := range []struct{ name, size, says string }{
+			{"vol-grows", "1Gi", "spec.storage.size: Forbidden: 1Gi is less than 2Gi: a volume can grow, never shrink"},
+			{"vol-fixed", "2Gi", "spec.storage.size: Forbidden: cannot grow from 1Gi to 2Gi: StorageClass " + ns + "-fixed does not allow volume expansion"},
+		} {
+			err := resize(tc.name, tc.size)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("%s to %s: %v, want a 422 saying %q", tc.name, tc.size, err, tc.says)
 			}
 		}
 	})
