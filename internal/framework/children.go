@@ -52,7 +52,9 @@ type applyRecord struct {
 // A StatefulSet whose volume claim templates ask for more storage than the
 // live one's is not applied over it (the API forbids that change): its
 // claims are grown and it is re-created, its pods left running
-// (growVolumes); Apply returns a quiet requeue meanwhile.
+// (growVolumes); Apply returns a quiet requeue meanwhile. While a flow
+// runs, it is applied with the live claim templates instead, and grows
+// after the flow.
 func (c *Context[T]) Apply(obj client.Object, component string) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme)
 	if err != nil {
@@ -64,6 +66,13 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 	obj.SetLabels(standard.Merge(obj.GetLabels(), c.Labels(component)))
 	if err := controllerutil.SetControllerReference(c.Obj, obj, c.Scheme); err != nil {
 		return fmt.Errorf("apply %s %s: %w", gvk.Kind, key(obj), err)
+	}
+	if sts, ok := obj.(*appsv1.StatefulSet); ok {
+		// Before hashing: while a flow runs, growVolumes applies the live
+		// claim templates, and the grown ones once it has ended.
+		if err := c.growVolumes(sts); err != nil {
+			return err
+		}
 	}
 	u, err := applyConfiguration(obj, gvk)
 	if err != nil {
@@ -78,11 +87,6 @@ func (c *Context[T]) Apply(obj client.Object, component string) error {
 
 	if c.r.unchanged(c, c.Client, k, hash, c.Obj.GetUID(), obj) {
 		return nil
-	}
-	if sts, ok := obj.(*appsv1.StatefulSet); ok {
-		if err := c.growVolumes(sts); err != nil {
-			return err
-		}
 	}
 	if err := c.Client.Apply(c, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {

@@ -45,7 +45,10 @@ var errReplacingStatefulSet = errors.New("the StatefulSet is being re-created wi
 // StatefulSet is deleted with its pods orphaned, to be created again by
 // the next pass, which adopts the running pods. Pods are not restarted:
 // the pod template, and so the revision, is unchanged. A smaller request
-// is never applied here: the API refuses a shrinking storage size.
+// is never applied (an invalid spec). While a flow of the owner is active,
+// desired gets the live claim templates instead, and the growth waits for
+// the flow to end: a re-created StatefulSet would lose the replicas a flow
+// holds it at.
 func (c *Context[T]) growVolumes(desired *appsv1.StatefulSet) error {
 	live := &appsv1.StatefulSet{}
 	if err := c.Client.Get(c, client.ObjectKeyFromObject(desired), live); err != nil {
@@ -62,6 +65,14 @@ func (c *Context[T]) growVolumes(desired *appsv1.StatefulSet) error {
 	}
 	grown := GrownClaimTemplates(live, desired)
 	if len(grown) == 0 {
+		return nil
+	}
+	if op := c.Obj.StatusCore().Operation; op != nil && op.Phase.Active() {
+		// A flow shapes the set meanwhile (a scale-in holds its replicas
+		// above the spec's; a re-created set would not know): apply the
+		// rest now, the larger claims once the flow has ended.
+		desired.Spec.VolumeClaimTemplates = live.DeepCopy().Spec.VolumeClaimTemplates
+		c.Log.V(1).Info("Volume growth waits for the flow to end", "statefulSet", desired.Name, "operation", op.Name)
 		return nil
 	}
 	var claims corev1.PersistentVolumeClaimList

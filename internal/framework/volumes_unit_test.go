@@ -1,16 +1,23 @@
 package framework
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
 )
 
 // statefulSet is a StatefulSet "zk" with a claim template "data" of size
@@ -93,5 +100,73 @@ func TestClaimTemplateChanges(t *testing.T) {
 		if got := claimTemplateOf(name, "zk", grown); got != want {
 			t.Errorf("claim %s: template %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestGrowVolumesWaitsForFlows runs growVolumes on a fake client: with no
+// flow, the set's claims (a departed member's too, not another set's) are
+// asked for more, the StatefulSet is deleted for re-creation, an Event
+// recorded; while a flow is active, nothing is touched and the
+// StatefulSet is applied with its live claim templates; a shrink is an
+// invalid spec.
+func TestGrowVolumesWaitsForFlows(t *testing.T) {
+	pvc := func(name, size string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
+	}
+	run := func(op *commonv1.Operation, desiredSize string) (*Context[*testapi.Widget], *appsv1.StatefulSet, *events.FakeRecorder, error) {
+		live := statefulSet("1Gi", nil)
+		live.Namespace = "ns"
+		c := fake.NewClientBuilder().WithObjects(live, pvc("data-zk-0", "1Gi"), pvc("data-zk-4", "1Gi"), pvc("data-zk2-0", "1Gi")).Build()
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}}
+		w.Status.Operation = op
+		rec := events.NewFakeRecorder(10)
+		ctx := &Context[*testapi.Widget]{Context: t.Context(), Obj: w, Client: c, Reader: c, Recorder: rec, Log: logr.Discard()}
+		desired := statefulSet(desiredSize, nil)
+		desired.Namespace = "ns"
+		return ctx, desired, rec, ctx.growVolumes(desired)
+	}
+	requests := func(ctx *Context[*testapi.Widget]) string {
+		var out []string
+		for _, name := range []string{"data-zk-0", "data-zk-4", "data-zk2-0"} {
+			p := &corev1.PersistentVolumeClaim{}
+			if err := ctx.Client.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: name}, p); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, name+"="+p.Spec.Resources.Requests.Storage().String())
+		}
+		return strings.Join(out, " ")
+	}
+	stsExists := func(ctx *Context[*testapi.Widget]) bool {
+		return ctx.Client.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "zk"}, &appsv1.StatefulSet{}) == nil
+	}
+
+	ctx, _, rec, err := run(nil, "2Gi")
+	if !errors.Is(err, errReplacingStatefulSet) {
+		t.Errorf("no flow: %v, want the quiet requeue of a re-creation", err)
+	}
+	if got := requests(ctx); got != "data-zk-0=2Gi data-zk-4=2Gi data-zk2-0=1Gi" {
+		t.Errorf("no flow: claims %s", got)
+	}
+	if stsExists(ctx) {
+		t.Error("no flow: the StatefulSet was not deleted for its re-creation")
+	}
+	if e := <-rec.Events; !strings.Contains(e, ReasonVolumesGrowing) || !strings.Contains(e, "data-zk-0, data-zk-4") {
+		t.Errorf("no flow: Event %q", e)
+	}
+
+	ctx, desired, _, err := run(&commonv1.Operation{Name: "scale", Phase: commonv1.PhaseRunning}, "2Gi")
+	if err != nil {
+		t.Errorf("a flow running: %v", err)
+	}
+	if got := requests(ctx); got != "data-zk-0=1Gi data-zk-4=1Gi data-zk2-0=1Gi" || !stsExists(ctx) {
+		t.Errorf("a flow running: claims %s, StatefulSet kept %t", got, stsExists(ctx))
+	}
+	if got := desired.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String(); got != "1Gi" {
+		t.Errorf("a flow running: the StatefulSet is applied with claims of %s, want the live 1Gi", got)
+	}
+
+	if _, _, _, err := run(nil, "512Mi"); !IsInvalidSpec(err) {
+		t.Errorf("a shrink: %v, want an invalid spec", err)
 	}
 }
