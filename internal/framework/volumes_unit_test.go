@@ -124,7 +124,8 @@ func TestGrowVolumesWaitsForFlows(t *testing.T) {
 		ctx := &Context[*testapi.Widget]{Context: t.Context(), Obj: w, Client: c, Reader: c, Recorder: rec, Log: logr.Discard()}
 		desired := statefulSet(desiredSize, nil)
 		desired.Namespace = "ns"
-		return ctx, desired, rec, ctx.growVolumes(desired)
+		err := ctx.growVolumes(desired)
+		return ctx, desired, rec, err
 	}
 	requests := func(ctx *Context[*testapi.Widget]) string {
 		var out []string
