@@ -190,12 +190,12 @@ func waitForAdmission(timeout time.Duration) error {
 			if err == nil || clusterMissing.MatchString(out) {
 				break
 			}
-			// Any other failure is retried until the deadline too: while an
-			// upgrade that widens watchNamespaces rolls out, a replica of the
-			// old scope may still answer for a namespace it did not watch
-			// (seen once in CI: a GpssCluster sample "is invalid" with no
-			// cause, right after the rollout). A sample that is really
-			// refused fails at the deadline, with its answer.
+			// Any other failure is retried until the deadline too: right
+			// after an upgrade that widened watchNamespaces, a GpssCluster
+			// sample was refused once in CI, "is invalid" with no cause
+			// (probably a replica of the old scope answering for a
+			// namespace it did not watch; not confirmed). A sample that is
+			// really refused fails at the deadline, with its answer.
 			if time.Now().After(deadline) {
 				return fmt.Errorf("a server dry run of %s through the webhooks: %w: %s", filepath.Base(sample), err, out)
 			}
