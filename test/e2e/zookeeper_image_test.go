@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -152,4 +153,55 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		"a new server: starting without asking the DNS for never-resolves.invalid.svc.cluster.local",
 		"starting ZooKeeper",
 	}, []string{"waiting for"}))
+
+	// A server waits (ZK_PEER_WAIT) until the DNS has its peers' names,
+	// asking in a way that leaves no cached "no such name" behind, and
+	// names those it did not find.
+	peers := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "zk-peers"},
+		Data: map[string]string{"zoo.cfg": "dataDir=/data\ntickTime=2000\n" +
+			"server.1=zk-peers.invalid.svc.cluster.local:2888:3888;2181\n" +
+			"server.2=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n" +
+			"server.3=kubernetes.default.svc.cluster.local:2888:3888;2181\n"},
+	}
+	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, peers, metav1.CreateOptions{}); err != nil {
+		fatalNow(t, err)
+	}
+	peerWait := fresh.DeepCopy()
+	peerWait.Name = "zk-peers"
+	peerWait.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_PEER_WAIT", Value: "2"}}
+	peerWait.Spec.Volumes[0].ConfigMap.Name = "zk-peers"
+	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, peerWait, metav1.CreateOptions{}); err != nil {
+		fatalNow(t, err)
+	}
+	eventually(t, 2*time.Minute, "zk-peers waited for the peer the DNS does not have", logSays("zk-peers", []string{
+		"warning: not in the DNS after 2s: never-resolves.invalid.svc.cluster.local; starting anyway",
+		"starting ZooKeeper",
+	}, []string{"kubernetes.default.svc.cluster.local;", "did not answer"}))
+
+	// A pod deleted while zk-run waits for the DNS goes at once: the shell
+	// is PID 1 until it execs the JVM, and it must not ignore SIGTERM for
+	// the pod's grace period (30 s here).
+	waiting := served.DeepCopy()
+	waiting.Name = "zk-dns-deleted"
+	waiting.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	waiting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_DNS_WAIT", Value: "300"}}
+	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
+		fatalNow(t, err)
+	}
+	eventually(t, 2*time.Minute, "zk-dns-deleted waits for its name", logSays(waiting.Name,
+		[]string{"waiting for never-resolves.invalid.svc.cluster.local"}, []string{"starting ZooKeeper"}))
+	deleted := time.Now()
+	if err := env.client.CoreV1().Pods(ns).Delete(ctx, waiting.Name, metav1.DeleteOptions{}); err != nil {
+		fatalNow(t, err)
+	}
+	eventually(t, time.Minute, "zk-dns-deleted is gone", func(ctx context.Context) error {
+		if _, err := env.client.CoreV1().Pods(ns).Get(ctx, waiting.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	if took := time.Since(deleted); took > 15*time.Second {
+		fatalf(t, "a pod deleted while zk-run waited for the DNS took %s to go, want well under its 30 s grace period", took.Round(time.Second))
+	}
 }

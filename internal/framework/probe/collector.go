@@ -101,11 +101,17 @@ type Options[R any] struct {
 	// Interval is how often a target that answers is called in the
 	// background (default DefaultInterval).
 	Interval time.Duration
+	// RetryInterval is how soon a target whose call failed is called
+	// again; it doubles with every failure in a row up to MaxInterval
+	// (default Interval). A server that stops answering "not serving"
+	// without its pod changing (a survivor that rejoins once replacements
+	// form a quorum) is then seen within seconds, not an Interval later.
+	RetryInterval time.Duration
 	// MaxInterval bounds the background calls to a target that keeps
-	// failing: its interval doubles from Interval with every failure up to
-	// MaxInterval (default DefaultMaxInterval, at least Interval). A
-	// partitioned cluster costs few calls; a Revision change calls it at
-	// once all the same.
+	// failing: its interval doubles from RetryInterval with every failure
+	// up to MaxInterval (default DefaultMaxInterval, at least Interval).
+	// A partitioned cluster costs few calls; a Revision change calls it
+	// at once all the same.
 	MaxInterval time.Duration
 	// IdleTimeout drops a target that no Collect or Watch asked for in this
 	// long (default DefaultIdleTimeout), for an object whose controller
@@ -185,6 +191,9 @@ func NewCollector[R any](opts Options[R]) *Collector[R] {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = opts.Interval
 	}
 	if opts.MaxInterval <= 0 {
 		opts.MaxInterval = DefaultMaxInterval
@@ -352,10 +361,14 @@ func (c *Collector[R]) due(e *entry[R]) bool {
 	return c.opts.Now().Sub(e.result.At) >= c.opts.MinInterval
 }
 
-// interval is how long after its last call e is called again: Interval,
-// doubled for every failure in a row, up to MaxInterval.
+// interval is how long after its last call e is called again: Interval
+// while it answers; RetryInterval after a failure, doubled for every
+// further failure in a row, up to MaxInterval.
 func (c *Collector[R]) interval(e *entry[R]) time.Duration {
-	d := c.opts.Interval
+	if e.failures == 0 {
+		return c.opts.Interval
+	}
+	d := c.opts.RetryInterval
 	for i := 1; i < e.failures && d < c.opts.MaxInterval; i++ {
 		d *= 2
 	}

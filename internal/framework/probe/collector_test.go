@@ -22,6 +22,8 @@ type server struct {
 	release chan struct{}
 	hangs   atomic.Int32
 	calls   atomic.Int32
+	// recovered: /recovers answers 9 from then on, and fails before.
+	recovered atomic.Bool
 }
 
 func newServer(t *testing.T) *server {
@@ -38,6 +40,12 @@ func newServer(t *testing.T) *server {
 			}
 		case "/fail":
 			http.Error(w, "broken", http.StatusInternalServerError)
+		case "/recovers":
+			if !s.recovered.Load() {
+				http.Error(w, "not yet", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = io.WriteString(w, "9")
 		default:
 			_, _ = io.WriteString(w, r.URL.Path[1:])
 		}
@@ -353,6 +361,49 @@ func TestBackgroundCadence(t *testing.T) {
 	}
 	if n := notifications.Load(); n != 3 {
 		t.Errorf("%d notifications, want 3: failure to success notifies", n)
+	}
+}
+
+// TestRetryIntervalSeesRecoverySoon checks that a target that failed is
+// called again after RetryInterval, not Interval, so that its recovery is
+// seen (and notified) soon although nothing about it changed; that once it
+// answers it is called every Interval again; and that without
+// RetryInterval a failure waits an Interval as before.
+func TestRetryIntervalSeesRecoverySoon(t *testing.T) {
+	s := newServer(t)
+	notified := make(chan string, 10)
+	c := NewCollector[int](Options[int]{CallTimeout: time.Second, Interval: time.Hour,
+		RetryInterval: 50 * time.Millisecond, MaxInterval: 400 * time.Millisecond,
+		Notify: func(g string) { notified <- g }})
+	t.Cleanup(c.Close)
+	target := []Target{{Group: "g", Key: "k", Address: s.URL + "/recovers"}}
+	c.Watch(target, get)
+	<-notified // the first answer, a failure
+	time.Sleep(120 * time.Millisecond)
+	s.recovered.Store(true)
+	select {
+	case <-notified:
+	case <-time.After(2 * time.Second):
+		t.Fatalf("recovery not seen within 2s (%d calls); an hour's Interval would see it in an hour", s.calls.Load())
+	}
+	if r := c.Results(target)["k"]; !r.OK() || r.Value != 9 {
+		t.Fatalf("after recovery = %+v, want 9", r)
+	}
+	calls := s.calls.Load()
+	time.Sleep(300 * time.Millisecond)
+	if n := s.calls.Load() - calls; n != 0 {
+		t.Errorf("%d calls in 300ms to a target that answers, want 0 at an hour's Interval", n)
+	}
+
+	// Without RetryInterval, a failure waits an Interval.
+	s.recovered.Store(false)
+	plain := NewCollector[int](Options[int]{CallTimeout: time.Second, Interval: time.Hour})
+	t.Cleanup(plain.Close)
+	before := s.calls.Load()
+	plain.Watch([]Target{{Group: "g", Key: "plain", Address: s.URL + "/recovers"}}, get)
+	time.Sleep(300 * time.Millisecond)
+	if n := s.calls.Load() - before; n != 1 {
+		t.Errorf("%d calls in 300ms without RetryInterval, want 1 (the first)", n)
 	}
 }
 
