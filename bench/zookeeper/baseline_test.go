@@ -194,7 +194,7 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 // when zk-run started the JVM, the server bound its client port, started
 // its AdminServer, ended its first election (its role, and how long the
 // election ran) and served, how long zk-run waited for the DNS to answer
-// its name, and which probes failed: so that a slow round shows where its
+// its name and to have its peers', and which probes failed: so that a slow round shows where its
 // time went. A heal's surviving pod shows only what came after start.
 func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) string {
 	since := func(t metav1.Time) string {
@@ -290,13 +290,16 @@ var (
 	// then on.
 	serving   = regexp.MustCompile(`Have quorum of supporters|Learner received UPTODATE message`)
 	dnsWaited = regexp.MustCompile(`resolves to this pod's address after ([0-9.]+s)`)
+	// peersWaited: zk-run waited for the DNS to have its peers' names,
+	// found them all (after) or not (not in the DNS after).
+	peersWaited = regexp.MustCompile(`every peer is in the DNS after ([0-9.]+s)|not in the DNS after ([0-9.]+s)`)
 )
 
 // logMilestones reads a server's log, each line prefixed by the kubelet's
 // timestamp, and says when after start each milestone came.
 func logMilestones(log string, start time.Time) string {
 	at := map[*regexp.Regexp]string{}
-	election, dns := "no election", "no DNS wait"
+	election, dns, peers := "no election", "no DNS wait", "no peer wait"
 	for _, line := range strings.Split(log, "\n") {
 		stamp, text, ok := strings.Cut(line, " ")
 		t, err := time.Parse(time.RFC3339Nano, stamp)
@@ -314,6 +317,12 @@ func logMilestones(log string, start time.Time) string {
 		if m := dnsWaited.FindStringSubmatch(text); m != nil {
 			dns = "DNS waited " + m[1]
 		}
+		if m := peersWaited.FindStringSubmatch(text); m != nil {
+			peers = "peers waited " + m[1] + m[2]
+			if m[2] != "" {
+				peers += ", some not found"
+			}
+		}
 	}
 	get := func(re *regexp.Regexp) string {
 		if v, ok := at[re]; ok {
@@ -321,8 +330,8 @@ func logMilestones(log string, start time.Time) string {
 		}
 		return "-"
 	}
-	return fmt.Sprintf("jvm %s port %s admin %s elected %s serving %s, %s, %s",
-		get(jvmStarting), get(portBound), get(adminStarted), get(electionTook), get(serving), election, dns)
+	return fmt.Sprintf("jvm %s port %s admin %s elected %s serving %s, %s, %s, %s",
+		get(jvmStarting), get(portBound), get(adminStarted), get(electionTook), get(serving), election, dns, peers)
 }
 
 // waitCreated waits until the 3-server cluster name, applied at start, is

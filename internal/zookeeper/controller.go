@@ -69,8 +69,9 @@ const (
 	// again (doubling while it keeps not serving). A survivor of a heal
 	// serves again once its replacements form a quorum, without its pod
 	// changing: at an interval's wait, Ready came 10 s after the third pod
-	// was ready in 2 of 9 heals (bench/zookeeper).
-	probeRetryInterval = time.Second
+	// was ready in 2 of 9 heals (bench/zookeeper); it comes 0-3 s after
+	// its replacements serve.
+	probeRetryInterval = 500 * time.Millisecond
 	// DefaultReconfigTimeout bounds one membership read or change.
 	DefaultReconfigTimeout = 15 * time.Second
 )
@@ -91,8 +92,8 @@ type Options struct {
 	// DefaultProbeTimeout, DefaultProbeDeadline). Other passes never wait.
 	ProbeTimeout, ProbeDeadline time.Duration
 	// ProbeInterval is how often each server is asked in the background
-	// while it answers; one that does not is asked again after a second
-	// (probeRetryInterval), then less and less often, down to once every
+	// while it answers; one that does not is asked again after half a
+	// second (probeRetryInterval), then less and less often, down to once every
 	// three intervals, and at once when its pod changes (default
 	// DefaultProbeInterval).
 	ProbeInterval time.Duration
