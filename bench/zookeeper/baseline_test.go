@@ -194,8 +194,9 @@ func (k *kube) timeHeal(b *testing.B, ns, name string, done func() bool) time.Du
 // when zk-run started the JVM, the server bound its client port, started
 // its AdminServer, ended its first election (its role, and how long the
 // election ran) and served, how long zk-run waited for the DNS to answer
-// its name and to have its peers', and which probes failed: so that a slow round shows where its
-// time went. A heal's surviving pod shows only what came after start.
+// its name and to have its peers', and which probes failed: so that a
+// slow round shows where its time went. A heal's surviving pod shows only
+// what came after start.
 func (k *kube) podTimeline(b *testing.B, ns, name string, start time.Time) string {
 	since := func(t metav1.Time) string {
 		if t.IsZero() {
