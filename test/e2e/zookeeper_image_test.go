@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -196,10 +197,14 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		fatalNow(t, err)
 	}
 	eventually(t, time.Minute, "zk-dns-deleted is gone", func(ctx context.Context) error {
-		if _, err := env.client.CoreV1().Pods(ns).Get(ctx, waiting.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+		switch _, err := env.client.CoreV1().Pods(ns).Get(ctx, waiting.Name, metav1.GetOptions{}); {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		default:
+			return errors.New("still there")
 		}
-		return nil
 	})
 	if took := time.Since(deleted); took > 15*time.Second {
 		fatalf(t, "a pod deleted while zk-run waited for the DNS took %s to go, want well under its 30 s grace period", took.Round(time.Second))
