@@ -93,8 +93,8 @@ type Options struct {
 	ProbeTimeout, ProbeDeadline time.Duration
 	// ProbeInterval is how often each server is asked in the background
 	// while it answers; one that does not is asked again after half a
-	// second (probeRetryInterval), then less and less often, down to once every
-	// three intervals, and at once when its pod changes (default
+	// second (probeRetryInterval), then less and less often, down to once
+	// every three intervals, and at once when its pod changes (default
 	// DefaultProbeInterval).
 	ProbeInterval time.Duration
 	// ReconfigTimeout bounds a membership read or change through the

@@ -98,22 +98,30 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 		fatalf(t, "server_state %q, want standalone", state)
 	}
 
+	// serverPod is pod under another name, with the config of the
+	// ConfigMap config (made with zooCfg when given) and the environment
+	// vars.
+	serverPod := func(name, config, zooCfg string, vars ...corev1.EnvVar) *corev1.Pod {
+		if zooCfg != "" {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config}, Data: map[string]string{"zoo.cfg": zooCfg}}
+			if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				fatalNow(t, err)
+			}
+		}
+		p := pod.DeepCopy()
+		p.Name = name
+		p.Spec.Containers[0].Env = vars
+		p.Spec.Volumes[0].ConfigMap.Name = config
+		return p
+	}
+
 	// A server whose volume has served before (it has a myid) and whose
 	// name does not resolve to its address waits ZK_DNS_WAIT seconds for
 	// the DNS, then starts anyway and says so; a new server (no myid yet)
 	// does not ask the DNS at all.
-	cm = &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "zk-dns"},
-		Data: map[string]string{"zoo.cfg": "dataDir=/data\ntickTime=2000\n" +
-			"server.1=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n"},
-	}
-	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		fatalNow(t, err)
-	}
-	fresh := pod.DeepCopy()
-	fresh.Name = "zk-dns-new"
-	fresh.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_DNS_WAIT", Value: "2"}}
-	fresh.Spec.Volumes[0].ConfigMap.Name = "zk-dns"
+	fresh := serverPod("zk-dns-new", "zk-dns", "dataDir=/data\ntickTime=2000\n"+
+		"server.1=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n",
+		corev1.EnvVar{Name: "ZK_MYID", Value: "1"}, corev1.EnvVar{Name: "ZK_DNS_WAIT", Value: "2"})
 	served := fresh.DeepCopy()
 	served.Name = "zk-dns"
 	served.Spec.InitContainers = []corev1.Container{{
@@ -158,20 +166,11 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	// A server waits (ZK_PEER_WAIT) until the DNS has its peers' names,
 	// asking in a way that leaves no cached "no such name" behind, and
 	// names those it did not find.
-	peers := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "zk-peers"},
-		Data: map[string]string{"zoo.cfg": "dataDir=/data\ntickTime=2000\n" +
-			"server.1=zk-peers.invalid.svc.cluster.local:2888:3888;2181\n" +
-			"server.2=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n" +
-			"server.3=kubernetes.default.svc.cluster.local:2888:3888;2181\n"},
-	}
-	if _, err := env.client.CoreV1().ConfigMaps(ns).Create(ctx, peers, metav1.CreateOptions{}); err != nil {
-		fatalNow(t, err)
-	}
-	peerWait := fresh.DeepCopy()
-	peerWait.Name = "zk-peers"
-	peerWait.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_MYID", Value: "1"}, {Name: "ZK_PEER_WAIT", Value: "2"}}
-	peerWait.Spec.Volumes[0].ConfigMap.Name = "zk-peers"
+	peerWait := serverPod("zk-peers", "zk-peers", "dataDir=/data\ntickTime=2000\n"+
+		"server.1=zk-peers.invalid.svc.cluster.local:2888:3888;2181\n"+
+		"server.2=never-resolves.invalid.svc.cluster.local:2888:3888;2181\n"+
+		"server.3=kubernetes.default.svc.cluster.local:2888:3888;2181\n",
+		corev1.EnvVar{Name: "ZK_MYID", Value: "1"}, corev1.EnvVar{Name: "ZK_PEER_WAIT", Value: "2"})
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, peerWait, metav1.CreateOptions{}); err != nil {
 		fatalNow(t, err)
 	}
@@ -183,10 +182,9 @@ func zookeeperImageSpec(t *testing.T, in specInput) {
 	// A pod deleted while zk-run waits for the DNS goes at once: the shell
 	// is PID 1 until it execs the JVM, and it must not ignore SIGTERM for
 	// the pod's grace period (30 s here).
-	waiting := served.DeepCopy()
-	waiting.Name = "zk-dns-deleted"
+	waiting := serverPod("zk-dns-deleted", "zk-dns", "", corev1.EnvVar{Name: "ZK_DNS_WAIT", Value: "300"})
+	waiting.Spec.InitContainers = served.Spec.InitContainers
 	waiting.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	waiting.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ZK_DNS_WAIT", Value: "300"}}
 	if _, err := env.client.CoreV1().Pods(ns).Create(ctx, waiting, metav1.CreateOptions{}); err != nil {
 		fatalNow(t, err)
 	}

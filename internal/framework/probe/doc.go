@@ -11,9 +11,10 @@
 // Options.Notify names the object so that its controller enqueues it. No
 // second call to a target starts while one is in flight, so a hung pod
 // costs one goroutine, not one per pass, and a partitioned cluster costs
-// its controller nothing but a few background calls. [Collector.Collect] also calls the targets whose answers are older
-// than MinInterval and waits for them up to a deadline, for the steps of an
-// operation that must decide on fresh answers.
+// its controller nothing but a few background calls. [Collector.Collect]
+// also calls the targets whose answers are older than MinInterval and
+// waits for them up to a deadline, for the steps of an operation that must
+// decide on fresh answers.
 //
 // Errors are reported by class ([Classify]: timeout, refused, unreachable,
 // protocol) with a text that stays the same while the failure does
