@@ -10,6 +10,9 @@ SHELL := /usr/bin/env bash
 # Where the localkube-built control plane (etcd, kube-apiserver, kubectl)
 # lives. envtest finds the binaries through KUBEBUILDER_ASSETS.
 LOCALKUBE_DIR ?= $(CURDIR)/.cache/localkube
+# Extra flags for `localkube up` where a target brings a cluster up, e.g.
+# --dns-caches-cluster-domain (docs/localkube.md).
+LOCALKUBE_UP_FLAGS ?=
 export KUBEBUILDER_ASSETS ?= $(LOCALKUBE_DIR)/bin
 
 # Tool versions. controller-tools v0.21.0 is the release built against
@@ -308,7 +311,7 @@ test: localkube helm ## Run every test: unit and envtest integration (both modul
 .PHONY: demo
 demo: IMAGES = $(DEFAULT_IMAGES)
 demo: images helm ## Bring up a local cluster, install Steward with its chart, create a 3-server ZooKeeper cluster and use it.
-	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
+	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
 	@# The image tag stays the same across builds, so an existing manager is
 	@# restarted to pick up the image just loaded.
@@ -336,7 +339,7 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 .PHONY: demo-matrixone
 demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, start versitygw (S3), create the sample MatrixOneCluster on the sample BucketClaim (real MatrixOne on S3, about 3.7 GiB) and run SQL through its proxy with a MySQL client.
 	$(MAKE) --no-print-directory images SYSTEMS=matrixone
-	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2
+	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS)
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar $(IMAGES_DIR)/versitygw.tar
 	@installed=$$($(KUBECTL) -n steward-system get deployment/steward-controller-manager -o name 2>/dev/null || true); \
 	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone HELM_INSTALL_FLAGS="-f $(CURDIR)/hack/demo-matrixone-values.yaml"; \
@@ -384,7 +387,7 @@ BENCH_HELM_FLAGS ?=
 
 .PHONY: bench-setup
 bench-setup: images helm ## Bring up a local cluster with simulated capacity unless one is up, load the images, install Steward for the benchmarks.
-	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 --simulated-pod-capacity $(SIMULATED_POD_CAPACITY)
+	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS) --simulated-pod-capacity $(SIMULATED_POD_CAPACITY)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
 	@# bench/values.yaml: plain-HTTP metrics, and every system with a
 	@# benchmark, preview ones included.

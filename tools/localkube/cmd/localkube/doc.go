@@ -7,6 +7,7 @@
 //
 //	localkube build                   build and cache every binary (idempotent)
 //	localkube up [--simulated-nodes N] [--simulated-pod-capacity P]
+//	             [--dns-caches-cluster-domain]
 //	                                  start a cluster, wait until it is usable
 //	localkube status                  show components and nodes
 //	localkube load-image ARCHIVE      import a docker-archive into the node

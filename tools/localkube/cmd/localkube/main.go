@@ -127,6 +127,7 @@ func upCmd(cfg *cluster.Config) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&cfg.SimulatedNodes, "simulated-nodes", 0, "number of kwok nodes (tainted kwok.x-k8s.io/node=fake:NoSchedule; their pods become Ready without running)")
 	cmd.Flags().IntVar(&cfg.SimulatedPodCapacity, "simulated-pod-capacity", cfg.SimulatedPodCapacity, "pods each kwok node takes (its pods capacity and allocatable)")
+	cmd.Flags().BoolVar(&cfg.DNSCachesClusterDomain, "dns-caches-cluster-domain", false, "make CoreDNS cache its answers for the cluster domain, \"no such name\" for 5 s, as a DNS cache in front of it would (kubeadm's Corefile does not)")
 	cmd.Flags().IntVar(&cfg.APIPort, "api-port", cfg.APIPort, "host loopback port the API server is forwarded to")
 	return cmd
 }

@@ -29,6 +29,11 @@ type Config struct {
 	// SimulatedPodCapacity is the pods capacity of each kwok node. The
 	// kubelet's default, 110, suits tests; scale benchmarks need thousands.
 	SimulatedPodCapacity int
+	// DNSCachesClusterDomain makes CoreDNS cache its answers for the
+	// cluster domain (5 s, the kubernetes plugin's TTL, for "no such
+	// name"), as a DNS cache in front of it would (NodeLocal DNSCache,
+	// older Corefiles). By default it does not, as kubeadm's Corefile.
+	DNSCachesClusterDomain bool
 }
 
 // The cluster's fixed addressing. 10.201.0.0/16 and the pod and service

@@ -188,8 +188,22 @@ conntrack:
 
 // renderCorefile renders CoreDNS's configuration. It answers for the cluster
 // domain only; there is deliberately no forward plugin, so names outside the
-// cluster never reach any resolver beyond this one.
+// cluster never reach any resolver beyond this one. Its cache is kubeadm's
+// (v1.36): answers for the cluster domain are not cached, so a pod
+// re-created under its old name is found at its new address, and a name
+// asked for before its pod existed is found as soon as it does. With
+// DNSCachesClusterDomain they are, for the TTL the kubernetes plugin gives
+// (5 s by default), as on a cluster with a DNS cache in front of CoreDNS;
+// benchmarks use it to show what such a cluster costs.
 func (c Config) renderCorefile() string {
+	ttl, cache := "        ttl 30\n", fmt.Sprintf(`    cache 30 {
+        disable success %[1]s
+        disable denial %[1]s
+    }
+`, ClusterDomain)
+	if c.DNSCachesClusterDomain {
+		ttl, cache = "", "    cache 30\n"
+	}
 	return fmt.Sprintf(`.:53 {
     bind %s
     errors
@@ -197,10 +211,9 @@ func (c Config) renderCorefile() string {
         kubeconfig %s
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
-    }
-    cache 30
-}
-`, NodeIP, ClusterDomain, c.Path("kubeconfigs", "coredns.kubeconfig"))
+%s    }
+%s}
+`, NodeIP, ClusterDomain, c.Path("kubeconfigs", "coredns.kubeconfig"), ttl, cache)
 }
 
 // renderAuditPolicy renders the API server's audit policy: one line per

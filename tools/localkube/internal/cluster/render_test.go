@@ -25,6 +25,33 @@ func TestUnescapeMount(t *testing.T) {
 	}
 }
 
+// TestCorefileCache: by default CoreDNS caches nothing of the cluster
+// domain, as kubeadm's Corefile; with DNSCachesClusterDomain it caches all.
+func TestCorefileCache(t *testing.T) {
+	for _, tc := range []struct {
+		caches bool
+		want   []string
+		absent []string
+	}{
+		{false, []string{"ttl 30", "disable success cluster.local", "disable denial cluster.local"}, nil},
+		{true, []string{"    cache 30\n"}, []string{"disable", "ttl"}},
+	} {
+		c := DefaultConfig("/bin/lk")
+		c.DNSCachesClusterDomain = tc.caches
+		cf := c.renderCorefile()
+		for _, w := range tc.want {
+			if !strings.Contains(cf, w) {
+				t.Errorf("DNSCachesClusterDomain=%v: Corefile lacks %q:\n%s", tc.caches, w, cf)
+			}
+		}
+		for _, a := range tc.absent {
+			if strings.Contains(cf, a) {
+				t.Errorf("DNSCachesClusterDomain=%v: Corefile has %q:\n%s", tc.caches, a, cf)
+			}
+		}
+	}
+}
+
 func TestRenderedFilesKeepTrafficInside(t *testing.T) {
 	c := DefaultConfig("/bin/lk")
 	if rc := renderResolvConf(); strings.TrimSpace(rc) != "nameserver "+DNSServiceIP {
