@@ -82,7 +82,7 @@ var gpssJobs = []string{"orders", "clicks", "payments", "audit", "events"}
 // rollback, a gpss.json change rolled to every instance, a broken image that halts the rollout and is rolled back, an
 // instance killed, a second cluster with the same clusterID refused, a
 // cluster on an unreachable etcd not Ready until its address is corrected,
-// and deletion. The scenarios build on each other and run in order; the first
+// the etcd's volumes grown with the jobs running, and deletion. The scenarios build on each other and run in order; the first
 // failure stops the rest.
 func gpssLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
@@ -102,6 +102,7 @@ func gpssLifecycleSpec(t *testing.T, in specInput) {
 		{"a killed instance comes back", g.heal},
 		{"a taken clusterID is refused", g.takenClusterID},
 		{"an unreachable etcd is not Ready, and corrected it recovers", g.wrongEtcd},
+		{"the etcd's volumes grow, the jobs keep running", g.volumesGrow},
 		{"delete", g.delete},
 	} {
 		ok := t.Run(s.name, func(t *testing.T) {
@@ -434,6 +435,25 @@ spec:
 	if out, err := kubectl("delete", "gpsscluster", name, "-n", g.ns, "--wait=true", "--timeout=2m"); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
+}
+
+// volumesGrow grows the managed etcd's volumes (scenario.volumesGrow)
+// with the jobs running: neither the etcd's members nor the instances
+// restart, and every job still runs on exactly one instance.
+func (g *gpssScenario) volumesGrow(t *testing.T) {
+	instances := g.get().Spec.Replicas
+	selector := "app.kubernetes.io/name=gpss,app.kubernetes.io/instance=" + gpssName
+	g.scenario.volumesGrow(t, volumeGrowth{
+		sizePatch: func(size string) string {
+			return fmt.Sprintf(`{"spec":{"etcd":{"managed":{"storage":{"size":%q}}}}}`, size)
+		},
+		smaller:      "32Mi",
+		larger:       "128Mi",
+		statefulSets: selector,
+		pods:         selector,
+		waitReady:    func() { g.waitReady(instances, 2*time.Minute) },
+	})
+	g.allRunningOnce(int(instances))
 }
 
 // delete deletes the cluster: its children go, the etcd's volume stays

@@ -91,8 +91,9 @@ spec:
 // DELETING (#155), an observer's pod deleted and its server back, the
 // RootService's observer killed (#325), a zone added and its removal held
 // while a tenant has it (#248), an observer's store lost and its server
-// replaced, and a rolling upgrade of the cluster grown to 2-2-2 (#540). The scenarios build on each other and run
-// in order; the first failure stops the rest.
+// replaced, a rolling upgrade of the cluster grown to 2-2-2 (#540), and its
+// volumes grown. The scenarios build on each other and run in order; the
+// first failure stops the rest.
 func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	tags := archiveTags(t, in.archive(t, "oceanbase-obsim"))
@@ -110,6 +111,7 @@ func oceanbaseLifecycleSpec(t *testing.T, in specInput) {
 		{"a zone added, its removal held while a tenant has it (#248)", o.zoneRemovalHeld},
 		{"an observer's store lost, its server replaced by one at a new address", o.storeLost},
 		{"a rolling upgrade of 2-2-2 walks every zone, one at a time (#540)", o.upgrade},
+		{"volumes grow, every server stays", o.volumesGrow},
 	})
 }
 
@@ -781,6 +783,21 @@ func obsimRelease(image string) string {
 
 // waitReady waits until the cluster is Ready at its generation with
 // servers servers serving and no operation running.
+// volumesGrow grows the observers' volumes (scenario.volumesGrow): no
+// observer restarts, and OceanBase still has all six servers.
+func (o *obScenario) volumesGrow(t *testing.T) {
+	selector := "app.kubernetes.io/name=oceanbase,app.kubernetes.io/instance=" + obName
+	o.scenario.volumesGrow(t, volumeGrowth{
+		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
+		smaller:      "32Mi",
+		larger:       "128Mi",
+		statefulSets: selector,
+		pods:         selector,
+		waitReady:    func() { o.waitReady(6, 2*time.Minute) },
+	})
+	o.waitServers(6)
+}
+
 func (o *obScenario) waitReady(servers int32, timeout time.Duration) *obv1.OBCluster {
 	o.t.Helper()
 	var ob *obv1.OBCluster

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -395,70 +394,15 @@ func (z *zkScenario) paused(t *testing.T) {
 // the StatefulSet is re-created with the larger claim template, and no
 // server restarts: the same pods, the writes going on.
 func (z *zkScenario) volumesGrow(t *testing.T) {
-	ctx := context.Background()
-	sts, err := env.client.AppsV1().StatefulSets(z.ns).Get(ctx, zkName, metav1.GetOptions{})
-	if err != nil {
-		fatalNow(t, err)
-	}
-	pods := func() map[string]string {
-		list, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
-		if err != nil {
-			fatalNow(t, err)
-		}
-		seen := map[string]string{}
-		for _, p := range list.Items {
-			restarts := int32(0)
-			for _, c := range p.Status.ContainerStatuses {
-				restarts += c.RestartCount
-			}
-			seen[p.Name] = fmt.Sprintf("%s/%d", p.UID, restarts)
-		}
-		return seen
-	}
-	before := pods()
-
-	out, err := kubectl("patch", "zk", zkName, "-n", z.ns, "--type", "merge", "-p", `{"spec":{"storage":{"size":"512Mi"}}}`)
-	if err == nil || !strings.Contains(out, "spec.storage.size") || !strings.Contains(out, "never shrink") {
-		errorf(t, "shrinking the volumes to 512Mi: %v: %s", err, out)
-	}
-	start := time.Now()
-	z.patch(`{"spec":{"storage":{"size":"2Gi"}}}`)
-	eventually(t, 2*time.Minute, "every claim at 2Gi and the StatefulSet re-created with 2Gi claims", func(ctx context.Context) error {
-		claims, err := env.client.CoreV1().PersistentVolumeClaims(z.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		grown := 0
-		for _, c := range claims.Items {
-			if !strings.HasPrefix(c.Name, "data-"+zkName+"-") {
-				continue
-			}
-			if got := c.Status.Capacity.Storage(); got.Cmp(resource.MustParse("2Gi")) != 0 {
-				return fmt.Errorf("claim %s: capacity %s", c.Name, got)
-			}
-			grown++
-		}
-		if grown < 3 {
-			return fmt.Errorf("%d claims", grown)
-		}
-		now, err := env.client.AppsV1().StatefulSets(z.ns).Get(ctx, zkName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if now.UID == sts.UID || now.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String() != "2Gi" {
-			return fmt.Errorf("StatefulSet %s, claim template %s", now.UID, now.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage())
-		}
-		return nil
+	z.scenario.volumesGrow(t, volumeGrowth{
+		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
+		smaller:      "512Mi",
+		larger:       "2Gi",
+		statefulSets: "app.kubernetes.io/name=zookeeper,app.kubernetes.io/instance=" + zkName,
+		pods:         "app.kubernetes.io/name=zookeeper,app.kubernetes.io/instance=" + zkName,
+		waitReady:    func() { z.waitReady(3, 2*time.Minute) },
 	})
-	t.Logf("Every claim at 2Gi and the StatefulSet re-created %s after the change", time.Since(start).Round(time.Second))
-	z.waitReady(3, 2*time.Minute)
-	if after := pods(); fmt.Sprint(after) != fmt.Sprint(before) {
-		errorf(t, "the servers restarted or were replaced while the volumes grew: %v, then %v", before, after)
-	}
 	z.progress()
-	if out, err := kubectl("get", "events", "-n", z.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.message", "--no-headers"); err == nil {
-		t.Logf("Events VolumesGrowing:\n%s", out)
-	}
 }
 
 func (z *zkScenario) noLostWrites(t *testing.T) {
