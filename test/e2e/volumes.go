@@ -34,12 +34,36 @@ type volumeGrowth struct {
 // place, each StatefulSet is re-created with the larger claim template,
 // and no pod of the cluster restarts or is replaced.
 func (s *scenario) volumesGrow(t *testing.T, g volumeGrowth) {
-	ctx := context.Background()
-	list, err := env.client.AppsV1().StatefulSets(s.ns).List(ctx, metav1.ListOptions{LabelSelector: g.statefulSets})
+	uids, claims := s.claimsToGrow(t, g.statefulSets)
+	before := s.podRuns(t, g.pods)
+
+	out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", g.sizePatch(g.smaller))
+	if err == nil || !strings.Contains(out, "storage.size") || !strings.Contains(out, "never shrink") {
+		errorf(t, "shrinking the volumes to %s: %v: %s", g.smaller, err, out)
+	}
+	start := time.Now()
+	s.patch(g.sizePatch(g.larger))
+	larger := resource.MustParse(g.larger)
+	eventually(t, 2*time.Minute, fmt.Sprintf("claims %v at %s and their StatefulSets re-created with it", claims, g.larger), func(ctx context.Context) error {
+		return s.grown(ctx, larger, uids, claims)
+	})
+	t.Logf("%d claims at %s and %d StatefulSets re-created %s after the change", len(claims), g.larger, len(uids), time.Since(start).Round(time.Second))
+	g.waitReady()
+	if after := s.podRuns(t, g.pods); fmt.Sprint(after) != fmt.Sprint(before) {
+		errorf(t, "pods restarted or were replaced while the volumes grew: %v, then %v", before, after)
+	}
+	if out, err := kubectl("get", "events", "-n", s.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.message", "--no-headers"); err == nil {
+		t.Logf("Events VolumesGrowing:\n%s", out)
+	}
+}
+
+// claimsToGrow returns the UIDs of the StatefulSets selector selects that
+// have a volume claim template, by name, and the claims of their pods.
+func (s *scenario) claimsToGrow(t *testing.T, selector string) (map[string]types.UID, []string) {
+	list, err := env.client.AppsV1().StatefulSets(s.ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		fatalNow(t, err)
 	}
-	// Each StatefulSet's UID, and the claims its pods have.
 	uids := map[string]types.UID{}
 	var claims []string
 	for _, sts := range list.Items {
@@ -52,46 +76,33 @@ func (s *scenario) volumesGrow(t *testing.T, g volumeGrowth) {
 		}
 	}
 	if len(claims) == 0 {
-		fatalf(t, "no claims of StatefulSets %s to grow", g.statefulSets)
+		fatalf(t, "no claims of StatefulSets %s to grow", selector)
 	}
-	before := s.podRuns(t, g.pods)
+	return uids, claims
+}
 
-	out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", g.sizePatch(g.smaller))
-	if err == nil || !strings.Contains(out, "storage.size") || !strings.Contains(out, "never shrink") {
-		errorf(t, "shrinking the volumes to %s: %v: %s", g.smaller, err, out)
-	}
-	start := time.Now()
-	s.patch(g.sizePatch(g.larger))
-	larger := resource.MustParse(g.larger)
-	eventually(t, 2*time.Minute, fmt.Sprintf("claims %v at %s and their StatefulSets re-created with it", claims, g.larger), func(ctx context.Context) error {
-		for _, name := range claims {
-			c, err := env.client.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if got := c.Status.Capacity.Storage(); got.Cmp(larger) != 0 {
-				return fmt.Errorf("claim %s: capacity %s", name, got)
-			}
+// grown says why the claims are not yet at size, or the StatefulSets of
+// uids not yet re-created with it; nil when they are.
+func (s *scenario) grown(ctx context.Context, size resource.Quantity, uids map[string]types.UID, claims []string) error {
+	for _, name := range claims {
+		c, err := env.client.CoreV1().PersistentVolumeClaims(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-		for name, uid := range uids {
-			sts, err := env.client.AppsV1().StatefulSets(s.ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage(); sts.UID == uid || got.Cmp(larger) != 0 {
-				return fmt.Errorf("StatefulSet %s: %s, claim template %s", name, sts.UID, got)
-			}
+		if got := c.Status.Capacity.Storage(); got.Cmp(size) != 0 {
+			return fmt.Errorf("claim %s: capacity %s", name, got)
 		}
-		return nil
-	})
-	t.Logf("%d claims at %s and %d StatefulSets re-created %s after the change", len(claims), g.larger, len(uids), time.Since(start).Round(time.Second))
-	g.waitReady()
-	if after := s.podRuns(t, g.pods); fmt.Sprint(after) != fmt.Sprint(before) {
-		errorf(t, "pods restarted or were replaced while the volumes grew: %v, then %v", before, after)
 	}
-	if out, err := kubectl("get", "events", "-n", s.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.message", "--no-headers"); err == nil {
-		t.Logf("Events VolumesGrowing:\n%s", out)
+	for name, uid := range uids {
+		sts, err := env.client.AppsV1().StatefulSets(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage(); sts.UID == uid || got.Cmp(size) != 0 {
+			return fmt.Errorf("StatefulSet %s: %s, claim template %s", name, sts.UID, got)
+		}
 	}
+	return nil
 }
 
 // podRuns returns, for each pod selector selects, its UID and its
