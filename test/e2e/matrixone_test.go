@@ -88,10 +88,11 @@ spec:
 // creation (HAKeeper bootstrapped by its three initial members, both log
 // shards led), the pod of shard 1's leader killed (it comes back as the
 // same store), a configuration change rolled one store at a time (never
-// two down at once), and deletion with the volumes retained, then
-// re-creation under the same name, which finds the stores' raft logs (the
-// shards' terms go on from where they were). About 1.4 GiB of memory
-// limits.
+// two down at once), a store whose volume is lost refused and then
+// replaced, the stores' volumes grown, and deletion with the volumes
+// retained, then re-creation under the same name, which finds the stores'
+// raft logs (the shards' terms go on from where they were). About 1.4 GiB
+// of memory limits.
 func moLogSetSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moLogScenario{scenario: newScenario(t, "mo", "logset", moLogSetName, "log"), image: in.image(t, "matrixone")}
@@ -100,6 +101,7 @@ func moLogSetSpec(t *testing.T, in specInput) {
 		{"a killed log pod comes back as the same store", m.killLeader},
 		{"a configuration change rolls one store at a time", m.rollConfig},
 		{"a store whose volume is lost is refused, then replaced", m.volumeLost},
+		{"volumes grow, no store restarts", m.volumesGrow},
 		{"delete with retained volumes and re-create", m.recreate},
 	})
 }
@@ -389,6 +391,20 @@ func createSharedClaim(t *testing.T, ns string) {
 }
 
 // waitReady waits until the LogSet is Ready at its generation.
+// volumesGrow grows the stores' volumes (scenario.volumesGrow) from 256Mi
+// to 512Mi.
+func (m *moLogScenario) volumesGrow(t *testing.T) {
+	selector := "app.kubernetes.io/name=matrixone,app.kubernetes.io/instance=" + moLogSetName
+	m.scenario.volumesGrow(t, volumeGrowth{
+		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
+		smaller:      "128Mi",
+		larger:       "512Mi",
+		statefulSets: selector,
+		pods:         selector,
+		waitReady:    func() { m.waitReady(2 * time.Minute) },
+	})
+}
+
 func (m *moLogScenario) waitReady(timeout time.Duration) *mov1.LogSet {
 	m.t.Helper()
 	l := &mov1.LogSet{}
