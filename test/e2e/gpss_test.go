@@ -442,16 +442,14 @@ spec:
 // restart, and every job still runs on exactly one instance.
 func (g *gpssScenario) volumesGrow(t *testing.T) {
 	instances := g.get().Spec.Replicas
-	selector := "app.kubernetes.io/name=gpss,app.kubernetes.io/instance=" + gpssName
 	g.scenario.volumesGrow(t, volumeGrowth{
 		sizePatch: func(size string) string {
 			return fmt.Sprintf(`{"spec":{"etcd":{"managed":{"storage":{"size":%q}}}}}`, size)
 		},
-		smaller:      "32Mi",
-		larger:       "128Mi",
-		statefulSets: selector,
-		pods:         selector,
-		waitReady:    func() { g.waitReady(instances, 2*time.Minute) },
+		smaller:   "32Mi",
+		larger:    "128Mi",
+		selector:  instanceSelector("gpss", gpssName),
+		waitReady: func() { g.waitReady(instances, 2*time.Minute) },
 	})
 	g.allRunningOnce(int(instances))
 }

@@ -394,14 +394,12 @@ func createSharedClaim(t *testing.T, ns string) {
 // volumesGrow grows the stores' volumes (scenario.volumesGrow) from 256Mi
 // to 512Mi.
 func (m *moLogScenario) volumesGrow(t *testing.T) {
-	selector := "app.kubernetes.io/name=matrixone,app.kubernetes.io/instance=" + moLogSetName
 	m.scenario.volumesGrow(t, volumeGrowth{
-		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
-		smaller:      "128Mi",
-		larger:       "512Mi",
-		statefulSets: selector,
-		pods:         selector,
-		waitReady:    func() { m.waitReady(2 * time.Minute) },
+		sizePatch: storageSize,
+		smaller:   "128Mi",
+		larger:    "512Mi",
+		selector:  instanceSelector("matrixone", moLogSetName),
+		waitReady: func() { m.waitReady(2 * time.Minute) },
 	})
 }
 

@@ -786,14 +786,12 @@ func obsimRelease(image string) string {
 // volumesGrow grows the observers' volumes (scenario.volumesGrow): no
 // observer restarts, and OceanBase still has all six servers.
 func (o *obScenario) volumesGrow(t *testing.T) {
-	selector := "app.kubernetes.io/name=oceanbase,app.kubernetes.io/instance=" + obName
 	o.scenario.volumesGrow(t, volumeGrowth{
-		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
-		smaller:      "32Mi",
-		larger:       "128Mi",
-		statefulSets: selector,
-		pods:         selector,
-		waitReady:    func() { o.waitReady(6, 2*time.Minute) },
+		sizePatch: storageSize,
+		smaller:   "32Mi",
+		larger:    "128Mi",
+		selector:  instanceSelector("oceanbase", obName),
+		waitReady: func() { o.waitReady(6, 2*time.Minute) },
 	})
 	o.waitServers(6)
 }

@@ -21,11 +21,21 @@ type volumeGrowth struct {
 	sizePatch func(size string) string
 	// smaller is refused at admission; larger is grown to.
 	smaller, larger string
-	// statefulSets selects the cluster's StatefulSets whose claims grow;
-	// pods, the pods that must neither restart nor be replaced meanwhile.
-	statefulSets, pods string
+	// selector selects the cluster's StatefulSets, whose claims grow, and
+	// its pods, which must neither restart nor be replaced meanwhile.
+	selector string
 	// waitReady waits until the cluster is Ready at its new generation.
 	waitReady func()
+}
+
+// storageSize is the merge patch that sets spec.storage.size, where every
+// system but GPSS keeps its volumes' size.
+func storageSize(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) }
+
+// instanceSelector selects the children (StatefulSets, pods) of the
+// cluster name of the application app, by their standard labels.
+func instanceSelector(app, name string) string {
+	return "app.kubernetes.io/name=" + app + ",app.kubernetes.io/instance=" + name
 }
 
 // volumesGrow is the step every system runs on the framework's volume
@@ -34,8 +44,8 @@ type volumeGrowth struct {
 // place, each StatefulSet is re-created with the larger claim template,
 // and no pod of the cluster restarts or is replaced.
 func (s *scenario) volumesGrow(t *testing.T, g volumeGrowth) {
-	uids, claims := s.claimsToGrow(t, g.statefulSets)
-	before := s.podRuns(t, g.pods)
+	uids, claims := s.claimsToGrow(t, g.selector)
+	before := s.podRuns(t, g.selector)
 
 	out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", g.sizePatch(g.smaller))
 	if err == nil || !strings.Contains(out, "storage.size") || !strings.Contains(out, "never shrink") {
@@ -49,7 +59,7 @@ func (s *scenario) volumesGrow(t *testing.T, g volumeGrowth) {
 	})
 	t.Logf("%d claims at %s and %d StatefulSets re-created %s after the change", len(claims), g.larger, len(uids), time.Since(start).Round(time.Second))
 	g.waitReady()
-	if after := s.podRuns(t, g.pods); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := s.podRuns(t, g.selector); fmt.Sprint(after) != fmt.Sprint(before) {
 		errorf(t, "pods restarted or were replaced while the volumes grew: %v, then %v", before, after)
 	}
 	if out, err := kubectl("get", "events", "-n", s.ns, "--field-selector", "reason=VolumesGrowing", "-o", "custom-columns=NOTE:.message", "--no-headers"); err == nil {

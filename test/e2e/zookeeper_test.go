@@ -395,12 +395,11 @@ func (z *zkScenario) paused(t *testing.T) {
 // server restarts: the same pods, the writes going on.
 func (z *zkScenario) volumesGrow(t *testing.T) {
 	z.scenario.volumesGrow(t, volumeGrowth{
-		sizePatch:    func(size string) string { return fmt.Sprintf(`{"spec":{"storage":{"size":%q}}}`, size) },
-		smaller:      "512Mi",
-		larger:       "2Gi",
-		statefulSets: "app.kubernetes.io/name=zookeeper,app.kubernetes.io/instance=" + zkName,
-		pods:         "app.kubernetes.io/name=zookeeper,app.kubernetes.io/instance=" + zkName,
-		waitReady:    func() { z.waitReady(3, 2*time.Minute) },
+		sizePatch: storageSize,
+		smaller:   "512Mi",
+		larger:    "2Gi",
+		selector:  instanceSelector("zookeeper", zkName),
+		waitReady: func() { z.waitReady(3, 2*time.Minute) },
 	})
 	z.progress()
 }
