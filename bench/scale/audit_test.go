@@ -82,7 +82,7 @@ type auditRow struct {
 // readAudit reads the operator's requests logged between two sizes of the
 // log, grouped. ok is false when there is no log, or it was rotated in
 // between (localkube keeps 200 MB).
-func readAudit(from, to int64, short string) (rows []auditRow, ok bool) {
+func readAudit(from, to int64, shorts ...string) (rows []auditRow, ok bool) {
 	if from < 0 || to < from {
 		return nil, false
 	}
@@ -94,7 +94,7 @@ func readAudit(from, to int64, short string) (rows []auditRow, ok bool) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return nil, false
 	}
-	names := newNamer(short)
+	names := newNamer(shorts...)
 	groups := map[auditKey]*auditRow{}
 	sc := bufio.NewScanner(io.LimitReader(f, to-from))
 	sc.Buffer(make([]byte, 1<<20), 4<<20)
@@ -141,14 +141,18 @@ func readAudit(from, to int64, short string) (rows []auditRow, ok bool) {
 	return rows, sc.Err() == nil
 }
 
-// namer replaces the benchmark's cluster names (zk-17) by <cluster>, and
+// namer replaces the benchmark's cluster names (zk-17, mo-3) by <cluster>, and
 // the random suffix of an Event's name by <id>, so that the requests of a
 // thousand clusters group by the shape of the names they touched.
 type namer struct{ cluster, event *regexp.Regexp }
 
-func newNamer(short string) namer {
+func newNamer(shorts ...string) namer {
+	quoted := make([]string, len(shorts))
+	for i, s := range shorts {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
 	return namer{
-		cluster: regexp.MustCompile(`\b` + regexp.QuoteMeta(short) + `-\d+\b`),
+		cluster: regexp.MustCompile(`\b(?:` + strings.Join(quoted, "|") + `)-\d+\b`),
 		event:   regexp.MustCompile(`\.[0-9a-f]{12,}$`),
 	}
 }

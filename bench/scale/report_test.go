@@ -5,6 +5,7 @@ package scale
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,11 +19,30 @@ import (
 // report prints one run's figures: b.ReportMetric for the headline ones,
 // b.Logf for the tables behind them.
 type report struct {
-	b  *testing.B
-	n  float64
-	kd kind
-	// clusterKind is the clusters' Kind, as the tracker counts changes.
-	clusterKind string
+	b   *testing.B
+	n   float64
+	kds []kind
+	// clusterKinds are the Kinds of the clusters and of their parts, as
+	// the tracker counts changes.
+	clusterKinds []string
+}
+
+// controllers returns the controllers of the run's kinds.
+func (p *report) controllers() []controller {
+	var cs []controller
+	for _, kd := range p.kds {
+		cs = append(cs, kd.controllers...)
+	}
+	return cs
+}
+
+// shorts returns the prefixes of the run's clusters' names.
+func (p *report) shorts() []string {
+	var s []string
+	for _, kd := range p.kds {
+		s = append(s, kd.short)
+	}
+	return s
 }
 
 func (p *report) create(before, after scrape, start time.Time, applied time.Duration, setsAt, readyAt time.Time,
@@ -69,7 +89,7 @@ func (p *report) idle(from, to scrape, renewals int, changes map[string]int, exa
 	var parts []string
 	for what, n := range changes {
 		parts = append(parts, fmt.Sprintf("%s: %d", what, n))
-		if strings.HasPrefix(what, p.clusterKind+" ") {
+		if slices.ContainsFunc(p.clusterKinds, func(k string) bool { return strings.HasPrefix(what, k+" ") }) {
 			status += n
 		} else {
 			children += n
@@ -78,14 +98,25 @@ func (p *report) idle(from, to scrape, renewals int, changes map[string]int, exa
 	sort.Strings(parts)
 	b.Logf("idle, %s: %d lease renewals; changes seen by watches: %d of the clusters, %d of their children (%s); first: %s",
 		round(window), renewals, status, children, strings.Join(parts, ", "), strings.Join(examples, ", "))
-	p50 := d.Quantile(0.5, "workqueue_queue_duration_seconds", "name", p.kd.queue)
-	p99 := d.Quantile(0.99, "workqueue_queue_duration_seconds", "name", p.kd.queue)
+	p50, p99 := p.wait(d, 0.5), p.wait(d, 0.99)
 	b.ReportMetric(d.Sum("rest_client_requests_total")/minutes, "idle-requests/min")
 	b.ReportMetric((to.op.Writes()-from.op.Writes()-float64(renewals))/minutes, "idle-writes-beyond-lease/min")
 	b.ReportMetric(float64(status)/minutes, "idle-cluster-changes/min")
 	b.ReportMetric(float64(renewals)/minutes, "lease-renewals/min")
 	b.ReportMetric(p50*1000, "idle-queue-wait-p50-ms")
 	b.ReportMetric(p99*1000, "idle-queue-wait-p99-ms")
+}
+
+// wait is the q-quantile of the time objects waited in the queue of the
+// run's worst controller by it (requests prints each controller's).
+func (p *report) wait(d benchkube.Metrics, q float64) float64 {
+	worst := 0.0
+	for _, c := range p.controllers() {
+		if w := d.Quantile(q, "workqueue_queue_duration_seconds", "name", c.queue); w > worst {
+			worst = w
+		}
+	}
+	return worst
 }
 
 func (p *report) delete(from, to scrape, start, goneAt, emptyAt time.Time) {
@@ -114,12 +145,14 @@ func (p *report) requests(phase string, from, to scrape, per float64, unit strin
 			phase, total/per, unit, (to.op.Writes()-from.op.Writes())/per, unit, c409/per, unit, c404/per, unit,
 			perUnit(d.GroupBy("rest_client_requests_total", []string{"method", "code"}), per))
 		b.Logf("%s: the operator used %.1f CPU-s (%.2f cores over %s)", phase, to.op.CPU()-from.op.CPU(), (to.op.CPU()-from.op.CPU())/wall, round(to.at.Sub(from.at)))
-		b.Logf("%s: the operator's actions per %s: %s; passes per %s by result: %s (p50 %s, p99 %s); probe calls per %s: %.1f, failed: %.1f",
-			phase, unit, perUnit(d.GroupBy("steward_actions_total", []string{"action"}, "kind", p.clusterKind), per),
-			unit, perUnit(d.GroupBy("steward_reconcile_duration_seconds_count", []string{"result"}, "kind", p.clusterKind), per),
-			seconds(d.Quantile(0.5, "steward_reconcile_duration_seconds", "kind", p.clusterKind)),
-			seconds(d.Quantile(0.99, "steward_reconcile_duration_seconds", "kind", p.clusterKind)),
-			unit, d.Sum("steward_probe_duration_seconds_count", "kind", p.clusterKind)/per, d.Sum("steward_probe_failures_total", "kind", p.clusterKind)/per)
+		for _, c := range p.controllers() {
+			b.Logf("%s: %s: the operator's actions per %s: %s; passes per %s by result: %s (p50 %s, p99 %s); probe calls per %s: %.1f, failed: %.1f",
+				phase, c.kind, unit, perUnit(d.GroupBy("steward_actions_total", []string{"action"}, "kind", c.kind), per),
+				unit, perUnit(d.GroupBy("steward_reconcile_duration_seconds_count", []string{"result"}, "kind", c.kind), per),
+				seconds(d.Quantile(0.5, "steward_reconcile_duration_seconds", "kind", c.kind)),
+				seconds(d.Quantile(0.99, "steward_reconcile_duration_seconds", "kind", c.kind)),
+				unit, d.Sum("steward_probe_duration_seconds_count", "kind", c.kind)/per, d.Sum("steward_probe_failures_total", "kind", c.kind)/per)
+		}
 		if unit == "cluster" {
 			prefix := ""
 			if phase != "create" {
@@ -130,22 +163,32 @@ func (p *report) requests(phase string, from, to scrape, per float64, unit strin
 			b.ReportMetric(c409/per, prefix+"409/cluster")
 			b.ReportMetric(c404/per, prefix+"404/cluster")
 		}
+		cpu := to.op.CPU() - from.op.CPU()
 		if phase != "idle" {
-			b.ReportMetric(to.op.CPU()-from.op.CPU(), "cpu-s-"+phase)
+			b.ReportMetric(cpu, "cpu-s-"+phase)
+			b.ReportMetric(cpu/p.n, "cpu-s-"+phase+"/cluster")
 		} else {
-			b.ReportMetric((to.op.CPU()-from.op.CPU())/(wall/60), "cpu-s-idle/min")
+			b.ReportMetric(cpu/(wall/60), "cpu-s-idle/min")
+			b.ReportMetric(cpu/(wall/60)/p.n, "cpu-s-idle/cluster-min")
+			b.ReportMetric(cpu/wall, "cores-idle")
+		}
+		if phase == "create" {
+			b.ReportMetric(p.wait(d, 0.5)*1000, "create-queue-wait-p50-ms")
+			b.ReportMetric(p.wait(d, 0.99)*1000, "create-queue-wait-p99-ms")
 		}
 	}
 	if to.op.SameProcess(from.op) {
 		d := to.op.Minus(from.op.Metrics)
-		b.Logf("%s: workqueue %q: %.1f adds/%s, wait p50 %s p99 %s, work p50 %s p99 %s (bucket bounds a factor 10 apart), depth at the end %.0f; controller-runtime's results per %s: %s",
-			phase, p.kd.queue, d.Sum("workqueue_adds_total", "name", p.kd.queue)/per, unit,
-			seconds(d.Quantile(0.5, "workqueue_queue_duration_seconds", "name", p.kd.queue)),
-			seconds(d.Quantile(0.99, "workqueue_queue_duration_seconds", "name", p.kd.queue)),
-			seconds(d.Quantile(0.5, "workqueue_work_duration_seconds", "name", p.kd.queue)),
-			seconds(d.Quantile(0.99, "workqueue_work_duration_seconds", "name", p.kd.queue)),
-			to.op.Sum("workqueue_depth", "name", p.kd.queue), unit,
-			perUnit(d.GroupBy("controller_runtime_reconcile_total", []string{"result"}, "controller", p.kd.queue), per))
+		for _, c := range p.controllers() {
+			b.Logf("%s: workqueue %q: %.1f adds/%s, wait p50 %s p99 %s, work p50 %s p99 %s (bucket bounds a factor 10 apart), depth at the end %.0f; controller-runtime's results per %s: %s",
+				phase, c.queue, d.Sum("workqueue_adds_total", "name", c.queue)/per, unit,
+				seconds(d.Quantile(0.5, "workqueue_queue_duration_seconds", "name", c.queue)),
+				seconds(d.Quantile(0.99, "workqueue_queue_duration_seconds", "name", c.queue)),
+				seconds(d.Quantile(0.5, "workqueue_work_duration_seconds", "name", c.queue)),
+				seconds(d.Quantile(0.99, "workqueue_work_duration_seconds", "name", c.queue)),
+				to.op.Sum("workqueue_depth", "name", c.queue), unit,
+				perUnit(d.GroupBy("controller_runtime_reconcile_total", []string{"result"}, "controller", c.queue), per))
+		}
 	}
 	a := to.api.Minus(from.api)
 	for _, code := range []string{"409", "404"} {
@@ -169,7 +212,7 @@ func (p *report) requests(phase string, from, to scrape, per float64, unit strin
 // audit prints the operator's requests from the audit log, grouped by
 // verb, resource and answer, with the shapes of the names they touched.
 func (p *report) audit(phase string, from, to scrape, per float64, unit string) {
-	rows, ok := readAudit(from.audit, to.audit, p.kd.short)
+	rows, ok := readAudit(from.audit, to.audit, p.shorts()...)
 	if !ok {
 		p.b.Logf("%s: no audit log at %s (or it was rotated): the operator's requests are not itemized", phase, auditLog())
 		return
@@ -199,6 +242,7 @@ func (p *report) memory(empty, created, idle scrape) {
 		b.Errorf("memory: the operator's leader changed or restarted during the run: the per-cluster figure is meaningless")
 	}
 	b.ReportMetric((rss(idle)-rss(empty))/p.n/1024, "KiB-rss/cluster")
+	b.ReportMetric((heap(idle)-heap(empty))/p.n/1024, "KiB-heap/cluster")
 	b.ReportMetric(rss(idle)/mib, "MiB-rss")
 	var parts []string
 	parts = append(parts, fmt.Sprintf("etcd database %.0f MiB", idle.api.Sum("apiserver_storage_size_bytes")/mib))

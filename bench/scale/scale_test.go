@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchkube "github.com/stewardhq/steward/bench/internal/kube"
@@ -40,31 +41,64 @@ const (
 // BenchmarkScale runs, for each kind (kinds), SCALE_CLUSTERS clusters
 // (default 1000) through create, idle (SCALE_IDLE, default 2m) and delete,
 // with their pods on simulated nodes, and prints what each phase cost the
-// operator and the cluster; doc.go lists the figures.
+// operator and the cluster; doc.go lists the figures. BenchmarkScale/Mixed
+// does the same with every kind at once, SCALE_CLUSTERS in all, an equal
+// share of each.
 func BenchmarkScale(b *testing.B) {
 	n := envInt(b, "SCALE_CLUSTERS", 1000)
 	idle := envDuration(b, "SCALE_IDLE", 2*time.Minute)
 	timeout := envDuration(b, "SCALE_TIMEOUT", 10*time.Minute+time.Duration(n)*2*time.Second)
+	runs := map[string][]kind{"Mixed": kinds}
+	names := []string{}
 	for _, kd := range kinds {
-		b.Run(kd.name, func(b *testing.B) {
+		runs[kd.name] = []kind{kd}
+		names = append(names, kd.name)
+	}
+	for _, name := range append(names, "Mixed") {
+		b.Run(name, func(b *testing.B) {
+			kds := runs[name]
+			if n < len(kds) {
+				b.Fatalf("SCALE_CLUSTERS=%d: the run needs at least one cluster of each of its %d kinds", n, len(kds))
+			}
+			var schemes []func(*runtime.Scheme) error
+			for _, kd := range kds {
+				schemes = append(schemes, kd.addToScheme)
+			}
 			for b.Loop() {
-				r := &run{b: b, kd: kd, n: n, idle: idle, timeout: timeout,
-					k: benchkube.Connect(b, clientQPS, clientBurst, kd.addToScheme)}
+				r := &run{b: b, name: name, kds: kds, n: n - n%len(kds), idle: idle, timeout: timeout,
+					k: benchkube.Connect(b, clientQPS, clientBurst, schemes...)}
 				r.run()
 			}
 		})
 	}
 }
 
-// run is one kind's run.
+// run is one run of one kind, or of several (Mixed).
 type run struct {
 	b             *testing.B
-	kd            kind
+	name          string
+	kds           []kind
 	n             int
 	idle, timeout time.Duration
 	k             *benchkube.Kube
 	ns            string
 	t             *tracker
+}
+
+// clusterObjects returns an empty object of each of the run's kinds.
+func (r *run) clusterObjects() []client.Object {
+	objs := make([]client.Object, len(r.kds))
+	for i, kd := range r.kds {
+		objs[i] = kd.newObject("", "")
+	}
+	return objs
+}
+
+// cluster returns the kind and the name of the run's i-th cluster: the
+// kinds take turns.
+func (r *run) cluster(i int) (kind, string) {
+	kd := r.kds[i%len(r.kds)]
+	return kd, fmt.Sprintf("%s-%d", kd.short, i/len(r.kds))
 }
 
 // scrape is the state of the operator and the cluster at one moment.
@@ -93,8 +127,8 @@ func (r *run) run() {
 	empty := r.scrape()
 	plainRate := r.plainCreateRate()
 
-	r.ns = r.k.Namespace(b, "scale-"+r.kd.short, r.kd.newObject("", ""))
-	r.t = track(b, r.k, r.kd, r.ns)
+	r.ns = r.k.Namespace(b, "scale-"+strings.ToLower(r.name), r.clusterObjects()...)
+	r.t = track(b, r.k, r.kds, r.ns)
 
 	// Create: from the first create sent until every cluster's
 	// StatefulSets are ready.
@@ -121,21 +155,23 @@ func (r *run) run() {
 	// its finalizer, took longer); a second delete-collection takes what is
 	// left.
 	deleteAt := time.Now()
-	for attempt := 1; ; attempt++ {
-		err := r.k.C.DeleteAllOf(b.Context(), r.kd.newObject("", ""), client.InNamespace(r.ns))
-		if err == nil {
-			break
+	for _, obj := range r.clusterObjects() {
+		for attempt := 1; ; attempt++ {
+			err := r.k.C.DeleteAllOf(b.Context(), obj, client.InNamespace(r.ns))
+			if err == nil {
+				break
+			}
+			if attempt == 3 {
+				b.Fatalf("delete the clusters: %v", err)
+			}
+			b.Logf("delete the clusters (attempt %d): %v; again", attempt, err)
 		}
-		if attempt == 3 {
-			b.Fatalf("delete the clusters: %v", err)
-		}
-		b.Logf("delete the clusters (attempt %d): %v; again", attempt, err)
 	}
 	goneAt := r.t.waitFor(b, "every cluster gone", r.timeout, func(c counts) bool { return c.clusters == 0 })
 	emptyAt := r.t.waitFor(b, "every pod and claim gone", r.timeout, func(c counts) bool { return c.pods == 0 && c.claims == 0 })
 	deleted := r.scrape()
 
-	rep := &report{b: b, n: float64(r.n), kd: r.kd, clusterKind: r.t.clusterKind}
+	rep := &report{b: b, n: float64(r.n), kds: r.kds, clusterKinds: r.t.clusterKinds}
 	rep.create(before, created, start, applied, setsAt, readyAt, setLat, readyLat, retries, plainRate)
 	rep.stages(podCreated, claimsBound, scheduled, podReady)
 	rep.idle(idleFrom, idleTo, renewals, changes, examples)
@@ -160,7 +196,12 @@ func (r *run) checkCapacity() {
 		}
 		free += node.Status.Allocatable.Pods().Value() - int64(len(pods.Items))
 	}
-	if need := int64(r.n * r.kd.pods); free < need {
+	need := int64(0)
+	for i := range r.n {
+		kd, _ := r.cluster(i)
+		need += int64(kd.pods)
+	}
+	if free < need {
 		b.Fatalf("%d clusters need %d pods on simulated nodes; %d simulated nodes have room for %d: "+
 			"bring the cluster up with more (make down; make bench-scale, or localkube up --simulated-nodes 2 --simulated-pod-capacity %d)",
 			r.n, need, len(nodes.Items), free, (need+1)/2+100)
@@ -211,14 +252,14 @@ func (r *run) createAll() (start time.Time, took time.Duration, retries int64) {
 	var retried atomic.Int64
 	start = time.Now()
 	parallel(r.b, r.n, func(i int) error {
-		name := fmt.Sprintf("%s-%d", r.kd.short, i)
+		kd, name := r.cluster(i)
 		var err error
 		for attempt := range 10 {
 			if attempt > 0 {
 				retried.Add(1)
 				time.Sleep(time.Second)
 			}
-			err = r.k.C.Create(r.b.Context(), r.kd.newObject(r.ns, name))
+			err = r.k.C.Create(r.b.Context(), kd.newObject(r.ns, name))
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				r.t.setApplied(name, time.Now())
 				return nil

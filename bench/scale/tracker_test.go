@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,10 @@ import (
 // and became ready, which clusters, pods and claims still exist, and,
 // while counting, the changes of the clusters and their children.
 type tracker struct {
-	kind kind
-	// clusterKind is the clusters' Kind, which prefixes their changes.
-	clusterKind string
+	kinds []kind
+	// clusterKinds are the Kinds of the clusters and of their parts,
+	// which prefix their changes.
+	clusterKinds []string
 
 	mu sync.Mutex
 	// applied: when the create of each cluster returned.
@@ -74,9 +76,9 @@ type claimState struct {
 }
 
 // track starts informers on ns and returns once they have synced.
-func track(b *testing.B, k *benchkube.Kube, kd kind, ns string) *tracker {
+func track(b *testing.B, k *benchkube.Kube, kds []kind, ns string) *tracker {
 	b.Helper()
-	t := &tracker{kind: kd, applied: map[string]time.Time{}, setsAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
+	t := &tracker{kinds: kds, applied: map[string]time.Time{}, setsAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		sets: map[string]setState{}, clusters: map[string]bool{}, pods: map[string]*podState{}, claims: map[string]*claimState{},
 		setSeen: map[string]time.Time{}, changes: map[string]int{}}
 	c, err := cache.New(k.Config, cache.Options{
@@ -90,16 +92,24 @@ func track(b *testing.B, k *benchkube.Kube, kd kind, ns string) *tracker {
 	b.Cleanup(cancel)
 	// The informers' own log (watch restarts) is not the benchmark's.
 	ctrllog.SetLogger(logr.Discard())
-	t.clusterKind = kindName(k, kd.newObject("", ""))
-	for obj, h := range map[client.Object]toolscache.ResourceEventHandlerFuncs{
-		kd.newObject("", ""):            t.handler(t.clusterKind, t.onCluster),
+	handlers := map[client.Object]toolscache.ResourceEventHandlerFuncs{
 		&appsv1.StatefulSet{}:           t.handler("StatefulSet", t.onStatefulSet),
 		&corev1.Pod{}:                   t.handler("", t.onPod),
 		&corev1.PersistentVolumeClaim{}: t.handler("", t.onClaim),
 		&corev1.Service{}:               t.handler("Service", nil),
 		&corev1.ConfigMap{}:             t.handler("ConfigMap", nil),
 		&policyv1.PodDisruptionBudget{}: t.handler("PodDisruptionBudget", nil),
-	} {
+	}
+	for _, kd := range kds {
+		obj := kd.newObject("", "")
+		t.clusterKinds = append(t.clusterKinds, kindName(k, obj))
+		handlers[obj] = t.handler(kindName(k, obj), t.onCluster)
+		for _, part := range kd.parts {
+			t.clusterKinds = append(t.clusterKinds, kindName(k, part))
+			handlers[part] = t.handler(kindName(k, part), nil)
+		}
+	}
+	for obj, h := range handlers {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			b.Fatal(err)
@@ -210,16 +220,22 @@ func (t *tracker) onStatefulSet(name string, obj client.Object) {
 	if ref == nil {
 		return
 	}
+	owner := ""
+	for _, kd := range t.kinds {
+		if owner = kd.clusterOf(ref); owner != "" {
+			break
+		}
+	}
 	replicas := int32(1)
 	if sts.Spec.Replicas != nil {
 		replicas = *sts.Spec.Replicas
 	}
 	ready := sts.Status.ObservedGeneration >= sts.Generation && sts.Status.ReadyReplicas == replicas
-	t.sets[name] = setState{owner: ref.Name, ready: ready}
+	t.sets[name] = setState{owner: owner, ready: ready}
 	if _, ok := t.setSeen[name]; !ok {
 		t.setSeen[name] = time.Now()
 	}
-	t.update(ref.Name)
+	t.update(owner)
 }
 
 // update records when owner's StatefulSets first all existed and first
@@ -237,13 +253,24 @@ func (t *tracker) update(owner string) {
 			}
 		}
 	}
+	want := t.kindOf(owner).statefulSets
 	now := time.Now()
-	if _, ok := t.setsAt[owner]; !ok && n >= t.kind.statefulSets {
+	if _, ok := t.setsAt[owner]; !ok && n >= want {
 		t.setsAt[owner] = now
 	}
-	if _, ok := t.readyAt[owner]; !ok && ready >= t.kind.statefulSets {
+	if _, ok := t.readyAt[owner]; !ok && ready >= want {
 		t.readyAt[owner] = now
 	}
+}
+
+// kindOf returns the kind of the cluster named name, by its prefix.
+func (t *tracker) kindOf(name string) kind {
+	for _, kd := range t.kinds {
+		if strings.HasPrefix(name, kd.short+"-") {
+			return kd
+		}
+	}
+	panic("no kind names " + name)
 }
 
 func (t *tracker) onPod(name string, obj client.Object) {
