@@ -53,8 +53,8 @@ type logState struct {
 	shared *mov1.S3Storage
 }
 
-// observe reads the stores' pods and asks their probes for HAKeeper's view,
-// concurrently and within the collector's deadline.
+// observe reads the stores' pods and HAKeeper's view from their probes
+// (viewReader.read: waiting for fresh answers only while a flow runs).
 func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, stores map[string]string) (*logState, error) {
 	l := ctx.Obj
 	pods, err := logSet(l).Pods(ctx, ctx.Client)
@@ -67,7 +67,7 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, sto
 			st.pods[ordinal] = p
 		}
 	}
-	read := c.views.read(ctx, groupOf(l), pods)
+	read := c.views.read(ctx, groupOf(l), pods, ctx.Operation().Running())
 	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	return st, nil
 }

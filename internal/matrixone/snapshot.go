@@ -84,7 +84,7 @@ func (c *SnapshotController) Declare(ctx *SnapshotContext) (*snapshotState, erro
 	switch {
 	case s.Status.SnapshotName != "":
 		c.readBack(ctx, st)
-	case op != nil && op.Phase == commonv1.PhaseRunning:
+	case op.Running():
 		ctx.SetReady(false, mov1.ReasonTakingSnapshot, "step "+op.Step)
 	case op != nil:
 		ctx.SetReady(false, mov1.ReasonBackupFailed, fmt.Sprintf("the snapshot %s at step %s: %s", strings.ToLower(string(op.Phase)), op.Step, op.LastError))

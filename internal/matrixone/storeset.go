@@ -171,7 +171,7 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 		return nil, err
 	}
 	st.logPods = logPods
-	read := c.views.read(ctx, groupOf(obj), logPods)
+	read := c.views.read(ctx, groupOf(obj), logPods, ctx.Operation().Running())
 	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	status := c.k.status(obj)
 	if c.k.role == build.RoleCN && status.ConfigRevision == "" && !st.tnUp() {

@@ -89,8 +89,13 @@ func viewPredates(viewAt time.Time, pod string, readySince time.Time) string {
 // the freshest answer (hakeeper.Freshest) of those younger than maxAge: a
 // probe that missed its latest answer (a deadline on a busy machine, a
 // restart) gives its last good one while it is that young, and never an
-// older one.
-func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod) viewRead {
+// older one. A pass of an object running an operation (wait: its steps
+// decide on the view) asks again the probes whose answers are older than
+// MinInterval and waits for them, up to the collector's deadline; every
+// other pass reads the answers the background calls keep fresh and waits
+// for none, so that log pods that do not answer (a partition) hold no
+// worker.
+func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod, wait bool) viewRead {
 	var targets []probe.Target
 	for _, p := range logPods {
 		if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" {
@@ -103,9 +108,15 @@ func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*co
 	if len(targets) == 0 {
 		return viewRead{why: "no log pod has an address yet"}
 	}
-	results := r.views.Collect(ctx, targets, func(ctx context.Context, t probe.Target) (hakeeper.View, error) {
+	call := func(ctx context.Context, t probe.Target) (hakeeper.View, error) {
 		return hakeeper.Get(ctx, r.http, "http://"+t.Address)
-	})
+	}
+	var results map[string]probe.Result[hakeeper.View]
+	if wait {
+		results = r.views.Collect(ctx, targets, call)
+	} else {
+		results = r.views.Watch(targets, call)
+	}
 	now := r.now()
 	var views []hakeeper.View
 	answered := map[uint64]time.Time{} // the latest answer of each tick

@@ -16,6 +16,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/systems"
@@ -89,12 +90,19 @@ type Controller struct {
 	opts      Options
 	bootstrap *framework.Background
 	logins    *logins
+	// services asks, in the background, whether the observers about to be
+	// bootstrapped or added answer on their Services (probeServices), and
+	// trigger enqueues a cluster when one's answer changes.
+	services *probe.Collector[struct{}]
+	trigger  *framework.Trigger
 }
 
 // New returns a controller with opts.
 func New(opts Options) *Controller {
 	opts = opts.withDefaults()
-	return &Controller{opts: opts, bootstrap: framework.NewBackground(), logins: newLogins(opts)}
+	trigger := framework.NewTrigger()
+	return &Controller{opts: opts, bootstrap: framework.NewBackground(), logins: newLogins(opts),
+		services: newServiceCollector(trigger.Enqueue), trigger: trigger}
 }
 
 // System returns the OceanBase system for the manager's registry.
@@ -119,7 +127,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns:   []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}},
 		Flows: []framework.Flow[*Cluster, *cluster]{c.bootstrapFlow(), c.scaleInFlow(), c.upgradeFlow(), c.addZoneFlow(),
 			c.removeZoneFlow(), c.recoverFlow()},
-		Resync: c.opts.Resync,
+		Resync:  c.opts.Resync,
+		Trigger: c.trigger,
 		// OceanBase changes on its own (a server added starts serving, a
 		// restarted one comes back, a zone is started), which no watch
 		// sees: a cluster that is not Ready is observed again soon.
@@ -288,6 +297,7 @@ func (c *Controller) Finalize(ctx *Context) (bool, error) {
 	ob := ctx.Obj
 	c.logins.release(clusterHolder(ob)) // the cluster's login goes with it,
 	c.logins.forget(ob.UID)             // once its other users are done
+	c.services.Forget(framework.Group(ob), nil)
 	if ob.Spec.Storage.ReclaimPolicy != "Delete" {
 		return true, nil
 	}

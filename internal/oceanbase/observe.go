@@ -19,6 +19,7 @@ import (
 
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/probe"
 	"github.com/stewardhq/steward/internal/framework/workload"
 	"github.com/stewardhq/steward/internal/oceanbase/build"
 	"github.com/stewardhq/steward/internal/oceanbase/obsql"
@@ -172,18 +173,34 @@ func observeLeaving(ctx *Context, cl *cluster) error {
 // serviceAnswerTimeout bounds the probe of an observer's Service.
 const serviceAnswerTimeout = time.Second
 
+// newServiceCollector returns the collector of probeServices: an observer
+// that does not answer yet is asked again after half a second, then less
+// often while it keeps not answering (a partitioned cluster costs a call
+// every 30 s per observer); notify enqueues its cluster when it answers.
+func newServiceCollector(notify func(string)) *probe.Collector[struct{}] {
+	return probe.NewCollector(probe.Options[struct{}]{
+		Kind:          "OBCluster",
+		CallTimeout:   serviceAnswerTimeout,
+		RetryInterval: 500 * time.Millisecond,
+		Notify:        notify,
+	})
+}
+
 // probeServices finds which observers about to be bootstrapped or added
 // (ready, and not servers OceanBase knows) do not answer on their
 // Service's address yet (cluster.unanswered): a pod is ready once its
 // observer listens, and its Service routes to it a moment later, so an ADD
 // SERVER sent at once was refused, "server not reachable", with a Warning.
-// They are left for a later pass.
+// They are left for a later pass. The calls run in the background
+// (services): a pass never waits for an observer that does not answer, so
+// a thousand unreachable clusters do not hold the workers.
 func (c *Controller) probeServices(ctx *Context, cl *cluster) {
+	group := framework.Group(ctx.Obj)
 	bootstrapped := ctx.Obj.Status.BootstrappedAt != nil
 	if bootstrapped && cl.db == nil {
 		return // OceanBase did not answer: nothing is added this pass
 	}
-	cl.unanswered = map[string]string{}
+	var targets []probe.Target
 	for _, zone := range slices.Sorted(maps.Keys(cl.pods)) {
 		for o, p := range cl.pods[zone] {
 			ip := cl.ips[p.Name]
@@ -192,23 +209,31 @@ func (c *Controller) probeServices(ctx *Context, cl *cluster) {
 			case !bootstrapped && o != 0:
 			case bootstrapped && cl.server(cl.addr(p.Name)) != nil:
 			default:
-				if err := c.serviceAnswers(ctx, ip); err != nil {
-					cl.unanswered[p.Name] = err.Error()
-				}
+				// A re-created observer (a new UID) is asked at once.
+				targets = append(targets, probe.Target{Group: group, Key: p.Name, Revision: string(p.UID),
+					Address: net.JoinHostPort(c.opts.Resolve(ip), fmt.Sprint(build.RPCPort))})
 			}
+		}
+	}
+	results := c.services.Watch(targets, dialService)
+	c.services.Forget(group, targets)
+	cl.unanswered = map[string]string{}
+	for _, t := range targets {
+		if r := results[t.Key]; !r.OK() {
+			cl.unanswered[t.Key] = r.Describe()
 		}
 	}
 }
 
-// serviceAnswers reports whether an observer answers on its Service's
-// address, as OceanBase reaches it (the RPC port).
-func (c *Controller) serviceAnswers(ctx context.Context, ip string) error {
-	d := net.Dialer{Timeout: serviceAnswerTimeout}
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(c.opts.Resolve(ip), fmt.Sprint(build.RPCPort)))
+// dialService is the services collector's call: a connection to an
+// observer's RPC port on its Service's address, as OceanBase reaches it.
+func dialService(ctx context.Context, t probe.Target) (struct{}, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", t.Address)
 	if err != nil {
-		return err
+		return struct{}{}, err
 	}
-	return conn.Close()
+	return struct{}{}, conn.Close()
 }
 
 // observeOceanBase logs in as the operator and reads the servers, the zones

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/probe"
@@ -124,8 +123,7 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	op := ctx.Operation()
-	c.observeServers(ctx, zk, e, pods, op != nil && op.Phase == commonv1.PhaseRunning)
+	c.observeServers(ctx, zk, e, pods, ctx.Operation().Running())
 	c.fillStatus(zk, e)
 	return e, nil
 }
