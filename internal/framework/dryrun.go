@@ -62,6 +62,17 @@ type RenderedChild struct {
 // never rejects.
 const ChildrenDryRunTimeout = 4 * time.Second
 
+// ChildrenCheckedAnnotation is set by the mutating webhook on an object
+// whose children the API server accepted in a dry run: its value is their
+// hash (childrenHash). The validating webhook and the controller do not
+// dry-run children whose hash they find there again, so that a cluster's
+// children are dry-run once when it is created, not once by the webhook
+// and once by the controller (which may run in another replica). It only
+// spares a check: children that differ from it are checked, and children
+// applied after a forged value are validated by the API server all the
+// same, failing the pass instead of the admission.
+const ChildrenCheckedAnnotation = "steward.dev/children-checked"
+
 // childrenChecker has the API server validate rendered children.
 type childrenChecker struct {
 	client client.Client

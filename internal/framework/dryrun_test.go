@@ -2,15 +2,21 @@ package framework_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/stewardhq/steward/internal/framework"
 	testapi "github.com/stewardhq/steward/internal/framework/internal/testapi/v1alpha1"
@@ -128,4 +134,134 @@ func TestInvalidChildrenAreInvalidSpec(t *testing.T) {
 	}
 	update(t, c, ns, "w", func(w *testapi.Widget) { w.Spec.Config = map[string]string{"disk": "ssd"} })
 	waitWidget(t, c, ns, "w", "Synced=True after fixing the spec", inSync)
+}
+
+// defaultingRenderer is a renderingActor with a Defaulter, so that it has
+// a mutating webhook.
+type defaultingRenderer struct{ renderingActor }
+
+func (defaultingRenderer) Default(*testapi.Widget) {}
+
+// TestWebhookChecksChildrenOnce has the children of a Widget dry-run by
+// the mutating webhook, which records their hash in
+// ChildrenCheckedAnnotation: the validating webhook then checks them no
+// more, nor does an update that leaves them alone (even one that drops
+// the annotation); children the API server rejects are refused by the
+// mutating webhook with the spec's field.
+func TestWebhookChecksChildrenOnce(t *testing.T) {
+	cfg, _, ns := setup(t)
+	ctx := context.Background()
+	var dryRuns atomic.Int32
+	inner, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(inner, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			dryRuns.Add(1) // the checker's only applies are dry runs
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	mutating, validating := framework.AdmissionHooks[*testapi.Widget](c, scheme, widgetKind,
+		defaultingRenderer{renderingActor{newActor("a", newFlowLog())}})
+	send := func(hook *admission.Webhook, op admissionv1.Operation, old, obj *testapi.Widget) admission.Response {
+		t.Helper()
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "uid", Name: obj.Name, Namespace: ns, Operation: op,
+			Kind:     metav1.GroupVersionKind{Group: testapi.GroupVersion.Group, Version: testapi.GroupVersion.Version, Kind: "Widget"},
+			Resource: metav1.GroupVersionResource{Group: testapi.GroupVersion.Group, Version: testapi.GroupVersion.Version, Resource: "widgets"},
+		}}
+		for raw, o := range map[*k8sruntime.RawExtension]*testapi.Widget{&req.Object: obj, &req.OldObject: old} {
+			if o != nil {
+				data, err := json.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw.Raw = data
+			}
+		}
+		return hook.Handle(ctx, req)
+	}
+	// mutate sends obj through the mutating webhook and returns it with the
+	// annotation the webhook recorded ("" for none).
+	mutate := func(op admissionv1.Operation, old, obj *testapi.Widget) (*testapi.Widget, string) {
+		t.Helper()
+		resp := send(mutating, op, old, obj)
+		if !resp.Allowed {
+			t.Fatalf("the mutating webhook refused %s: %v", obj.Name, resp.Result)
+		}
+		obj = obj.DeepCopy()
+		for _, p := range resp.Patches {
+			switch {
+			case p.Path == "/metadata/annotations":
+				for k, v := range p.Value.(map[string]any) {
+					metav1.SetMetaDataAnnotation(&obj.ObjectMeta, k, v.(string))
+				}
+			case strings.HasPrefix(p.Path, "/metadata/annotations/"):
+				metav1.SetMetaDataAnnotation(&obj.ObjectMeta, strings.ReplaceAll(strings.TrimPrefix(p.Path, "/metadata/annotations/"), "~1", "/"), p.Value.(string))
+			}
+		}
+		return obj, obj.Annotations[framework.ChildrenCheckedAnnotation]
+	}
+
+	w := newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1, Config: map[string]string{"disk": "ssd"}})
+	w, checked := mutate(admissionv1.Create, nil, w)
+	want, err := framework.ChildrenHash(scheme, renderingActor{}.RenderChildren(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked != want || dryRuns.Load() != 1 {
+		t.Fatalf("create: annotation %q after %d dry runs, want %q after 1", checked, dryRuns.Load(), want)
+	}
+	if resp := send(validating, admissionv1.Create, nil, w); !resp.Allowed || dryRuns.Load() != 1 {
+		t.Errorf("the validating webhook after the mutating one: allowed %v, %d dry runs in all, want allowed after 1", resp.Allowed, dryRuns.Load())
+	}
+
+	// An update that leaves the children alone, sent without the
+	// annotation: recorded again, not dry-run.
+	changed := w.DeepCopy()
+	changed.Spec.Replicas = 2
+	changed.Annotations = nil
+	if _, again := mutate(admissionv1.Update, w, changed); again != want || dryRuns.Load() != 1 {
+		t.Errorf("an update of the replicas: annotation %q after %d dry runs in all, want %q after 1", again, dryRuns.Load(), want)
+	}
+	// Other children are dry-run and recorded.
+	changed.Spec.Config = map[string]string{"disk": "hdd"}
+	if _, again := mutate(admissionv1.Update, w, changed); again == want || again == "" || dryRuns.Load() != 2 {
+		t.Errorf("an update of the children: annotation %q after %d dry runs in all, want a new hash after 2", again, dryRuns.Load())
+	}
+	// Children the API server rejects are refused, naming the field.
+	bad := newWidget(ns, "bad", testapi.WidgetSpec{Config: map[string]string{"bad key!": "x"}})
+	resp := send(mutating, admissionv1.Create, nil, bad)
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, "spec.config") {
+		t.Errorf("invalid children: allowed %v, result %v; want a 422 naming spec.config", resp.Allowed, resp.Result)
+	}
+}
+
+// TestControllerTrustsCheckedChildren: the controller does not dry-run
+// children whose hash ChildrenCheckedAnnotation records, so that a
+// cluster admitted by the webhook costs no second dry run. Shown with a
+// forged annotation on children the API server would reject: the
+// controller applies them instead of reporting InvalidSpec (what it does
+// without the annotation, TestInvalidChildrenAreInvalidSpec).
+func TestControllerTrustsCheckedChildren(t *testing.T) {
+	cfg, c, ns := setup(t)
+	a := newActor("a", newFlowLog())
+	opts := testOptions(a)
+	opts.Actor = renderingActor{a}
+	startManager(t, cfg, ns, opts)
+
+	w := newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1, Config: map[string]string{"bad key!": "x"}})
+	hash, err := framework.ChildrenHash(scheme, renderingActor{}.RenderChildren(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Annotations = map[string]string{framework.ChildrenCheckedAnnotation: hash}
+	create(t, c, w)
+	w = waitWidget(t, c, ns, "w", "a pass past the children's check", func(w *testapi.Widget) bool {
+		return condition(w, framework.ConditionSynced).ObservedGeneration == w.Generation && a.declares.Load() > 0
+	})
+	if s := condition(w, framework.ConditionSynced); s.Reason == framework.ReasonInvalidSpec {
+		t.Errorf("Synced = %s/%s %q: the controller dry-ran the children the annotation vouched for", s.Status, s.Reason, s.Message)
+	}
 }

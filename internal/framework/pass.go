@@ -188,7 +188,8 @@ func (p *pass[T, S]) reconcileNormal() (reconcile.Result, error) {
 
 // checkChildren has the API server validate the children a ChildRenderer
 // renders for the spec (see ChildRenderer), when they differ from the
-// last it checked for this object, and marks the spec invalid when it
+// last it checked for this object and from those the webhook checked
+// (ChildrenCheckedAnnotation), and marks the spec invalid when it
 // would reject them. A check that cannot be made (the API server did not
 // answer in time) lets the pass go on: applying the children reports the
 // same errors, less clearly.
@@ -205,6 +206,10 @@ func (p *pass[T, S]) checkChildren() error {
 	uid := string(p.obj.GetUID())
 	if checked, err := p.r.checks.get(uid, hash); checked {
 		return err
+	}
+	if p.obj.GetAnnotations()[ChildrenCheckedAnnotation] == hash { // the webhook's
+		p.r.checks.put(uid, hash, nil)
+		return nil
 	}
 	err = p.r.checker.check(p.c, p.r.gvk.GroupKind(), p.obj.GetName(), children)
 	if errors.Is(err, errChildrenUnchecked) {

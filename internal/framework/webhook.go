@@ -22,6 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/stewardhq/steward/internal/framework/standard"
 )
 
 // UpdateDefaulter is implemented by actors whose defaults on an update
@@ -97,6 +99,9 @@ func SetupWebhooks[T Object, S any](mgr ctrl.Manager, actor Actor[T, S]) error {
 	if m == nil && v == nil {
 		return fmt.Errorf("framework: %T has no admission hooks (Defaulter, UpdateDefaulter, Validator or Warner) for %s", actor, gvk.Kind)
 	}
+	if m != nil && v != nil && v.renderer != nil {
+		m.children = v // the mutating webhook dry-runs the children and records it
+	}
 	if m != nil {
 		// Registered as a handler of its own (see webhookDefaulter.Handle),
 		// at the path the builder would use.
@@ -144,6 +149,9 @@ type webhookDefaulter[T Object] struct {
 	defaulter Defaulter[T]
 	update    UpdateDefaulter[T]
 	decoder   admission.Decoder
+	// children, when the actor renders children, dry-runs them and records
+	// that it did (markChildrenChecked).
+	children *webhookValidator[T]
 }
 
 // Handle answers a defaulting request with a JSON patch from the object as
@@ -174,7 +182,11 @@ func (h *webhookDefaulter[T]) Handle(ctx context.Context, req admission.Request)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	if err := h.Default(admission.NewContextWithRequest(ctx, req), obj); err != nil {
+	err = h.Default(admission.NewContextWithRequest(ctx, req), obj)
+	if err == nil && h.children != nil {
+		err = h.children.markChildrenChecked(ctx, req, obj)
+	}
+	if err != nil {
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {
 			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptr.To(status.Status())}}
@@ -299,16 +311,20 @@ func (h *webhookValidator[T]) ValidateUpdate(ctx context.Context, old, obj T) (a
 
 // checkChildren has the API server validate the children the actor renders
 // for obj (see ChildRenderer), unless they are those of old, the stored
-// object (nil on a create), which were checked when it was admitted. A
-// check that could not be made admits obj with a warning saying so.
+// object (nil on a create), which were checked when it was admitted, or
+// those the mutating webhook checked (ChildrenCheckedAnnotation). A check
+// that could not be made admits obj with a warning saying so.
 func (h *webhookValidator[T]) checkChildren(ctx context.Context, warnings admission.Warnings, old *T, obj T) (admission.Warnings, error) {
 	if h.renderer == nil || h.checker.client == nil {
 		return warnings, nil
 	}
 	children := h.renderer.RenderChildren(obj)
+	after, errAfter := childrenHash(h.scheme, children)
+	if errAfter == nil && obj.GetAnnotations()[ChildrenCheckedAnnotation] == after {
+		return warnings, nil
+	}
 	if old != nil {
 		before, errBefore := childrenHash(h.scheme, h.renderer.RenderChildren(*old))
-		after, errAfter := childrenHash(h.scheme, children)
 		if errBefore == nil && errAfter == nil && before == after {
 			return warnings, nil
 		}
@@ -319,6 +335,51 @@ func (h *webhookValidator[T]) checkChildren(ctx context.Context, warnings admiss
 		return append(warnings, fmt.Sprintf("the objects this %s makes were not checked: %v", h.gk.Kind, err)), nil
 	}
 	return warnings, err
+}
+
+// markChildrenChecked, in the mutating webhook, has the API server dry-run
+// the children of obj (defaulted) and records their hash in
+// ChildrenCheckedAnnotation when it accepts them, for the validating
+// webhook and the controller, which then check them no more. Children the
+// stored object's annotation already vouches for (an update that leaves
+// them alone, whatever the request says of the annotation) are not dry-run
+// again. A spec Validate rejects, and children that could not be checked,
+// are left to the validating webhook, which names the spec's fields or
+// admits with a warning; children the API server rejects are refused here,
+// with the same 422. Like the validating webhook, it leaves alone an
+// update that changes nothing outside metadata and status (a finalizer
+// removed) and an object being deleted.
+func (h *webhookValidator[T]) markChildrenChecked(ctx context.Context, req admission.Request, obj T) error {
+	if h.checker.client == nil || obj.GetDeletionTimestamp() != nil || h.validate(obj) != nil {
+		return nil
+	}
+	stored := ""
+	if req.Operation == admissionv1.Update {
+		old := newObject[T]()
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil //nolint:nilerr // the validating webhook decides on what does not decode
+		}
+		if same, err := sameBeyondMetadataAndStatus(h.defaulted(old), obj); err != nil || same {
+			return nil //nolint:nilerr // as it does on what does not compare
+		}
+		stored = old.GetAnnotations()[ChildrenCheckedAnnotation]
+	}
+	children := h.renderer.RenderChildren(obj)
+	hash, err := childrenHash(h.scheme, children)
+	if err != nil {
+		return nil //nolint:nilerr // and on what does not render
+	}
+	if obj.GetAnnotations()[ChildrenCheckedAnnotation] != hash && stored != hash {
+		err := h.checker.check(ctx, h.gk, obj.GetName(), children)
+		if errors.Is(err, errChildrenUnchecked) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	obj.SetAnnotations(standard.Merge(obj.GetAnnotations(), map[string]string{ChildrenCheckedAnnotation: hash}))
+	return nil
 }
 
 // ValidateDelete allows every delete: finalizers do the cleanup, and
