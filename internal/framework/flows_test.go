@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -181,8 +182,10 @@ func TestStepSkippedOnStaleCache(t *testing.T) {
 	}
 }
 
-// TestResyncNotReady checks that an in-sync object that is not Ready is
-// observed again after ResyncNotReady, and a Ready one after Resync.
+// TestResyncNotReady checks that an in-sync object that just stopped
+// being Ready is observed again after ResyncNotReady, one that has not been
+// Ready for longer after as long (up to Resync), and a Ready one after
+// Resync.
 func TestResyncNotReady(t *testing.T) {
 	r := &Reconciler[*testapi.Widget, Nothing]{opts: Options[*testapi.Widget, Nothing]{Resync: 30 * time.Second, ResyncNotReady: 2 * time.Second}}
 	w := &testapi.Widget{}
@@ -192,6 +195,17 @@ func TestResyncNotReady(t *testing.T) {
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
 	if got := r.resyncAfter(w); got != 2*time.Second {
 		t.Errorf("not Ready: resync after %s, want 2s", got)
+	}
+	notReadyFor := func(d time.Duration) {
+		meta.FindStatusCondition(w.Status.Conditions, ConditionReady).LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
+	}
+	notReadyFor(10 * time.Second)
+	if got := r.resyncAfter(w); got < 10*time.Second || got > 11*time.Second {
+		t.Errorf("not Ready for 10s: resync after %s, want 10s", got)
+	}
+	notReadyFor(time.Hour)
+	if got := r.resyncAfter(w); got != 30*time.Second {
+		t.Errorf("not Ready for an hour: resync after %s, want Resync, 30s", got)
 	}
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
 	if got := r.resyncAfter(w); got != 30*time.Second {
