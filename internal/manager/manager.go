@@ -153,7 +153,8 @@ func metricsOptions(opts Options) metricsserver.Options {
 //
 // Volume claims are only ever listed by the standard labels, so only
 // Steward's are cached too. Pods are not filtered: a config ConfigMap is
-// collected only when no pod of the namespace, anyone's, uses it. No
+// collected only when no pod of the namespace, anyone's, uses it; they are
+// cached slim instead (slimPod), with what Steward reads of them. No
 // cached object keeps its managedFields, which Steward never reads (its
 // applies go to the API server) and which make up much of a pod's size:
 // the operator's memory grows with the clusters it runs. With namespaces
@@ -165,6 +166,7 @@ func cacheOptions(namespaces []string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:                {Label: ours},
 			&corev1.PersistentVolumeClaim{}: {Label: ours},
+			&corev1.Pod{}:                   {Transform: slimPod},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
@@ -179,7 +181,7 @@ func cacheOptions(namespaces []string) cache.Options {
 
 // restMapper is the manager's REST mapper: controller-runtime's lazy
 // dynamic mapper, behind a static one that knows the kinds cacheOptions
-// filters. The cache asks for their scope when it is built, and the static
+// filters or transforms. The cache asks for their scope when it is built, and the static
 // answer keeps New from contacting the API server.
 func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
@@ -189,6 +191,7 @@ func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, err
 	static := meta.NewDefaultRESTMapper(nil)
 	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
 	static.Add(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace)
+	static.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
 

@@ -408,3 +408,36 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 		t.Errorf("API reader Get of an unmanaged Secret = %v, want it found", err)
 	}
 }
+
+// TestCacheHoldsSlimPods checks that the manager's cache holds pods as
+// slimPod leaves them: their images, not their probes.
+func TestCacheHoldsSlimPods(t *testing.T) {
+	cfg := apiServer(t)
+	c := newClient(t, cfg)
+	ns := testenv.Namespace(t, c, "steward-test-")
+	opts := integrationOptions(t, ns)
+	opts.LeaderElect = false
+	mgr, err := manager.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.StartManager(t, mgr)
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "example.com/c:1",
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}},
+	}}
+	if err := c.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	cached := &corev1.Pod{}
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), cached) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the pod never reached the cache: %v", err)
+	}
+	if got := cached.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
+		t.Errorf("cached pod's containers = %+v, want its image without its probe", got)
+	}
+}

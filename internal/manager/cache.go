@@ -1,0 +1,83 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// slimPod is the cache's transform of a Pod: it keeps what a controller,
+// a watch's mapping or a patch of Steward reads of a pod, and drops the
+// rest (managedFields, probes, resources, commands, mounts, placement,
+// most of the status), which made up most of a cached pod. Every pod of
+// the cluster is cached (a config ConfigMap is collected only when no pod
+// uses it), so this is the largest part of the operator's memory with
+// many clusters. Kept:
+//
+//   - metadata but managedFields: labels (selectors, revisions, watch
+//     mappings), annotations (config revisions, template hashes, drain
+//     state), owners, UID, timestamps;
+//   - each container's and init container's name and image (status's
+//     current images, upgrades), and its references to ConfigMaps (env
+//     configMapKeyRef, envFrom), with the volumes that are ConfigMaps,
+//     projections or claims, for the config ConfigMaps' collection;
+//   - readinessGates (readiness), nodeName;
+//   - status: phase, pod IP (probes), conditions (readiness, the serving
+//     gate, scheduling), and each container status's name, ready,
+//     restart count and state (why a pod does not start).
+//
+// Patches of a cached pod (its conditions, its annotations) are diffs of
+// two copies stripped alike. It must be idempotent: the informer may
+// transform an object twice.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	pod.ManagedFields = nil
+	spec := corev1.PodSpec{
+		Containers:     slimContainers(pod.Spec.Containers),
+		InitContainers: slimContainers(pod.Spec.InitContainers),
+		ReadinessGates: pod.Spec.ReadinessGates,
+		NodeName:       pod.Spec.NodeName,
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.ConfigMap != nil || v.Projected != nil || v.PersistentVolumeClaim != nil {
+			spec.Volumes = append(spec.Volumes, v)
+		}
+	}
+	pod.Spec = spec
+	pod.Status = corev1.PodStatus{
+		Phase:                 pod.Status.Phase,
+		PodIP:                 pod.Status.PodIP,
+		Conditions:            pod.Status.Conditions,
+		ContainerStatuses:     slimContainerStatuses(pod.Status.ContainerStatuses),
+		InitContainerStatuses: slimContainerStatuses(pod.Status.InitContainerStatuses),
+	}
+	return pod, nil
+}
+
+func slimContainers(in []corev1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i, c := range in {
+		out[i] = corev1.Container{Name: c.Name, Image: c.Image, EnvFrom: c.EnvFrom}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+				out[i].Env = append(out[i].Env, e)
+			}
+		}
+	}
+	return out
+}
+
+func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, s := range in {
+		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount, State: s.State}
+	}
+	return out
+}
