@@ -172,10 +172,11 @@ BENCH ?= .
 BENCH_PACKAGES ?= $(filter-out %/bench/scale,$(shell $(GO) list -tags bench ./bench/...))
 # SIMULATED_POD_CAPACITY is the pods each of the two simulated nodes takes
 # when a benchmark target brings a cluster up: room for a thousand
-# 3-replica clusters.
-SIMULATED_POD_CAPACITY ?= 2000
+# MatrixOne clusters of five pods (bench/scale's largest).
+SIMULATED_POD_CAPACITY ?= 2600
 # make bench-scale runs SCALE_BENCH (a -bench pattern; Scale/ZooKeeper for
-# one kind) with SCALE_CLUSTERS clusters of each kind held idle for
+# one system, Scale/Mixed for all four at once, an equal share each) with
+# SCALE_CLUSTERS clusters of each run held idle for
 # SCALE_IDLE, with Steward installed with SCALE_HELM_FLAGS (the chart's
 # memory limit is not sized for a thousand clusters).
 SCALE_BENCH ?= Scale

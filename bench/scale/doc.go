@@ -1,8 +1,10 @@
 // Package scale holds the scale benchmark (build tag bench; make
-// bench-scale): BenchmarkScale/<Kind> creates SCALE_CLUSTERS clusters of
-// each kind (default 1000, 3 replicas for ZooKeeper) with every pod on
-// localkube's simulated (kwok) nodes, holds them idle for SCALE_IDLE
-// (default 2m), then deletes them. Pods on simulated nodes become Ready
+// bench-scale): BenchmarkScale/<System> creates SCALE_CLUSTERS clusters of
+// one system (default 1000, each the smallest of its usual shape: see
+// kinds_test.go), and BenchmarkScale/Mixed as many of every system at
+// once, an equal share each, with every pod on localkube's simulated
+// (kwok) nodes, holds them idle for SCALE_IDLE (default 2m), then deletes
+// them. Pods on simulated nodes become Ready
 // without running and their addresses lead nowhere, so every server is
 // unreachable, as in a network partition: what the operator costs when it
 // cannot reach a thousand clusters. It prints figures and asserts nothing
@@ -32,20 +34,22 @@
 //   - idle, after 30 s of settling: the operator's requests per minute,
 //     its writes beyond leader election, changes of the clusters and of
 //     their children (watches), lease renewals;
-//   - in each phase, the kind's workqueue: adds, the wait (p50 and p99
-//     from workqueue_queue_duration_seconds' buckets over the phase) and
-//     the work, the passes by result, the framework's actions and probe
-//     calls;
+//   - in each phase, each controller's workqueue: adds, the wait (p50 and
+//     p99 from workqueue_queue_duration_seconds' buckets over the phase;
+//     the worst controller's as the headline) and the work, the passes by
+//     result, the framework's actions and probe calls;
 //   - memory: the operator's RSS and Go heap with no cluster of the run,
-//     with all created and after idle, per cluster; etcd's database size
+//     with all created and after idle, and per cluster; etcd's database size
 //     and the cluster's processes' RSS (read from /proc through
 //     localkube's PID files);
-//   - CPU: the operator's CPU seconds in each phase, and the cores each of
-//     the cluster's processes used;
+//   - CPU: the operator's CPU seconds in each phase (its own process's),
+//     per created or deleted cluster and per idle cluster-minute, and the
+//     cores each of the cluster's processes used;
 //   - delete: the time from deleting every cluster (one delete-collection)
 //     until all are gone, and until their pods and claims are.
 //
 // A kind is one entry in kinds (kinds_test.go): how to build one small
-// cluster whose pods go to simulated nodes, its controller's name, how
-// many StatefulSets and pods one has.
+// cluster whose pods go to simulated nodes, its controllers, how many
+// StatefulSets and pods one has while no server answers, and the parts
+// between it and them (MatrixOne's sets).
 package scale
