@@ -30,13 +30,6 @@ func (p Phase) Active() bool {
 	return p == PhaseRunning || p == PhaseFailed
 }
 
-// Running reports whether o is a flow whose steps are running (nil is
-// none): they decide on what the servers say now, and wait for fresh
-// answers where other passes read the last ones.
-func (o *Operation) Running() bool {
-	return o != nil && o.Phase == PhaseRunning
-}
-
 // Operation is the persisted progress of a task flow, stored in
 // status.operation. Whichever manager runs next resumes the flow from it.
 type Operation struct {
@@ -122,6 +115,13 @@ type HeldReplicas struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas"`
+}
+
+// Running reports whether o is a flow whose steps are running (nil is
+// none): they decide on what the servers say now, and wait for fresh
+// answers where other passes read the last ones.
+func (o *Operation) Running() bool {
+	return o != nil && o.Phase == PhaseRunning
 }
 
 // Hold records that the operation holds workload at replicas, replacing
