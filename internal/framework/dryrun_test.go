@@ -111,16 +111,24 @@ func (renderingActor) RenderChildren(w *testapi.Widget) []framework.RenderedChil
 	return []framework.RenderedChild{{Object: d, Sources: map[string]string{"spec.template.spec.nodeSelector": "spec.config"}}}
 }
 
-// TestInvalidChildrenAreInvalidSpec runs the children's dry run in the
-// controller, as it runs when the webhooks are off: a spec whose children
-// the API server would reject is InvalidSpec with the field it names,
-// before Declare applies anything; fixed, the object reconciles.
-func TestInvalidChildrenAreInvalidSpec(t *testing.T) {
+// startRendering starts a manager running a renderingActor in a namespace
+// of its own.
+func startRendering(t *testing.T) (client.Client, string, *widgetActor) {
+	t.Helper()
 	cfg, c, ns := setup(t)
 	a := newActor("a", newFlowLog())
 	opts := testOptions(a)
 	opts.Actor = renderingActor{a}
 	startManager(t, cfg, ns, opts)
+	return c, ns, a
+}
+
+// TestInvalidChildrenAreInvalidSpec runs the children's dry run in the
+// controller, as it runs when the webhooks are off: a spec whose children
+// the API server would reject is InvalidSpec with the field it names,
+// before Declare applies anything; fixed, the object reconciles.
+func TestInvalidChildrenAreInvalidSpec(t *testing.T) {
+	c, ns, a := startRendering(t)
 
 	create(t, c, newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1, Config: map[string]string{"bad key!": "x"}}))
 	w := waitWidget(t, c, ns, "w", "Synced=False/InvalidSpec", func(w *testapi.Widget) bool {
@@ -245,11 +253,7 @@ func TestWebhookChecksChildrenOnce(t *testing.T) {
 // controller applies them instead of reporting InvalidSpec (what it does
 // without the annotation, TestInvalidChildrenAreInvalidSpec).
 func TestControllerTrustsCheckedChildren(t *testing.T) {
-	cfg, c, ns := setup(t)
-	a := newActor("a", newFlowLog())
-	opts := testOptions(a)
-	opts.Actor = renderingActor{a}
-	startManager(t, cfg, ns, opts)
+	c, ns, a := startRendering(t)
 
 	w := newWidget(ns, "w", testapi.WidgetSpec{Replicas: 1, Config: map[string]string{"bad key!": "x"}})
 	hash, err := framework.ChildrenHash(scheme, renderingActor{}.RenderChildren(w))

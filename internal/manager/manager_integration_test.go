@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/internal/manager"
 	"github.com/stewardhq/steward/internal/systems"
@@ -371,10 +372,10 @@ func freeAddress(t *testing.T) string {
 	return addr
 }
 
-// TestCacheHoldsOnlyStewardSecrets checks that the manager's cache holds
-// the Secrets Steward manages and no other, which stay readable from the
-// API server.
-func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
+// startAlone starts a manager without leader election, watching a
+// namespace of its own.
+func startAlone(t *testing.T) (ctrlmanager.Manager, client.Client, string) {
+	t.Helper()
 	cfg := apiServer(t)
 	c := newClient(t, cfg)
 	ns := testenv.Namespace(t, c, "steward-test-")
@@ -385,6 +386,14 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.StartManager(t, mgr)
+	return mgr, c, ns
+}
+
+// TestCacheHoldsOnlyStewardSecrets checks that the manager's cache holds
+// the Secrets Steward manages and no other, which stay readable from the
+// API server.
+func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
+	mgr, c, ns := startAlone(t)
 
 	ours := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ours", Namespace: ns,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "steward"}}}
@@ -395,7 +404,7 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 		}
 	}
 	cached := mgr.GetClient()
-	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
 		return cached.Get(ctx, client.ObjectKeyFromObject(ours), &corev1.Secret{}) == nil, nil
 	})
 	if err != nil {
@@ -412,16 +421,7 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 // TestCacheHoldsSlimPods checks that the manager's cache holds pods as
 // slimPod leaves them: their images, not their probes.
 func TestCacheHoldsSlimPods(t *testing.T) {
-	cfg := apiServer(t)
-	c := newClient(t, cfg)
-	ns := testenv.Namespace(t, c, "steward-test-")
-	opts := integrationOptions(t, ns)
-	opts.LeaderElect = false
-	mgr, err := manager.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.StartManager(t, mgr)
+	mgr, c, ns := startAlone(t)
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "c", Image: "example.com/c:1",
@@ -431,7 +431,7 @@ func TestCacheHoldsSlimPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	cached := &corev1.Pod{}
-	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
 		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), cached) == nil, nil
 	})
 	if err != nil {
