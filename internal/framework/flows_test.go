@@ -182,39 +182,42 @@ func TestStepSkippedOnStaleCache(t *testing.T) {
 	}
 }
 
-// TestResyncNotReady checks that an in-sync object that just stopped
-// being Ready is observed again after ResyncNotReady, one that has not been
-// Ready for longer after as long (up to Resync), and a Ready one after
-// Resync.
+// TestResyncNotReady checks that an in-sync object that is not Ready is
+// observed again after ResyncNotReady, and with ResyncNotReadyMax, one
+// that has not been Ready for longer after as long (up to
+// ResyncNotReadyMax); a Ready one after Resync.
 func TestResyncNotReady(t *testing.T) {
-	r := &Reconciler[*testapi.Widget, Nothing]{opts: Options[*testapi.Widget, Nothing]{Resync: 30 * time.Second, ResyncNotReady: 2 * time.Second}}
+	r := &Reconciler[*testapi.Widget, Nothing]{opts: Options[*testapi.Widget, Nothing]{Resync: time.Minute, ResyncNotReady: 2 * time.Second}}
 	w := &testapi.Widget{}
 	if got := r.resyncAfter(w); got != 2*time.Second {
 		t.Errorf("no Ready condition: resync after %s, want 2s", got)
 	}
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
-	if got := r.resyncAfter(w); got != 2*time.Second {
-		t.Errorf("not Ready: resync after %s, want 2s", got)
-	}
 	notReadyFor := func(d time.Duration) {
 		meta.FindStatusCondition(w.Status.Conditions, ConditionReady).LastTransitionTime = metav1.NewTime(time.Now().Add(-d))
 	}
-	notReadyFor(10 * time.Second)
-	if got := r.resyncAfter(w); got < 10*time.Second || got > 11*time.Second {
-		t.Errorf("not Ready for 10s: resync after %s, want 10s", got)
-	}
 	notReadyFor(time.Hour)
-	if got := r.resyncAfter(w); got != 30*time.Second {
-		t.Errorf("not Ready for an hour: resync after %s, want Resync, 30s", got)
+	if got := r.resyncAfter(w); got != 2*time.Second {
+		t.Errorf("not Ready for an hour, no ResyncNotReadyMax: resync after %s, want 2s", got)
+	}
+
+	r.opts.ResyncNotReadyMax = 30 * time.Second
+	for _, c := range []struct {
+		notReady, want time.Duration
+	}{{0, 2 * time.Second}, {10 * time.Second, 10 * time.Second}, {time.Hour, 30 * time.Second}} {
+		notReadyFor(c.notReady)
+		if got := r.resyncAfter(w); got < c.want || got > c.want+time.Second {
+			t.Errorf("not Ready for %s, ResyncNotReadyMax 30s: resync after %s, want %s", c.notReady, got, c.want)
+		}
 	}
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
-	if got := r.resyncAfter(w); got != 30*time.Second {
-		t.Errorf("Ready: resync after %s, want 30s", got)
+	if got := r.resyncAfter(w); got != time.Minute {
+		t.Errorf("Ready: resync after %s, want Resync, 1m", got)
 	}
-	r.opts.ResyncNotReady = time.Minute // longer than Resync: Resync
+	r.opts.ResyncNotReady = 2 * time.Minute // longer than Resync: Resync
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
-	if got := r.resyncAfter(w); got != 30*time.Second {
-		t.Errorf("not Ready, ResyncNotReady > Resync: resync after %s, want 30s", got)
+	if got := r.resyncAfter(w); got != time.Minute {
+		t.Errorf("not Ready, ResyncNotReady > Resync: resync after %s, want 1m", got)
 	}
 }
 

@@ -71,6 +71,13 @@ type Options[T Object, S any] struct {
 	// that is not Ready after this long instead: for applications that
 	// become ready on their own, which no watch sees. Zero: Resync.
 	ResyncNotReady time.Duration
+	// ResyncNotReadyMax, when longer than ResyncNotReady, lets the resync
+	// of an object that is not Ready grow with the time it has not been
+	// Ready (Ready's last transition), from ResyncNotReady up to this:
+	// for clusters, of which a thousand that stay unreachable (a
+	// partition, servers that never start) must not keep the workers
+	// busy. Zero: ResyncNotReady, always.
+	ResyncNotReadyMax time.Duration
 	// ActionRequeue is how soon a pass runs after one that took an action
 	// or completed a flow step (default DefaultActionRequeue).
 	ActionRequeue time.Duration

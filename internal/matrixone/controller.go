@@ -228,13 +228,14 @@ func NewClusterController() *ClusterController {
 func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
 	c.admin = opts.Admin
 	_, err := framework.Setup(mgr, framework.Options[*Cluster, framework.Nothing]{
-		Actor:          c,
-		Flows:          []framework.Flow[*Cluster, framework.Nothing]{c.finishRestoreFlow()},
-		App:            build.App,
-		PartOf:         build.PartOf,
-		Owns:           []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
-		Resync:         opts.Resync,
-		ResyncNotReady: opts.ResyncNotReady,
+		Actor:             c,
+		Flows:             []framework.Flow[*Cluster, framework.Nothing]{c.finishRestoreFlow()},
+		App:               build.App,
+		PartOf:            build.PartOf,
+		Owns:              []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
+		Resync:            opts.Resync,
+		ResyncNotReady:    opts.ResyncNotReady,
+		ResyncNotReadyMax: opts.Resync, // a cluster whose sets stay not Ready
 	})
 	return err
 }

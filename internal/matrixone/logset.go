@@ -48,14 +48,15 @@ func NewLogSetController(opts Options) *LogSetController {
 
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
-		Actor:          c,
-		Flows:          []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow(), c.restoreFlow()},
-		App:            build.App,
-		PartOf:         build.PartOf,
-		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
-		Resync:         c.opts.Resync,
-		ResyncNotReady: c.opts.ResyncNotReady,
-		Trigger:        c.trigger,
+		Actor:             c,
+		Flows:             []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow(), c.restoreFlow()},
+		App:               build.App,
+		PartOf:            build.PartOf,
+		Owns:              []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
+		Resync:            c.opts.Resync,
+		ResyncNotReady:    c.opts.ResyncNotReady,
+		ResyncNotReadyMax: c.opts.Resync, // a set whose log stores stay unreachable
+		Trigger:           c.trigger,
 		Customize: func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, build.ComponentLog)).
 				// A claim bound (or taken) moves the LogSets that name it.

@@ -68,14 +68,15 @@ func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 		flows = append(flows, c.scaleInFlow())
 	}
 	_, err := framework.Setup(mgr, framework.Options[T, *storeState]{
-		Actor:          c,
-		Flows:          flows,
-		App:            build.App,
-		PartOf:         build.PartOf,
-		Owns:           []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
-		Resync:         c.opts.Resync,
-		ResyncNotReady: c.opts.ResyncNotReady,
-		Trigger:        c.trigger,
+		Actor:             c,
+		Flows:             flows,
+		App:               build.App,
+		PartOf:            build.PartOf,
+		Owns:              []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
+		Resync:            c.opts.Resync,
+		ResyncNotReady:    c.opts.ResyncNotReady,
+		ResyncNotReadyMax: c.opts.Resync, // a set whose log stores stay unreachable
+		Trigger:           c.trigger,
 		Customize: func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, component))
 		},

@@ -131,9 +131,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Trigger: c.trigger,
 		// OceanBase changes on its own (a server added starts serving, a
 		// restarted one comes back, a zone is started), which no watch
-		// sees: a cluster that is not Ready is observed again soon.
-		ResyncNotReady: transitionPoll,
-		Customize:      func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
+		// sees: a cluster that is not Ready is observed again soon, and
+		// one that stays so (unreachable) less and less often.
+		ResyncNotReady:    transitionPoll,
+		ResyncNotReadyMax: c.opts.Resync,
+		Customize:         func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {
 		err = setupTenants(mgr, opts) // tenant.go
