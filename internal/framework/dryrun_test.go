@@ -154,8 +154,9 @@ func (defaultingRenderer) Default(*testapi.Widget) {}
 // the mutating webhook, which records their hash in
 // ChildrenCheckedAnnotation: the validating webhook then checks them no
 // more, nor does an update that leaves them alone (even one that drops
-// the annotation); children the API server rejects are refused by the
-// mutating webhook with the spec's field.
+// the annotation); children the API server rejects are left unrecorded by
+// the mutating webhook and refused by the validating one, with the spec's
+// field.
 func TestWebhookChecksChildrenOnce(t *testing.T) {
 	cfg, _, ns := setup(t)
 	ctx := context.Background()
@@ -238,11 +239,14 @@ func TestWebhookChecksChildrenOnce(t *testing.T) {
 	if _, again := mutate(admissionv1.Update, w, changed); again == want || again == "" || dryRuns.Load() != 2 {
 		t.Errorf("an update of the children: annotation %q after %d dry runs in all, want a new hash after 2", again, dryRuns.Load())
 	}
-	// Children the API server rejects are refused, naming the field.
+	// Children the API server rejects: not recorded, then refused by the
+	// validating webhook, naming the field.
 	bad := newWidget(ns, "bad", testapi.WidgetSpec{Config: map[string]string{"bad key!": "x"}})
-	resp := send(mutating, admissionv1.Create, nil, bad)
-	if resp.Allowed || resp.Result == nil || resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, "spec.config") {
-		t.Errorf("invalid children: allowed %v, result %v; want a 422 naming spec.config", resp.Allowed, resp.Result)
+	if bad, checked := mutate(admissionv1.Create, nil, bad); checked != "" {
+		t.Errorf("invalid children: annotation %q, want none", checked)
+	} else if resp := send(validating, admissionv1.Create, nil, bad); resp.Allowed || resp.Result == nil ||
+		resp.Result.Code != 422 || !strings.Contains(resp.Result.Message, "spec.config") {
+		t.Errorf("invalid children, validated: allowed %v, result %v; want a 422 naming spec.config", resp.Allowed, resp.Result)
 	}
 }
 

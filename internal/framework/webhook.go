@@ -182,16 +182,15 @@ func (h *webhookDefaulter[T]) Handle(ctx context.Context, req admission.Request)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	err = h.Default(admission.NewContextWithRequest(ctx, req), obj)
-	if err == nil && h.children != nil {
-		err = h.children.markChildrenChecked(ctx, req, obj)
-	}
-	if err != nil {
+	if err := h.Default(admission.NewContextWithRequest(ctx, req), obj); err != nil {
 		var status apierrors.APIStatus
 		if errors.As(err, &status) {
 			return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: ptr.To(status.Status())}}
 		}
 		return admission.Denied(err.Error())
+	}
+	if h.children != nil {
+		h.children.markChildrenChecked(ctx, req, obj)
 	}
 	defaulted, err := json.Marshal(obj)
 	if err != nil {
@@ -343,43 +342,38 @@ func (h *webhookValidator[T]) checkChildren(ctx context.Context, warnings admiss
 // webhook and the controller, which then check them no more. Children the
 // stored object's annotation already vouches for (an update that leaves
 // them alone, whatever the request says of the annotation) are not dry-run
-// again. A spec Validate rejects, and children that could not be checked,
-// are left to the validating webhook, which names the spec's fields or
-// admits with a warning; children the API server rejects are refused here,
-// with the same 422. Like the validating webhook, it leaves alone an
-// update that changes nothing outside metadata and status (a finalizer
-// removed) and an object being deleted.
-func (h *webhookValidator[T]) markChildrenChecked(ctx context.Context, req admission.Request, obj T) error {
+// again. It refuses nothing: a spec Validate rejects, children the API
+// server rejects and children that could not be checked are left
+// unrecorded to the validating webhook, which checks them again and names
+// the spec's fields, or admits with a warning (an invalid spec costs a
+// second dry run; a valid one, its only). Like the validating webhook, it
+// leaves alone an update that changes nothing outside metadata and status
+// (a finalizer removed) and an object being deleted.
+func (h *webhookValidator[T]) markChildrenChecked(ctx context.Context, req admission.Request, obj T) {
 	if h.checker.client == nil || obj.GetDeletionTimestamp() != nil || h.validate(obj) != nil {
-		return nil
+		return
 	}
 	stored := ""
 	if req.Operation == admissionv1.Update {
 		old := newObject[T]()
 		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return nil //nolint:nilerr // the validating webhook decides on what does not decode
+			return
 		}
 		if same, err := sameBeyondMetadataAndStatus(h.defaulted(old), obj); err != nil || same {
-			return nil //nolint:nilerr // as it does on what does not compare
+			return
 		}
 		stored = old.GetAnnotations()[ChildrenCheckedAnnotation]
 	}
 	children := h.renderer.RenderChildren(obj)
 	hash, err := childrenHash(h.scheme, children)
 	if err != nil {
-		return nil //nolint:nilerr // and on what does not render
+		return
 	}
-	if obj.GetAnnotations()[ChildrenCheckedAnnotation] != hash && stored != hash {
-		err := h.checker.check(ctx, h.gk, obj.GetName(), children)
-		if errors.Is(err, errChildrenUnchecked) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	if obj.GetAnnotations()[ChildrenCheckedAnnotation] != hash && stored != hash &&
+		h.checker.check(ctx, h.gk, obj.GetName(), children) != nil {
+		return
 	}
 	obj.SetAnnotations(standard.Merge(obj.GetAnnotations(), map[string]string{ChildrenCheckedAnnotation: hash}))
-	return nil
 }
 
 // ValidateDelete allows every delete: finalizers do the cleanup, and
