@@ -7,10 +7,10 @@ import (
 // slimPod is the cache's transform of a Pod: it keeps what a controller,
 // a watch's mapping or a patch of Steward reads of a pod, and drops the
 // rest (managedFields, probes, resources, commands, mounts, placement,
-// most of the status), which made up most of a cached pod. Every pod of
-// the cluster is cached (a config ConfigMap is collected only when no pod
-// uses it), so this is the largest part of the operator's memory with
-// many clusters. Kept:
+// most of the status). Every pod of the cluster is cached (a config
+// ConfigMap is collected only when no pod uses it), so pods grow the
+// operator's memory with every cluster it runs, and with every other
+// workload of the cluster. Kept:
 //
 //   - metadata but managedFields: labels (selectors, revisions, watch
 //     mappings), annotations (config revisions, template hashes, drain
