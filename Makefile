@@ -178,10 +178,12 @@ SIMULATED_POD_CAPACITY ?= 2600
 # one system, Scale/Mixed for all four at once, an equal share each) with
 # SCALE_CLUSTERS clusters of each run held idle for
 # SCALE_IDLE, with Steward installed with SCALE_HELM_FLAGS (the chart's
-# memory limit is not sized for a thousand clusters).
+# memory limit is not sized for a thousand clusters), and writes the
+# operator's Go profiles of each phase into SCALE_PROFILES (empty: none).
 SCALE_BENCH ?= Scale
 SCALE_CLUSTERS ?= 1000
 SCALE_IDLE ?= 2m
+SCALE_PROFILES ?= $(CURDIR)/.cache/bench/scale-profiles
 SCALE_HELM_FLAGS ?= --set resources.limits.memory=2Gi
 
 ##@ Build and test
@@ -390,9 +392,11 @@ BENCH_HELM_FLAGS ?=
 bench-setup: images helm ## Bring up a local cluster with simulated capacity unless one is up, load the images, install Steward for the benchmarks.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS) --simulated-pod-capacity $(SIMULATED_POD_CAPACITY)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
-	@# bench/values.yaml: plain-HTTP metrics, and every system with a
-	@# benchmark, preview ones included.
+	@# bench/values.yaml: Go's profiles on the metrics port, and every
+	@# system with a benchmark, preview ones included; bench/rbac.yaml: the
+	@# account the benchmarks read metrics and profiles with.
 	$(MAKE) --no-print-directory install-chart HELM_INSTALL_FLAGS="-f $(CURDIR)/bench/values.yaml $(BENCH_HELM_FLAGS)"
+	$(KUBECTL) apply -f bench/rbac.yaml
 	$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager
 	$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m
 	@$(MAKE) --no-print-directory wait-admission
@@ -404,7 +408,7 @@ bench: bench-setup ## Run the benchmarks: ZooKeeper stats gathering (real server
 .PHONY: bench-scale
 bench-scale: BENCH_HELM_FLAGS += $(SCALE_HELM_FLAGS)
 bench-scale: bench-setup ## Run the scale benchmark (bench/scale): SCALE_CLUSTERS clusters (default 1000) on simulated nodes created, idle for SCALE_IDLE, deleted.
-	SCALE_CLUSTERS=$(SCALE_CLUSTERS) SCALE_IDLE=$(SCALE_IDLE) \
+	SCALE_CLUSTERS=$(SCALE_CLUSTERS) SCALE_IDLE=$(SCALE_IDLE) SCALE_PROFILES=$(SCALE_PROFILES) \
 		$(GO) test -tags bench -run '^$$' -bench '$(SCALE_BENCH)' -benchtime 1x -timeout 4h -v ./bench/scale/
 
 .PHONY: down

@@ -132,11 +132,15 @@ func (r *run) run() {
 
 	// Create: from the first create sent until every cluster's
 	// StatefulSets are ready.
+	prof := newProfiler(r)
 	before := r.scrape()
+	prof.cpu("create")
 	start, applied, retries := r.createAll()
 	r.t.waitFor(b, "every cluster's StatefulSets created", r.timeout, func(c counts) bool { return c.sets >= r.n })
 	r.t.waitFor(b, "every cluster's StatefulSets ready", r.timeout, func(c counts) bool { return c.ready >= r.n })
 	created := r.scrape()
+	prof.wait()
+	prof.heap("created")
 	setsAt, readyAt := r.t.last(r.t.setsAt), r.t.last(r.t.readyAt)
 	setLat, readyLat := r.t.latencies()
 	podCreated, claimsBound, scheduled, podReady := r.t.stages()
@@ -145,9 +149,12 @@ func (r *run) run() {
 	time.Sleep(settle)
 	idleFrom := r.scrape()
 	r.t.count(true)
+	prof.cpu("idle")
 	renewals := r.k.CountLeaseRenewals(b, r.idle)
 	changes, examples := r.t.count(false)
+	prof.wait()
 	idleTo := r.scrape()
+	prof.heap("idle")
 
 	// Delete: one delete-collection, until every cluster is gone, then
 	// until their pods and claims are. The API server ends a request after

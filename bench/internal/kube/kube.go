@@ -40,6 +40,8 @@ type Kube struct {
 	Scheme *runtime.Scheme
 	CS     kubernetes.Interface
 	C      client.WithWatch
+
+	operator operatorEndpoint
 }
 
 // KubeconfigPath is $KUBECONFIG, else localkube's admin kubeconfig.
@@ -228,25 +230,6 @@ func (o Operator) RSS() float64 { return o.Sum("process_resident_memory_bytes") 
 
 // CPU is the CPU time the operator's process has used, in seconds.
 func (o Operator) CPU() float64 { return o.Sum("process_cpu_seconds_total") }
-
-// OperatorMetrics reads the leading replica's metrics endpoint (the one
-// that reconciles) through the API server's pod proxy. The proxy cannot
-// present a scraper's token, so make bench installs the chart with
-// metrics.secure=false (plain HTTP on the same port).
-func (k *Kube) OperatorMetrics(tb testing.TB) Operator {
-	tb.Helper()
-	lease, err := k.CS.CoordinationV1().Leases(OperatorNamespace).Get(tb.Context(), LeaseName, metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil {
-		tb.Fatalf("the operator's Lease: %v (no holder, or %v)", lease, err)
-	}
-	leader, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
-	raw, err := k.CS.CoreV1().Pods(OperatorNamespace).ProxyGet("http", leader, "8443", "/metrics", nil).DoRaw(tb.Context())
-	if err != nil {
-		tb.Fatalf("operator metrics: %v", err)
-	}
-	m := ParseMetrics(raw, nil)
-	return Operator{Pod: leader, Started: m.Sum("process_start_time_seconds"), Metrics: m}
-}
 
 // APIServerMetrics reads the API server's own /metrics, keeping the
 // samples whose name keep accepts. Its counters cover every client.
