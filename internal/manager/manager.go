@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/gpss"
 	"github.com/stewardhq/steward/internal/matrixone"
@@ -88,6 +89,7 @@ func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulShutdownTimeout,
 		Cache:                         cacheOptions(opts.WatchNamespaces),
+		NewClient:                     newClient,
 		Controller:                    config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
 		MapperProvider:                restMapper,
 	})
@@ -95,6 +97,9 @@ func newManager(cfg *rest.Config, opts Options) (ctrl.Manager, *drain, error) {
 		return nil, nil, fmt.Errorf("create manager: %w", err)
 	}
 
+	if err := framework.IndexInstances(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, fmt.Errorf("add health check: %w", err)
 	}
@@ -177,6 +182,20 @@ func cacheOptions(namespaces []string) cache.Options {
 		}
 	}
 	return o
+}
+
+// newClient is the manager's client: controller-runtime's, reading cached
+// kinds from the cache through framework.IndexedReader, so that a List of
+// one cluster's children reads those only (framework.InstanceIndex).
+func newClient(cfg *rest.Config, options client.Options) (client.Client, error) {
+	if options.Cache != nil && options.Cache.Reader != nil {
+		r, err := framework.IndexedReader(options.Cache.Reader, options.Scheme)
+		if err != nil {
+			return nil, err
+		}
+		options.Cache.Reader = r
+	}
+	return client.New(cfg, options)
 }
 
 // restMapper is the manager's REST mapper: controller-runtime's lazy

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/manager"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -439,5 +441,59 @@ func TestCacheHoldsSlimPods(t *testing.T) {
 	}
 	if got := cached.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
 		t.Errorf("cached pod's containers = %+v, want its image without its probe", got)
+	}
+}
+
+// TestListsReadTheInstanceIndex checks that the manager's cache indexes
+// children by instance and that its client's Lists by an instance's labels
+// read through the index and still match every label.
+func TestListsReadTheInstanceIndex(t *testing.T) {
+	mgr, c, ns := startAlone(t)
+
+	configMap := func(name, instance, component string) *corev1.ConfigMap {
+		labels := map[string]string{"app.kubernetes.io/component": component}
+		if instance != "" {
+			labels["app.kubernetes.io/instance"] = instance
+		}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
+	}
+	for _, cm := range []*corev1.ConfigMap{
+		configMap("a-server", "a", "server"), configMap("a-other", "a", "other"),
+		configMap("b-server", "b", "server"), configMap("none-server", "", "server"),
+	} {
+		if err := c.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(list *corev1.ConfigMapList) []string {
+		var out []string
+		for _, cm := range list.Items {
+			out = append(out, cm.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var indexed corev1.ConfigMapList
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		err := mgr.GetCache().List(ctx, &indexed, client.InNamespace(ns), client.MatchingFields{framework.InstanceIndex: "a"})
+		return err == nil && len(indexed.Items) == 2, err
+	})
+	if err != nil {
+		t.Fatalf("the cache's instance index of ConfigMaps: %v (read %v)", err, names(&indexed))
+	}
+	var list corev1.ConfigMapList
+	if err := mgr.GetClient().List(t.Context(), &list, client.InNamespace(ns),
+		client.MatchingLabels{"app.kubernetes.io/instance": "a", "app.kubernetes.io/component": "server"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(&list); !slices.Equal(got, []string{"a-server"}) {
+		t.Errorf("List of instance a's servers = %v, want [a-server]", got)
+	}
+	if err := mgr.GetClient().List(t.Context(), &list, client.InNamespace(ns),
+		client.MatchingLabels{"app.kubernetes.io/component": "server"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(&list); !slices.Equal(got, []string{"a-server", "b-server", "none-server"}) {
+		t.Errorf("List of every server = %v, want all three", got)
 	}
 }
