@@ -55,7 +55,9 @@ func (c *Controller) RenderChildren(g *Cluster) []framework.RenderedChild {
 // (the webhook off, or two creates at once), the older keeps it.
 func (*Controller) Clashes(ctx context.Context, r client.Reader, g *Cluster) error {
 	var list gpssv1.GpssClusterList
-	if err := r.List(ctx, &list, client.InNamespace(g.Namespace)); err != nil {
+	// Every pass asks, and reads each cluster of the namespace: the
+	// cache's own objects, read and never changed, not copies.
+	if err := r.List(ctx, &list, client.InNamespace(g.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list GpssClusters: %w", err)
 	}
 	for i := range list.Items {

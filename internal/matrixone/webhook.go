@@ -153,7 +153,9 @@ func groupNameClashes(c *Cluster) field.ErrorList {
 // off), the older keeps its names.
 func (*ClusterController) Clashes(ctx context.Context, r client.Reader, c *Cluster) error {
 	var list mov1.MatrixOneClusterList
-	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+	// Every pass asks, and reads each cluster of the namespace: the
+	// cache's own objects, read and never changed, not copies.
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list MatrixOneClusters: %w", err)
 	}
 	for i := range list.Items {
@@ -192,9 +194,9 @@ type clusterChild struct {
 }
 
 // clusterChildren returns the children c's sets make under names of their
-// own, the fixed sets' first.
+// own, the fixed sets' first. It reads names only: every pass of every
+// cluster asks it of each cluster of the namespace (Clashes).
 func clusterChildren(c *Cluster) []clusterChild {
-	sets := build.Sets(c)
 	var out []clusterChild
 	add := func(kind, name string, sqlService bool, path *field.Path, value string) {
 		set := kind + " " + name
@@ -206,12 +208,13 @@ func clusterChildren(c *Cluster) []clusterChild {
 		}
 	}
 	meta := field.NewPath("metadata", "name")
-	add("LogSet", sets.Log.Name, false, meta, c.Name)
-	out = append(out, clusterChild{childName{"Service", build.LogGossipName(sets.Log)}, "LogSet " + sets.Log.Name, meta, c.Name})
-	add("TNSet", sets.TN.Name, false, meta, c.Name)
-	add("ProxySet", sets.Proxy.Name, true, meta, c.Name)
-	for i, cn := range sets.CNs {
-		add("CNSet", cn.Name, true, field.NewPath("spec", "cnGroups").Index(i).Child("name"), c.Spec.CNGroups[i].Name)
+	logName := build.ClusterLogSetName(c)
+	add("LogSet", logName, false, meta, c.Name)
+	out = append(out, clusterChild{childName{"Service", build.GossipServiceName(logName)}, "LogSet " + logName, meta, c.Name})
+	add("TNSet", build.ClusterTNSetName(c), false, meta, c.Name)
+	add("ProxySet", build.ClusterProxySetName(c), true, meta, c.Name)
+	for i, g := range c.Spec.CNGroups {
+		add("CNSet", build.ClusterCNSetName(c, g.Name), true, field.NewPath("spec", "cnGroups").Index(i).Child("name"), g.Name)
 	}
 	return out
 }

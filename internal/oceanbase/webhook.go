@@ -138,7 +138,9 @@ func (c *Controller) RenderChildren(ob *Cluster) []framework.RenderedChild {
 // clusters created so (the webhook off), the older keeps its names.
 func (*Controller) Clashes(ctx context.Context, r client.Reader, ob *Cluster) error {
 	var list obv1.OBClusterList
-	if err := r.List(ctx, &list, client.InNamespace(ob.Namespace)); err != nil {
+	// Every pass asks, and reads each cluster of the namespace: the
+	// cache's own objects, read and never changed, not copies.
+	if err := r.List(ctx, &list, client.InNamespace(ob.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list OBClusters: %w", err)
 	}
 	mine := serviceNames(ob)

@@ -28,6 +28,12 @@ func ClusterLogSetName(c *mov1.MatrixOneCluster) string { return c.Name + "-log"
 // ClusterCNSetName names the CNSet of a cluster's group.
 func ClusterCNSetName(c *mov1.MatrixOneCluster, group string) string { return c.Name + "-" + group }
 
+// ClusterTNSetName names a cluster's TNSet.
+func ClusterTNSetName(c *mov1.MatrixOneCluster) string { return c.Name + "-tn" }
+
+// ClusterProxySetName names a cluster's ProxySet.
+func ClusterProxySetName(c *mov1.MatrixOneCluster) string { return c.Name + "-proxy" }
+
 // Sets returns the sets of c: each one's spec from the cluster's, every
 // pod on the cluster's image.
 func Sets(c *mov1.MatrixOneCluster) ClusterSets {
@@ -44,10 +50,10 @@ func Sets(c *mov1.MatrixOneCluster) ClusterSets {
 			PodSetSpec:          pods(s.LogService.RoleSpec), Storage: *s.LogService.Storage.DeepCopy(),
 			SharedStorage: *s.SharedStorage.DeepCopy(), RootPassword: s.RootPassword, RestoreFrom: s.RestoreFrom.DeepCopy(),
 		}},
-		TN: &mov1.TNSet{ObjectMeta: meta(c.Name + "-tn"), Spec: mov1.TNSetSpec{
+		TN: &mov1.TNSet{ObjectMeta: meta(ClusterTNSetName(c)), Spec: mov1.TNSetSpec{
 			LogSet: logName, PodSetSpec: pods(s.TN.RoleSpec), Storage: *s.TN.Storage.DeepCopy(),
 		}},
-		Proxy: &mov1.ProxySet{ObjectMeta: meta(c.Name + "-proxy"), Spec: mov1.ProxySetSpec{
+		Proxy: &mov1.ProxySet{ObjectMeta: meta(ClusterProxySetName(c)), Spec: mov1.ProxySetSpec{
 			LogSet: logName, Replicas: s.Proxy.Replicas, PodSetSpec: pods(s.Proxy.RoleSpec), ServiceType: s.Proxy.ServiceType,
 		}},
 	}

@@ -122,7 +122,11 @@ func ReplacementStoreID(l *mov1.LogSet, pod string, generation int) string {
 func LogHeadlessName(l *mov1.LogSet) string { return l.Name + "-headless" }
 
 // LogGossipName names a LogSet's gossip Service (LogGossipService).
-func LogGossipName(l *mov1.LogSet) string { return l.Name + "-gossip" }
+func LogGossipName(l *mov1.LogSet) string { return GossipServiceName(l.Name) }
+
+// GossipServiceName is the gossip Service's name of the LogSet named
+// logSet.
+func GossipServiceName(logSet string) string { return logSet + "-gossip" }
 
 // LogGossipSeed is the stores' one gossip seed: the gossip Service's name.
 //
