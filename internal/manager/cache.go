@@ -1,7 +1,9 @@
 package manager
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // slimPod is the cache's transform of a Pod: it keeps what a controller,
@@ -33,18 +35,7 @@ func slimPod(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	spec := corev1.PodSpec{
-		Containers:     slimContainers(pod.Spec.Containers),
-		InitContainers: slimContainers(pod.Spec.InitContainers),
-		ReadinessGates: pod.Spec.ReadinessGates,
-		NodeName:       pod.Spec.NodeName,
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.ConfigMap != nil || v.Projected != nil || v.PersistentVolumeClaim != nil {
-			spec.Volumes = append(spec.Volumes, v)
-		}
-	}
-	pod.Spec = spec
+	pod.Spec = slimPodSpec(pod.Spec)
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,
 		PodIP:                 pod.Status.PodIP,
@@ -53,6 +44,48 @@ func slimPod(obj any) (any, error) {
 		InitContainerStatuses: slimContainerStatuses(pod.Status.InitContainerStatuses),
 	}
 	return pod, nil
+}
+
+// slimPodSpec keeps of a pod's spec, or a pod template's, what Steward
+// reads: its containers' names, images and ConfigMap references, the
+// volumes that are ConfigMaps, projections or claims, readiness gates and
+// the node.
+func slimPodSpec(in corev1.PodSpec) corev1.PodSpec {
+	spec := corev1.PodSpec{
+		Containers:     slimContainers(in.Containers),
+		InitContainers: slimContainers(in.InitContainers),
+		ReadinessGates: in.ReadinessGates,
+		NodeName:       in.NodeName,
+	}
+	for _, v := range in.Volumes {
+		if v.ConfigMap != nil || v.Projected != nil || v.PersistentVolumeClaim != nil {
+			spec.Volumes = append(spec.Volumes, v)
+		}
+	}
+	return spec
+}
+
+// slimStatefulSet is the cache's transform of a StatefulSet: its pod
+// template, the bulk of it, is kept as slimPod keeps a pod's spec (the
+// config ConfigMaps' collection reads the templates' references), with its
+// labels and annotations; the rest of the spec, the volume claim
+// templates whole (volume growth compares them, and a dry run or an apply
+// during a flow sends the live ones back), and the status are kept. Of a
+// cached StatefulSet, the controllers read the replicas, the status's
+// revisions and counts, the claim templates and the metadata; a patch of
+// one (OceanBase's replicas) is a diff of two copies stripped alike; and
+// Apply, when it skips an unchanged child, hands its caller the cached
+// copy, of which callers read the same. It must be idempotent.
+func slimStatefulSet(obj any) (any, error) {
+	sts, ok := obj.(*appsv1.StatefulSet)
+	if !ok {
+		return obj, nil
+	}
+	sts.ManagedFields = nil
+	t := &sts.Spec.Template
+	t.ObjectMeta = metav1.ObjectMeta{Labels: t.Labels, Annotations: t.Annotations}
+	t.Spec = slimPodSpec(t.Spec)
+	return sts, nil
 }
 
 func slimContainers(in []corev1.Container) []corev1.Container {

@@ -3,16 +3,75 @@ package manager
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // TestSlimPod checks what the cache keeps of a pod: what Steward reads
 // (labels, annotations, images, ConfigMap references, readiness gates, IP,
 // conditions, container states), and nothing of the rest; twice is once.
 func TestSlimPod(t *testing.T) {
+	pod, want := podFixture()
+	checkTransform(t, slimPod, pod, want)
+}
+
+// TestSlimStatefulSet checks what the cache keeps of a StatefulSet: its
+// pod template as slimPod keeps a pod's spec, and the rest whole (the
+// claim templates above all).
+func TestSlimStatefulSet(t *testing.T) {
+	pod, slim := podFixture()
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	templateMeta := metav1.ObjectMeta{Labels: map[string]string{"app": "c"}, Annotations: map[string]string{"steward.dev/config-revision": "1"}}
+	set := func(template corev1.PodTemplateSpec) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Generation: 3, Labels: map[string]string{"app": "c"}},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](3), ServiceName: "c-headless", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "c"}},
+				PodManagementPolicy: appsv1.ParallelPodManagement, Template: template,
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
+			},
+			Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 3, ReadyReplicas: 2, UpdateRevision: "c-1", CurrentRevision: "c-0"},
+		}
+	}
+	full := set(corev1.PodTemplateSpec{ObjectMeta: templateMeta, Spec: pod.Spec})
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "steward"}}
+	full.Spec.Template.Name = "ignored"
+	checkTransform(t, slimStatefulSet, full, set(corev1.PodTemplateSpec{ObjectMeta: templateMeta, Spec: slim.Spec}))
+}
+
+// checkTransform checks that a cache transform turns in into want, does
+// nothing more the second time, and leaves other objects alone.
+func checkTransform[T any](t *testing.T, transform func(any) (any, error), in, want T) {
+	t.Helper()
+	got, err := transform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(want, got) {
+		t.Errorf("transform =\n%+v\nwant\n%+v", got, want)
+	}
+	again, err := transform(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(want, again) {
+		t.Errorf("transform twice =\n%+v\nwant\n%+v", again, want)
+	}
+	if other, _ := transform("another object"); other != "another object" {
+		t.Errorf("transform of another object = %v, want it unchanged", other)
+	}
+}
+
+// podFixture returns a pod with most of what a pod can hold, and what
+// slimPod keeps of it.
+func podFixture() (full, slim *corev1.Pod) {
 	cmRef := &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "k"}}
 	secretRef := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -67,21 +126,5 @@ func TestSlimPod(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Ready: true, RestartCount: 2, State: running}},
 		},
 	}
-	got, err := slimPod(pod.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equality.Semantic.DeepEqual(want, got) {
-		t.Errorf("slimPod =\n%+v\nwant\n%+v", got, want)
-	}
-	again, err := slimPod(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equality.Semantic.DeepEqual(want, again) {
-		t.Errorf("slimPod twice =\n%+v\nwant\n%+v", again, want)
-	}
-	if other, _ := slimPod("not a pod"); other != "not a pod" {
-		t.Errorf("slimPod of another object = %v, want it unchanged", other)
-	}
+	return pod, want
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -159,7 +160,8 @@ func metricsOptions(opts Options) metricsserver.Options {
 // Volume claims are only ever listed by the standard labels, so only
 // Steward's are cached too. Pods are not filtered: a config ConfigMap is
 // collected only when no pod of the namespace, anyone's, uses it; they are
-// cached slim instead (slimPod), with what Steward reads of them. No
+// cached slim instead (slimPod), with what Steward reads of them, and so
+// are StatefulSets' pod templates (slimStatefulSet). No
 // cached object keeps its managedFields, which Steward never reads (its
 // applies go to the API server) and which make up much of a pod's size:
 // the operator's memory grows with the clusters it runs. With namespaces
@@ -172,6 +174,7 @@ func cacheOptions(namespaces []string) cache.Options {
 			&corev1.Secret{}:                {Label: ours},
 			&corev1.PersistentVolumeClaim{}: {Label: ours},
 			&corev1.Pod{}:                   {Transform: slimPod},
+			&appsv1.StatefulSet{}:           {Transform: slimStatefulSet},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
@@ -211,6 +214,7 @@ func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, err
 	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
 	static.Add(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace)
 	static.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	static.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
 	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
 

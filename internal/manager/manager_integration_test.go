@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -420,27 +422,46 @@ func TestCacheHoldsOnlyStewardSecrets(t *testing.T) {
 	}
 }
 
-// TestCacheHoldsSlimPods checks that the manager's cache holds pods as
-// slimPod leaves them: their images, not their probes.
-func TestCacheHoldsSlimPods(t *testing.T) {
+// TestCacheHoldsSlimObjects checks, through the manager's client, that the
+// cache holds pods and StatefulSets' pod templates without what Steward
+// never reads (a probe), and a StatefulSet's claim templates whole.
+func TestCacheHoldsSlimObjects(t *testing.T) {
 	mgr, c, ns := startAlone(t)
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "c", Image: "example.com/c:1",
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}},
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c:1",
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: spec}
+	labels := map[string]string{"app": "s"}
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns}, Spec: appsv1.StatefulSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
 	}}
-	if err := c.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
+	for _, obj := range []client.Object{pod, sts} {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cached := &corev1.Pod{}
+	cachedPod, cachedSet := &corev1.Pod{}, &appsv1.StatefulSet{}
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
-		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), cached) == nil, nil
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), cachedPod) == nil &&
+			mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(sts), cachedSet) == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the pod never reached the cache: %v", err)
+		t.Fatalf("the pod and the StatefulSet never reached the cache: %v", err)
 	}
-	if got := cached.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
+	if got := cachedPod.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
 		t.Errorf("cached pod's containers = %+v, want its image without its probe", got)
+	}
+	if got := cachedSet.Spec.Template.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
+		t.Errorf("cached StatefulSet's containers = %+v, want its image without its probe", got)
+	}
+	if got := cachedSet.Spec.VolumeClaimTemplates; len(got) != 1 || !got[0].Spec.Resources.Requests.Storage().Equal(resource.MustParse("1Gi")) ||
+		got[0].Spec.VolumeMode == nil {
+		t.Errorf("cached StatefulSet's claim templates = %+v, want them whole (the API server's defaults included)", got)
 	}
 }
 
