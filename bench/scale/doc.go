@@ -31,9 +31,11 @@
 //     audit log, each of the operator's requests by verb, resource and
 //     answer, with the names they touched (<cluster> for a cluster's
 //     name) and a message of each failing kind;
-//   - idle, after 30 s of settling: the operator's requests per minute,
-//     its writes beyond leader election, changes of the clusters and of
-//     their children (watches), lease renewals;
+//   - idle, once nothing has changed for 30 s (at most 5 min after every
+//     StatefulSet is ready): the operator's requests per minute, its
+//     writes beyond leader election, changes of the clusters and of their
+//     children (watches, with what changed in the status of the first
+//     few), lease renewals;
 //   - in each phase, each controller's workqueue: adds, the wait (p50 and
 //     p99 from workqueue_queue_duration_seconds' buckets over the phase;
 //     the worst controller's as the headline) and the work, the passes by

@@ -33,9 +33,11 @@ const (
 	// minPlainCreates is the fewest plain creates that time the API
 	// server: 500 took half a second, and varied by half from run to run.
 	minPlainCreates = 2000
-	// settle is the pause between all clusters ready and the idle window:
-	// the operator's last passes of the creation finish.
-	settle = 30 * time.Second
+	// settle is how long no cluster, part or child may have changed before
+	// the idle window starts, once all are ready: the operator's last
+	// passes of the creation finish; settleLimit bounds the wait (a status
+	// that keeps changing shows in the idle window).
+	settle, settleLimit = 30 * time.Second, 5 * time.Minute
 )
 
 // BenchmarkScale runs, for each kind (kinds), SCALE_CLUSTERS clusters
@@ -146,7 +148,8 @@ func (r *run) run() {
 	podCreated, claimsBound, scheduled, podReady := r.t.stages()
 
 	// Idle.
-	time.Sleep(settle)
+	fmt.Printf("%s: settled for %s after every StatefulSet was ready (nothing changed for %s)\n", b.Name(),
+		r.t.quiet(settle, settleLimit).Round(time.Second), settle)
 	idleFrom := r.scrape()
 	r.t.count(true)
 	prof.cpu("idle")

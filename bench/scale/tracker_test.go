@@ -5,6 +5,8 @@ package scale
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +56,9 @@ type tracker struct {
 	// changes counts, while counting, changes by what changed (e.g.
 	// "ZookeeperCluster status", "StatefulSet"); examples keeps a few.
 	counting bool
+	// changed is when an object of a counted kind last changed, counting
+	// or not: the idle window starts once that is settle ago.
+	changed time.Time
 	changes  map[string]int
 	examples []string
 }
@@ -157,25 +163,26 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 			on(o.GetName(), o)
 		}
 	}
-	count := func(what, name string) {
+	count := func(what, name, detail string) {
 		if kind == "" {
 			return
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		t.changed = time.Now()
 		if !t.counting {
 			return
 		}
 		t.changes[what]++
 		if len(t.examples) < 20 {
-			t.examples = append(t.examples, what+" "+name)
+			t.examples = append(t.examples, what+" "+name+detail)
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			apply(obj, false)
 			if o, ok := obj.(client.Object); ok {
-				count(kind+" created", o.GetName())
+				count(kind+" created", o.GetName(), "")
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -189,12 +196,12 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 			if o.GetGeneration() == n.GetGeneration() {
 				what = kind + " status or metadata"
 			}
-			count(what, n.GetName())
+			count(what, n.GetName(), statusChange(o, n))
 		},
 		DeleteFunc: func(obj any) {
 			apply(obj, true)
 			if o, ok := obj.(metav1.Object); ok {
-				count(kind+" deleted", o.GetName())
+				count(kind+" deleted", o.GetName(), "")
 			}
 		},
 	}
@@ -413,6 +420,64 @@ func (t *tracker) last(times map[string]time.Time) time.Time {
 		}
 	}
 	return last
+}
+
+// quiet waits until no counted object has changed for settle, at most
+// for limit, and returns how long it waited: a cluster created last may
+// still be settling (its servers' probes failing one after another) when
+// every StatefulSet is ready.
+func (t *tracker) quiet(settle, limit time.Duration) time.Duration {
+	start := time.Now()
+	for time.Since(start) < limit {
+		t.mu.Lock()
+		since := time.Since(t.changed)
+		t.mu.Unlock()
+		if since >= settle {
+			break
+		}
+		time.Sleep(min(settle-since, time.Second))
+	}
+	return time.Since(start)
+}
+
+// statusChange says, for an example, which of the status's fields differ
+// between two versions of an object, and how its conditions' messages
+// changed; empty for objects without a status.
+func statusChange(old, cur client.Object) string {
+	o, err1 := runtime.DefaultUnstructuredConverter.ToUnstructured(old)
+	n, err2 := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	oldStatus, _ := o["status"].(map[string]any)
+	newStatus, _ := n["status"].(map[string]any)
+	var diffs []string
+	for _, key := range slices.Sorted(maps.Keys(newStatus)) {
+		if key == "conditions" || reflect.DeepEqual(oldStatus[key], newStatus[key]) {
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("%s: %.80v -> %.80v", key, oldStatus[key], newStatus[key]))
+	}
+	conditions := func(status map[string]any) map[string]string {
+		out := map[string]string{}
+		list, _ := status["conditions"].([]any)
+		for _, c := range list {
+			if m, ok := c.(map[string]any); ok {
+				out[fmt.Sprint(m["type"])] = fmt.Sprintf("%v %v %q", m["status"], m["reason"], m["message"])
+			}
+		}
+		return out
+	}
+	oc, nc := conditions(oldStatus), conditions(newStatus)
+	for _, typ := range slices.Sorted(maps.Keys(nc)) {
+		if oc[typ] != nc[typ] {
+			diffs = append(diffs, fmt.Sprintf("%s: %.120s -> %.120s", typ, oc[typ], nc[typ]))
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(diffs, "; ") + ")"
 }
 
 // count starts or stops counting changes; stopping returns them.
