@@ -203,18 +203,22 @@ func newClient(cfg *rest.Config, options client.Options) (client.Client, error) 
 
 // restMapper is the manager's REST mapper: controller-runtime's lazy
 // dynamic mapper, behind a static one that knows the kinds cacheOptions
-// filters or transforms. The cache asks for their scope when it is built, and the static
-// answer keeps New from contacting the API server.
+// filters or transforms and those the cache indexes (the same kinds). The
+// cache asks for their scope when it is built, and the static answer keeps
+// New from contacting the API server.
 func restMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	dynamic, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
 	static := meta.NewDefaultRESTMapper(nil)
-	static.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
-	static.Add(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), meta.RESTScopeNamespace)
-	static.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	static.Add(appsv1.SchemeGroupVersion.WithKind("StatefulSet"), meta.RESTScopeNamespace)
+	for _, obj := range framework.IndexedKinds() {
+		gvk, err := apiutil.GVKForObject(obj, clientgoscheme.Scheme)
+		if err != nil {
+			return nil, err
+		}
+		static.Add(gvk, meta.RESTScopeNamespace)
+	}
 	return meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{static, dynamic}}, nil
 }
 
