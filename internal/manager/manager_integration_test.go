@@ -436,8 +436,8 @@ func TestCacheHoldsSlimObjects(t *testing.T) {
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns}, Spec: appsv1.StatefulSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		Selector:             &metav1.LabelSelector{MatchLabels: labels},
+		Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
 	}}
 	for _, obj := range []client.Object{pod, sts} {
