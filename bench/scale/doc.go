@@ -24,7 +24,8 @@
 //     existed until it was created, its claims bound, it was scheduled,
 //     and Ready: which of the cluster's parts took the rest;
 //   - the operator's API requests per created cluster (its client's
-//     rest_client_requests_total, by method and code), those answered 409
+//     rest_client_requests_total, by method and code) against the kind's
+//     written budget (budget-requests/cluster), those answered 409
 //     and 404, and the same per deleted cluster; the API server's own
 //     409s and 404s by verb, resource and subresource (its
 //     apiserver_request_total, every client's); and, from localkube's
@@ -48,7 +49,14 @@
 //     per created or deleted cluster and per idle cluster-minute, and the
 //     cores each of the cluster's processes used;
 //   - delete: the time from deleting every cluster (one delete-collection)
-//     until all are gone, and until their pods and claims are.
+//     until all are gone, and until their pods and claims are;
+//   - with SCALE_PROFILES (make bench-scale sets it), the operator's Go
+//     profiles: CPU for 30 s at the start of the creation and within the
+//     idle window, the heap once every cluster is ready and after idle,
+//     each written there and its top printed;
+//   - every change of one cluster (SCALE_TRACE, the run's first by
+//     default), its parts and its children, with what changed in their
+//     status: what its creation wrote, one write at a time.
 //
 // A kind is one entry in kinds (kinds_test.go): how to build one small
 // cluster whose pods go to simulated nodes, its controllers, how many

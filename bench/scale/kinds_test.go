@@ -52,6 +52,11 @@ type kind struct {
 	// partSuffixes maps the Kind of a part that controls StatefulSets to
 	// the suffix its name adds to its cluster's ("LogSet": "-log").
 	partSuffixes map[string]string
+	// budget is the most API requests the operator may make per created
+	// cluster while none of its servers answers: docs/scale.md ("Request
+	// budgets") says what each is for. The run prints its figure against
+	// it (a mixed run, against the mean of its kinds').
+	budget float64
 }
 
 // controller is one controller of a kind.

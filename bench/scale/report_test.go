@@ -107,6 +107,21 @@ func (p *report) idle(from, to scrape, renewals int, changes map[string]int, exa
 	b.ReportMetric(p99*1000, "idle-queue-wait-p99-ms")
 }
 
+// againstBudget prints the requests per created cluster against the
+// run's budget: its kind's, or the mean of its kinds'.
+func (p *report) againstBudget(perCluster float64) {
+	budget := 0.0
+	for _, kd := range p.kds {
+		budget += kd.budget / float64(len(p.kds))
+	}
+	verdict := "within it"
+	if perCluster > budget {
+		verdict = fmt.Sprintf("OVER it by %.1f", perCluster-budget)
+	}
+	p.b.Logf("create: %.1f requests per created cluster against a budget of %.1f: %s", perCluster, budget, verdict)
+	p.b.ReportMetric(budget, "budget-requests/cluster")
+}
+
 // wait is the q-quantile of the time objects waited in the queue of the
 // run's worst controller by it (requests prints each controller's).
 func (p *report) wait(d benchkube.Metrics, q float64) float64 {
@@ -159,6 +174,9 @@ func (p *report) requests(phase string, from, to scrape, per float64, unit strin
 				prefix = phase + "-"
 			}
 			b.ReportMetric(total/per, prefix+"requests/cluster")
+			if phase == "create" {
+				p.againstBudget(total / per)
+			}
 			b.ReportMetric((to.op.Writes()-from.op.Writes())/per, prefix+"writes/cluster")
 			b.ReportMetric(c409/per, prefix+"409/cluster")
 			b.ReportMetric(c404/per, prefix+"404/cluster")

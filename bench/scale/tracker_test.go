@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -59,6 +60,11 @@ type tracker struct {
 	// changed is when an object of a counted kind last changed, counting
 	// or not: the idle window starts once that is settle ago.
 	changed time.Time
+	// trace names the cluster (SCALE_TRACE, the first of the run's by
+	// default) whose every change, and its parts' and children's, the
+	// tracker prints with what changed in their status: a cluster's
+	// writes, one by one.
+	trace string
 	changes  map[string]int
 	examples []string
 }
@@ -86,7 +92,10 @@ func track(b *testing.B, k *benchkube.Kube, kds []kind, ns string) *tracker {
 	b.Helper()
 	t := &tracker{kinds: kds, applied: map[string]time.Time{}, setsAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		sets: map[string]setState{}, clusters: map[string]bool{}, pods: map[string]*podState{}, claims: map[string]*claimState{},
-		setSeen: map[string]time.Time{}, changes: map[string]int{}}
+		setSeen: map[string]time.Time{}, changes: map[string]int{}, trace: os.Getenv("SCALE_TRACE")}
+	if t.trace == "" {
+		t.trace = kds[0].short + "-0"
+	}
 	c, err := cache.New(k.Config, cache.Options{
 		Scheme: k.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}},
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -170,6 +179,9 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		t.changed = time.Now()
+		if name == t.trace || strings.HasPrefix(name, t.trace+"-") {
+			fmt.Printf("trace %s: %s %s%s\n", t.changed.Format("15:04:05.000"), what, name, detail)
+		}
 		if !t.counting {
 			return
 		}
