@@ -118,6 +118,15 @@ type ClashChecker[T Object] interface {
 	Clashes(ctx context.Context, r client.Reader, obj T) error
 }
 
+// NamesMayClash reports whether two objects' children may take one name,
+// for a ClashChecker whose children's names all start with their owner's:
+// then a child of each can share a name only if one owner's name starts
+// with the other's. Every other pair is skipped without naming a child, so
+// that a pass that reads every object of its namespace stays cheap.
+func NamesMayClash(a, b string) bool {
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
+}
+
 // Older reports whether a was created before b, for ClashChecker's "the
 // older keeps it": an object not created yet (b at admission) is the
 // newest, and of two created in the same second (creation timestamps have

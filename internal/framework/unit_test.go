@@ -409,3 +409,17 @@ func TestWarningChanges(t *testing.T) {
 		t.Errorf("warning changes = %v, want %v", got, want)
 	}
 }
+
+func TestNamesMayClash(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a", "a-observers", true}, {"a-observers", "a", true}, {"a-b", "a-b-0", true},
+		{"a", "b", false}, {"ab", "ba", false}, {"mo-1", "mo-2", false},
+	} {
+		if got := NamesMayClash(tt.a, tt.b); got != tt.want {
+			t.Errorf("NamesMayClash(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

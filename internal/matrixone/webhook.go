@@ -160,7 +160,9 @@ func (*ClusterController) Clashes(ctx context.Context, r client.Reader, c *Clust
 	}
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == c.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, c) {
+		// Every child's name starts with its cluster's (clusterChildren).
+		if other.Name == c.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, c) ||
+			!framework.NamesMayClash(other.Name, c.Name) {
 			continue
 		}
 		theirs := map[childName]string{}

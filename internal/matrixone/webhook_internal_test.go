@@ -2,6 +2,7 @@ package matrixone
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +13,7 @@ import (
 
 // TestClusterChildrenNameTheSets checks that the names Clashes compares,
 // which clusterChildren derives without building the sets, are those of
-// the sets build.Sets makes.
+// the sets build.Sets makes, each starting with the cluster's.
 func TestClusterChildrenNameTheSets(t *testing.T) {
 	c := &Cluster{ObjectMeta: metav1.ObjectMeta{Name: "mo", Namespace: "ns"},
 		Spec: mov1.MatrixOneClusterSpec{CNGroups: []mov1.CNGroupSpec{{Name: "cn"}, {Name: "olap"}}}}
@@ -24,6 +25,9 @@ func TestClusterChildrenNameTheSets(t *testing.T) {
 	var got []string
 	gossip := false
 	for _, ch := range clusterChildren(c) {
+		if !strings.HasPrefix(ch.name, c.Name) { // what Clashes relies on (framework.NamesMayClash)
+			t.Errorf("%s %s does not start with the cluster's name %s", ch.kind, ch.name, c.Name)
+		}
 		if ch.kind == "StatefulSet" {
 			got = append(got, ch.name)
 		}

@@ -143,11 +143,16 @@ func (*Controller) Clashes(ctx context.Context, r client.Reader, ob *Cluster) er
 	if err := r.List(ctx, &list, client.InNamespace(ob.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list OBClusters: %w", err)
 	}
-	mine := serviceNames(ob)
+	var mine map[string]source
 	for i := range list.Items {
 		other := &list.Items[i]
-		if other.Name == ob.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, ob) {
+		// Every Service's name starts with its cluster's (serviceNames).
+		if other.Name == ob.Name || !other.DeletionTimestamp.IsZero() || !framework.Older(other, ob) ||
+			!framework.NamesMayClash(other.Name, ob.Name) {
 			continue
+		}
+		if mine == nil {
+			mine = serviceNames(ob)
 		}
 		theirs := serviceNames(other)
 		for _, name := range slices.Sorted(maps.Keys(mine)) {
