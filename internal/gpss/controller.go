@@ -1,6 +1,7 @@
 package gpss
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -107,6 +108,11 @@ func System(opts Options) systems.System {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := gpssv1.AddToScheme(mgr.GetScheme()); err != nil {
 		return fmt.Errorf("gpss: registering the API: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &gpssv1.GpssCluster{}, clusterIDIndex, func(o client.Object) []string {
+		return []string{o.(*gpssv1.GpssCluster).Spec.ClusterID}
+	}); err != nil {
+		return fmt.Errorf("gpss: index GpssClusters by clusterID: %w", err)
 	}
 	c := New(opts)
 	_, err := framework.Setup(mgr, framework.Options[*Cluster, *cluster]{

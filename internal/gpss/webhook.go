@@ -49,15 +49,20 @@ func (c *Controller) RenderChildren(g *Cluster) []framework.RenderedChild {
 	return children
 }
 
+// clusterIDIndex is the cache's index of GpssClusters by spec.clusterID,
+// which Clashes reads.
+const clusterIDIndex = "spec.clusterID"
+
 // Clashes refuses a clusterID another GpssCluster of the namespace already
 // uses (framework.ClashChecker): two clusters with one id would share their
 // jobs and instances in etcd. Of two clusters created with the same id
 // (the webhook off, or two creates at once), the older keeps it.
 func (*Controller) Clashes(ctx context.Context, r client.Reader, g *Cluster) error {
 	var list gpssv1.GpssClusterList
-	// Every pass asks, and reads each cluster of the namespace: the
-	// cache's own objects, read and never changed, not copies.
-	if err := r.List(ctx, &list, client.InNamespace(g.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// Every pass asks: the cache's index gives the clusters with this id
+	// (required and immutable), read and never changed, not copies.
+	if err := r.List(ctx, &list, client.InNamespace(g.Namespace), client.MatchingFields{clusterIDIndex: g.Spec.ClusterID},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list GpssClusters: %w", err)
 	}
 	for i := range list.Items {
