@@ -105,6 +105,11 @@ type Options struct {
 	// claim that holds backups (default: $RELATED_IMAGE_MATRIXONE_BACKUP_GATEWAY,
 	// else mov1.DefaultBackupGatewayImage).
 	BackupGatewayImage string
+
+	// views, when set, is the view reader the LogSet and store set
+	// controllers share (Setup makes one), so that each log pod is asked
+	// once whichever sets read its LogSet's view.
+	views *viewReader
 }
 
 func (o Options) withDefaults() Options {
@@ -159,6 +164,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mov1.AddToScheme(mgr.GetScheme()); err != nil {
 		return fmt.Errorf("matrixone: registering the API: %w", err)
 	}
+	// One view reader for the LogSet and store set controllers: every set
+	// of a cluster reads its LogSet's log pods.
+	opts = opts.withDefaults()
+	opts.views = newViewReader(opts)
 	for _, setup := range []func(ctrl.Manager) error{
 		func(mgr ctrl.Manager) error { return setupLogSets(mgr, NewLogSetController(opts)) },
 		NewTNSetController(opts).setup,

@@ -42,8 +42,7 @@ type LogSetController struct {
 // NewLogSetController returns a LogSet controller with opts.
 func NewLogSetController(opts Options) *LogSetController {
 	opts = opts.withDefaults()
-	trigger := framework.NewTrigger()
-	return &LogSetController{opts: opts, trigger: trigger, views: newViewReader("LogSet", opts, trigger), clients: newS3Clients()}
+	return &LogSetController{opts: opts, trigger: framework.NewTrigger(), views: opts.sharedViews(), clients: newS3Clients()}
 }
 
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
@@ -206,7 +205,7 @@ func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Act
 // password Secret, when Steward generated it, goes with them.
 func (c *LogSetController) Finalize(ctx *LogContext) (bool, error) {
 	l := ctx.Obj
-	c.views.forget(groupOf(l))
+	c.views.forget(groupOf(l), c.trigger, groupOf(l))
 	if l.Spec.Storage.ReclaimPolicy != commonv1.ReclaimDelete {
 		return true, nil
 	}

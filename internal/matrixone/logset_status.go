@@ -67,7 +67,7 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, sto
 			st.pods[ordinal] = p
 		}
 	}
-	read := c.views.read(ctx, groupOf(l), pods, ctx.Operation().Running())
+	read := c.views.read(ctx, groupOf(l), c.trigger, groupOf(l), pods, ctx.Operation().Running())
 	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	return st, nil
 }

@@ -57,8 +57,7 @@ type StoreSetController[T framework.Object] struct {
 
 func newStoreSetController[T framework.Object](opts Options, k storeKind[T]) *StoreSetController[T] {
 	opts = opts.withDefaults()
-	trigger := framework.NewTrigger()
-	return &StoreSetController[T]{opts: opts, k: k, trigger: trigger, views: newViewReader(k.kind, opts, trigger)}
+	return &StoreSetController[T]{opts: opts, k: k, trigger: framework.NewTrigger(), views: opts.sharedViews()}
 }
 
 func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
@@ -172,7 +171,7 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 		return nil, err
 	}
 	st.logPods = logPods
-	read := c.views.read(ctx, groupOf(obj), logPods, ctx.Operation().Running())
+	read := c.views.read(ctx, groupOf(log), c.trigger, groupOf(obj), logPods, ctx.Operation().Running())
 	st.view, st.viewAt, st.viewOK, st.viewErr = read.view, read.at, read.ok, read.why
 	status := c.k.status(obj)
 	if c.k.role == build.RoleCN && status.ConfigRevision == "" && !st.tnUp() {
@@ -270,7 +269,7 @@ func (c *StoreSetController[T]) Observe(_ *framework.Context[T], st *storeState)
 // (see LogSetController.Finalize).
 func (c *StoreSetController[T]) Finalize(ctx *framework.Context[T]) (bool, error) {
 	obj := ctx.Obj
-	c.views.forget(groupOf(obj))
+	c.views.forget(obj.GetNamespace()+"/"+c.k.logSet(obj), c.trigger, groupOf(obj))
 	if c.k.reclaim(obj) != commonv1.ReclaimDelete {
 		return true, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +21,13 @@ import (
 	"github.com/stewardhq/steward/internal/matrixone/hakeeper"
 )
 
-// viewReader reads HAKeeper's view through the log pods' probes for one
-// controller: a probe collector that asks every log pod concurrently,
-// within its deadline, and in the background, and enqueues the object
-// whose group it is when an answer changes.
+// viewReader reads HAKeeper's view through the log pods' probes, for the
+// LogSet controller and the store set controllers at once: a probe
+// collector that asks every log pod of a LogSet concurrently, within its
+// deadline, and in the background, and enqueues every set that read that
+// LogSet's view when an answer changes. The targets' group is the LogSet
+// ("namespace/name"): a cluster's four sets share its log pods' answers,
+// so each pod is asked once, not once per set.
 type viewReader struct {
 	views   *probe.Collector[hakeeper.View]
 	http    *httpClient
@@ -31,32 +35,64 @@ type viewReader struct {
 	// maxAge is the oldest answer read acted on (Options.MaxViewAge).
 	maxAge time.Duration
 	now    func() time.Time
+
+	mu sync.Mutex
+	// readers are, by LogSet, the sets that read its view: each its
+	// controller's trigger and its own group.
+	readers map[string]map[viewReaderKey]bool
 }
 
-func newViewReader(kind string, opts Options, trigger *framework.Trigger) *viewReader {
+// viewReaderKey is one set that reads a LogSet's view.
+type viewReaderKey struct {
+	trigger *framework.Trigger
+	group   string
+}
+
+// sharedViews returns the view reader Setup made for every controller, or
+// a reader of the controller's own (tests that make one controller).
+func (o Options) sharedViews() *viewReader {
+	if o.views != nil {
+		return o.views
+	}
+	return newViewReader(o)
+}
+
+func newViewReader(opts Options) *viewReader {
 	address := opts.ProbeAddress
 	if address == nil {
 		address = func(_, _, ip string) string { return net.JoinHostPort(ip, strconv.Itoa(build.ProbePort)) }
 	}
-	return &viewReader{
+	r := &viewReader{
 		http:    newHTTPClient(opts.ProbeTimeout),
 		address: address,
 		maxAge:  opts.MaxViewAge,
 		now:     time.Now,
-		views: probe.NewCollector(probe.Options[hakeeper.View]{
-			Kind:        kind,
-			CallTimeout: opts.ProbeTimeout,
-			// A pass waits for fresh answers half as long as a call may
-			// take (5 s by default, above the 4.2 s a busy machine's probe
-			// took); a call that takes longer still fills the cache, and
-			// meanwhile the pass reads the last good view.
-			Deadline:    opts.ProbeTimeout / 2,
-			MinInterval: opts.ProbeInterval / 2,
-			Interval:    opts.ProbeInterval,
-			MaxInterval: 3 * opts.ProbeInterval,
-			Changed:     viewChanged,
-			Notify:      trigger.Enqueue,
-		}),
+		readers: map[string]map[viewReaderKey]bool{},
+	}
+	r.views = probe.NewCollector(probe.Options[hakeeper.View]{
+		Kind:        "LogSet", // the targets are a LogSet's pods, whichever set reads them
+		CallTimeout: opts.ProbeTimeout,
+		// A pass waits for fresh answers half as long as a call may
+		// take (5 s by default, above the 4.2 s a busy machine's probe
+		// took); a call that takes longer still fills the cache, and
+		// meanwhile the pass reads the last good view.
+		Deadline:    opts.ProbeTimeout / 2,
+		MinInterval: opts.ProbeInterval / 2,
+		Interval:    opts.ProbeInterval,
+		MaxInterval: 3 * opts.ProbeInterval,
+		Changed:     viewChanged,
+		Notify:      r.notify,
+	})
+	return r
+}
+
+// notify enqueues every set that read the view of the LogSet of group.
+func (r *viewReader) notify(group string) {
+	r.mu.Lock()
+	readers := slices.Collect(maps.Keys(r.readers[group]))
+	r.mu.Unlock()
+	for _, k := range readers {
+		k.trigger.Enqueue(k.group)
 	}
 }
 
@@ -85,7 +121,9 @@ func viewPredates(viewAt time.Time, pod string, readySince time.Time) string {
 }
 
 // read asks the probes of the log pods (those with an address, not
-// terminating) for the view, on behalf of the object of group, and returns
+// terminating) of the LogSet of group for the view, on behalf of reader
+// (the group of a set, which trigger enqueues whenever the view changes
+// from then on, until forget), and returns
 // the freshest answer (hakeeper.Freshest) of those younger than maxAge: a
 // probe that missed its latest answer (a deadline on a busy machine, a
 // restart) gives its last good one while it is that young, and never an
@@ -95,7 +133,13 @@ func viewPredates(viewAt time.Time, pod string, readySince time.Time) string {
 // other pass reads the answers the background calls keep fresh and waits
 // for none, so that log pods that do not answer (a partition) hold no
 // worker.
-func (r *viewReader) read(ctx context.Context, group string, logPods map[int]*corev1.Pod, wait bool) viewRead {
+func (r *viewReader) read(ctx context.Context, group string, trigger *framework.Trigger, reader string, logPods map[int]*corev1.Pod, wait bool) viewRead {
+	r.mu.Lock()
+	if r.readers[group] == nil {
+		r.readers[group] = map[viewReaderKey]bool{}
+	}
+	r.readers[group][viewReaderKey{trigger, reader}] = true
+	r.mu.Unlock()
 	var targets []probe.Target
 	for _, p := range logPods {
 		if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" {
@@ -168,8 +212,21 @@ func (r *viewReader) viaLogPod(logPods map[int]*corev1.Pod, call func(baseURL st
 	return errors.Join(errs...)
 }
 
-// forget drops the targets of the object of group, which is gone.
-func (r *viewReader) forget(group string) { r.views.Forget(group, nil) }
+// forget stops enqueueing reader, a set that is gone, on changes of the
+// view of the LogSet of group, and drops the LogSet's targets once no set
+// reads them.
+func (r *viewReader) forget(group string, trigger *framework.Trigger, reader string) {
+	r.mu.Lock()
+	delete(r.readers[group], viewReaderKey{trigger, reader})
+	last := len(r.readers[group]) == 0
+	if last {
+		delete(r.readers, group)
+	}
+	r.mu.Unlock()
+	if last {
+		r.views.Forget(group, nil)
+	}
+}
 
 // viewChanged reports whether two views differ in what the controllers act
 // on or show: HAKeeper's state, the shards' members and leaders, the
