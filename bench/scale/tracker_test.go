@@ -468,7 +468,7 @@ func statusChange(old, cur client.Object) string {
 		if key == "conditions" || reflect.DeepEqual(oldStatus[key], newStatus[key]) {
 			continue
 		}
-		diffs = append(diffs, fmt.Sprintf("%s: %.80v -> %.80v", key, oldStatus[key], newStatus[key]))
+		diffs = append(diffs, fmt.Sprintf("%s: %s -> %s", key, short(oldStatus[key]), short(newStatus[key])))
 	}
 	conditions := func(status map[string]any) map[string]string {
 		out := map[string]string{}
@@ -490,6 +490,15 @@ func statusChange(old, cur client.Object) string {
 		return ""
 	}
 	return " (" + strings.Join(diffs, "; ") + ")"
+}
+
+// short prints v (an unstructured value) in at most 120 characters.
+func short(v any) string {
+	text := fmt.Sprint(v)
+	if len(text) > 120 {
+		return text[:117] + "..."
+	}
+	return text
 }
 
 // count starts or stops counting changes; stopping returns them.
