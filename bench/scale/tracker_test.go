@@ -64,7 +64,7 @@ type tracker struct {
 	// default) whose every change, and its parts' and children's, the
 	// tracker prints with what changed in their status: a cluster's
 	// writes, one by one.
-	trace string
+	trace    string
 	changes  map[string]int
 	examples []string
 }
