@@ -2,12 +2,12 @@ package framework_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,9 +68,16 @@ func TestIndexedReader(t *testing.T) {
 				t.Errorf("field selector = %q, want %q", got, tt.want)
 			}
 			want := (&client.ListOptions{}).ApplyOptions(tt.opts)
-			if rec.got.Namespace != want.Namespace || fmt.Sprint(rec.got.LabelSelector) != fmt.Sprint(want.LabelSelector) {
+			if rec.got.Namespace != want.Namespace || selectorText(rec.got.LabelSelector) != selectorText(want.LabelSelector) {
 				t.Errorf("namespace %q, labels %v: want %q, %v kept", rec.got.Namespace, rec.got.LabelSelector, want.Namespace, want.LabelSelector)
 			}
 		})
 	}
+}
+
+func selectorText(s labels.Selector) string {
+	if s == nil {
+		return ""
+	}
+	return s.String()
 }
