@@ -104,7 +104,7 @@ const unroutable = "192.0.2.1"
 var zookeeper = kind{
 	name: "ZooKeeper", short: "zk", controllers: []controller{{"zookeepercluster", "ZookeeperCluster"}},
 	statefulSets: 1, pods: 3,
-	budget:      20,
+	budget:      22,
 	addToScheme: zkv1.AddToScheme,
 	newObject: func(ns, name string) client.Object {
 		return &zkv1.ZookeeperCluster{
@@ -129,7 +129,7 @@ var matrixone = kind{
 		{"tnset", "TNSet"}, {"cnset", "CNSet"}, {"proxyset", "ProxySet"}},
 	statefulSets: 3, pods: 5,
 	addToScheme:  mov1.AddToScheme,
-	budget:       100,
+	budget:       110,
 	parts:        []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
 	partSuffixes: map[string]string{"LogSet": "-log", "TNSet": "-tn", "CNSet": "-cn", "ProxySet": "-proxy"},
 	newObject: func(ns, name string) client.Object {
@@ -157,7 +157,7 @@ var oceanbase = kind{
 	name: "OceanBase", short: "ob",
 	controllers:  []controller{{"obcluster", "OBCluster"}, {"obzone", "OBZone"}, {"observer", "OBServer"}},
 	statefulSets: 3, pods: 3,
-	budget:      65,
+	budget:      70,
 	addToScheme: obv1.AddToScheme,
 	parts:       []client.Object{&obv1.OBZone{}, &obv1.OBServer{}},
 	newObject: func(ns, name string) client.Object {
@@ -179,7 +179,7 @@ var oceanbase = kind{
 var gpss = kind{
 	name: "GPSS", short: "gpss", controllers: []controller{{"gpsscluster", "GpssCluster"}},
 	statefulSets: 1, pods: 2,
-	budget:      18,
+	budget:      19,
 	addToScheme: gpssv1.AddToScheme,
 	newObject: func(ns, name string) client.Object {
 		return &gpssv1.GpssCluster{
