@@ -172,7 +172,9 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 			on(o.GetName(), o)
 		}
 	}
-	count := func(what, name, detail string) {
+	// detail, what changed in the status, is computed only for a change
+	// that is printed: every update of every object passes here.
+	count := func(what, name string, detail func() string) {
 		if kind == "" {
 			return
 		}
@@ -180,21 +182,21 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 		defer t.mu.Unlock()
 		t.changed = time.Now()
 		if name == t.trace || strings.HasPrefix(name, t.trace+"-") {
-			fmt.Printf("trace %s: %s %s%s\n", t.changed.Format("15:04:05.000"), what, name, detail)
+			fmt.Printf("trace %s: %s %s%s\n", t.changed.Format("15:04:05.000"), what, name, detail())
 		}
 		if !t.counting {
 			return
 		}
 		t.changes[what]++
 		if len(t.examples) < 20 {
-			t.examples = append(t.examples, what+" "+name+detail)
+			t.examples = append(t.examples, what+" "+name+detail())
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			apply(obj, false)
 			if o, ok := obj.(client.Object); ok {
-				count(kind+" created", o.GetName(), "")
+				count(kind+" created", o.GetName(), noDetail)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -208,12 +210,12 @@ func (t *tracker) handler(kind string, on func(name string, obj client.Object)) 
 			if o.GetGeneration() == n.GetGeneration() {
 				what = kind + " status or metadata"
 			}
-			count(what, n.GetName(), statusChange(o, n))
+			count(what, n.GetName(), func() string { return statusChange(o, n) })
 		},
 		DeleteFunc: func(obj any) {
 			apply(obj, true)
 			if o, ok := obj.(metav1.Object); ok {
-				count(kind+" deleted", o.GetName(), "")
+				count(kind+" deleted", o.GetName(), noDetail)
 			}
 		},
 	}
@@ -451,6 +453,8 @@ func (t *tracker) quiet(settle, limit time.Duration) time.Duration {
 	}
 	return time.Since(start)
 }
+
+func noDetail() string { return "" }
 
 // statusChange says, for an example, which of the status's fields differ
 // between two versions of an object, and how its conditions' messages
