@@ -185,7 +185,7 @@ func TestStepSkippedOnStaleCache(t *testing.T) {
 // TestResyncNotReady checks that an in-sync object that is not Ready is
 // observed again after ResyncNotReady, and with ResyncNotReadyMax, one
 // that has not been Ready for longer after as long (up to
-// ResyncNotReadyMax); a Ready one after Resync.
+// ResyncNotReadyMax, which may exceed Resync); a Ready one after Resync.
 func TestResyncNotReady(t *testing.T) {
 	r := &Reconciler[*testapi.Widget, Nothing]{opts: Options[*testapi.Widget, Nothing]{Resync: time.Minute, ResyncNotReady: 2 * time.Second}}
 	w := &testapi.Widget{}
@@ -218,6 +218,27 @@ func TestResyncNotReady(t *testing.T) {
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
 	if got := r.resyncAfter(w); got != time.Minute {
 		t.Errorf("not Ready, ResyncNotReady > Resync: resync after %s, want 1m", got)
+	}
+
+	// ResyncNotReadyMax past Resync, without ResyncNotReady: from Resync
+	// up to it.
+	r.opts.ResyncNotReady, r.opts.ResyncNotReadyMax = 0, 5*time.Minute
+	for _, c := range []struct {
+		notReady, want time.Duration
+	}{{0, time.Minute}, {3 * time.Minute, 3 * time.Minute}, {time.Hour, 5 * time.Minute}} {
+		notReadyFor(c.notReady)
+		if got := r.resyncAfter(w); got < c.want || got > c.want+time.Second {
+			t.Errorf("not Ready for %s, Resync 1m, ResyncNotReadyMax 5m: resync after %s, want %s", c.notReady, got, c.want)
+		}
+	}
+	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
+	if got := r.resyncAfter(w); got != time.Minute {
+		t.Errorf("Ready, ResyncNotReadyMax 5m: resync after %s, want Resync, 1m", got)
+	}
+	r.opts.Resync = 0 // watches alone
+	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionFalse, "Waiting", "", 0)
+	if got := r.resyncAfter(w); got != 0 {
+		t.Errorf("no Resync nor ResyncNotReady: resync after %s, want none", got)
 	}
 }
 

@@ -230,20 +230,23 @@ func invalidSpecObserved(obj Object) bool {
 	return s != nil && s.Reason == ReasonInvalidSpec && s.ObservedGeneration == obj.GetGeneration()
 }
 
-// resyncAfter is how soon an in-sync obj is observed again: Resync, or
-// ResyncNotReady when that is shorter and obj is not Ready; with
-// ResyncNotReadyMax, as long as it has not been Ready (Ready's last
-// transition), between ResyncNotReady and ResyncNotReadyMax: a cluster
+// resyncAfter is how soon an in-sync obj is observed again: Resync when
+// obj is Ready; otherwise ResyncNotReady (when that is set and shorter than
+// Resync), growing with the time obj has not been Ready (Ready's last
+// transition) up to ResyncNotReadyMax, which may exceed Resync: a cluster
 // that just stopped being Ready, or is being created, is polled often,
 // and one that stays unreachable less and less. Whatever a watch or a
 // probe sees still starts a pass at once.
 func (r *Reconciler[T, S]) resyncAfter(obj T) time.Duration {
 	d, n, most := r.opts.Resync, r.opts.ResyncNotReady, r.opts.ResyncNotReadyMax
 	ready := meta.FindStatusCondition(obj.StatusCore().Conditions, ConditionReady)
-	switch {
-	case n <= 0 || d != 0 && n >= d || ready != nil && ready.Status == metav1.ConditionTrue:
+	if ready != nil && ready.Status == metav1.ConditionTrue {
 		return d
-	case most <= n || ready == nil:
+	}
+	if n <= 0 || d > 0 && n > d {
+		n = d
+	}
+	if n <= 0 || most <= n || ready == nil {
 		return n
 	}
 	return Backoff{Initial: n, Max: most}.Since(time.Since(ready.LastTransitionTime.Time))

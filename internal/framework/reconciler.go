@@ -38,6 +38,13 @@ const (
 	maxOverwritten = 4
 )
 
+// LongNotReadyResyncs is how many Resyncs apart, at most, the systems
+// observe a cluster or set that has not been Ready for long when nothing
+// it watches or probes changes (Options.ResyncNotReadyMax). With every
+// server unreachable, a thousand clusters' passes once a Resync were most
+// of the operator's idle CPU (docs/scale.md).
+const LongNotReadyResyncs = 5
+
 // DefaultWaitBackoff is the default backoff of dependency waits and of
 // Finalize calls that are not done yet.
 var DefaultWaitBackoff = Backoff{Initial: time.Second, Max: time.Minute}
@@ -71,12 +78,14 @@ type Options[T Object, S any] struct {
 	// that is not Ready after this long instead: for applications that
 	// become ready on their own, which no watch sees. Zero: Resync.
 	ResyncNotReady time.Duration
-	// ResyncNotReadyMax, when longer than ResyncNotReady, lets the resync
-	// of an object that is not Ready grow with the time it has not been
-	// Ready (Ready's last transition), from ResyncNotReady up to this:
-	// for clusters, of which a thousand that stay unreachable (a
-	// partition, servers that never start) must not keep the workers
-	// busy. Zero: ResyncNotReady, always.
+	// ResyncNotReadyMax, when longer than ResyncNotReady (or Resync), lets
+	// the resync of an object that is not Ready grow with the time it has
+	// not been Ready (Ready's last transition) up to this, past Resync if
+	// longer: for clusters, of which a thousand that stay unreachable (a
+	// partition, servers that never start) must not keep the workers busy
+	// while their probes, which start a pass on any answer that changes,
+	// keep watching them. Zero: ResyncNotReady, always. The systems give
+	// their clusters and sets LongNotReadyResyncs times their Resync.
 	ResyncNotReadyMax time.Duration
 	// ActionRequeue is how soon a pass runs after one that took an action
 	// or completed a flow step (default DefaultActionRequeue).

@@ -122,10 +122,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns: []client.Object{
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{},
 		},
-		Flows:     []framework.Flow[*Cluster, *cluster]{c.scaleInFlow(), c.rolloutFlow()},
-		Resync:    c.opts.Resync,
-		Trigger:   c.trigger,
-		Customize: watchPods,
+		Flows:  []framework.Flow[*Cluster, *cluster]{c.scaleInFlow(), c.rolloutFlow()},
+		Resync: c.opts.Resync,
+		// A cluster whose instances stay unreachable is observed less and
+		// less often; its probes start a pass on any answer that changes.
+		ResyncNotReadyMax: framework.LongNotReadyResyncs * c.opts.Resync,
+		Trigger:           c.trigger,
+		Customize:         watchPods,
 	})
 	if err != nil {
 		return fmt.Errorf("gpss: %w", err)

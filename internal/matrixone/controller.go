@@ -244,7 +244,7 @@ func setupClusters(mgr ctrl.Manager, c *ClusterController, opts Options) error {
 		Owns:              []client.Object{&mov1.LogSet{}, &mov1.TNSet{}, &mov1.CNSet{}, &mov1.ProxySet{}},
 		Resync:            opts.Resync,
 		ResyncNotReady:    opts.ResyncNotReady,
-		ResyncNotReadyMax: opts.Resync, // a cluster whose sets stay not Ready
+		ResyncNotReadyMax: framework.LongNotReadyResyncs * opts.Resync, // a cluster whose sets stay not Ready
 	})
 	return err
 }

@@ -74,7 +74,7 @@ func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 		Owns:              []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
 		Resync:            c.opts.Resync,
 		ResyncNotReady:    c.opts.ResyncNotReady,
-		ResyncNotReadyMax: c.opts.Resync, // a set whose log stores stay unreachable
+		ResyncNotReadyMax: framework.LongNotReadyResyncs * c.opts.Resync, // a set whose log stores stay unreachable
 		Trigger:           c.trigger,
 		Customize: func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&corev1.Pod{}, workload.EnqueueOwnerByLabels(build.App, component))

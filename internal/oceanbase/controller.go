@@ -134,7 +134,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		// sees: a cluster that is not Ready is observed again soon, and
 		// one that stays so (unreachable) less and less often.
 		ResyncNotReady:    transitionPoll,
-		ResyncNotReadyMax: c.opts.Resync,
+		ResyncNotReadyMax: framework.LongNotReadyResyncs * c.opts.Resync,
 		Customize:         func(b *builder.Builder) *builder.Builder { return watchViews(watchPods(b)) },
 	})
 	if err == nil {

@@ -199,10 +199,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{},
 			&policyv1.PodDisruptionBudget{},
 		},
-		Flows:     []framework.Flow[*Cluster, *ensemble]{c.scaleFlow(), c.restartFlow()},
-		Resync:    c.opts.Resync,
-		Trigger:   c.trigger,
-		Customize: watchServers,
+		Flows:  []framework.Flow[*Cluster, *ensemble]{c.scaleFlow(), c.restartFlow()},
+		Resync: c.opts.Resync,
+		// An ensemble that stays without quorum (unreachable) is observed
+		// less and less often; its probes start a pass on any answer.
+		ResyncNotReadyMax: framework.LongNotReadyResyncs * c.opts.Resync,
+		Trigger:           c.trigger,
+		Customize:         watchServers,
 	})
 	if err != nil {
 		return fmt.Errorf("zookeeper: %w", err)
