@@ -266,6 +266,16 @@ func (p *report) memory(empty, created, idle scrape) {
 	b.ReportMetric((rss(idle)-rss(empty))/p.n/1024, "KiB-rss/cluster")
 	b.ReportMetric((heap(idle)-heap(empty))/p.n/1024, "KiB-heap/cluster")
 	b.ReportMetric(rss(idle)/mib, "MiB-rss")
+	// Where the RSS after idle goes, as the Go runtime sees it: the heap in
+	// use, what the heap holds free but has not returned to the system,
+	// goroutine stacks, and the heap's size at which the next collection
+	// runs (the live heap after the last one, times 1 + GOGC/100).
+	m := func(name string) float64 { return idle.op.Sum(name) / mib }
+	b.Logf("memory after idle, by the Go runtime: heap in use %.0f MiB, heap free not yet returned %.0f MiB, stacks %.0f MiB, other runtime %.0f MiB; next collection at %.0f MiB",
+		m("go_memstats_heap_inuse_bytes"), m("go_memstats_heap_idle_bytes")-m("go_memstats_heap_released_bytes"),
+		m("go_memstats_stack_inuse_bytes"),
+		m("go_memstats_sys_bytes")-m("go_memstats_heap_sys_bytes")-m("go_memstats_stack_sys_bytes"),
+		m("go_memstats_next_gc_bytes"))
 	var parts []string
 	parts = append(parts, fmt.Sprintf("etcd database %.0f MiB", idle.api.Sum("apiserver_storage_size_bytes")/mib))
 	for _, name := range components {
