@@ -75,6 +75,7 @@ func (c *Context[T]) growVolumes(desired *appsv1.StatefulSet) error {
 		c.Log.V(1).Info("Volume growth waits for the flow to end", "statefulSet", desired.Name, "operation", op.Name)
 		return nil
 	}
+	// From the API server: the cache keeps claims without their sizes.
 	var claims corev1.PersistentVolumeClaimList
 	if err := c.Reader.List(c, &claims, client.InNamespace(desired.Namespace)); err != nil {
 		return fmt.Errorf("list the volume claims of StatefulSet %s: %w", desired.Name, err)

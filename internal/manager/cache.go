@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/internal/framework"
 )
 
 // slimPod is the cache's transform of a Pod: it keeps what a controller,
@@ -113,4 +115,59 @@ func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount, State: s.State}
 	}
 	return out
+}
+
+// slimService is the cache's transform of a Service: its metadata, and of
+// the rest what Steward reads of a cached Service, its type, cluster IP
+// and ports (OceanBase's servers' addresses, GPSS's external endpoint)
+// and its load balancer's ingress; the selector, IP families and
+// traffic policies are dropped. Apply hands back the cached copy of an
+// unchanged child, and no caller reads more of a Service than that. It
+// must be idempotent.
+func slimService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	svc.ManagedFields = nil
+	svc.Spec = corev1.ServiceSpec{Type: svc.Spec.Type, ClusterIP: svc.Spec.ClusterIP, Ports: svc.Spec.Ports}
+	svc.Status = corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer}
+	return svc, nil
+}
+
+// slimClaim is the cache's transform of a volume claim (Steward's only):
+// of a cached claim the controllers read the name, labels, owners, UID
+// and deletion; the binder's annotations, the spec and the status are
+// dropped. Volume growth reads the claims' sizes through the API reader,
+// not the cache. A patch of a cached claim (its departed label) is a
+// diff of two copies stripped alike. It must be idempotent.
+func slimClaim(obj any) (any, error) {
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return obj, nil
+	}
+	pvc.ManagedFields = nil
+	pvc.Annotations = nil
+	pvc.Spec = corev1.PersistentVolumeClaimSpec{}
+	pvc.Status = corev1.PersistentVolumeClaimStatus{}
+	return pvc, nil
+}
+
+// slimConfigMap is the cache's transform of a ConfigMap: it drops the data
+// of the config ConfigMaps (framework.ConfigLabel), which the pods read and
+// the operator never reads back (their name is their content's hash), a
+// few KiB each for every cluster. Every other ConfigMap keeps its data:
+// ZooKeeper's members and MatrixOne's log stores are read back from the
+// cache, and a ConfigMap of theirs that lost its labels must not read as
+// empty. It must be idempotent.
+func slimConfigMap(obj any) (any, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return obj, nil
+	}
+	cm.ManagedFields = nil
+	if _, config := cm.Labels[framework.ConfigLabel]; config {
+		cm.Data, cm.BinaryData = nil, nil
+	}
+	return cm, nil
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/stewardhq/steward/internal/framework"
 )
 
 // TestSlimPod checks what the cache keeps of a pod: what Steward reads
@@ -44,6 +46,66 @@ func TestSlimStatefulSet(t *testing.T) {
 	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "steward"}}
 	full.Spec.Template.Name = "ignored"
 	checkTransform(t, slimStatefulSet, full, set(corev1.PodTemplateSpec{ObjectMeta: templateMeta, Spec: slim.Spec}))
+}
+
+// TestSlimService checks what the cache keeps of a Service: its metadata,
+// type, cluster IP, ports and load balancer ingress, nothing of the rest.
+func TestSlimService(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "zk-client", Labels: map[string]string{"app.kubernetes.io/instance": "zk"},
+		Annotations: map[string]string{"a": "b"}, OwnerReferences: []metav1.OwnerReference{{Name: "zk", UID: "u"}}}
+	ports := []corev1.ServicePort{{Name: "client", Port: 2181, TargetPort: intstr.FromInt32(2181), NodePort: 30181}}
+	ingress := corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.9"}}}
+	full := &corev1.Service{ObjectMeta: *meta.DeepCopy(), Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.7", ClusterIPs: []string{"10.96.0.7"}, Ports: ports,
+		Selector: map[string]string{"app.kubernetes.io/instance": "zk"}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+		SessionAffinity: corev1.ServiceAffinityNone, PublishNotReadyAddresses: true,
+	}, Status: corev1.ServiceStatus{LoadBalancer: ingress, Conditions: []metav1.Condition{{Type: "x"}}}}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "steward"}}
+	checkTransform(t, slimService, full, &corev1.Service{ObjectMeta: meta,
+		Spec:   corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.7", Ports: ports},
+		Status: corev1.ServiceStatus{LoadBalancer: ingress}})
+}
+
+// TestSlimClaim checks what the cache keeps of a volume claim: its
+// metadata but the binder's annotations; nothing of its spec and status.
+func TestSlimClaim(t *testing.T) {
+	now := metav1.Now()
+	meta := metav1.ObjectMeta{Name: "data-zk-0", UID: "u", DeletionTimestamp: &now, Finalizers: []string{"kubernetes.io/pvc-protection"},
+		Labels: map[string]string{"app.kubernetes.io/instance": "zk", "zookeeper.steward.dev/departed": "true"}}
+	full := &corev1.PersistentVolumeClaim{ObjectMeta: *meta.DeepCopy(), Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-1",
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}
+	full.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "n1"}
+	checkTransform(t, slimClaim, full, &corev1.PersistentVolumeClaim{ObjectMeta: meta})
+}
+
+// TestSlimConfigMap checks that the cache drops the data of config
+// ConfigMaps only: Steward reads back the data of its other ConfigMaps
+// (ZooKeeper's members), and of a ConfigMap that lost its labels.
+func TestSlimConfigMap(t *testing.T) {
+	data := map[string]string{"zoo.cfg": "tickTime=2000"}
+	for _, c := range []struct {
+		name     string
+		labels   map[string]string
+		keepData bool
+	}{
+		{"config", map[string]string{framework.ConfigLabel: "zk", "app.kubernetes.io/managed-by": "steward"}, false},
+		{"members", map[string]string{"app.kubernetes.io/managed-by": "steward"}, true},
+		{"unlabeled", nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: c.labels,
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "steward"}}},
+				Data: data, BinaryData: map[string][]byte{"b": {1}}}
+			want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Labels: c.labels}}
+			if c.keepData {
+				want.Data, want.BinaryData = data, map[string][]byte{"b": {1}}
+			}
+			checkTransform(t, slimConfigMap, in, want)
+		})
+	}
 }
 
 // checkTransform checks that a cache transform turns in into want, does

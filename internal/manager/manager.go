@@ -161,7 +161,8 @@ func metricsOptions(opts Options) metricsserver.Options {
 // Steward's are cached too. Pods are not filtered: a config ConfigMap is
 // collected only when no pod of the namespace, anyone's, uses it; they are
 // cached slim instead (slimPod), with what Steward reads of them, and so
-// are StatefulSets' pod templates (slimStatefulSet). No
+// are StatefulSets' pod templates (slimStatefulSet), claims and Services
+// (slimClaim, slimService) and config ConfigMaps' data (slimConfigMap). No
 // cached object keeps its managedFields, which Steward never reads (its
 // applies go to the API server) and which make up much of a pod's size:
 // the operator's memory grows with the clusters it runs. With namespaces
@@ -172,9 +173,11 @@ func cacheOptions(namespaces []string) cache.Options {
 	o := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:                {Label: ours},
-			&corev1.PersistentVolumeClaim{}: {Label: ours},
+			&corev1.PersistentVolumeClaim{}: {Label: ours, Transform: slimClaim},
 			&corev1.Pod{}:                   {Transform: slimPod},
 			&appsv1.StatefulSet{}:           {Transform: slimStatefulSet},
+			&corev1.Service{}:               {Transform: slimService},
+			&corev1.ConfigMap{}:             {Transform: slimConfigMap},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}

@@ -26,6 +26,7 @@ import (
 	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/stewardhq/steward/internal/framework"
+	"github.com/stewardhq/steward/internal/framework/standard"
 	"github.com/stewardhq/steward/internal/manager"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/internal/testenv"
@@ -440,7 +441,16 @@ func TestCacheHoldsSlimObjects(t *testing.T) {
 		Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
 		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{claim},
 	}}
-	for _, obj := range []client.Object{pod, sts} {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: ns}, Spec: corev1.ServiceSpec{
+		Selector: labels, Ports: []corev1.ServicePort{{Name: "p", Port: 80}}}}
+	ours := map[string]string{standard.LabelManagedBy: standard.ManagedBy}
+	ownClaim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-s-0", Namespace: ns, Labels: ours}, Spec: claim.Spec}
+	configLabels := map[string]string{standard.LabelManagedBy: standard.ManagedBy, framework.ConfigLabel: "s"}
+	config := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "s-config-1", Namespace: ns, Labels: configLabels},
+		Data: map[string]string{"app.cfg": "x=1"}}
+	members := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "s-members", Namespace: ns, Labels: ours},
+		Data: map[string]string{"members": "a,b,c"}}
+	for _, obj := range []client.Object{pod, sts, svc, ownClaim, config, members} {
 		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatal(err)
 		}
@@ -458,6 +468,30 @@ func TestCacheHoldsSlimObjects(t *testing.T) {
 	}
 	if got := cachedSet.Spec.Template.Spec.Containers; len(got) != 1 || got[0].Image != "example.com/c:1" || got[0].ReadinessProbe != nil {
 		t.Errorf("cached StatefulSet's containers = %+v, want its image without its probe", got)
+	}
+	cachedSvc, cachedClaim, cachedConfig, cachedMembers := &corev1.Service{}, &corev1.PersistentVolumeClaim{}, &corev1.ConfigMap{}, &corev1.ConfigMap{}
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		for _, p := range []struct{ created, cached client.Object }{
+			{svc, cachedSvc}, {ownClaim, cachedClaim}, {config, cachedConfig}, {members, cachedMembers},
+		} {
+			if mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(p.created), p.cached) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the Service, the claim and the ConfigMaps never reached the cache: %v", err)
+	}
+	if cachedSvc.Spec.ClusterIP == "" || len(cachedSvc.Spec.Ports) != 1 || cachedSvc.Spec.Selector != nil || cachedSvc.Spec.IPFamilies != nil {
+		t.Errorf("cached Service's spec = %+v, want its cluster IP and ports only", cachedSvc.Spec)
+	}
+	if cachedClaim.UID == "" || cachedClaim.Labels[standard.LabelManagedBy] != standard.ManagedBy || len(cachedClaim.Spec.AccessModes) != 0 {
+		t.Errorf("cached claim = %+v, want its metadata only", cachedClaim)
+	}
+	if cachedConfig.Data != nil || cachedMembers.Data["members"] != "a,b,c" {
+		t.Errorf("cached ConfigMaps' data: config %v, members %v; want the config ConfigMap's dropped, the members' kept",
+			cachedConfig.Data, cachedMembers.Data)
 	}
 	if got := cachedSet.Spec.VolumeClaimTemplates; len(got) != 1 || !got[0].Spec.Resources.Requests.Storage().Equal(resource.MustParse("1Gi")) ||
 		got[0].Spec.VolumeMode == nil {
