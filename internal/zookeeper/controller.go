@@ -94,8 +94,9 @@ type Options struct {
 	// ProbeInterval is how often each server is asked in the background
 	// while it answers; one that does not is asked again after half a
 	// second (probeRetryInterval), then less and less often, down to once
-	// every three intervals, and at once when its pod changes (default
-	// DefaultProbeInterval).
+	// every three intervals (once it has not answered for minutes, every
+	// quarter of that time, up to probe.DefaultLongFailureMaxInterval),
+	// and at once when its pod changes (default DefaultProbeInterval).
 	ProbeInterval time.Duration
 	// ReconfigTimeout bounds a membership read or change through the
 	// client port (default DefaultReconfigTimeout).

@@ -17,7 +17,10 @@ const (
 	DefaultDeadline    = 3 * time.Second
 	DefaultInterval    = 10 * time.Second
 	DefaultMaxInterval = 30 * time.Second
-	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultLongFailureMaxInterval bounds the interval of a target that
+	// has kept failing for long (Options.LongFailureMaxInterval).
+	DefaultLongFailureMaxInterval = 5 * time.Minute
+	DefaultIdleTimeout            = 10 * time.Minute
 )
 
 // Target is one endpoint to probe, typically a pod.
@@ -110,9 +113,16 @@ type Options[R any] struct {
 	// MaxInterval bounds the background calls to a target that keeps
 	// failing: its interval doubles from RetryInterval with every failure
 	// up to MaxInterval (default DefaultMaxInterval, at least Interval).
-	// A partitioned cluster costs few calls; a Revision change calls it
-	// at once all the same.
+	// A Revision change calls it at once all the same.
 	MaxInterval time.Duration
+	// LongFailureMaxInterval bounds the background calls to a target that
+	// has kept failing for long: past MaxInterval, its interval grows to a
+	// quarter of the time it has been failing, up to this (default
+	// DefaultLongFailureMaxInterval, at least MaxInterval). A server that
+	// comes back is seen within a quarter of its outage, and a thousand
+	// partitioned clusters cost few calls: their failing calls were most
+	// of the operator's idle CPU (docs/scale.md).
+	LongFailureMaxInterval time.Duration
 	// IdleTimeout drops a target that no Collect or Watch asked for in this
 	// long (default DefaultIdleTimeout), for an object whose controller
 	// stopped looking at it without a Forget.
@@ -169,8 +179,10 @@ type entry[R any] struct {
 	done chan struct{}
 	// again: the target changed while a call ran; call it again at once.
 	again bool
-	// failures counts the calls that failed in a row, for the backoff.
-	failures int
+	// failures counts the calls that failed in a row, for the backoff;
+	// failingSince is when the first of them ended.
+	failures     int
+	failingSince time.Time
 	// asked is the last time a Collect or Watch named the target.
 	asked time.Time
 	// next is when the scheduler calls the target; index is its place in
@@ -199,6 +211,10 @@ func NewCollector[R any](opts Options[R]) *Collector[R] {
 		opts.MaxInterval = DefaultMaxInterval
 	}
 	opts.MaxInterval = max(opts.MaxInterval, opts.Interval)
+	if opts.LongFailureMaxInterval <= 0 {
+		opts.LongFailureMaxInterval = DefaultLongFailureMaxInterval
+	}
+	opts.LongFailureMaxInterval = max(opts.LongFailureMaxInterval, opts.MaxInterval)
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -361,10 +377,12 @@ func (c *Collector[R]) due(e *entry[R]) bool {
 	return c.opts.Now().Sub(e.result.At) >= c.opts.MinInterval
 }
 
-// interval is how long after its last call e is called again: Interval
-// while it answers; RetryInterval after a failure, doubled for every
-// further failure in a row, up to MaxInterval.
-func (c *Collector[R]) interval(e *entry[R]) time.Duration {
+// interval is how long after its last call, at now, e is called again:
+// Interval while it answers; RetryInterval after a failure, doubled for
+// every further failure in a row, up to MaxInterval; and once a quarter
+// of the time it has been failing is longer, that, up to
+// LongFailureMaxInterval.
+func (c *Collector[R]) interval(e *entry[R], now time.Time) time.Duration {
 	if e.failures == 0 {
 		return c.opts.Interval
 	}
@@ -372,7 +390,11 @@ func (c *Collector[R]) interval(e *entry[R]) time.Duration {
 	for i := 1; i < e.failures && d < c.opts.MaxInterval; i++ {
 		d *= 2
 	}
-	return min(d, c.opts.MaxInterval)
+	d = min(d, c.opts.MaxInterval)
+	if long := now.Sub(e.failingSince) / 4; long > d {
+		d = min(long, c.opts.LongFailureMaxInterval)
+	}
+	return d
 }
 
 // schedule is the scheduler goroutine: it starts the calls that are due
@@ -437,13 +459,17 @@ func (c *Collector[R]) call(e *entry[R], t Target, call CallFunc[R]) {
 		e.result.ValueAt = end
 		e.failures = 0
 	} else {
+		if e.failures == 0 {
+			e.failingSince = time.Now()
+		}
 		e.failures++
 	}
 	close(e.done)
 	e.done = nil
 	changed := !e.dropped && c.changed(old, e.result)
 	if !e.dropped {
-		next := time.Now().Add(c.interval(e))
+		now := time.Now()
+		next := now.Add(c.interval(e, now))
 		if e.again {
 			next, e.again = time.Now(), false
 		}

@@ -440,3 +440,37 @@ func TestIdleTargetsAreDropped(t *testing.T) {
 		t.Error("a dropped target is still called")
 	}
 }
+
+// TestIntervalGrowsWithTheFailure checks the background interval of a
+// target: Interval while it answers; RetryInterval doubled per failure up
+// to MaxInterval; past that, a quarter of the time it has been failing, up
+// to LongFailureMaxInterval.
+func TestIntervalGrowsWithTheFailure(t *testing.T) {
+	c := NewCollector[int](Options[int]{Interval: 10 * time.Second, RetryInterval: 500 * time.Millisecond,
+		MaxInterval: 30 * time.Second, LongFailureMaxInterval: 5 * time.Minute})
+	t.Cleanup(c.Close)
+	now := time.Now()
+	for _, tc := range []struct {
+		failures   int
+		failingFor time.Duration
+		want       time.Duration
+	}{
+		{0, 0, 10 * time.Second},
+		{1, 0, 500 * time.Millisecond},
+		{4, 8 * time.Second, 4 * time.Second},
+		{12, 90 * time.Second, 30 * time.Second},
+		{20, 4 * time.Minute, time.Minute},
+		{30, time.Hour, 5 * time.Minute},
+	} {
+		e := &entry[int]{failures: tc.failures, failingSince: now.Add(-tc.failingFor)}
+		if got := c.interval(e, now); got != tc.want {
+			t.Errorf("%d failures over %s: interval %s, want %s", tc.failures, tc.failingFor, got, tc.want)
+		}
+	}
+	// LongFailureMaxInterval is at least MaxInterval.
+	short := NewCollector[int](Options[int]{MaxInterval: time.Minute, LongFailureMaxInterval: time.Second})
+	t.Cleanup(short.Close)
+	if got := short.interval(&entry[int]{failures: 30, failingSince: now.Add(-time.Hour)}, now); got != time.Minute {
+		t.Errorf("LongFailureMaxInterval under MaxInterval: interval %s, want MaxInterval, 1m", got)
+	}
+}
