@@ -95,7 +95,7 @@ type Options struct {
 	// while it answers; one that does not is asked again after half a
 	// second (probeRetryInterval), then less and less often, down to once
 	// every three intervals (once it has not answered for minutes, every
-	// quarter of that time, up to probe.DefaultLongFailureMaxInterval),
+	// tenth of that time, up to probe.DefaultLongFailureMaxInterval),
 	// and at once when its pod changes (default DefaultProbeInterval).
 	ProbeInterval time.Duration
 	// ReconfigTimeout bounds a membership read or change through the

@@ -117,9 +117,9 @@ type Options[R any] struct {
 	MaxInterval time.Duration
 	// LongFailureMaxInterval bounds the background calls to a target that
 	// has kept failing for long: past MaxInterval, its interval grows to a
-	// quarter of the time it has been failing, up to this (default
+	// tenth of the time it has been failing, up to this (default
 	// DefaultLongFailureMaxInterval, at least MaxInterval). A server that
-	// comes back is seen within a quarter of its outage, and a thousand
+	// comes back is seen within a tenth of its outage, and a thousand
 	// partitioned clusters cost few calls: their failing calls were most
 	// of the operator's idle CPU (docs/scale.md).
 	LongFailureMaxInterval time.Duration
@@ -379,8 +379,8 @@ func (c *Collector[R]) due(e *entry[R]) bool {
 
 // interval is how long after its last call, at now, e is called again:
 // Interval while it answers; RetryInterval after a failure, doubled for
-// every further failure in a row, up to MaxInterval; and once a quarter
-// of the time it has been failing is longer, that, up to
+// every further failure in a row, up to MaxInterval; and once a tenth of
+// the time it has been failing is longer, that, up to
 // LongFailureMaxInterval.
 func (c *Collector[R]) interval(e *entry[R], now time.Time) time.Duration {
 	if e.failures == 0 {
@@ -391,7 +391,7 @@ func (c *Collector[R]) interval(e *entry[R], now time.Time) time.Duration {
 		d *= 2
 	}
 	d = min(d, c.opts.MaxInterval)
-	if long := now.Sub(e.failingSince) / 4; long > d {
+	if long := now.Sub(e.failingSince) / 10; long > d {
 		d = min(long, c.opts.LongFailureMaxInterval)
 	}
 	return d

@@ -443,8 +443,8 @@ func TestIdleTargetsAreDropped(t *testing.T) {
 
 // TestIntervalGrowsWithTheFailure checks the background interval of a
 // target: Interval while it answers; RetryInterval doubled per failure up
-// to MaxInterval; past that, a quarter of the time it has been failing, up
-// to LongFailureMaxInterval.
+// to MaxInterval; past that, a tenth of the time it has been failing, up to
+// LongFailureMaxInterval.
 func TestIntervalGrowsWithTheFailure(t *testing.T) {
 	c := NewCollector[int](Options[int]{Interval: 10 * time.Second, RetryInterval: 500 * time.Millisecond,
 		MaxInterval: 30 * time.Second, LongFailureMaxInterval: 5 * time.Minute})
@@ -459,7 +459,8 @@ func TestIntervalGrowsWithTheFailure(t *testing.T) {
 		{1, 0, 500 * time.Millisecond},
 		{4, 8 * time.Second, 4 * time.Second},
 		{12, 90 * time.Second, 30 * time.Second},
-		{20, 4 * time.Minute, time.Minute},
+		{20, 4 * time.Minute, 30 * time.Second},
+		{20, 10 * time.Minute, time.Minute},
 		{30, time.Hour, 5 * time.Minute},
 	} {
 		e := &entry[int]{failures: tc.failures, failingSince: now.Add(-tc.failingFor)}
