@@ -201,15 +201,19 @@ func TestResyncNotReady(t *testing.T) {
 		t.Errorf("not Ready for an hour, no ResyncNotReadyMax: resync after %s, want 2s", got)
 	}
 
-	r.opts.ResyncNotReadyMax = 30 * time.Second
-	for _, c := range []struct {
-		notReady, want time.Duration
-	}{{0, 2 * time.Second}, {10 * time.Second, 10 * time.Second}, {time.Hour, 30 * time.Second}} {
-		notReadyFor(c.notReady)
-		if got := r.resyncAfter(w); got < c.want || got > c.want+time.Second {
-			t.Errorf("not Ready for %s, ResyncNotReadyMax 30s: resync after %s, want %s", c.notReady, got, c.want)
+	// backsOff checks the resync after each {not Ready for, want}.
+	backsOff := func(what string, cases ...[2]time.Duration) {
+		t.Helper()
+		for _, c := range cases {
+			notReadyFor(c[0])
+			if got := r.resyncAfter(w); got < c[1] || got > c[1]+time.Second {
+				t.Errorf("not Ready for %s, %s: resync after %s, want %s", c[0], what, got, c[1])
+			}
 		}
 	}
+	r.opts.ResyncNotReadyMax = 30 * time.Second
+	backsOff("ResyncNotReadyMax 30s", [2]time.Duration{0, 2 * time.Second},
+		[2]time.Duration{10 * time.Second, 10 * time.Second}, [2]time.Duration{time.Hour, 30 * time.Second})
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
 	if got := r.resyncAfter(w); got != time.Minute {
 		t.Errorf("Ready: resync after %s, want Resync, 1m", got)
@@ -223,14 +227,8 @@ func TestResyncNotReady(t *testing.T) {
 	// ResyncNotReadyMax past Resync, without ResyncNotReady: from Resync
 	// up to it.
 	r.opts.ResyncNotReady, r.opts.ResyncNotReadyMax = 0, 5*time.Minute
-	for _, c := range []struct {
-		notReady, want time.Duration
-	}{{0, time.Minute}, {3 * time.Minute, 3 * time.Minute}, {time.Hour, 5 * time.Minute}} {
-		notReadyFor(c.notReady)
-		if got := r.resyncAfter(w); got < c.want || got > c.want+time.Second {
-			t.Errorf("not Ready for %s, Resync 1m, ResyncNotReadyMax 5m: resync after %s, want %s", c.notReady, got, c.want)
-		}
-	}
+	backsOff("Resync 1m, ResyncNotReadyMax 5m", [2]time.Duration{0, time.Minute},
+		[2]time.Duration{3 * time.Minute, 3 * time.Minute}, [2]time.Duration{time.Hour, 5 * time.Minute})
 	SetCondition(&w.Status.Conditions, ConditionReady, metav1.ConditionTrue, ReasonReconciled, "", 0)
 	if got := r.resyncAfter(w); got != time.Minute {
 		t.Errorf("Ready, ResyncNotReadyMax 5m: resync after %s, want Resync, 1m", got)

@@ -4,9 +4,27 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/stewardhq/steward/internal/framework"
 )
+
+// transform returns a cache transform that strips an object of type T of
+// its managedFields, which Steward never reads (its applies go to the API
+// server), then slims it further with keep, and leaves other objects
+// alone. keep must be idempotent: the informer may transform an object
+// twice.
+func transform[T client.Object](keep func(T)) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		o, ok := obj.(T)
+		if !ok {
+			return obj, nil
+		}
+		o.SetManagedFields(nil)
+		keep(o)
+		return o, nil
+	}
+}
 
 // slimPod is the cache's transform of a Pod: it keeps what a controller,
 // a watch's mapping or a patch of Steward reads of a pod, and drops the
@@ -29,14 +47,8 @@ import (
 //     restart count and state (why a pod does not start).
 //
 // Patches of a cached pod (its conditions, its annotations) are diffs of
-// two copies stripped alike. It must be idempotent: the informer may
-// transform an object twice.
-func slimPod(obj any) (any, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	pod.ManagedFields = nil
+// two copies stripped alike.
+var slimPod = transform(func(pod *corev1.Pod) {
 	pod.Spec = slimPodSpec(pod.Spec)
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,
@@ -45,8 +57,7 @@ func slimPod(obj any) (any, error) {
 		ContainerStatuses:     slimContainerStatuses(pod.Status.ContainerStatuses),
 		InitContainerStatuses: slimContainerStatuses(pod.Status.InitContainerStatuses),
 	}
-	return pod, nil
-}
+})
 
 // slimPodSpec keeps of a pod's spec, or a pod template's, what Steward
 // reads: its containers' names, images and ConfigMap references, the
@@ -77,18 +88,12 @@ func slimPodSpec(in corev1.PodSpec) corev1.PodSpec {
 // revisions and counts, the claim templates and the metadata; a patch of
 // one (OceanBase's replicas) is a diff of two copies stripped alike; and
 // Apply, when it skips an unchanged child, hands its caller the cached
-// copy, of which callers read the same. It must be idempotent.
-func slimStatefulSet(obj any) (any, error) {
-	sts, ok := obj.(*appsv1.StatefulSet)
-	if !ok {
-		return obj, nil
-	}
-	sts.ManagedFields = nil
+// copy, of which callers read the same.
+var slimStatefulSet = transform(func(sts *appsv1.StatefulSet) {
 	t := &sts.Spec.Template
 	t.ObjectMeta = metav1.ObjectMeta{Labels: t.Labels, Annotations: t.Annotations}
 	t.Spec = slimPodSpec(t.Spec)
-	return sts, nil
-}
+})
 
 func slimContainers(in []corev1.Container) []corev1.Container {
 	if in == nil {
@@ -122,36 +127,23 @@ func slimContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus
 // and ports (OceanBase's servers' addresses, GPSS's external endpoint)
 // and its load balancer's ingress; the selector, IP families and
 // traffic policies are dropped. Apply hands back the cached copy of an
-// unchanged child, and no caller reads more of a Service than that. It
-// must be idempotent.
-func slimService(obj any) (any, error) {
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
-	svc.ManagedFields = nil
+// unchanged child, and no caller reads more of a Service than that.
+var slimService = transform(func(svc *corev1.Service) {
 	svc.Spec = corev1.ServiceSpec{Type: svc.Spec.Type, ClusterIP: svc.Spec.ClusterIP, Ports: svc.Spec.Ports}
 	svc.Status = corev1.ServiceStatus{LoadBalancer: svc.Status.LoadBalancer}
-	return svc, nil
-}
+})
 
 // slimClaim is the cache's transform of a volume claim (Steward's only):
 // of a cached claim the controllers read the name, labels, owners, UID
 // and deletion; the binder's annotations, the spec and the status are
 // dropped. Volume growth reads the claims' sizes through the API reader,
 // not the cache. A patch of a cached claim (its departed label) is a
-// diff of two copies stripped alike. It must be idempotent.
-func slimClaim(obj any) (any, error) {
-	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return obj, nil
-	}
-	pvc.ManagedFields = nil
+// diff of two copies stripped alike.
+var slimClaim = transform(func(pvc *corev1.PersistentVolumeClaim) {
 	pvc.Annotations = nil
 	pvc.Spec = corev1.PersistentVolumeClaimSpec{}
 	pvc.Status = corev1.PersistentVolumeClaimStatus{}
-	return pvc, nil
-}
+})
 
 // slimConfigMap is the cache's transform of a ConfigMap: it drops the data
 // of the config ConfigMaps (framework.ConfigLabel), which the pods read and
@@ -159,15 +151,9 @@ func slimClaim(obj any) (any, error) {
 // few KiB each for every cluster. Every other ConfigMap keeps its data:
 // ZooKeeper's members and MatrixOne's log stores are read back from the
 // cache, and a ConfigMap of theirs that lost its labels must not read as
-// empty. It must be idempotent.
-func slimConfigMap(obj any) (any, error) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok {
-		return obj, nil
-	}
-	cm.ManagedFields = nil
+// empty.
+var slimConfigMap = transform(func(cm *corev1.ConfigMap) {
 	if _, config := cm.Labels[framework.ConfigLabel]; config {
 		cm.Data, cm.BinaryData = nil, nil
 	}
-	return cm, nil
-}
+})
