@@ -42,7 +42,9 @@
 //     the worst controller's as the headline) and the work, the passes by
 //     result, the framework's actions and probe calls;
 //   - memory: the operator's RSS and Go heap with no cluster of the run,
-//     with all created and after idle, and per cluster; etcd's database size
+//     with all created and after idle, and per cluster; where the RSS after
+//     idle goes by the Go runtime (heap in use, heap free not yet returned,
+//     stacks, the runtime's own, the next collection's goal); etcd's database size
 //     and the cluster's processes' RSS (read from /proc through
 //     localkube's PID files);
 //   - CPU: the operator's CPU seconds in each phase (its own process's),
