@@ -42,7 +42,10 @@ const (
 // observe a cluster or set that has not been Ready for long when nothing
 // it watches or probes changes (Options.ResyncNotReadyMax). With every
 // server unreachable, a thousand clusters' passes once a Resync were most
-// of the operator's idle CPU (docs/scale.md).
+// of the operator's idle CPU (docs/scale.md). Five of the systems' Resyncs
+// (a minute at most) stay under the probes' idle timeout
+// (probe.DefaultIdleTimeout), so a cluster's probe targets are not dropped
+// and asked afresh between two of its passes.
 const LongNotReadyResyncs = 5
 
 // DefaultWaitBackoff is the default backoff of dependency waits and of
