@@ -471,7 +471,7 @@ func (c *Collector[R]) call(e *entry[R], t Target, call CallFunc[R]) {
 		now := time.Now()
 		next := now.Add(c.interval(e, now))
 		if e.again {
-			next, e.again = time.Now(), false
+			next, e.again = now, false
 		}
 		c.reschedule(e, next)
 	}
