@@ -76,7 +76,43 @@ func (p *report) stages(podCreated, claimsBound, scheduled, ready []time.Duratio
 		len(ready), q(podCreated), q(claimsBound), q(scheduled), q(ready))
 }
 
-func (p *report) idle(from, to scrape, renewals int, changes map[string]int, examples []string) {
+// idleMinute samples the operator through the idle window, a minute at a
+// time, to show how its CPU falls while the partition lasts: passes of
+// clusters not Ready for long and probes of servers failing for long both
+// back off with the time they have been failing, so the window's mean
+// depends on when it starts and how long it lasts.
+type idleMinute struct {
+	b    *testing.B
+	k    *benchkube.Kube
+	prev benchkube.Operator
+	at   time.Time
+	i    int
+	// last is the last minute's operator CPU, in cores; -1 until a minute
+	// is measured.
+	last float64
+}
+
+func newIdleMinute(b *testing.B, k *benchkube.Kube, from scrape) *idleMinute {
+	return &idleMinute{b: b, k: k, prev: from.op, at: from.at, last: -1}
+}
+
+func (m *idleMinute) tick() {
+	cur, at := m.k.OperatorMetrics(m.b), time.Now()
+	defer func() { m.prev, m.at = cur, at }()
+	m.i++
+	if !cur.SameProcess(m.prev) {
+		m.b.Logf("idle minute %d: the operator's leader changed; not measured", m.i)
+		return
+	}
+	d := cur.Minus(m.prev.Metrics)
+	wall := at.Sub(m.at).Seconds()
+	m.last = (cur.CPU() - m.prev.CPU()) / wall
+	m.b.Logf("idle minute %d: the operator used %.3f cores; %.0f passes, %.0f probe calls (%.0f answers changed) a minute",
+		m.i, m.last, d.Sum("steward_reconcile_duration_seconds_count")/wall*60,
+		d.Sum("steward_probe_duration_seconds_count")/wall*60, d.Sum("steward_probe_changes_total")/wall*60)
+}
+
+func (p *report) idle(from, to scrape, renewals int, changes map[string]int, examples []string, lastMinute float64) {
 	b := p.b
 	window := to.at.Sub(from.at)
 	minutes := window.Minutes()
@@ -96,6 +132,9 @@ func (p *report) idle(from, to scrape, renewals int, changes map[string]int, exa
 		}
 	}
 	sort.Strings(parts)
+	if lastMinute >= 0 {
+		b.ReportMetric(lastMinute, "cores-idle-last-min")
+	}
 	b.Logf("idle, %s: %d lease renewals; changes seen by watches: %d of the clusters, %d of their children (%s); first: %s",
 		round(window), renewals, status, children, strings.Join(parts, ", "), strings.Join(examples, ", "))
 	p50, p99 := p.wait(d, 0.5), p.wait(d, 0.99)
@@ -163,12 +202,13 @@ func (p *report) requests(phase string, from, to scrape, per float64, unit strin
 			perUnit(d.GroupBy("rest_client_requests_total", []string{"method", "code"}), per))
 		b.Logf("%s: the operator used %.1f CPU-s (%.2f cores over %s)", phase, to.op.CPU()-from.op.CPU(), (to.op.CPU()-from.op.CPU())/wall, round(to.at.Sub(from.at)))
 		for _, c := range p.controllers() {
-			b.Logf("%s: %s: the operator's actions per %s: %s; passes per %s by result: %s (p50 %s, p99 %s); probe calls per %s: %.1f, failed: %.1f",
+			b.Logf("%s: %s: the operator's actions per %s: %s; passes per %s by result: %s (p50 %s, p99 %s); probe calls per %s: %.1f, failed: %.1f, answers changed: %.1f",
 				phase, c.kind, unit, perUnit(d.GroupBy("steward_actions_total", []string{"action"}, "kind", c.kind), per),
 				unit, perUnit(d.GroupBy("steward_reconcile_duration_seconds_count", []string{"result"}, "kind", c.kind), per),
 				seconds(d.Quantile(0.5, "steward_reconcile_duration_seconds", "kind", c.kind)),
 				seconds(d.Quantile(0.99, "steward_reconcile_duration_seconds", "kind", c.kind)),
-				unit, d.Sum("steward_probe_duration_seconds_count", "kind", c.kind)/per, d.Sum("steward_probe_failures_total", "kind", c.kind)/per)
+				unit, d.Sum("steward_probe_duration_seconds_count", "kind", c.kind)/per, d.Sum("steward_probe_failures_total", "kind", c.kind)/per,
+				d.Sum("steward_probe_changes_total", "kind", c.kind)/per)
 		}
 		if unit == "cluster" {
 			prefix := ""

@@ -153,7 +153,8 @@ func (r *run) run() {
 	idleFrom := r.scrape()
 	r.t.count(true)
 	prof.cpu("idle")
-	renewals := r.k.CountLeaseRenewals(b, r.idle)
+	minutes := newIdleMinute(b, r.k, idleFrom)
+	renewals := r.k.CountLeaseRenewalsEvery(b, r.idle, time.Minute, minutes.tick)
 	changes, examples := r.t.count(false)
 	prof.wait()
 	idleTo := r.scrape()
@@ -184,7 +185,7 @@ func (r *run) run() {
 	rep := &report{b: b, n: float64(r.n), kds: r.kds, clusterKinds: r.t.clusterKinds}
 	rep.create(before, created, start, applied, setsAt, readyAt, setLat, readyLat, retries, plainRate)
 	rep.stages(podCreated, claimsBound, scheduled, podReady)
-	rep.idle(idleFrom, idleTo, renewals, changes, examples)
+	rep.idle(idleFrom, idleTo, renewals, changes, examples, minutes.last)
 	rep.delete(idleTo, deleted, deleteAt, goneAt, emptyAt)
 	rep.memory(empty, created, idleTo)
 	rep.restarts(r.k, empty, deleted)

@@ -130,8 +130,22 @@ func (k *Kube) ListOf(obj client.Object) (client.ObjectList, error) {
 // and counts its updates: the writes leader election makes.
 func (k *Kube) CountLeaseRenewals(tb testing.TB, d time.Duration) int {
 	tb.Helper()
+	return k.CountLeaseRenewalsEvery(tb, d, 0, nil)
+}
+
+// CountLeaseRenewalsEvery is CountLeaseRenewals that also calls tick every
+// interval of the window (on the caller's goroutine, so tick may fail tb),
+// for figures sampled through it; none when every is 0.
+func (k *Kube) CountLeaseRenewalsEvery(tb testing.TB, d, every time.Duration, tick func()) int {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(tb.Context(), d)
 	defer cancel()
+	var ticks <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		ticks = t.C
+	}
 	leases := k.CS.CoordinationV1().Leases(OperatorNamespace)
 	lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
 	if err != nil {
@@ -144,12 +158,19 @@ func (k *Kube) CountLeaseRenewals(tb testing.TB, d time.Duration) int {
 	}
 	defer w.Stop()
 	n := 0
-	for e := range w.ResultChan() {
-		if e.Type == watch.Modified {
-			n++
+	for {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return n
+			}
+			if e.Type == watch.Modified {
+				n++
+			}
+		case <-ticks:
+			tick()
 		}
 	}
-	return n
 }
 
 // WaitForLeader waits until the operator's Lease names a replica that is

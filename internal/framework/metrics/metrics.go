@@ -49,9 +49,17 @@ var (
 		Name: "steward_probe_failures_total",
 		Help: "Failed application probe calls, by kind.",
 	}, []string{"kind"})
+
+	// ProbeChangesTotal counts probe answers that moved in a way worth a
+	// pass (success to failure, another class of error, another value),
+	// by kind: each one starts a pass of the object the target belongs to.
+	ProbeChangesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "steward_probe_changes_total",
+		Help: "Application probe answers that changed and started a pass, by kind.",
+	}, []string{"kind"})
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(
-		ReconcileDuration, ActionsTotal, OperationsInFlight, ProbeDuration, ProbeFailuresTotal)
+		ReconcileDuration, ActionsTotal, OperationsInFlight, ProbeDuration, ProbeFailuresTotal, ProbeChangesTotal)
 }

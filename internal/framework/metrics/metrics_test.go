@@ -17,6 +17,7 @@ func TestRegistered(t *testing.T) {
 	OperationsInFlight.WithLabelValues("Test", "upgrade").Set(1)
 	ProbeDuration.WithLabelValues("Test").Observe(0.01)
 	ProbeFailuresTotal.WithLabelValues("Test").Inc()
+	ProbeChangesTotal.WithLabelValues("Test").Inc()
 
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
@@ -28,7 +29,7 @@ func TestRegistered(t *testing.T) {
 	}
 	for _, name := range []string{
 		"steward_reconcile_duration_seconds", "steward_actions_total", "steward_operations_in_flight",
-		"steward_probe_duration_seconds", "steward_probe_failures_total",
+		"steward_probe_duration_seconds", "steward_probe_failures_total", "steward_probe_changes_total",
 	} {
 		if !found[name] {
 			t.Errorf("metric %s is not registered", name)

@@ -477,8 +477,11 @@ func (c *Collector[R]) call(e *entry[R], t Target, call CallFunc[R]) {
 	}
 	c.mu.Unlock()
 
-	if changed && c.opts.Notify != nil {
-		c.opts.Notify(t.Group)
+	if changed {
+		metrics.ProbeChangesTotal.WithLabelValues(c.opts.Kind).Inc()
+		if c.opts.Notify != nil {
+			c.opts.Notify(t.Group)
+		}
 	}
 }
 
