@@ -97,28 +97,49 @@ func TestSmoke(t *testing.T) {
 		if strings.TrimSpace(out) != svc.Spec.ClusterIP {
 			fatalf(t, "%s resolved to %q, want ClusterIP %s", name, out, svc.Spec.ClusterIP)
 		}
-		// kube-proxy programs a new Service's rules a moment after the
-		// Service is created: wait for the first answer before counting.
-		eventually(t, 30*time.Second, "a first GET through the ClusterIP", func(context.Context) error {
-			out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
+		// kube-proxy programs a Service's rules a moment after the
+		// EndpointSlice lists its pods, and again as each pod joins: wait
+		// for all three in the slice, then for a round of requests that
+		// all succeed and are balanced, so that a request racing the last
+		// rules is tried again rather than failing the test. Several
+		// requests, so that kube-proxy's balancing also takes the path
+		// back to the calling pod itself (hairpin).
+		eventually(t, 30*time.Second, "the Service's EndpointSlice lists three ready pods", func(ctx context.Context) error {
+			list, err := env.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=web-client"})
 			if err != nil {
-				return fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+				return err
+			}
+			ready := 0
+			for _, slice := range list.Items {
+				for _, ep := range slice.Endpoints {
+					if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+						ready++
+					}
+				}
+			}
+			if ready != 3 {
+				return fmt.Errorf("%d ready endpoints", ready)
 			}
 			return nil
 		})
-		// Several requests, so that kube-proxy's balancing also takes the
-		// path back to the calling pod itself (hairpin).
-		seen := map[string]bool{}
-		for range 12 {
-			out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
-			if err != nil {
-				fatalf(t, "%v: %s", err, out)
+		eventually(t, time.Minute, "12 requests in a row through the ClusterIP, balanced", func(context.Context) error {
+			seen := map[string]bool{}
+			for i := range 12 {
+				out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-client:8080/")
+				if err != nil {
+					return fmt.Errorf("request %d: %w: %s", i+1, err, strings.TrimSpace(out))
+				}
+				fields := strings.Fields(out)
+				if len(fields) == 0 {
+					return fmt.Errorf("request %d: an empty answer", i+1)
+				}
+				seen[fields[0]] = true
 			}
-			seen[strings.Fields(out)[0]] = true
-		}
-		if len(seen) < 2 {
-			errorf(t, "12 requests through the ClusterIP all reached %v; expected balancing over 3 pods", seen)
-		}
+			if len(seen) < 2 {
+				return fmt.Errorf("12 requests all reached %v; expected balancing over 3 pods", seen)
+			}
+			return nil
+		})
 		// A pod's DNS name in the headless Service resolves too.
 		if out, err := kubectl("exec", "-n", ns, "web-0", "--", "/smoke", "get", "http://web-2.web:8080/"); err != nil || !strings.Contains(out, "host=web-2") {
 			errorf(t, "headless pod name: %v: %s", err, out)
