@@ -36,11 +36,14 @@
 //     StatefulSet is ready): the operator's requests per minute, its
 //     writes beyond leader election, changes of the clusters and of their
 //     children (watches, with what changed in the status of the first
-//     few), lease renewals;
+//     few), lease renewals; and each minute of the window, the operator's
+//     CPU, passes and probe calls, which fall as the partition lasts
+//     (cores-idle-last-min is the last minute's CPU);
 //   - in each phase, each controller's workqueue: adds, the wait (p50 and
 //     p99 from workqueue_queue_duration_seconds' buckets over the phase;
 //     the worst controller's as the headline) and the work, the passes by
-//     result, the framework's actions and probe calls;
+//     result, the framework's actions, probe calls and the probe answers
+//     that changed (each starts a pass);
 //   - memory: the operator's RSS and Go heap with no cluster of the run,
 //     with all created and after idle, and per cluster; where the RSS after
 //     idle goes by the Go runtime (heap in use, heap free not yet returned,
