@@ -255,7 +255,8 @@ func (*ClusterController) Default(c *Cluster) { mov1.DefaultMatrixOneCluster(c) 
 // Validate checks the image and each role's pods as its set would
 // (validateRole), the shared storage (validateSharedStorage), the
 // durations (not negative), the root password Secret's name, the CN
-// groups' names (groupNameClashes), and shardReplicas within replicas.
+// groups' names (groupNameClashes), and the log stores not below
+// shardReplicas.
 func (*ClusterController) Validate(c *Cluster) error {
 	spec := field.NewPath("spec")
 	errs := standard.ValidateImage(spec.Child("image"), c.Spec.Image)
@@ -273,8 +274,8 @@ func (*ClusterController) Validate(c *Cluster) error {
 	errs = append(errs, validateSharedStorage(spec.Child("sharedStorage"), c.Spec.SharedStorage)...)
 	errs = append(errs, validateRestore(spec, c.Spec.RestoreFrom, c.Spec.SharedStorage, c.Spec.RootPassword)...)
 	if l := c.Spec.LogService; l.Replicas > 0 && l.ShardReplicas > l.Replicas {
-		errs = append(errs, field.Invalid(spec.Child("logService", "shardReplicas"), l.ShardReplicas,
-			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Replicas)))
+		errs = append(errs, field.Invalid(spec.Child("logService", "replicas"), l.Replicas,
+			fmt.Sprintf("must not be below shardReplicas (%d): each replica of a shard lives on its own store", l.ShardReplicas)))
 	}
 	return errs.ToAggregate()
 }

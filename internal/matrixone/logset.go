@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,9 +29,9 @@ type LogSet = mov1.LogSet
 type LogContext = framework.Context[*LogSet]
 
 // LogSetController is the LogSet actor: Declare applies the stores and
-// observes HAKeeper, Observe starts the flows that replace a failed store
-// and restart stale stores one at a time, Finalize applies the volumes'
-// reclaim policy.
+// observes HAKeeper, Observe starts the flows that replace a failed store,
+// remove stores beyond spec.replicas and restart stale stores, one store
+// at a time, Finalize applies the volumes' reclaim policy.
 type LogSetController struct {
 	opts    Options
 	views   *viewReader
@@ -48,7 +49,7 @@ func NewLogSetController(opts Options) *LogSetController {
 func setupLogSets(mgr ctrl.Manager, c *LogSetController) error {
 	_, err := framework.Setup(mgr, framework.Options[*LogSet, *logState]{
 		Actor:             c,
-		Flows:             []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.logRollingRestartFlow(), c.restoreFlow()},
+		Flows:             []framework.Flow[*LogSet, *logState]{c.replaceStoreFlow(), c.removeStoreFlow(), c.logRollingRestartFlow(), c.restoreFlow()},
 		App:               build.App,
 		PartOf:            build.PartOf,
 		Owns:              []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &corev1.ConfigMap{}},
@@ -72,8 +73,8 @@ func (*LogSetController) Default(l *LogSet) { mov1.DefaultLogSet(l) }
 // Validate checks what the CRD's schema cannot: the image reference, the
 // shared storage (validateSharedStorage), storeFailureTimeout not
 // negative, rootPassword a Secret's name, spec.config (TOML that sets no key the operator owns, each refused with
-// its reason), the resources, and shardReplicas within replicas (also a
-// CEL rule; kept here for objects the schema never saw).
+// its reason), the resources, and replicas not below shardReplicas (also
+// a CEL rule; kept here for objects the schema never saw).
 func (*LogSetController) Validate(l *LogSet) error {
 	spec := field.NewPath("spec")
 	errs := validatePodSet(spec, build.RoleLog, &l.Spec.PodSetSpec)
@@ -82,8 +83,8 @@ func (*LogSetController) Validate(l *LogSet) error {
 	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), l.Spec.RootPassword, "Secret")...)
 	errs = append(errs, validateRestore(spec, l.Spec.RestoreFrom, l.Spec.SharedStorage, l.Spec.RootPassword)...)
 	if l.Spec.ShardReplicas > l.Spec.Replicas {
-		errs = append(errs, field.Invalid(spec.Child("shardReplicas"), l.Spec.ShardReplicas,
-			fmt.Sprintf("must not exceed replicas (%d): each replica of a shard lives on its own store", l.Spec.Replicas)))
+		errs = append(errs, field.Invalid(spec.Child("replicas"), l.Spec.Replicas,
+			fmt.Sprintf("must not be below shardReplicas (%d): each replica of a shard lives on its own store", l.Spec.ShardReplicas)))
 	}
 	return errs.ToAggregate()
 }
@@ -153,7 +154,15 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	if err != nil {
 		return nil, err
 	}
+	live := &appsv1.StatefulSet{}
+	switch err := ctx.Client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: l.Name}, live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, fmt.Errorf("get StatefulSet %s: %w", l.Name, err)
+	}
 	sts := build.LogStatefulSet(rendered, name)
+	sts.Spec.Replicas = ptr.To(desiredStores(l, ctx.Operation(), live))
 	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
 		return nil, err
 	}
@@ -177,10 +186,12 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 	return st, nil
 }
 
-// Observe starts the restore flow while the set restores, the replace-store flow for a failed store (st.replace,
-// decided by Declare behind the majority guard), and starts the rolling-restart flow when a store's
-// pod runs an older revision of the pod template than the StatefulSet's
-// latest.
+// Observe starts the restore flow while the set restores, the
+// replace-store flow for a failed store (st.replace, decided by Declare
+// behind the majority guard), the remove-store flow for a store beyond
+// spec.replicas once it can leave (removalBlocked), and the
+// rolling-restart flow when a store's pod runs an older revision of the
+// pod template than the StatefulSet's latest.
 func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Action[*LogSet], error) {
 	if st == nil { // Declare waits for the shared storage
 		return nil, nil
@@ -190,6 +201,9 @@ func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Act
 	}
 	if st.replace != nil {
 		return st.startReplacement(*st.replace), nil
+	}
+	if ordinal, ok := st.toRemove(ctx.Obj); ok && st.removalBlocked(ctx.Obj, ordinal) == "" {
+		return st.startRemoval(ctx.Obj, ordinal), nil
 	}
 	if len(st.stale()) > 0 {
 		return framework.StartFlow[*LogSet](flowRollingRestart, rollingRestartTrigger(st.sts)), nil

@@ -79,7 +79,7 @@ type downStore struct {
 // exist), the longest down first.
 func (st *logState) downStores(l *LogSet) []downStore {
 	var out []downStore
-	for i := range int(l.Spec.Replicas) {
+	for i := range st.storeCount(l) {
 		name := build.LogPodName(l, i)
 		p, ok := st.pods[i]
 		switch {
@@ -140,7 +140,7 @@ func (st *logState) replacementBlocked(l *LogSet, d downStore) string {
 	if st.storeState(d.name) == mov1.StoreUp {
 		return fmt.Sprintf("HAKeeper still hears from its store %s", uuid)
 	}
-	for i := range int(l.Spec.Replicas) {
+	for i := range st.storeCount(l) {
 		name := build.LogPodName(l, i)
 		if name == d.name {
 			continue
@@ -166,18 +166,44 @@ func (st *logState) underReplicated() string {
 	}
 	var short []string
 	for _, sh := range st.view.LogShards {
-		running := 0
-		for _, uuid := range sh.Replicas {
-			if st.view.RunsReplica(uuid, sh.ShardID) {
-				running++
-			}
-		}
-		if uint64(running) < sh.NumberOfReplicas {
+		if running := st.runningReplicas(sh); uint64(running) < sh.NumberOfReplicas {
 			short = append(short, fmt.Sprintf("log shard %d has %d of %d replicas running", sh.ShardID, running, sh.NumberOfReplicas))
 		}
 	}
 	return strings.Join(short, ", ")
 }
+
+// runningReplicas counts the members of sh that run: HAKeeper hears from
+// their store, which reports running sh's replica (the majority guard's
+// count, wire.View.MajorityKeptWithout), and the store's pod, when it is
+// one of the set's, is ready (HAKeeper counts a stopped store up until
+// it expires it). Status, Ready and the guards all count this way.
+func (st *logState) runningReplicas(sh wire.LogShard) int {
+	running := 0
+	for _, uuid := range sh.Replicas {
+		if st.view.RunsReplica(uuid, sh.ShardID) && st.podReadyOrNotOurs(uuid) {
+			running++
+		}
+	}
+	return running
+}
+
+// podReadyOrNotOurs reports whether the pod whose store is uuid is ready
+// and not terminating, or uuid is no store of the set's pods (of any
+// ordinal the set may have: a store stopped to leave the set is its
+// pod's until it has left).
+func (st *logState) podReadyOrNotOurs(uuid string) bool {
+	for i := range maxStores {
+		if st.storeID(st.podName(i)) == uuid {
+			p, ok := st.pods[i]
+			return ok && workload.IsReady(p)
+		}
+	}
+	return true
+}
+
+// maxStores is the most log stores a set has (spec.replicas' maximum).
+const maxStores = 7
 
 // nextStoreID is the UUID of the store that replaces old, the store of
 // pod: the first generation's that HAKeeper has never known.

@@ -30,11 +30,13 @@ const RestartSettle = 10 * time.Second
 
 // logState is what a pass observed of a log set.
 type logState struct {
-	ns string
+	// ns and name are the set's.
+	ns, name string
 	// sts is the StatefulSet as applied.
 	sts *appsv1.StatefulSet
-	// pods are the stores' pods by ordinal, terminating ones left out.
-	pods map[int]*corev1.Pod
+	// pods are the stores' pods by ordinal, terminating ones left out;
+	// allPods has those too.
+	pods, allPods map[int]*corev1.Pod
 	// view is the freshest of the probes' answers younger than
 	// MaxViewAge, answered at viewAt; viewOK is false when there is none,
 	// and viewErr then says what each probe said.
@@ -61,7 +63,7 @@ func (c *LogSetController) observe(ctx *LogContext, sts *appsv1.StatefulSet, sto
 	if err != nil {
 		return nil, err
 	}
-	st := &logState{ns: l.Namespace, sts: sts, pods: map[int]*corev1.Pod{}, now: time.Now(), stores: stores}
+	st := &logState{ns: l.Namespace, name: l.Name, sts: sts, pods: map[int]*corev1.Pod{}, allPods: pods, now: time.Now(), stores: stores}
 	for ordinal, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
 			st.pods[ordinal] = p
@@ -80,6 +82,9 @@ func (st *logState) storeID(pod string) string {
 	}
 	return wire.StoreID(st.ns, pod)
 }
+
+// podName is the name of the set's pod at ordinal.
+func (st *logState) podName(ordinal int) string { return fmt.Sprintf("%s-%d", st.name, ordinal) }
 
 // storeState is how HAKeeper sees the store of pod.
 func (st *logState) storeState(pod string) mov1.StoreState {
@@ -109,14 +114,12 @@ func (st *logState) setStatus(l *LogSet) {
 	}
 	l.Status.ReadyReplicas = int32(ready)
 	l.Status.HAKeeper = ""
-	pods := map[string]string{}           // store UUID → pod
-	shown := map[string]mov1.StoreState{} // store UUID → its state in status
+	pods := map[string]string{} // store UUID → pod
 	l.Status.Stores = nil
-	for i := range int(l.Spec.Replicas) {
+	for i := range st.storeCount(l) {
 		pod := build.LogPodName(l, i)
 		pods[st.storeID(pod)] = pod
 		s := mov1.LogStoreStatus{Pod: pod, UUID: st.storeID(pod), State: shownState(st.pods[i], st.storeState(pod))}
-		shown[s.UUID] = s.State
 		if v, ok := st.view.LogStore(s.UUID); ok && st.viewOK {
 			s.Replicas = int32(len(v.Replicas))
 		}
@@ -128,15 +131,9 @@ func (st *logState) setStatus(l *LogSet) {
 	}
 	l.Status.HAKeeper = st.view.State
 	for _, sh := range st.view.LogShards {
-		s := mov1.LogShardStatus{ShardID: int64(sh.ShardID), Leader: pods[sh.Replicas[sh.LeaderID]],
-			Of: int32(sh.NumberOfReplicas), Term: int64(sh.Term)}
-		for _, uuid := range sh.Replicas {
-			state, ours := shown[uuid]
-			if ls, ok := st.view.LogStore(uuid); ok && ls.State == wire.StoreUp && (!ours || state == mov1.StoreUp) {
-				s.Replicas++
-			}
-		}
-		l.Status.Shards = append(l.Status.Shards, s)
+		l.Status.Shards = append(l.Status.Shards, mov1.LogShardStatus{ShardID: int64(sh.ShardID),
+			Leader: pods[sh.Replicas[sh.LeaderID]], Replicas: int32(st.runningReplicas(sh)),
+			Of: int32(sh.NumberOfReplicas), Term: int64(sh.Term)})
 	}
 	slices.SortFunc(l.Status.Shards, func(a, b mov1.LogShardStatus) int { return cmp.Compare(a.ShardID, b.ShardID) })
 }
@@ -172,7 +169,7 @@ func (st *logState) notServing() (reason, message string) {
 // pod ready on the latest revision, HAKeeper running, every shard led and
 // every store up.
 func (st *logState) notReady(l *LogSet) (reason, message string) {
-	for i := range int(l.Spec.Replicas) {
+	for i := range st.storeCount(l) {
 		p, ok := st.pods[i]
 		switch {
 		case !ok:
@@ -184,11 +181,14 @@ func (st *logState) notReady(l *LogSet) (reason, message string) {
 	if reason, message := st.notServing(); reason != "" {
 		return reason, message
 	}
-	for i := range int(l.Spec.Replicas) {
+	for i := range st.storeCount(l) {
 		pod := build.LogPodName(l, i)
 		if s := st.storeState(pod); s != mov1.StoreUp {
 			return mov1.ReasonStoresDown, fmt.Sprintf("the store of %s is %s to HAKeeper", pod, s)
 		}
+	}
+	if scaling := st.scalingIn(l); scaling != "" {
+		return commonv1.ReasonScaling, scaling
 	}
 	if under := st.underReplicated(); under != "" {
 		return mov1.ReasonReplicasMissing, under
@@ -280,27 +280,8 @@ func (st *logState) stale() []*corev1.Pod {
 // set whose shards have one replica has no majority to keep: its restart
 // stops the log service for a moment, which its user chose.
 func (st *logState) restartBlocked(l *LogSet, pod *corev1.Pod) string {
-	for i := range int(l.Spec.Replicas) {
-		p, ok := st.pods[i]
-		if !ok || !workload.IsReady(p) {
-			return build.LogPodName(l, i) + " is not ready"
-		}
-		since, _ := workload.ReadySince(p)
-		if st.now.Sub(since) < RestartSettle {
-			return fmt.Sprintf("%s has been ready for less than %s", p.Name, RestartSettle)
-		}
-		if why := viewPredates(st.viewAt, p.Name, since); why != "" {
-			return why
-		}
-	}
-	if reason, message := st.notServing(); reason != "" {
-		return message
-	}
-	for i := range int(l.Spec.Replicas) {
-		name := build.LogPodName(l, i)
-		if s := st.storeState(name); s != mov1.StoreUp {
-			return fmt.Sprintf("the store of %s is %s to HAKeeper", name, s)
-		}
+	if why := st.othersSettled(l, -1); why != "" {
+		return why
 	}
 	if l.Spec.ShardReplicas > 1 {
 		if reasons := st.view.MajorityKeptWithout(st.storeID(pod.Name)); len(reasons) > 0 {

@@ -590,7 +590,7 @@ func TestLogSetValidate(t *testing.T) {
 			[]string{"spec.config", "logservice.BootstrapConfig", "decided once"}},
 		{"not TOML", func(l *mov1.LogSet) { l.Spec.Config = "[log" }, []string{"spec.config", "not valid TOML"}},
 		{"more shard replicas than stores", func(l *mov1.LogSet) { l.Spec.ShardReplicas = 5 },
-			[]string{"spec.shardReplicas", "must not exceed replicas (3)"}},
+			[]string{"spec.replicas", "must not be below shardReplicas (5)"}},
 		{"a request above its limit", func(l *mov1.LogSet) {
 			l.Spec.Resources = corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},

@@ -101,6 +101,7 @@ func moLogSetSpec(t *testing.T, in specInput) {
 		{"a killed log pod comes back as the same store", m.killLeader},
 		{"a configuration change rolls one store at a time", m.rollConfig},
 		{"a store whose volume is lost is refused, then replaced", m.volumeLost},
+		{"log stores 3 to 4 to 3", m.scaleStores},
 		{"volumes grow, no store restarts", m.volumesGrow},
 		{"delete with retained volumes and re-create", m.recreate},
 	})
@@ -323,6 +324,71 @@ func (m *moLogScenario) volumeLost(t *testing.T) {
 		errorf(t, "no StoreReplaced event names %s: %q", newStore, out)
 	}
 	t.Logf("%s replaced and every shard on three stores %s after its volume was lost; %s", pod, time.Since(start).Round(time.Second), out)
+}
+
+// scaleStores adds a fourth store, which joins HAKeeper without replicas
+// (HAKeeper places replicas only where one is missing), then removes it:
+// its pod stops, its volume claim is deleted once no shard counts it a
+// member, and its pod's next store has a new UUID. Every shard keeps a
+// leader and its three replicas throughout.
+func (m *moLogScenario) scaleStores(t *testing.T) {
+	m.waitReady(time.Minute)
+	const added = moLogSetName + "-3"
+	start := time.Now()
+	m.patch(`{"spec":{"replicas":4}}`)
+	eventually(t, 3*time.Minute, added+" up without replicas, the set Ready", func(context.Context) error {
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		if err := settled(l.Generation, &l.Status.StatusCore); err != nil {
+			return err
+		}
+		if len(l.Status.Stores) != 4 || l.Status.Stores[3].Pod != added || l.Status.Stores[3].State != mov1.StoreUp ||
+			l.Status.Stores[3].UUID != wire.StoreID(m.ns, added) {
+			return fmt.Errorf("stores %+v", l.Status.Stores)
+		}
+		return m.shardsWhole(l)
+	})
+	t.Logf("%s added and Ready after %s", added, time.Since(start).Round(time.Second))
+
+	start = time.Now()
+	m.patch(`{"spec":{"replicas":3}}`)
+	eventually(t, 4*time.Minute, added+" removed, its volume claim deleted, the set Ready", func(ctx context.Context) error {
+		l := &mov1.LogSet{}
+		m.getInto(l)
+		if err := settled(l.Generation, &l.Status.StatusCore); err != nil {
+			return err
+		}
+		if op := l.Status.Operation; op == nil || op.Name != "remove-store" {
+			return fmt.Errorf("the last operation is not the removal: %+v", op)
+		}
+		if len(l.Status.Stores) != 3 {
+			return fmt.Errorf("stores %+v", l.Status.Stores)
+		}
+		if _, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).Get(ctx, "data-"+added, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("the claim data-%s is still there", added)
+		}
+		return m.shardsWhole(l)
+	})
+	stores, err := env.client.CoreV1().ConfigMaps(m.ns).Get(context.Background(), moLogSetName+"-stores", metav1.GetOptions{})
+	if err != nil || stores.Data[added] == "" || stores.Data[added] == wire.StoreID(m.ns, added) {
+		errorf(t, "the stores ConfigMap gives %s no new store: %v %v", added, err, stores.Data)
+	}
+	out, _ := kubectl("get", "events", "-n", m.ns, "--field-selector", "reason="+mov1.EventStoreRemoved, "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(out, added) {
+		errorf(t, "no StoreRemoved event names %s: %q", added, out)
+	}
+	t.Logf("%s removed after %s: %s", added, time.Since(start).Round(time.Second), out)
+}
+
+// shardsWhole says which shard of l has no leader or fewer than three
+// replicas running; nil when none.
+func (m *moLogScenario) shardsWhole(l *mov1.LogSet) error {
+	for _, sh := range l.Status.Shards {
+		if sh.Replicas != 3 || sh.Leader == "" {
+			return fmt.Errorf("shard %+v", sh)
+		}
+	}
+	return nil
 }
 
 // lastLine is the last non-empty line of s.

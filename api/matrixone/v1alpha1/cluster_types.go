@@ -92,16 +92,20 @@ type MatrixOneClusterSpec struct {
 
 // LogServiceSpec is a MatrixOneCluster's log service; the fields are the
 // LogSet's.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.shardReplicas) || !has(self.replicas) || self.shardReplicas <= self.replicas",message="logService.replicas must not be below logService.shardReplicas: each replica of a shard lives on its own store",fieldPath=.replicas
 type LogServiceSpec struct {
-	// replicas is the number of log stores. Default 3; immutable.
+	// replicas is the number of log stores. Default 3; can change, never
+	// below shardReplicas: stores are added and removed as the LogSet's
+	// replicas says.
 	// +optional
+	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=7
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="logService.replicas is immutable"
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// shardReplicas is the number of replicas of each log shard. Default:
-	// replicas, at most 3; immutable.
+	// replicas, at most 3, recorded at creation; immutable.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=7

@@ -114,11 +114,20 @@ func DefaultBackup(b *Backup) {
 }
 
 // DefaultMatrixOneCluster applies the cluster's own defaults in memory
-// (see DefaultLogSet): the image, the S3 CA Secret's key and the roles'
-// volumes, as its schema does; its sets default the rest.
+// (see DefaultLogSet): the image, the log stores and their shards'
+// replicas (recorded, so that a change of logService.replicas never
+// changes the default shardReplicas, fixed at HAKeeper's bootstrap), the
+// S3 CA Secret's key and the roles' volumes, as its schema does; its sets
+// default the rest.
 func DefaultMatrixOneCluster(c *MatrixOneCluster) {
 	if c.Spec.Image == "" {
 		c.Spec.Image = DefaultImage
+	}
+	if l := &c.Spec.LogService; l.Replicas == 0 {
+		l.Replicas = 3
+	}
+	if l := &c.Spec.LogService; l.ShardReplicas == 0 { // from replicas: Go only
+		l.ShardReplicas = min(l.Replicas, 3)
 	}
 	defaultSharedStorage(&c.Spec.SharedStorage)
 	defaultStorage(&c.Spec.LogService.Storage)

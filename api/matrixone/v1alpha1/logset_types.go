@@ -17,17 +17,25 @@ const ConditionStoresHealthy = "StoresHealthy"
 // LogSetSpec is the desired state of a MatrixOne log service: HAKeeper and
 // the log shards, on replicas log stores.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.shardReplicas) || self.shardReplicas <= self.replicas",message="shardReplicas must not exceed replicas: each replica of a shard lives on its own store",fieldPath=.shardReplicas
+// +kubebuilder:validation:XValidation:rule="!has(self.shardReplicas) || self.shardReplicas <= self.replicas",message="replicas must not be below shardReplicas: each replica of a shard lives on its own store",fieldPath=.replicas
 // +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom)",message="restoreFrom is set only at creation: a restore never writes into a cluster that holds data",fieldPath=.restoreFrom
 type LogSetSpec struct {
-	// replicas is the number of log stores. Default 3; 1 to 7; immutable
-	// for now (a later version adds and removes stores). A store keeps its
-	// identity (UUID, host name, deployment id) and its volume for life.
+	// replicas is the number of log stores. Default 3; 1 to 7; can change,
+	// never below shardReplicas. A store added joins HAKeeper without
+	// replicas: HAKeeper keeps each shard at its replica count and puts a
+	// replica only where one is missing, so the new store takes the
+	// replicas of a store that fails or leaves. Stores leave one at a
+	// time from the highest ordinal, each only while every shard keeps its
+	// majority without it: its pod stops, HAKeeper expires it and moves its
+	// replicas to the other stores, then its volume claim is deleted
+	// (whatever storage.reclaimPolicy says: HAKeeper no longer counts on
+	// anything it holds) and its pod's next store gets a new UUID. A store
+	// keeps its identity (UUID, host name, deployment id) and its volume
+	// while it is one of the set's.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=7
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicas is immutable: adding and removing log stores is not supported yet"
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// shardReplicas is the number of replicas of each log shard and of

@@ -67,6 +67,9 @@ const (
 	// EventStoreReplaced: a failed log store's volume claim and pod were
 	// deleted, so that its pod comes back as a new store.
 	EventStoreReplaced = "StoreReplaced"
+	// EventStoreRemoved: a log store beyond spec.replicas left the set
+	// (HAKeeper moved its replicas) and its volume claim was deleted.
+	EventStoreRemoved = "StoreRemoved"
 	// EventSharedClaimCreated: the LogSet made the shared filesystem claim
 	// its spec sizes, or the BucketClaim of its template.
 	EventSharedClaimCreated = "SharedClaimCreated"
