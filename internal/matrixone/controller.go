@@ -254,9 +254,9 @@ func (*ClusterController) Default(c *Cluster) { mov1.DefaultMatrixOneCluster(c) 
 
 // Validate checks the image and each role's pods as its set would
 // (validateRole), the shared storage (validateSharedStorage), the
-// durations (not negative), the root password Secret's name, the CN
-// groups' names (groupNameClashes), and the log stores not below
-// shardReplicas.
+// durations (not negative), the CN groups' labels, the root password
+// Secret's name, the CN groups' names (groupNameClashes), and the log
+// stores not below shardReplicas.
 func (*ClusterController) Validate(c *Cluster) error {
 	spec := field.NewPath("spec")
 	errs := standard.ValidateImage(spec.Child("image"), c.Spec.Image)
@@ -267,6 +267,7 @@ func (*ClusterController) Validate(c *Cluster) error {
 		group := spec.Child("cnGroups").Index(i)
 		errs = append(errs, validateRole(group, build.RoleCN, &c.Spec.CNGroups[i].RoleSpec)...)
 		errs = append(errs, standard.ValidateDuration(group.Child("drainTimeout"), c.Spec.CNGroups[i].DrainTimeout)...)
+		errs = append(errs, validateCNLabels(group.Child("labels"), c.Spec.CNGroups[i].Labels)...)
 	}
 	errs = append(errs, groupNameClashes(c)...)
 	errs = append(errs, standard.ValidateObjectName(spec.Child("rootPassword"), c.Spec.RootPassword, "Secret")...)

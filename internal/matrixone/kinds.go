@@ -32,7 +32,8 @@ func NewCNSetController(opts Options) *StoreSetController[*mov1.CNSet] {
 		kind: "CNSet", role: build.RoleCN,
 		set: func(c *mov1.CNSet, log *mov1.LogSet) build.StoreSet {
 			s := build.StoreSet{Namespace: c.Namespace, Name: c.Name, Role: build.RoleCN, Replicas: 1,
-				Pods: &c.Spec.PodSetSpec, Storage: &c.Spec.Storage, Log: log, ProxyEnabled: true, ServiceType: "ClusterIP"}
+				Pods: &c.Spec.PodSetSpec, Storage: &c.Spec.Storage, Log: log, ProxyEnabled: true, ServiceType: "ClusterIP",
+				CNLabels: c.Spec.Labels}
 			if c.Spec.Replicas != nil {
 				s.Replicas = *c.Spec.Replicas
 			}

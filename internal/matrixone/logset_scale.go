@@ -307,7 +307,7 @@ func (c *LogSetController) retireStore(ctx *LogContext, st *logState) (bool, err
 	}
 	ctx.Log.Info("Removed a log store", "pod", r.pod, "store", r.store, "persistentVolumeClaim", claim.Name)
 	ctx.Event(corev1.EventTypeNormal, mov1.EventStoreRemoved,
-		"Removed the log store of %s (%s): HAKeeper moved its replicas to the other stores; deleted its volume claim %s", r.pod, r.store, claim.Name)
+		"Removed the log store of %s (%s): no shard has a replica on it; deleted its volume claim %s", r.pod, r.store, claim.Name)
 	return true, nil
 }
 

@@ -47,21 +47,34 @@ func newScheme() *k8sruntime.Scheme {
 // fakeProbe answers GET /v1/cluster for every log pod with the view the
 // test set, or 503 while it has none; and the CNs' lock service restart
 // handshake: a CN may stop once its restart was announced, unless the
-// test holds its locks.
+// test holds its locks; and records the CN labels it is given.
 type fakeProbe struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	view *hakeeper.View
 	// announced and heldLocks are by CN UUID.
 	announced, heldLocks map[string]bool
+	// labels are the labels last set on each CN, by UUID.
+	labels map[string]map[string][]string
 	// delay is how long the probe takes to answer the view, as a busy
 	// machine's took 1.8 to 4.2 s.
 	delay time.Duration
 }
 
 func newFakeProbe(t *testing.T) *fakeProbe {
-	p := &fakeProbe{announced: map[string]bool{}, heldLocks: map[string]bool{}}
+	p := &fakeProbe{announced: map[string]bool{}, heldLocks: map[string]bool{}, labels: map[string]map[string][]string{}}
 	mux := http.NewServeMux()
+	mux.HandleFunc(wire.CNLabelsPath, func(w http.ResponseWriter, r *http.Request) {
+		var labels map[string][]string
+		if r.Method != http.MethodPut || json.NewDecoder(r.Body).Decode(&labels) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.labels[r.PathValue("uuid")] = labels
+		_ = json.NewEncoder(w).Encode(map[string]bool{"ok": true})
+	})
 	mux.HandleFunc(hakeeper.Path, func(w http.ResponseWriter, _ *http.Request) {
 		p.mu.Lock()
 		delay := p.delay
@@ -96,6 +109,15 @@ func (p *fakeProbe) holdLocks(ns, pod string, held bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.heldLocks[wire.StoreID(ns, pod)] = held
+}
+
+// labelsOf returns the labels last set on pod's CN, as JSON ("null" for
+// none).
+func (p *fakeProbe) labelsOf(ns, pod string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	data, _ := json.Marshal(p.labels[wire.StoreID(ns, pod)])
+	return string(data)
 }
 
 // wasAnnounced reports whether the restart of pod's CN was announced.

@@ -87,13 +87,14 @@ func (c *StoreSetController[T]) setup(mgr ctrl.Manager) error {
 func (c *StoreSetController[T]) Default(obj T) { c.k.defaults(obj) }
 
 // Validate checks what the CRD's schema cannot (validatePodSet), that
-// spec.logSet is a name a LogSet can have, and a CN's drainTimeout not
-// negative.
+// spec.logSet is a name a LogSet can have, a CN's drainTimeout not
+// negative, and a CN's labels (validateCNLabels).
 func (c *StoreSetController[T]) Validate(obj T) error {
 	spec := field.NewPath("spec")
 	s := c.k.set(obj, &mov1.LogSet{})
 	errs := validatePodSet(spec, c.k.role, s.Pods)
 	errs = append(errs, standard.ValidateObjectName(spec.Child("logSet"), c.k.logSet(obj), "LogSet")...)
+	errs = append(errs, validateCNLabels(spec.Child("labels"), s.CNLabels)...)
 	if c.k.drainTimeout != nil {
 		if d := c.k.drainTimeout(obj); d < 0 {
 			errs = append(errs, standard.ValidateDuration(spec.Child("drainTimeout"), &metav1.Duration{Duration: d})...)
@@ -143,6 +144,9 @@ type storeState struct {
 	// before this pass applied it (nil before it exists, and for other
 	// kinds).
 	cachedReplicas *int32
+	// labelErr is why this pass could not set a CN's labels; nil when it
+	// could, or had none to set.
+	labelErr error
 }
 
 // Declare runs on every pass: it resolves the LogSet's shared storage
@@ -150,8 +154,9 @@ type storeState struct {
 // HAKeeper's view through the LogSet's probes; a CNSet not yet created waits until HAKeeper hears from
 // a TN (a CN started before one gives up after 30 s); then it applies the
 // headless Service, the configuration template, the StatefulSet and, for
-// CNs and proxies, the SQL Service; it observes the stores into status and
-// sets the conditions. It returns what it found, for Observe; nil while a
+// CNs and proxies, the SQL Service; it sets spec.labels on the CNs whose
+// labels HAKeeper has otherwise (labelCNs); it observes the stores into
+// status and sets the conditions. It returns what it found, for Observe; nil while a
 // CNSet waits for a TN.
 func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState, error) {
 	obj := ctx.Obj
@@ -237,6 +242,11 @@ func (c *StoreSetController[T]) Declare(ctx *framework.Context[T]) (*storeState,
 	if _, err := ctx.CollectConfigMaps(st.set.ConfigComponent()); err != nil {
 		return nil, err
 	}
+	if pods := st.unlabeled(); len(pods) > 0 {
+		// Not an error of the pass: Ready says it, and the next pass
+		// tries again.
+		st.labelErr = c.labelCNs(ctx, st, pods)
+	}
 	st.setStatus(status)
 	st.setConditions(ctx, obj)
 	return st, nil
@@ -320,7 +330,8 @@ func (st *storeState) store(pod string) mov1.StoreStatus {
 		}
 	case build.RoleCN:
 		if i := slices.IndexFunc(st.view.CNStores, func(c wire.CNStore) bool { return c.UUID == s.UUID }); i >= 0 {
-			s.State, s.WorkState = state(st.view.CNStores[i].State), st.view.CNStores[i].WorkState
+			cn := st.view.CNStores[i]
+			s.State, s.WorkState, s.Labels = state(cn.State), cn.WorkState, labelList(cn.Labels)
 		}
 	case build.RoleProxy:
 		// HAKeeper lists the proxies it hears from, with no state.
@@ -368,6 +379,14 @@ func (st *storeState) notReady() (reason, message string) {
 	}
 	if leaving := st.leaving(); len(leaving) > 0 {
 		return mov1.ReasonDraining, fmt.Sprintf("%d CNs leave the set once drained, first %s", len(leaving), leaving[0].Name)
+	}
+	if unlabeled := st.unlabeled(); len(unlabeled) > 0 {
+		message := fmt.Sprintf("the labels of %s in HAKeeper are %s, not %s", unlabeled[0].Name,
+			formatLabels(st.store(unlabeled[0].Name).Labels), formatLabels(st.set.CNLabels))
+		if st.labelErr != nil {
+			message += ": " + st.labelErr.Error()
+		}
+		return mov1.ReasonLabeling, message
 	}
 	if why := revisionPending(st.sts); why != "" {
 		return commonv1.ReasonRestarting, why

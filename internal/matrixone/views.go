@@ -230,7 +230,7 @@ func (r *viewReader) forget(group string, trigger *framework.Trigger, reader str
 
 // viewChanged reports whether two views differ in what the controllers act
 // on or show: HAKeeper's state, the shards' members and leaders, the
-// stores' states. The ticks move all the time.
+// stores' states, and the CNs' work states and labels. The ticks move all the time.
 func viewChanged(old, cur hakeeper.View) bool {
 	return old.State != cur.State || !reflect.DeepEqual(old.LogShards, cur.LogShards) ||
 		!maps.Equal(storeStates(old), storeStates(cur))
@@ -246,7 +246,7 @@ func storeStates(v hakeeper.View) map[string]string {
 		out[s.UUID] = s.State
 	}
 	for _, s := range v.CNStores {
-		out[s.UUID] = s.State + "/" + s.WorkState
+		out[s.UUID] = fmt.Sprintf("%s/%s/%v", s.State, s.WorkState, s.Labels)
 	}
 	for _, s := range v.ProxyStores {
 		out[s.UUID] = "present"

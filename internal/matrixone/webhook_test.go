@@ -110,6 +110,9 @@ func TestClusterValidate(t *testing.T) {
 		{"a group named as the log service's gossip Service", []string{"log-gossip"}, nil,
 			[]string{"spec.cnGroups[0].name", "the CNSet mo-log-gossip would make the Service mo-log-gossip, which the LogSet mo-log makes"}},
 		{"a group named like a set but not as one", []string{"tn2", "headless", "log-x"}, nil, nil},
+		{"a group's label value with a dot", []string{"a"}, func(c *mov1.MatrixOneCluster) {
+			c.Spec.CNGroups[0].Labels = []mov1.CNLabel{{Key: "account", Values: []string{"acc.1"}}}
+		}, []string{"spec.cnGroups[0].labels[0].values[0]", "letters, digits and underscores"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster("ns", tc.groups...)
@@ -155,6 +158,14 @@ func TestStoreSetValidate(t *testing.T) {
 		{"a negative drainTimeout", cn(func(c *mov1.CNSet) { c.Spec.DrainTimeout = &metav1.Duration{Duration: -time.Minute} }),
 			`spec.drainTimeout: Invalid value: "-1m0s": must not be negative`},
 		{"a LogSet no LogSet can be named", cn(func(c *mov1.CNSet) { c.Spec.LogSet = "Log_Set" }), "spec.logSet"},
+		{"a label's value with a hyphen", cn(func(c *mov1.CNSet) {
+			c.Spec.Labels = []mov1.CNLabel{{Key: "account", Values: []string{"acc1", "acc-2"}}}
+		}), `spec.labels[0].values[1]: Invalid value: "acc-2": a label's value must be letters, digits and underscores`},
+		{"a label's key with a space", cn(func(c *mov1.CNSet) { c.Spec.Labels = []mov1.CNLabel{{Key: "work load", Values: []string{"olap"}}} }),
+			`spec.labels[0].key: Invalid value: "work load": a label's key must be letters, digits and underscores`},
+		{"labels", cn(func(c *mov1.CNSet) {
+			c.Spec.Labels = []mov1.CNLabel{{Key: "account", Values: []string{"acc1"}}, {Key: "work_load", Values: []string{"OLAP"}}}
+		}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctl.Default(tc.set)

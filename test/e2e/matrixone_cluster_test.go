@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
@@ -47,6 +49,8 @@ func moClusterSpec(t *testing.T, in specInput) {
 		{"a CN configuration change rolled under writes", m.rollCNs},
 		{"CNs scaled 2 to 3 to 1 under writes, sessions keeping their variables", m.scaleCNs},
 		{"the operator killed in the middle of a CN drain", m.operatorKilledMidDrain},
+		{"an account's sessions served by its own labeled CN group", m.accountGroup},
+		{"proxies scaled 1 to 2 to 1 under writes", m.scaleProxies},
 	})
 }
 
@@ -701,6 +705,134 @@ func (m *moCluster) session(statements []string) (string, error) {
 		return out, fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// accountGroup creates the account acc1 and a CNSet labeled {account:
+// [acc1]}: every session of acc1 through the proxy lands on that CNSet's
+// CN, and none of root's does (the proxy routes a session to the CNs whose
+// labels match its account's, and sys's to the CNs without labels). About
+// 640 MiB more memory.
+func (m *moCluster) accountGroup(t *testing.T) {
+	const account, password, group = "acc1", "Acc1-pw", "mo-acc1"
+	if _, err := m.sql(fmt.Sprintf("create account if not exists %s admin_name 'admin' identified by '%s'", account, password)); err != nil {
+		fatalNow(t, err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: CNSet
+metadata: {name: %s, namespace: %s}
+spec:
+  logSet: %s
+  replicas: 1
+  labels: [{key: account, values: [%s]}]
+  image: %s
+  imagePullPolicy: Never
+  resources: {limits: {memory: 640Mi}}
+  storage: {size: 256Mi}
+`, group, m.ns, moClusterLog, account, m.image)
+	start := time.Now()
+	if out, err := kubectlStdin(manifest, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	labeled := wire.StoreID(m.ns, group+"-0")
+	eventually(t, 5*time.Minute, group+" Ready with its label in HAKeeper", func(ctx context.Context) error {
+		cn := &mov1.CNSet{}
+		if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: group}, cn); err != nil {
+			return err
+		}
+		if err := settled(cn.Generation, &cn.Status.StatusCore); err != nil {
+			return err
+		}
+		if len(cn.Status.Stores) != 1 || len(cn.Status.Stores[0].Labels) != 1 ||
+			!slices.Equal(cn.Status.Stores[0].Labels[0].Values, []string{account}) {
+			return fmt.Errorf("stores %+v", cn.Status.Stores)
+		}
+		return nil
+	})
+	t.Logf("%s Ready and labeled after %s", group, time.Since(start).Round(time.Second))
+	// nodeOf opens a session as user, and reads from root's processlist
+	// the CN it landed on while it sleeps.
+	nodeOf := func(user, password, where string) (string, error) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := moSQLAs(m.ns, fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), user, password, "select sleep(6)")
+			done <- err
+		}()
+		var node string
+		err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			out, err := m.sql("select node_id from processlist() p where p.proxy_host <> '' and " + where + " and p.info like 'select sleep%'")
+			node = strings.TrimSpace(out)
+			return err == nil && node != "" && !strings.Contains(node, "\n"), nil
+		})
+		if sleepErr := <-done; sleepErr != nil {
+			return "", sleepErr
+		}
+		if err != nil || node == "" {
+			return "", fmt.Errorf("no session of %s in processlist: %w", user, err)
+		}
+		return node, nil
+	}
+	// The proxies learn the label from HAKeeper within seconds: wait for
+	// one session on the group, then every next one must land there.
+	eventually(t, 2*time.Minute, "a session of "+account+" on "+group, func(context.Context) error {
+		node, err := nodeOf(account+":admin", password, "p.account = '"+account+"'")
+		if err == nil && node != labeled {
+			err = fmt.Errorf("on %s", node)
+		}
+		return err
+	})
+	for i := range 4 {
+		if node, err := nodeOf(account+":admin", password, "p.account = '"+account+"'"); err != nil || node != labeled {
+			errorf(t, "session %d of %s: on %q, not %s (%v)", i, account, node, group+"-0", err)
+		}
+		if node, err := nodeOf("root", m.password(), "p.account = 'sys' and p.user = 'root'"); err != nil || node == labeled {
+			errorf(t, "session %d of root: on %q (%v), which only %s's sessions reach", i, node, err, account)
+		}
+	}
+	t.Logf("5 sessions of %s on %s, 4 of root on the unlabeled CNs", account, group+"-0")
+}
+
+// scaleProxies adds a second proxy and removes it again while the writer
+// inserts through the proxies' Service: both proxies serve while there are
+// two (HAKeeper hears from both), and every acknowledged row is there
+// after each change. A session on the proxy that leaves is cut; the
+// writer's next statement connects again.
+func (m *moCluster) scaleProxies(t *testing.T) {
+	waitProxies := func(n int) {
+		t.Helper()
+		eventually(t, 3*time.Minute, fmt.Sprintf("%d proxies up, the ProxySet Ready", n), func(ctx context.Context) error {
+			p := &mov1.ProxySet{}
+			if err := m.c.Get(ctx, client.ObjectKey{Namespace: m.ns, Name: moClusterProxy}, p); err != nil {
+				return err
+			}
+			if err := settled(p.Generation, &p.Status.StatusCore); err != nil {
+				return err
+			}
+			if len(p.Status.Stores) != n || p.Status.ReadyReplicas != int32(n) {
+				return fmt.Errorf("stores %+v, %d ready", p.Status.Stores, p.Status.ReadyReplicas)
+			}
+			for _, s := range p.Status.Stores {
+				if s.State != mov1.StoreUp {
+					return fmt.Errorf("store %+v", s)
+				}
+			}
+			return nil
+		})
+	}
+	patchProxies := func(n int) {
+		t.Helper()
+		if out, err := kubectl("patch", "proxyset", moClusterProxy, "-n", m.ns, "--type", "merge", "-p",
+			fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+	}
+	for _, n := range []int{2, 1} {
+		m.underWrites(t, func() {
+			start := time.Now()
+			patchProxies(n)
+			waitProxies(n)
+			t.Logf("%d proxies after %s", n, time.Since(start).Round(time.Second))
+		})
+	}
 }
 
 // sessionsOn counts the client sessions the CNs of pods hold, from

@@ -352,9 +352,14 @@ func (m *moLogScenario) scaleStores(t *testing.T) {
 
 	start = time.Now()
 	m.patch(`{"spec":{"replicas":3}}`)
+	step := ""
 	eventually(t, 4*time.Minute, added+" removed, its volume claim deleted, the set Ready", func(ctx context.Context) error {
 		l := &mov1.LogSet{}
 		m.getInto(l)
+		if op := l.Status.Operation; op != nil && op.Name == "remove-store" && op.Step != step {
+			step = op.Step
+			t.Logf("remove-store at %s after %s", step, time.Since(start).Round(time.Second))
+		}
 		if err := settled(l.Generation, &l.Status.StatusCore); err != nil {
 			return err
 		}

@@ -111,6 +111,7 @@ func serveProbe(args []string) error {
 	p := &probe{addresses: strings.Split(*hakeeper, ","), timeout: *timeout}
 	mux.Handle("/v1/cluster", p)
 	mux.Handle(wire.LockRestartPath, &lockRestart{probe: p, timeout: *timeout})
+	mux.Handle(wire.CNLabelsPath, &cnLabels{probe: p, timeout: *timeout})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	slog.Info("Serving HAKeeper's view", "listen", *listen, "hakeeper", *hakeeper)
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}

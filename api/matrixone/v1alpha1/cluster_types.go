@@ -168,6 +168,15 @@ type CNGroupSpec struct {
 	// +optional
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
+	// labels are the group's CN labels (see CNSet), e.g. [{key: account,
+	// values: [acc1]}] for a group that serves the account acc1 alone.
+	// Default none; can change (no CN restarts).
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +kubebuilder:validation:MaxItems=8
+	Labels []CNLabel `json:"labels,omitempty"`
+
 	// The CNs' resources, configuration and placement.
 	RoleSpec `json:",inline"`
 

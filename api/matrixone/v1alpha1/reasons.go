@@ -83,6 +83,10 @@ const (
 	ReasonWaitingForTN = "WaitingForTN"
 	// ReasonStoresServing: the set's stores are up (Available=True).
 	ReasonStoresServing = "StoresServing"
+	// ReasonLabeling: a CN's labels in HAKeeper are not yet the CNSet's
+	// spec.labels (the message names it and the error, if setting them
+	// failed).
+	ReasonLabeling = "Labeling"
 	// ReasonDraining: CNs that leave the set (scale-in) or restart are
 	// draining: the proxy moves their sessions to the other CNs.
 	ReasonDraining = "Draining"
@@ -98,6 +102,9 @@ const (
 	// EventDrainTimedOut: a CN still held sessions at spec.drainTimeout
 	// and leaves or restarts anyway; those sessions are cut.
 	EventDrainTimedOut = "DrainTimedOut"
+	// EventLabeled: a CN's labels were set in HAKeeper to the CNSet's
+	// spec.labels.
+	EventLabeled = "Labeled"
 	// EventUndrained: a CN HAKeeper had as draining, which the set keeps
 	// (after its restart, or a scale-in undone), was set working again.
 	EventUndrained = "Undrained"

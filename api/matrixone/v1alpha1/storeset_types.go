@@ -69,6 +69,23 @@ type CNSetSpec struct {
 	// +kubebuilder:default="5m"
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
+	// labels are the CN labels HAKeeper gives every CN of the set: each
+	// key with its values, e.g. [{key: account, values: [acc1]}]. The proxy routes a session only to the CNs
+	// whose labels match its own: its account (key "account") and the
+	// connection attributes its client sends; a session whose labels no
+	// labeled CN matches goes to the CNs without labels. So
+	// {account: [acc1]} gives the account acc1 CNs of its own, which no
+	// other account's session reaches. Keys and values are letters,
+	// digits and underscores (as mo_ctl's label command takes them). The
+	// operator sets them on each CN once HAKeeper hears from it, and
+	// again whenever HAKeeper's differ. Default none; can change (no CN
+	// restarts).
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +kubebuilder:validation:MaxItems=8
+	Labels []CNLabel `json:"labels,omitempty"`
+
 	// The CNs' image, resources, configuration and placement.
 	PodSetSpec `json:",inline"`
 
@@ -155,6 +172,30 @@ type StoreStatus struct {
 	// workState is a CN's work state (Working, Draining, Drained).
 	// +optional
 	WorkState string `json:"workState,omitempty"`
+	// labels are a CN's labels as HAKeeper has them, which the proxy
+	// routes sessions by, in key order.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +kubebuilder:validation:MaxItems=64
+	Labels []CNLabel `json:"labels,omitempty"`
+}
+
+// CNLabel is one CN label: a key and its values.
+type CNLabel struct {
+	// key is the label's key ("account" routes an account's sessions):
+	// letters, digits and underscores.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Key string `json:"key"`
+	// values are the label's values: letters, digits and underscores.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	Values []string `json:"values"`
 }
 
 // TNSet is MatrixOne's transaction node. A MatrixOneCluster creates one;

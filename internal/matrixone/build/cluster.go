@@ -60,7 +60,7 @@ func Sets(c *mov1.MatrixOneCluster) ClusterSets {
 	for _, g := range s.CNGroups {
 		g := g.DeepCopy()
 		out.CNs = append(out.CNs, &mov1.CNSet{ObjectMeta: meta(ClusterCNSetName(c, g.Name)), Spec: mov1.CNSetSpec{
-			LogSet: logName, Replicas: g.Replicas, DrainTimeout: g.DrainTimeout, PodSetSpec: pods(g.RoleSpec), Storage: g.Storage,
+			LogSet: logName, Replicas: g.Replicas, DrainTimeout: g.DrainTimeout, Labels: g.Labels, PodSetSpec: pods(g.RoleSpec), Storage: g.Storage,
 		}})
 	}
 	mov1.DefaultLogSet(out.Log)

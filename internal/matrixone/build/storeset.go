@@ -47,6 +47,9 @@ type StoreSet struct {
 	ProxyEnabled bool
 	// ServiceType is the SQL Service's type (CN and proxy).
 	ServiceType corev1.ServiceType
+	// CNLabels are the labels HAKeeper gives each CN (CN only); not
+	// rendered into any object.
+	CNLabels []mov1.CNLabel
 }
 
 // Component is the set's children's component label.

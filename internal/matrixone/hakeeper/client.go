@@ -1,6 +1,7 @@
 package hakeeper
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,7 +33,7 @@ func (e *StatusError) Error() string {
 // honors ctx's deadline.
 func Get(ctx context.Context, client *http.Client, baseURL string) (View, error) {
 	var v View
-	err := call(ctx, client, http.MethodGet, baseURL, Path, &v)
+	err := call(ctx, client, http.MethodGet, baseURL, Path, nil, &v)
 	return v, err
 }
 
@@ -40,25 +41,40 @@ func Get(ctx context.Context, client *http.Client, baseURL string) (View, error)
 // CN uuid to the TN's lock table allocator, which then moves the CN's lock
 // tables to other CNs as its transactions end (wire.LockRestartPath).
 func StartLockRestart(ctx context.Context, client *http.Client, baseURL, uuid string) error {
-	return call(ctx, client, http.MethodPost, baseURL, lockRestartPath(uuid), nil)
+	return call(ctx, client, http.MethodPost, baseURL, cnPath(wire.LockRestartPath, uuid), nil, nil)
 }
 
 // LockRestartStatus asks the mo-agent at baseURL whether the CN uuid, whose
 // restart was announced, may stop.
 func LockRestartStatus(ctx context.Context, client *http.Client, baseURL, uuid string) (wire.LockRestart, error) {
 	var r wire.LockRestart
-	err := call(ctx, client, http.MethodGet, baseURL, lockRestartPath(uuid), &r)
+	err := call(ctx, client, http.MethodGet, baseURL, cnPath(wire.LockRestartPath, uuid), nil, &r)
 	return r, err
 }
 
-func lockRestartPath(uuid string) string {
-	return strings.Replace(wire.LockRestartPath, "{uuid}", url.PathEscape(uuid), 1)
+// SetCNLabels has the mo-agent at baseURL set the labels of the CN uuid in
+// HAKeeper, replacing the ones it had (wire.CNLabelsPath).
+func SetCNLabels(ctx context.Context, client *http.Client, baseURL, uuid string, labels map[string][]string) error {
+	return call(ctx, client, http.MethodPut, baseURL, cnPath(wire.CNLabelsPath, uuid), labels, nil)
 }
 
-// call sends method to the mo-agent at baseURL's path and decodes its JSON
-// answer into out (nil: ignored).
-func call(ctx context.Context, client *http.Client, method, baseURL, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(baseURL, "/")+path, http.NoBody)
+// cnPath is path with the CN uuid in it.
+func cnPath(path, uuid string) string {
+	return strings.Replace(path, "{uuid}", url.PathEscape(uuid), 1)
+}
+
+// call sends method to the mo-agent at baseURL's path, with in as its JSON
+// body (nil: none), and decodes its JSON answer into out (nil: ignored).
+func call(ctx context.Context, client *http.Client, method, baseURL, path string, in, out any) error {
+	var reqBody io.Reader = http.NoBody
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		reqBody = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(baseURL, "/")+path, reqBody)
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,11 @@ func (v *View) RunsReplica(uuid string, shard uint64) bool {
 	return ok && s.State == StoreUp && slices.ContainsFunc(s.Replicas, func(r Replica) bool { return r.ShardID == shard })
 }
 
+// CNLabelsPath is the probe's path of a CN's labels: PUT sets them in
+// HAKeeper, replacing the ones it had, from a JSON object of each key's
+// values; {uuid} is the CN's.
+const CNLabelsPath = "/v1/cn/{uuid}/labels"
+
 // LockRestartPath is the probe's path of a CN's lock service restart
 // handshake (POST starts it, GET answers a LockRestart); {uuid} is the CN's.
 const LockRestartPath = "/v1/cn/{uuid}/restart"
