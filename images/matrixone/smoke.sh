@@ -21,7 +21,7 @@
 #             keep one as testdata)
 #
 # Must run as root (to run as the image's user). Uses the ports 6001,
-# 7070, 16001, 18000-18003, 41010-41013 and 32000-32002 on 127.0.0.1, and
+# 7070, 16001, 17001-17004, 18000-18003, 41010-41013 and 32000-32002 on 127.0.0.1, and
 # stops every process it started.
 set -euo pipefail
 
@@ -82,8 +82,11 @@ ns=default
 golden=$repo/internal/matrixone/build/testdata
 log_uuid=$("$agent" store-id $ns mo-log-0)
 mkdir -p "$tmp/conf" "$tmp/shared" "$tmp"/{log,tn,cn,proxy}
+metrics=17000 # each role's Prometheus metrics port: 17001 to 17004
 for role in log tn cn proxy; do
+	metrics=$((metrics + 1))
 	sed -E \
+		-e "s|^statusPort = 7001$|statusPort = $metrics|" \
 		-e "s|/var/lib/matrixone-shared|$tmp/shared|g" \
 		-e "s|/var/lib/matrixone|$tmp/$role|g" \
 		-e 's/(\$\{POD_NAME\}|mo-[a-z]+-0)\.mo-[a-z]+\.default\.svc/127.0.0.1/g' \

@@ -189,7 +189,8 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 // Observe starts the restore flow while the set restores, the
 // replace-store flow for a failed store (st.replace, decided by Declare
 // behind the majority guard), the remove-store flow for a store beyond
-// spec.replicas once it can leave (removalBlocked), and the
+// spec.replicas (whose first step waits until it can leave:
+// removalBlocked), and the
 // rolling-restart flow when a store's pod runs an older revision of the
 // pod template than the StatefulSet's latest.
 func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Action[*LogSet], error) {
@@ -202,7 +203,8 @@ func (c *LogSetController) Observe(ctx *LogContext, st *logState) (framework.Act
 	if st.replace != nil {
 		return st.startReplacement(*st.replace), nil
 	}
-	if ordinal, ok := st.toRemove(ctx.Obj); ok && st.removalBlocked(ctx.Obj, ordinal) == "" {
+	if ordinal, ok := st.toRemove(ctx.Obj); ok {
+		// Its first step waits for the guard, checked every second.
 		return st.startRemoval(ctx.Obj, ordinal), nil
 	}
 	if len(st.stale()) > 0 {

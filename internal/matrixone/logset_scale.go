@@ -157,9 +157,9 @@ const (
 	replicasMoveBudget = 20 * time.Minute
 )
 
-// removeStoreFlow removes the store of the highest ordinal (Observe starts
-// it behind removalBlocked) in three steps: stop-store holds the
-// StatefulSet one pod smaller and waits until the pod is gone;
+// removeStoreFlow removes the store of the highest ordinal in three steps:
+// stop-store waits until the store can leave (removalBlocked), then holds
+// the StatefulSet one pod smaller and waits until the pod is gone;
 // wait-for-replicas-to-move waits until HAKeeper has expired the store and
 // every shard runs its replica count on the other stores, none on the
 // store; retire-store then records a new UUID for the pod in the stores
@@ -218,9 +218,10 @@ func (st *logState) startRemoval(l *LogSet, ordinal int) framework.Action[*LogSe
 	return framework.StartFlow[*LogSet](flowRemoveStore, r.String())
 }
 
-// stopStore checks the guard again, then holds the StatefulSet at the
-// leaving pod's ordinal (Declare applies it), and is done once the pod is
-// gone; at once when the pod runs and spec.replicas keeps it again.
+// stopStore waits for the guard, then holds the StatefulSet at the leaving
+// pod's ordinal (Declare applies it), and is done once the pod is gone; at
+// once when the pod runs and spec.replicas keeps it again. A replacement
+// due meanwhile interrupts it while it waits (InterruptFlow).
 func (c *LogSetController) stopStore(ctx *LogContext, st *logState) (bool, error) {
 	r, err := removing(ctx)
 	if err != nil || st == nil {
@@ -232,8 +233,7 @@ func (c *LogSetController) stopStore(ctx *LogContext, st *logState) (bool, error
 		return true, nil
 	}
 	if _, held := ctx.Operation().HeldReplicas(l.Name); !held {
-		// Again with this pass's view, fresh while a flow runs: the
-		// pass that started the flow may have read an older one.
+		// With this pass's view, fresh while a flow runs.
 		if why := st.removalBlocked(l, r.ordinal); why != "" {
 			setRemoving(ctx, r, "waiting to stop it: "+why)
 			return false, nil

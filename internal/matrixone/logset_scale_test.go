@@ -84,14 +84,15 @@ func TestLogSetAddsAStoreAndRemovesOneOnlyOnceHAKeeperMovedItsReplicas(t *testin
 		return len(l.Status.Shards) == 2 && l.Status.Shards[1].Replicas == 2, fmt.Sprintf("%+v", l.Status.Shards)
 	})
 	setReplicas(t, c, ns, 3)
+	inStep(t, "the removal waiting to stop log-3", lf, "remove-store", "stop-store")
 	testenv.Eventually(t, "Ready saying why log-3 waits", func() (bool, string) {
 		got := condition(logSet(t, c, ns), framework.ConditionReady)
-		return strings.Contains(got, "False "+commonv1.ReasonScaling+": 1 log stores to remove, next log-3, which waits: "+
-			"log shard 1 would keep 1 of its 3 replicas up, and needs 2"), got
+		return strings.Contains(got, "False "+commonv1.ReasonScaling+": removing the log store of log-3 ("+wire.StoreID(ns, "log-3")+
+			"): waiting to stop it: log shard 1 would keep 1 of its 3 replicas up, and needs 2"), got
 	})
 	time.Sleep(2 * time.Second)
 	get(t, c, ns, "log", sts)
-	if *sts.Spec.Replicas != 4 || logSet(t, c, ns).Status.Operation != nil {
+	if op := logSet(t, c, ns).Status.Operation; *sts.Spec.Replicas != 4 || len(op.Held) > 0 {
 		t.Fatalf("log-3 left while shard 1 needed it: %d pods, %s", *sts.Spec.Replicas, operation(logSet(t, c, ns)))
 	}
 
@@ -206,5 +207,38 @@ func deletePod(t *testing.T, c client.Client, ns, name string) {
 	pod.Namespace, pod.Name = ns, name
 	if err := client.IgnoreNotFound(c.Delete(t.Context(), pod, client.GracePeriodSeconds(0))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogSetReplacementInterruptsARemovalWaitingToStop: a removal waits
+// for every other store to be up; one that fails meanwhile never is, so
+// once it is to be replaced the removal, which has not stopped its store,
+// is interrupted and the replacement goes first. The leaving store stays.
+func TestLogSetReplacementInterruptsARemovalWaitingToStop(t *testing.T) {
+	c, ns, probe, _, sts := runningLogSet(t, 30*time.Second)
+	lf := func() framework.Object { return logSet(t, c, ns) }
+	setReplicas(t, c, ns, 4)
+	testenv.Eventually(t, "the StatefulSet at four pods", func() (bool, string) {
+		get(t, c, ns, "log", sts)
+		return *sts.Spec.Replicas == 4, sts.Spec.String()
+	})
+	observed(t, c, sts)
+	runPod(t, c, sts, 3, "r1")
+	v := healthyView(ns, pods...)
+	v.LogStores = append(v.LogStores, wire.LogStore{UUID: wire.StoreID(ns, "log-3"), State: wire.StoreUp})
+	v.LogStores[1].State = wire.StoreDown
+	probe.set(v)
+	unready(t, c, ns, "log-1", 20*time.Second)
+	setReplicas(t, c, ns, 3)
+	inStep(t, "the removal waiting to stop log-3", lf, "remove-store", "stop-store")
+	// 30 s after it stopped, log-1 is replaced, the removal interrupted.
+	testenv.Eventually(t, "log-1 replaced", func() (bool, string) {
+		return gone(t, c, ns, build.DataVolume+"-log-1"), operation(logSet(t, c, ns))
+	})
+	if n := countEvents(t, c, ns, "OperationInterrupted", "the store of log-1 failed: its replacement goes first"); n != 1 {
+		t.Errorf("%d OperationInterrupted Events", n)
+	}
+	if p := (&corev1.Pod{}); !get(t, c, ns, "log-3", p) || !p.DeletionTimestamp.IsZero() {
+		t.Error("log-3 stopped while log-1 was down")
 	}
 }

@@ -155,14 +155,19 @@ func (c *LogSetController) restartNextLog(ctx *LogContext, st *logState) (bool, 
 	return false, nil
 }
 
-// InterruptFlow ends a LogSet's rolling restart when a failed store is to
-// be replaced (framework.FlowInterrupter): the restart waits for every
-// store to be up, which the failed one never is again, and Observe, which
-// runs in the same pass, replaces it first. The rolling restart starts
-// again afterwards, the new store on the latest revision already.
+// InterruptFlow ends a LogSet's rolling restart, or a store's removal that
+// has not stopped the store yet, when a failed store is to be replaced
+// (framework.FlowInterrupter): both wait for every store to be up, which
+// the failed one never is again, and Observe, which runs in the same pass,
+// replaces it first. They start again afterwards (the new store on the
+// latest revision already).
 func (c *LogSetController) InterruptFlow(_ *LogContext, st *logState, op *commonv1.Operation) (string, bool) {
-	if st == nil || st.replace == nil || op.Name != flowRollingRestart {
+	if st == nil || st.replace == nil {
 		return "", false
 	}
-	return fmt.Sprintf("the store of %s failed: its replacement goes first", st.replace.name), true
+	switch _, holding := op.HeldReplicas(st.name); {
+	case op.Name == flowRollingRestart, op.Name == flowRemoveStore && op.Step == stepStopStore && !holding:
+		return fmt.Sprintf("the store of %s failed: its replacement goes first", st.replace.name), true
+	}
+	return "", false
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
+	"github.com/stewardhq/steward/internal/matrixone/build"
 	"github.com/stewardhq/steward/tools/mo-agent/wire"
 )
 
@@ -166,6 +168,39 @@ func (m *moCluster) create(t *testing.T) {
 		fatalNow(t, err)
 	}
 	m.readinessServes(t, moClusterProxy+"-0", moClusterCN+"-0")
+	m.metricsServed(t)
+}
+
+// metricsServed reads each role's Prometheus metrics from its pod's
+// metrics port, as a scraper would, checks that each serves the process'
+// and the Go runtime's, and logs how many of MatrixOne's own it serves (a
+// labeled metric shows once it has counted something).
+func (m *moCluster) metricsServed(t *testing.T) {
+	const metric = "process_resident_memory_bytes"
+	for _, pod := range []string{moClusterLog + "-0", moClusterTN + "-0", moClusterCN + "-0", moClusterProxy + "-0"} {
+		p, err := env.client.CoreV1().Pods(m.ns).Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			fatalNow(t, err)
+		}
+		url := fmt.Sprintf("http://%s:%d/metrics", p.Status.PodIP, build.MetricsPort)
+		var out string
+		eventually(t, time.Minute, "the metrics of "+pod, func(context.Context) error {
+			out, err = kubectl("exec", "-n", m.ns, "client", "--", "/smoke", "get", url)
+			return err
+		})
+		names := map[string]bool{}
+		for _, line := range strings.Split(out, "\n") {
+			if name, _, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+				name, _, _ = strings.Cut(name, "{")
+				names[name] = true
+			}
+		}
+		if !names[metric] || !names["go_goroutines"] || !names["go_memstats_heap_inuse_bytes"] {
+			errorf(t, "%s serves %d metrics at %s, not %s, go_goroutines and go_memstats_heap_inuse_bytes", pod, len(names), url, metric)
+		}
+		mo := slices.DeleteFunc(slices.Sorted(maps.Keys(names)), func(n string) bool { return !strings.HasPrefix(n, "mo_") })
+		t.Logf("%s: %d metrics at %s, %d of MatrixOne's: %v", pod, len(names), url, len(mo), mo)
+	}
 }
 
 // readinessServes runs each pod's readiness probe as the kubelet does
@@ -754,7 +789,11 @@ spec:
 	nodeOf := func(user, password, where string) (string, error) {
 		done := make(chan error, 1)
 		go func() {
-			_, err := moSQLAs(m.ns, fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), user, password, "select sleep(6)")
+			out, err := kubectl("exec", "-n", m.ns, "client", "--", "/smoke", "sql", "--timeout", "30s",
+				"--server", fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), "--user", user, "--password", password, "select sleep(6)")
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
+			}
 			done <- err
 		}()
 		var node string

@@ -41,6 +41,9 @@ const (
 	TNPortBase     = 41010
 	SQLPort        = 6001
 	CNPortBase     = 6002
+	// MetricsPort serves every role's Prometheus metrics (MatrixOne's
+	// status server, observability.statusPort, at GET /metrics).
+	MetricsPort = 7001
 )
 
 // SharedStorage is where TN and CN keep table data: MatrixOne's SHARED file
@@ -241,6 +244,11 @@ func owned(t Template) map[string]any {
 		"fileservice":                       fileServices(t, data),
 		"hakeeper-client.service-addresses": t.HAKeeper,
 		"metacache.memory-capacity":         bytesString(t.Memory.MetaCache),
+		// Prometheus metrics on a fixed port, which the pods and the
+		// headless Services name: MatrixOne serves them also when
+		// observability.disableMetric keeps them out of its own tables.
+		"observability.enableMetricToProm": true,
+		"observability.statusPort":         MetricsPort,
 	}
 	uuid := "${STORE_UUID}"
 	switch t.Role {
@@ -386,6 +394,8 @@ var ownedReasons = []struct {
 	{nil, "fileservice", "the file services follow spec's shared storage and the pod's volume; their caches are sized from the pod's memory"},
 	{nil, "hakeeper-client", "the operator points every store at its log service"},
 	{nil, "metacache.memory-capacity", "sized from the pod's memory limit"},
+	{nil, "observability.enableMetricToProm", "every role serves its Prometheus metrics on the pods' metrics port"},
+	{nil, "observability.statusPort", "the pods' ports are fixed"},
 	{[]Role{RoleLog}, "logservice.uuid", "a log store's identity is kept for life (derived from its pod)"},
 	{[]Role{RoleLog}, "logservice.deployment-id", "a log store's identity is kept for life"},
 	{[]Role{RoleLog}, "logservice.explicit-hostname", "a log store's identity is kept for life"},

@@ -86,6 +86,9 @@ func TestRenderLog(t *testing.T) {
 		"log.level":                  "debug",
 		"observability.disableTrace": true,
 		"observability.label":        "a$$b",
+		// Beside the user's, in the same table: the metrics' port.
+		"observability.enableMetricToProm": true,
+		"observability.statusPort":         int64(MetricsPort),
 	} {
 		if got := at(t, cfg, path); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s = %#v, want %#v", path, got, want)
@@ -289,6 +292,8 @@ func TestCheckUser(t *testing.T) {
 		{"top-level keys", RoleProxy, "service-type = \"CN\"\ndata-dir = \"/tmp\"\n", []string{"data-dir", "service-type"}},
 		{"the old name of [tn]", RoleTN, "[dn]\nuuid = \"x\"\n", []string{"dn"}},
 		{"a CN's work state", RoleCN, "[cn]\ninit-work-state = \"Working\"\n", []string{"cn.init-work-state"}},
+		{"the metrics' port, not the rest of [observability]", RoleTN, "[observability]\ndisableMetric = true\nstatusPort = 9000\n",
+			[]string{"observability.statusPort"}},
 		{"not TOML", RoleCN, "[cn\n", []string{"TOML"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -212,6 +212,7 @@ func logPorts() []corev1.ContainerPort {
 		standard.ContainerPort(PortNameRaft, LogRaftPort),
 		standard.ContainerPort(PortNameLog, LogServicePort),
 		standard.ContainerPort(PortNameGossip, LogGossipPort),
+		standard.ContainerPort(PortNameMetrics, MetricsPort),
 	}
 }
 

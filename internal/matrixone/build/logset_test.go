@@ -192,7 +192,7 @@ func TestLogStatefulSet(t *testing.T) {
 
 func TestLogHeadlessServicePublishesNotReadyAddresses(t *testing.T) {
 	svc := LogHeadlessService(newLogSet())
-	if !svc.Spec.PublishNotReadyAddresses || svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 3 {
+	if !svc.Spec.PublishNotReadyAddresses || svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Ports) != 4 {
 		t.Errorf("Service %+v", svc.Spec)
 	}
 }

@@ -77,6 +77,7 @@ const (
 	PortNameProbe   = "probe"
 	PortNameService = "service"
 	PortNameSQL     = "sql"
+	PortNameMetrics = "metrics"
 )
 
 // probeMemory is the probe sidecar's memory request and limit (it uses

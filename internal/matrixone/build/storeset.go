@@ -109,14 +109,17 @@ func (s StoreSet) Config() (string, error) {
 	return Render(t)
 }
 
+// ports are the stores' container ports, the readiness probe's first,
+// and their headless Service's.
 func (s StoreSet) ports() []corev1.ContainerPort {
+	metrics := standard.ContainerPort(PortNameMetrics, MetricsPort)
 	switch s.Role {
 	case RoleTN:
-		return []corev1.ContainerPort{standard.ContainerPort(PortNameService, TNPortBase)}
+		return []corev1.ContainerPort{standard.ContainerPort(PortNameService, TNPortBase), metrics}
 	case RoleCN:
-		return []corev1.ContainerPort{standard.ContainerPort(PortNameSQL, SQLPort), standard.ContainerPort(PortNameService, CNPortBase)}
+		return []corev1.ContainerPort{standard.ContainerPort(PortNameSQL, SQLPort), standard.ContainerPort(PortNameService, CNPortBase), metrics}
 	}
-	return []corev1.ContainerPort{standard.ContainerPort(PortNameSQL, SQLPort)}
+	return []corev1.ContainerPort{standard.ContainerPort(PortNameSQL, SQLPort), metrics}
 }
 
 // HeadlessService returns the set's headless Service.
