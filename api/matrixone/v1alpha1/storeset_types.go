@@ -70,12 +70,12 @@ type CNSetSpec struct {
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
 	// labels are the CN labels HAKeeper gives every CN of the set: each
-	// key with its values, e.g. [{key: account, values: [acc1]}]. The proxy routes a session only to the CNs
+	// key with its values. The proxy routes a session only to the CNs
 	// whose labels match its own: its account (key "account") and the
 	// connection attributes its client sends; a session whose labels no
 	// labeled CN matches goes to the CNs without labels. So
-	// {account: [acc1]} gives the account acc1 CNs of its own, which no
-	// other account's session reaches. Keys and values are letters,
+	// [{key: account, values: [acc1]}] gives the account acc1 CNs of its
+	// own, which no other account's session reaches. Keys and values are letters,
 	// digits and underscores (as mo_ctl's label command takes them). The
 	// operator sets them on each CN once HAKeeper hears from it, and
 	// again whenever HAKeeper's differ. Default none; can change (no CN
