@@ -790,14 +790,14 @@ spec:
 		done := make(chan error, 1)
 		go func() {
 			out, err := kubectl("exec", "-n", m.ns, "client", "--", "/smoke", "sql", "--timeout", "30s",
-				"--server", fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), "--user", user, "--password", password, "select sleep(6)")
+				"--server", fmt.Sprintf("%s.%s.svc:6001", moClusterProxy, m.ns), "--user", user, "--password", password, "select sleep(10)")
 			if err != nil {
 				err = fmt.Errorf("%w: %s", err, strings.TrimSpace(out))
 			}
 			done <- err
 		}()
 		var node string
-		err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(context.Background(), 300*time.Millisecond, 9*time.Second, true, func(context.Context) (bool, error) {
 			out, err := m.sql("select node_id from processlist() p where p.proxy_host <> '' and " + where + " and p.info like 'select sleep%'")
 			node = strings.TrimSpace(out)
 			return err == nil && node != "" && !strings.Contains(node, "\n"), nil
@@ -819,15 +819,20 @@ spec:
 		}
 		return err
 	})
+	ours, roots := 1, 0
 	for i := range 4 {
 		if node, err := nodeOf(account+":admin", password, "p.account = '"+account+"'"); err != nil || node != labeled {
 			errorf(t, "session %d of %s: on %q, not %s (%v)", i, account, node, group+"-0", err)
+		} else {
+			ours++
 		}
 		if node, err := nodeOf("root", m.password(), "p.account = 'sys' and p.user = 'root'"); err != nil || node == labeled {
 			errorf(t, "session %d of root: on %q (%v), which only %s's sessions reach", i, node, err, account)
+		} else {
+			roots++
 		}
 	}
-	t.Logf("5 sessions of %s on %s, 4 of root on the unlabeled CNs", account, group+"-0")
+	t.Logf("%d sessions of %s on %s, %d of root on the unlabeled CNs", ours, account, group+"-0", roots)
 }
 
 // scaleProxies adds a second proxy and removes it again while the writer
