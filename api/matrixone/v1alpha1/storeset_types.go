@@ -184,12 +184,14 @@ type StoreStatus struct {
 // CNLabel is one CN label: a key and its values.
 type CNLabel struct {
 	// key is the label's key ("account" routes an account's sessions):
-	// letters, digits and underscores.
+	// letters, digits and underscores. Required; can change (another
+	// label).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Key string `json:"key"`
 	// values are the label's values: letters, digits and underscores.
+	// Required; can change.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
