@@ -528,8 +528,12 @@ func TestListsReadTheInstanceIndex(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	var indexed corev1.ConfigMapList
+	var indexed, all corev1.ConfigMapList
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, settle, true, func(ctx context.Context) (bool, error) {
+		// Every ConfigMap in the cache first: the Lists below read it.
+		if err := mgr.GetCache().List(ctx, &all, client.InNamespace(ns)); err != nil || len(all.Items) < 4 {
+			return false, err
+		}
 		err := mgr.GetCache().List(ctx, &indexed, client.InNamespace(ns), client.MatchingFields{framework.InstanceIndex: "a"})
 		return err == nil && len(indexed.Items) == 2, err
 	})
