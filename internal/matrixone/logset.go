@@ -162,7 +162,8 @@ func (c *LogSetController) Declare(ctx *LogContext) (*logState, error) {
 		return nil, fmt.Errorf("get StatefulSet %s: %w", l.Name, err)
 	}
 	sts := build.LogStatefulSet(rendered, name)
-	sts.Spec.Replicas = ptr.To(desiredStores(l, ctx.Operation(), live))
+	// Stores leave only through the remove-store flow's hold.
+	sts.Spec.Replicas = ptr.To(workload.Replicas(l.Spec.Replicas, live, ctx.Operation()))
 	if err := ctx.Apply(sts, build.ComponentLog); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,21 +26,6 @@ import (
 // last heartbeat) and adds them on the other stores. No call moves a
 // replica sooner, so a leaving store is stopped first, behind the same
 // majority guard as a restart.
-
-// desiredStores is the size the stores' StatefulSet is applied at in this
-// pass: the size an operation holds it at (the remove-store flow lowers it
-// by one store), else spec.replicas or the size it has, whichever is
-// larger. A store added starts at once; no store's pod goes but through
-// the remove-store flow.
-func desiredStores(l *LogSet, op *commonv1.Operation, live *appsv1.StatefulSet) int32 {
-	if held, ok := op.HeldReplicas(l.Name); ok {
-		return held
-	}
-	if live == nil || live.Spec.Replicas == nil {
-		return l.Spec.Replicas
-	}
-	return max(l.Spec.Replicas, *live.Spec.Replicas)
-}
 
 // storeCount is the number of stores the set runs now: its StatefulSet's
 // size, which exceeds spec.replicas while stores are to be removed.
@@ -168,9 +152,9 @@ const (
 // Each step finds from the world whether it has anything left to do: a
 // pod still there (replicas raised before it stopped) keeps its store and
 // volume, and a flow run again never deletes the volume of a pod that
-// runs. Once it has stopped the store, the flow runs to its end whatever
-// spec.replicas says meanwhile; a store asked for again is then added as
-// a new one.
+// runs. A replicas raised meanwhile grows the StatefulSet at once
+// (workload.Replicas): the pod comes back as the same store, and the
+// remaining steps leave it and its volume alone.
 func (c *LogSetController) removeStoreFlow() framework.Flow[*LogSet, *logState] {
 	return framework.Flow[*LogSet, *logState]{
 		Name: flowRemoveStore,
