@@ -28,7 +28,12 @@ func (c Config) Up(ctx context.Context, out io.Writer) error {
 	if err := c.checkBinaries(); err != nil {
 		return err
 	}
-	if err := c.checkStale(); err != nil {
+	if err := c.checkStale(); errors.Is(err, ErrStale) && c.orphaned() {
+		fmt.Fprintf(out, "Cleaning up a cluster an earlier run left behind (%v)\n", err)
+		if err := c.Down(ctx, out); err != nil {
+			return fmt.Errorf("clean up the cluster an earlier run left behind: %w", err)
+		}
+	} else if err != nil {
 		return err
 	}
 	if err := checkPortFree(c.HostAPIAddress()); err != nil {
@@ -229,6 +234,28 @@ func (c Config) checkStale() error {
 		return fmt.Errorf("%w (%s): run `localkube down` first", ErrStale, strings.Join(held, ", "))
 	}
 	return nil
+}
+
+// orphaned reports whether what an earlier run left holds no live process:
+// no daemon it recorded runs, nothing runs in its network namespace, and no
+// containerd shim of its socket is left. That is what a machine or a
+// session that stopped leaves (its processes die, its namespace, mounts and
+// state stay), and `down` is then all a user could do, so `up` does it.
+// A cluster with any process alive is never touched.
+func (c Config) orphaned() bool {
+	for _, name := range c.allComponentNames() {
+		if c.Daemon(name).Running() {
+			return false
+		}
+	}
+	if len(c.shimPIDs()) > 0 {
+		return false
+	}
+	if !c.Namespace().Exists() {
+		return true
+	}
+	pids, err := c.Namespace().PIDs()
+	return err == nil && len(pids) == 0
 }
 
 func checkPortFree(addr string) error {

@@ -113,3 +113,44 @@ func TestUpRejectsNoPodCapacity(t *testing.T) {
 		t.Fatalf("got %v, want an error naming --simulated-pod-capacity", err)
 	}
 }
+
+// TestOrphanedClusterIsRecognised: a network namespace left by a run whose
+// processes are gone is an orphan `up` may clean up; one with a process in
+// it, or a live daemon, is not.
+func TestOrphanedClusterIsRecognised(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	c := testConfig(t)
+	ns := c.Namespace()
+	if err := ns.Create(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Delete() })
+	if !errors.Is(c.checkStale(), ErrStale) || !c.orphaned() {
+		t.Fatalf("an empty namespace left behind: stale %v, orphaned %v; want both", c.checkStale(), c.orphaned())
+	}
+
+	// A process inside the namespace: a cluster still in use.
+	d := c.Daemon("kube-proxy")
+	if _, err := d.Start(ns.Command("sleep", "30"), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(time.Second) })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if pids, _ := ns.PIDs(); len(pids) > 0 {
+			break // nsenter has entered the namespace
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon never showed in its namespace")
+		}
+	}
+	if c.orphaned() {
+		t.Fatal("a namespace with a live daemon in it was called orphaned")
+	}
+	other := c
+	other.StateDir = t.TempDir() // an earlier run's daemons recorded elsewhere
+	if other.orphaned() {
+		t.Fatal("a namespace with a process in it was called orphaned")
+	}
+}

@@ -29,6 +29,16 @@ func (n Namespace) Exists() bool {
 	return err == nil
 }
 
+// PIDs lists the processes whose network namespace this is, as
+// `ip netns pids` finds them. None means nothing runs there.
+func (n Namespace) PIDs() ([]string, error) {
+	out, err := exec.Command("ip", "netns", "pids", n.Name).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("ip netns pids %s: %w: %s", n.Name, err, strings.TrimSpace(string(out)))
+	}
+	return strings.Fields(string(out)), nil
+}
+
 // Create adds the namespace. It fails if it already exists.
 func (n Namespace) Create() error { return run("ip", "netns", "add", n.Name) }
 
