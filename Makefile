@@ -273,7 +273,17 @@ images: localkube build ## Build every images/*/build.sh (SYSTEMS narrows) into 
 .PHONY: e2e
 e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up and down, building the images of the systems it tests; SYSTEMS=zookeeper runs those systems' tests only, E2E_DEPTH=smoke their smoke specs only.
 	E2E_SYSTEMS=$(SYSTEMS) E2E_DEPTH=$(E2E_DEPTH) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
-		$(GO) test -tags e2e -count=1 -v -timeout 45m ./test/e2e/
+		$(GO) test -tags e2e -count=1 -v -timeout 45m $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/
+
+# MATRIXONE_UPGRADE_FROM is the MatrixOne version the upgrade lane starts
+# from (test/e2e's moUpgradeFrom says the same): images/matrixone built at
+# it, beside the image's own version.
+MATRIXONE_UPGRADE_FROM := 1.2.3
+
+.PHONY: e2e-matrixone-upgrade
+e2e-matrixone-upgrade: ## Run MatrixOne's upgrade spec alone (a real MatrixOne $(MATRIXONE_UPGRADE_FROM) cluster upgraded under writes), building its second image (5-7 minutes cold); not part of make test.
+	$(MAKE) --no-print-directory e2e SYSTEMS=matrixone IMAGES="steward matrixone matrixone-$(MATRIXONE_UPGRADE_FROM) versitygw" \
+		E2E_RUN='^TestSystems$$/^matrixone$$/^upgrade$$'
 
 # ROOTFS_TEST_PACKAGES are the packages whose tests start real servers:
 # ZooKeeper's from the ZooKeeper image's root filesystem
@@ -404,6 +414,12 @@ bench-setup: images helm ## Bring up a local cluster with simulated capacity unl
 .PHONY: bench
 bench: bench-setup ## Run the benchmarks: ZooKeeper stats gathering (real servers), and create/idle figures on a local cluster.
 	$(GO) test -tags bench -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m -v $(BENCH_PACKAGES)
+
+.PHONY: bench-matrixone-upgrade
+bench-matrixone-upgrade: IMAGES = steward matrixone matrixone-$(MATRIXONE_UPGRADE_FROM)
+bench-matrixone-upgrade: bench-setup ## Run bench/matrixone's BenchmarkUpgrade: MatrixOne $(MATRIXONE_UPGRADE_FROM) upgraded under writes by hand and with Steward, building its second image (5-7 minutes cold).
+	BENCH_MO_UPGRADE_FROM=localhost/matrixone:$(MATRIXONE_UPGRADE_FROM) \
+		$(GO) test -tags bench -run '^$$' -bench Upgrade -benchtime 1x -timeout 60m -v ./bench/matrixone/
 
 .PHONY: bench-scale
 bench-scale: BENCH_HELM_FLAGS += $(SCALE_HELM_FLAGS)

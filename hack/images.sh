@@ -5,6 +5,10 @@
 #
 #   hack/images.sh [NAME...]      # images/NAME/build.sh -> $IMAGES_DIR/NAME.tar
 #
+# NAME-X.Y.Z, where images/NAME-X.Y.Z does not exist, is images/NAME built
+# at another version than its VERSION file's (VERSION=X.Y.Z build.sh), into
+# NAME-X.Y.Z.tar: the version an upgrade test starts from.
+#
 # An image's inputs are the files of images/NAME/ (but its *.md
 # documentation), the mkimage binary, and what `images/NAME/build.sh inputs`
 # prints, one per line: a path (a file or a directory, relative to the
@@ -69,17 +73,23 @@ fi
 
 mkdir -p "$IMAGES_DIR"
 for name in "${names[@]}"; do
-	[[ -x images/$name/build.sh ]] || { log "error: no executable images/$name/build.sh"; exit 1; }
+	dir=$name
+	unset VERSION
+	if [[ ! -d images/$name && $name =~ ^(.+)-([0-9]+\.[0-9]+\.[0-9]+)$ ]]; then
+		dir=${BASH_REMATCH[1]}
+		export VERSION=${BASH_REMATCH[2]}
+	fi
+	[[ -x images/$dir/build.sh ]] || { log "error: no executable images/$dir/build.sh"; exit 1; }
 	out=$IMAGES_DIR/$name.tar
-	want=$(stamp "$name")
+	want=$(stamp "$dir")
 	if [[ ${FORCE:-} != 1 && -f $out && -f $IMAGES_DIR/$name.stamp && $(<"$IMAGES_DIR/$name.stamp") == "$want" ]]; then
 		log "$name: up to date ($out)"
 		continue
 	fi
-	log "$name: building images/$name/build.sh -> $out"
+	log "$name: building images/$dir/build.sh${VERSION:+ at $VERSION} -> $out"
 	rm -f "$IMAGES_DIR/$name.stamp"
 	start=$SECONDS
-	OUT=$out "images/$name/build.sh"
+	OUT=$out "images/$dir/build.sh"
 	echo "$want" >"$IMAGES_DIR/$name.stamp"
 	log "$name: built in $((SECONDS - start))s"
 done

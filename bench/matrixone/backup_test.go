@@ -269,7 +269,13 @@ func (k *kube) clientPod(b *testing.B, ns string) {
 // client pod, and returns what it printed.
 func (k *kube) sql(b *testing.B, root, ns, name, query string) string {
 	b.Helper()
-	secret, err := k.CS.CoreV1().Secrets(ns).Get(b.Context(), "src-log-root", metav1.GetOptions{})
+	return k.sqlAs(b, root, ns, name, "src-log-root", query)
+}
+
+// sqlAs is sql with root's password in the Secret secret.
+func (k *kube) sqlAs(b *testing.B, root, ns, name, secretName, query string) string {
+	b.Helper()
+	secret, err := k.CS.CoreV1().Secrets(ns).Get(b.Context(), secretName, metav1.GetOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -105,6 +105,11 @@ func BenchmarkIdle(b *testing.B) {
 // when SQL was first served through its proxy and when it was Ready, both
 // from the apply.
 func (k *kube) withSteward(b *testing.B, ns, name string) (sql, ready time.Duration) {
+	return k.withStewardAt(b, ns, name, mov1.DefaultImage, 1)
+}
+
+// withStewardAt is withSteward on image with cns CNs.
+func (k *kube) withStewardAt(b *testing.B, ns, name, image string, cns int32) (sql, ready time.Duration) {
 	b.Helper()
 	k.claim(b, ns, name)
 	role := func(r build.Role) mov1.RoleSpec {
@@ -112,11 +117,11 @@ func (k *kube) withSteward(b *testing.B, ns, name string) (sql, ready time.Durat
 	}
 	small := commonv1.StorageSpec{Size: ptr.To(resource.MustParse("256Mi")), ReclaimPolicy: commonv1.ReclaimDelete}
 	mc := &mov1.MatrixOneCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: mov1.MatrixOneClusterSpec{
-		Image: mov1.DefaultImage, ImagePullPolicy: corev1.PullNever,
+		Image: image, ImagePullPolicy: corev1.PullNever,
 		SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: name + "-shared"}},
 		LogService:    mov1.LogServiceSpec{Replicas: 1, RoleSpec: role(build.RoleLog), Storage: small},
 		TN:            mov1.TNSpec{RoleSpec: role(build.RoleTN), Storage: small},
-		CNGroups:      []mov1.CNGroupSpec{{Name: "cn", Replicas: ptr.To[int32](1), RoleSpec: role(build.RoleCN), Storage: small}},
+		CNGroups:      []mov1.CNGroupSpec{{Name: "cn", Replicas: ptr.To(cns), RoleSpec: role(build.RoleCN), Storage: small}},
 		Proxy:         mov1.ProxySpec{Replicas: 1, RoleSpec: role(build.RoleProxy)},
 	}}
 	start := time.Now()
@@ -143,10 +148,15 @@ func (k *kube) withSteward(b *testing.B, ns, name string) (sql, ready time.Durat
 // without the operator, the CN once the TN's pod is ready, and returns
 // when SQL was first served through the proxy.
 func (k *kube) byHand(b *testing.B, ns, name string) time.Duration {
+	return k.byHandAt(b, ns, name, mov1.DefaultImage, 1)
+}
+
+// byHandAt is byHand on image with cns CNs.
+func (k *kube) byHandAt(b *testing.B, ns, name, image string, cns int32) time.Duration {
 	b.Helper()
 	k.claim(b, ns, name)
 	pods := func(r build.Role) *mov1.PodSetSpec {
-		return &mov1.PodSetSpec{Image: mov1.DefaultImage, ImagePullPolicy: corev1.PullNever, RoleSpec: mov1.RoleSpec{
+		return &mov1.PodSetSpec{Image: image, ImagePullPolicy: corev1.PullNever, RoleSpec: mov1.RoleSpec{
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limits[r])}}}}
 	}
 	small := &commonv1.StorageSpec{Size: ptr.To(resource.MustParse("256Mi"))}
@@ -182,7 +192,9 @@ func (k *kube) byHand(b *testing.B, ns, name string) time.Duration {
 	start1(set(build.RoleProxy, "proxy", nil))
 	k.probe(b, ns, name, name+"-proxy", log.RootPasswordSecret())
 	k.waitPodReady(b, ns, name+"-tn-0")
-	start1(set(build.RoleCN, "cn", small))
+	cn := set(build.RoleCN, "cn", small)
+	cn.Replicas = cns
+	start1(cn)
 	return k.waitServed(b, ns, name, start)
 }
 

@@ -26,6 +26,19 @@
 //     statement's time to theirs, the operator's API requests and writes
 //     for the backup, and the time from applying a cluster restored from
 //     the backup to its first answered SQL (every row is checked there).
+//   - BenchmarkUpgrade (make bench-matrixone-upgrade, which builds and
+//     loads the older image and names it in BENCH_MO_UPGRADE_FROM; skipped
+//     without it) upgrades a cluster of one log store, a TN, two CNs and a
+//     proxy from MatrixOne 1.2.3 to the default image under a writer (a
+//     row every 100 ms, each on a new connection through the proxy), twice:
+//     by hand — the objects byHand makes, each StatefulSet's image changed
+//     and its pods deleted one at a time in the order log store, CNs, TN,
+//     proxy, each once the one before is ready on the new revision, no CN
+//     drained — and as a MatrixOneCluster whose spec.image changes. For
+//     each it reports the time from the change to every pod on the new
+//     image (Steward's: and the cluster Ready), the longest pause between
+//     two acknowledged writes, the failed writes, and the ratios of
+//     Steward's figures to the hand's; every acknowledged row is checked.
 //   - BenchmarkIdle holds a Ready cluster for a minute and counts the
 //     changes to it, its sets and their children (any writer), and the
 //     operator's writes beyond leader election: the target is zero.

@@ -15,18 +15,26 @@
 # 6 minutes on 2 cores here (14 in an earlier trial; images/matrixone/README.md).
 #
 # Environment:
-#   OUT        archive to write (default: _output/images/matrixone.tar)
+#   VERSION    MatrixOne's version to build (default: the VERSION file's);
+#              another version is what an upgrade starts from
+#   OUT        archive to write (default: _output/images/matrixone.tar, or
+#              matrixone-<version>.tar for a VERSION other than the file's)
 #   TAG        image reference(s), space separated; default
-#              localhost/matrixone:<VERSION>
+#              localhost/matrixone:<version>
 #   CACHE_DIR  where libmo is built (default: .cache/images)
 #   MKIMAGE    a prebuilt mkimage binary; default: `go run` it
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-OUT=${OUT:-$repo/_output/images/matrixone.tar}
+default_version=$(<"$here/VERSION")
+version=${VERSION:-$default_version}
+if [[ $version == "$default_version" ]]; then
+	OUT=${OUT:-$repo/_output/images/matrixone.tar}
+else
+	OUT=${OUT:-$repo/_output/images/matrixone-$version.tar}
+fi
 CACHE_DIR=${CACHE_DIR:-$repo/.cache/images}
-version=$(<"$here/VERSION")
 TAG=${TAG:-localhost/matrixone:$version}
 module=github.com/matrixorigin/matrixone
 

@@ -156,6 +156,18 @@ type Admitter[T Object] interface {
 	Admit(ctx context.Context, r client.Reader, obj T) error
 }
 
+// UpdateValidator is implemented by actors whose kind refuses some changes
+// that depend on what the object was: a version an image may not go back
+// to, or may not jump to. The validating webhook calls ValidateUpdate(old,
+// obj) on an update outside metadata and status, both defaulted, old with
+// the status stored, after Validate, and rejects an error as Validate's
+// (return field errors). The controller never calls it: it sees only the
+// object as it is now, so what must also hold while it acts (a race with
+// the webhook) it checks itself.
+type UpdateValidator[T Object] interface {
+	ValidateUpdate(old, obj T) error
+}
+
 // DependencyDeclarer is implemented by actors whose objects wait for other
 // objects. The framework gets every declared dependency and calls Observe
 // only once all are ready; meanwhile DependenciesReady is False and names

@@ -59,7 +59,7 @@ type Warner[T Object] interface {
 //     object is defaulted as the controller defaults it every pass, and the
 //     difference is returned as a patch;
 //   - /validate-<group with dashes>-<version>-<lowercase kind>, when actor
-//     is a [Validator], a [Warner], a [ChildRenderer], a [ClashChecker] or an [Admitter]: on create and update, the defaulted
+//     is a [Validator], a [Warner], a [ChildRenderer], a [ClashChecker], an [Admitter] or an [UpdateValidator]: on create and update, the defaulted
 //     object is validated as the controller validates it every pass, so
 //     that what the webhook admits the controller acts on. Deletes are
 //     allowed. An update that changes nothing outside metadata and status
@@ -132,14 +132,15 @@ func newWebhookHooks[T Object, S any](scheme *runtime.Scheme, gk schema.GroupKin
 	r, _ := actor.(ChildRenderer[T])
 	cc, _ := actor.(ClashChecker[T])
 	ad, _ := actor.(Admitter[T])
+	uv, _ := actor.(UpdateValidator[T])
 	var m *webhookDefaulter[T]
 	if d != nil || u != nil {
 		m = &webhookDefaulter[T]{defaulter: d, update: u, decoder: admission.NewDecoder(scheme)}
 	}
 	var val *webhookValidator[T]
-	if v != nil || w != nil || r != nil || cc != nil || ad != nil {
+	if v != nil || w != nil || r != nil || cc != nil || ad != nil || uv != nil {
 		val = &webhookValidator[T]{gk: gk, scheme: scheme, defaulter: d, validator: v, warner: w, renderer: r,
-			clash: cc, admitter: ad}
+			clash: cc, admitter: ad, update: uv}
 	}
 	return m, val
 }
@@ -253,6 +254,7 @@ type webhookValidator[T Object] struct {
 	renderer  ChildRenderer[T]
 	clash     ClashChecker[T]
 	admitter  Admitter[T]
+	update    UpdateValidator[T]
 	checker   childrenChecker
 	// reader is what clash and admitter read other objects with (the
 	// manager's client; a Secret it does not hold from the API server:
@@ -296,6 +298,11 @@ func (h *webhookValidator[T]) ValidateUpdate(ctx context.Context, old, obj T) (a
 	}
 	if err := h.validate(obj); err != nil {
 		return warnings, err
+	}
+	if h.update != nil {
+		if err := h.update.ValidateUpdate(old, obj); err != nil {
+			return warnings, invalid(h.gk, obj.GetName(), err)
+		}
 	}
 	if err := h.clashes(ctx, obj); err != nil {
 		return warnings, err

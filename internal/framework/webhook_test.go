@@ -44,7 +44,9 @@ var webhookScheme = func() *k8sruntime.Scheme {
 //   - DefaultUpdate: a derived config["size"] follows a change of replicas;
 //   - Validate: replicas must be defaulted and not negative, config["bad"]
 //     is forbidden, and spec.flow picks an error of another shape;
-//   - Warnings: an even replica count.
+//   - Warnings: an even replica count;
+//   - ValidateUpdate: spec.flow cannot change once the stored status
+//     names a ConfigMap.
 type hookedWidgets struct{ noopActor }
 
 type noopActor struct{}
@@ -104,6 +106,14 @@ func (hookedWidgets) Validate(w *testapi.Widget) error {
 func (hookedWidgets) Warnings(w *testapi.Widget) []string {
 	if w.Spec.Replicas%2 == 0 {
 		return []string{fmt.Sprintf("spec.replicas: %d is even", w.Spec.Replicas)}
+	}
+	return nil
+}
+
+func (hookedWidgets) ValidateUpdate(old, w *testapi.Widget) error {
+	if old.Status.ConfigMap != "" && old.Spec.Flow != w.Spec.Flow {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "flow"),
+			"cannot change once status.configMap is set")}.ToAggregate()
 	}
 	return nil
 }
@@ -293,6 +303,12 @@ func TestWebhookValidation(t *testing.T) {
 			widget(func(w *testapi.Widget) { w.Spec.Replicas = -2 }),
 			widget(func(w *testapi.Widget) { w.Spec.Replicas, w.Status.ConfigMap = -2, "cm" }),
 			nil, "", nil},
+		{"update: a change the stored object's status forbids", admissionv1.Update,
+			widget(func(w *testapi.Widget) { w.Status.ConfigMap = "cm" }),
+			widget(func(w *testapi.Widget) { w.Spec.Flow = "other" }),
+			[]cause{{"spec.flow", "cannot change once status.configMap is set"}}, "", nil},
+		{"update: the same change, allowed by the stored status", admissionv1.Update,
+			widget(nil), widget(func(w *testapi.Widget) { w.Spec.Flow = "other" }), nil, "", nil},
 		{"delete: allowed", admissionv1.Delete, widget(func(w *testapi.Widget) { w.Spec.Replicas = -1 }), nil, nil, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -308,8 +308,17 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 		set{obj: sets.Proxy, component: build.ComponentClusterProxy, spec: func(o framework.Object) any { return o.(*mov1.ProxySet).Spec }})
 
 	mc.Status.Sets = nil
+	refused, err := c.downgradeRefused(ctx, sets.CNs)
+	if err != nil {
+		return framework.Nothing{}, err
+	}
 	held := ""
-	readySoFar := true
+	// heldBecause is why the sets from here on keep their spec: a set
+	// before them is not Ready, or a CN group refuses its version.
+	heldBecause := ""
+	if refused != "" {
+		heldBecause = "its change waits: " + refused
+	}
 	for _, s := range order {
 		if s.obj == sets.Proxy && clusterRestoring(mc) {
 			// No client reaches a restored cluster before its restore
@@ -318,14 +327,16 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 				Reason: "created once the restore completes"})
 			continue
 		}
-		st, waits, err := c.applyInOrder(ctx, s, readySoFar)
+		st, waits, err := c.applyInOrder(ctx, s, heldBecause)
 		if err != nil {
 			return framework.Nothing{}, err
 		}
 		if waits && held == "" {
 			held = fmt.Sprintf("%s %s", st.Kind, st.Name)
 		}
-		readySoFar = readySoFar && st.Ready
+		if !st.Ready && heldBecause == "" {
+			heldBecause = "its change waits for the sets before it to be Ready"
+		}
 		mc.Status.Sets = append(mc.Status.Sets, st)
 	}
 	if err := c.retireGroups(ctx, sets); err != nil {
@@ -334,15 +345,36 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 	mc.Status.SQLAddress = sets.Proxy.Status.SQLAddress
 	mc.Status.RootPasswordSecret = sets.Log.RootPasswordSecret()
 	recordRestore(mc, sets.Log)
-	c.setConditions(ctx, held)
+	c.setConditions(ctx, held, refused)
 	return framework.Nothing{}, nil
 }
 
+// downgradeRefused says which CN group the desired sets would give an
+// older version than it has (cnDowngrade), and why it keeps its own; ""
+// when none. Then no set is given its change, so that nothing goes on
+// with a rollback the CNs cannot follow.
+func (c *ClusterController) downgradeRefused(ctx *ClusterContext, cns []*mov1.CNSet) (string, error) {
+	for _, cn := range cns {
+		live := &mov1.CNSet{}
+		err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(cn), live)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("get CNSet %s: %w", cn.Name, err)
+		}
+		if why := cnDowngrade(live, cn); why != "" {
+			return "CNSet " + cn.Name + " " + why, nil
+		}
+	}
+	return "", nil
+}
+
 // applyInOrder applies s when it is new, when its spec is the desired
-// one already, or when every set before it is Ready (readySoFar), and
-// returns its status, and whether a change to it waits (its status' reason
-// says so).
-func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar bool) (_ mov1.SetStatus, waits bool, _ error) {
+// one already, or when nothing holds it (heldBecause, its status' reason
+// when it does), and returns its status, and whether a change to it
+// waits.
+func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, heldBecause string) (_ mov1.SetStatus, waits bool, _ error) {
 	kind := kindOf(s.obj)
 	st := mov1.SetStatus{Kind: kind, Name: s.obj.GetName()}
 	live := s.obj.DeepCopyObject().(framework.Object)
@@ -351,15 +383,15 @@ func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, readySoFar 
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return st, false, fmt.Errorf("get %s %s: %w", kind, s.obj.GetName(), err)
-	case !readySoFar && !equality.Semantic.DeepEqual(s.spec(live), s.spec(s.obj)):
-		// Held back: the live set keeps its spec until the sets before
-		// it are Ready.
-		st.Reason = "its change waits for the sets before it to be Ready"
+	case heldBecause != "" && !equality.Semantic.DeepEqual(s.spec(live), s.spec(s.obj)):
+		// Held back: the live set keeps its spec.
+		st.Image, st.Reason = setImage(live), heldBecause
 		return st, true, nil
 	}
 	if err := ctx.Apply(s.obj, s.component); err != nil {
 		return st, false, err
 	}
+	st.Image = setImage(s.obj)
 	st.Ready, st.Reason = framework.IsReady(s.obj)
 	if !st.Ready {
 		if cond := meta.FindStatusCondition(s.obj.StatusCore().Conditions, framework.ConditionReady); cond != nil && cond.Message != "" {
@@ -405,8 +437,15 @@ func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.Cluster
 }
 
 // setConditions sets Ready and Progressing from the sets' status: Ready
-// when every set is Ready at its generation and no change waits.
-func (c *ClusterController) setConditions(ctx *ClusterContext, held string) {
+// when every set is Ready at its generation and no change waits; neither
+// while a CN group refuses the version it would be given (refused).
+func (c *ClusterController) setConditions(ctx *ClusterContext, held, refused string) {
+	if refused != "" {
+		message := refused + "; set spec.image back to a version no older"
+		ctx.SetCondition(commonv1.ConditionProgressing, metav1.ConditionFalse, mov1.ReasonDowngradeRefused, message)
+		ctx.SetReady(false, mov1.ReasonDowngradeRefused, message)
+		return
+	}
 	for _, s := range ctx.Obj.Status.Sets {
 		if s.Ready {
 			continue
@@ -441,6 +480,21 @@ func (*ClusterController) Observe(ctx *ClusterContext, _ framework.Nothing) (fra
 // Finalize has nothing to clean: owner references take the sets, whose
 // controllers apply their volumes' reclaim policies.
 func (*ClusterController) Finalize(*ClusterContext) (bool, error) { return true, nil }
+
+// setImage is a set's spec.image.
+func setImage(obj framework.Object) string {
+	switch s := obj.(type) {
+	case *mov1.LogSet:
+		return s.Spec.Image
+	case *mov1.TNSet:
+		return s.Spec.Image
+	case *mov1.CNSet:
+		return s.Spec.Image
+	case *mov1.ProxySet:
+		return s.Spec.Image
+	}
+	return ""
+}
 
 func kindOf(obj framework.Object) string {
 	switch obj.(type) {

@@ -52,6 +52,9 @@ type moUmbrella struct {
 	cns int
 	// cnMemory is each CN's memory limit; "" for 640Mi.
 	cnMemory string
+	// logStores and proxies are the log service's and the proxy's
+	// replicas; 0 for 1.
+	logStores, proxies int
 }
 
 // moClusterPods selects the pods of MatrixOne's sets, not a BackupJob's,
@@ -69,7 +72,7 @@ spec:
   imagePullPolicy: Never
   sharedStorage: %[4]s
   logService:
-    replicas: 1
+    replicas: %[7]d
     resources: {limits: {memory: 384Mi}}
     storage: {size: 256Mi}
 %[3]s  tn:
@@ -81,8 +84,9 @@ spec:
     resources: {limits: {memory: %[6]s}}
     storage: {size: 256Mi}
 %[3]s  proxy:
+    replicas: %[8]d
     resources: {limits: {memory: 192Mi}}
-%[3]s`, u.ns, u.image, config, u.sharedStorage, u.cns, cmp.Or(u.cnMemory, "640Mi"))
+%[3]s`, u.ns, u.image, config, u.sharedStorage, u.cns, cmp.Or(u.cnMemory, "640Mi"), max(u.logStores, 1), max(u.proxies, 1))
 }
 
 func (u *moUmbrella) waitReady(timeout time.Duration) *mov1.MatrixOneCluster {
@@ -149,6 +153,14 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 			return settled(mc.Generation, &mc.Status.StatusCore)
 		})
 	})
+	u.podsCreatedInOrder(t)
+}
+
+// podsCreatedInOrder checks that the cluster's pods were created in the
+// rollout order, log store, CNs, TN, proxy: each role's first pod after
+// the previous role's last.
+func (u *moUmbrella) podsCreatedInOrder(t *testing.T) {
+	t.Helper()
 	created := map[string][2]time.Time{} // by role: first and last pod created
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
 	if err != nil {
@@ -214,7 +226,10 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	want := []string{"data-mo-log-0", "data-mo-tn-0"}
+	want := []string{"data-mo-tn-0"}
+	for i := range max(u.logStores, 1) {
+		want = append(want, fmt.Sprintf("data-mo-log-%d", i))
+	}
 	for i := range u.cns {
 		want = append(want, fmt.Sprintf("data-mo-cn-%d", i))
 	}

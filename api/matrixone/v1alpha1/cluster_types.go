@@ -219,6 +219,13 @@ type SetStatus struct {
 	// cluster has not passed the set its change yet.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// image is the set's spec.image: the cluster's spec.image once the
+	// cluster has passed the set its change, the one before until then.
+	// The upgrade rules read it (a rollback is refused once a CN group
+	// has been given the newer version).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
 }
 
 // MatrixOneClusterStatus is the observed state of a MatrixOneCluster.

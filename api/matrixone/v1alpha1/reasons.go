@@ -13,6 +13,12 @@ const (
 	// ReasonRollingOut: a change waits for the sets before it in the
 	// rollout order (log service, CN groups, TN, proxy) to be Ready.
 	ReasonRollingOut = "RollingOut"
+	// ReasonDowngradeRefused: spec.image would give a CN group an older
+	// MatrixOne version than it was given (its CNs may have upgraded the
+	// cluster's catalog), so the group keeps its version and the change
+	// goes no further. Admission refuses such a change; this is a rollback
+	// admitted in the moment before the group was given the newer one.
+	ReasonDowngradeRefused = "DowngradeRefused"
 	// ReasonSetsReady: every set is Ready at its generation.
 	ReasonSetsReady = "SetsReady"
 )

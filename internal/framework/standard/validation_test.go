@@ -154,3 +154,25 @@ func TestValidateEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestImageVersion(t *testing.T) {
+	for _, tc := range []struct{ image, want string }{
+		{"localhost/matrixone:1.2.4", "1.2.4"},
+		{"registry.example:5000/mo/matrixone:v1.2.3", "1.2.3"},
+		{"zookeeper:3.8.4-rc1", "3.8.4-rc1"},
+		{"localhost/matrixone:1.2.4@sha256:" + strings.Repeat("a", 64), "1.2.4"},
+		{"localhost/matrixone:latest", ""},
+		{"localhost/matrixone:1.2", ""}, // not a full version: nothing to compare safely
+		{"localhost/matrixone", ""},
+		{"localhost/matrixone@sha256:" + strings.Repeat("a", 64), ""},
+		{"Not An Image", ""},
+	} {
+		got := ""
+		if v := standard.ImageVersion(tc.image); v != nil {
+			got = v.String()
+		}
+		if got != tc.want {
+			t.Errorf("ImageVersion(%q) = %q, want %q", tc.image, got, tc.want)
+		}
+	}
+}

@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|sql-session STATEMENT...|sql-wait|obsim-knobs JSON")
+		fail("usage: smoke serve|get URL|lookup NAME|dial ADDRESS|zkwrite|zkcheck|gpss|sql QUERY|sql-session STATEMENT...|sql-wait|sql-write|obsim-knobs JSON")
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	timeout := flags.Duration("timeout", 5*time.Second, "deadline of get, lookup and dial")
@@ -31,8 +31,9 @@ func main() {
 	user := flags.String("user", "root", "user of sql (user@tenant)")
 	password := flags.String("password", "", "password of sql")
 	zkRoot := flags.String("root", "/e2e", "parent znode of zkwrite and zkcheck")
-	interval := flags.Duration("interval", 50*time.Millisecond, "pause between two writes of zkwrite")
+	interval := flags.Duration("interval", 50*time.Millisecond, "pause between two writes of zkwrite and sql-write")
 	count := flags.Int("count", 0, "writes of zkwrite; 0: until SIGTERM")
+	table := flags.String("table", "bench.t", "table sql-write inserts into (db.name)")
 	_ = flags.Parse(os.Args[2:])
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -69,6 +70,8 @@ func main() {
 		sqlWait(ctx, *zkServer, *user, *password)
 	case "sql-session":
 		sqlSession(ctx, *zkServer, *user, *password, flags.Args())
+	case "sql-write":
+		sqlWrite(*zkServer, *user, *password, *table, *interval)
 	case "obsim-knobs":
 		obsimKnobs(ctx, *zkServer, flags.Arg(0))
 	default:
