@@ -7,9 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
 
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/framework/standard"
-	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 )
 
 // MatrixOne's version rules, as MatrixOne 1.2.4 enforces them when a CN

@@ -32,7 +32,7 @@ func init() {
 	registerSystem(systems.MatrixOne, systemSpec{
 		addToScheme: mov1.AddToScheme,
 		smoke:       matrixoneSmoke,
-		specs:       []spec{{"image", matrixoneImageSpec}, {"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}, {"S3", moS3Spec},
+		specs: []spec{{"image", matrixoneImageSpec}, {"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}, {"S3", moS3Spec},
 			{"upgrade", moUpgradeSpec}},
 	})
 }
