@@ -308,10 +308,12 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 		set{obj: sets.Proxy, component: build.ComponentClusterProxy, spec: func(o framework.Object) any { return o.(*mov1.ProxySet).Spec }})
 
 	mc.Status.Sets = nil
-	refused, err := c.downgradeRefused(ctx, sets.CNs)
+	live, err := liveCNSets(ctx, sets.CNs)
 	if err != nil {
 		return framework.Nothing{}, err
 	}
+	leaveReplicasToCNSets(mc, sets.CNs, live)
+	refused := groupRefusingDowngrade(sets.CNs, live)
 	held := ""
 	// heldBecause is why the sets from here on keep their spec: a set
 	// before them is not Ready, or a CN group refuses its version.
@@ -349,25 +351,50 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 	return framework.Nothing{}, nil
 }
 
-// downgradeRefused says which CN group the desired sets would give an
-// older version than it has (cnDowngrade), and why it keeps its own; ""
-// when none. Then no set is given its change, so that nothing goes on
-// with a rollback the CNs cannot follow.
-func (c *ClusterController) downgradeRefused(ctx *ClusterContext, cns []*mov1.CNSet) (string, error) {
+// liveCNSets reads the CN groups' CNSets that exist, by name.
+func liveCNSets(ctx *ClusterContext, cns []*mov1.CNSet) (map[string]*mov1.CNSet, error) {
+	live := map[string]*mov1.CNSet{}
 	for _, cn := range cns {
-		live := &mov1.CNSet{}
-		err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(cn), live)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("get CNSet %s: %w", cn.Name, err)
-		}
-		if why := cnDowngrade(live, cn); why != "" {
-			return "CNSet " + cn.Name + " " + why, nil
+		l := &mov1.CNSet{}
+		err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(cn), l)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get CNSet %s: %w", cn.Name, err)
+		default:
+			live[cn.Name] = l
 		}
 	}
-	return "", nil
+	return live, nil
+}
+
+// leaveReplicasToCNSets gives each group whose replicasFrom is CNSet the
+// replicas its live CNSet has (an autoscaler's): the cluster applies what
+// is there, so it never undoes the autoscaler's change, and keeps
+// ownership of the field, so that the CNSet keeps its count when the
+// group goes back to replicasFrom Cluster until the cluster applies the
+// group's. A new CNSet is created with the group's replicas.
+func leaveReplicasToCNSets(mc *Cluster, cns []*mov1.CNSet, live map[string]*mov1.CNSet) {
+	for i, cn := range cns {
+		if l, ok := live[cn.Name]; ok && mc.Spec.CNGroups[i].ReplicasFrom == mov1.ReplicasFromCNSet && l.Spec.Replicas != nil {
+			cn.Spec.Replicas = ptr.To(*l.Spec.Replicas)
+		}
+	}
+}
+
+// groupRefusingDowngrade says which CN group the desired sets would give
+// an older version than it has (cnDowngrade), and why it keeps its own;
+// "" when none. Then no set is given its change, so that nothing goes on
+// with a rollback the CNs cannot follow.
+func groupRefusingDowngrade(cns []*mov1.CNSet, live map[string]*mov1.CNSet) string {
+	for _, cn := range cns {
+		if l, ok := live[cn.Name]; ok {
+			if why := cnDowngrade(l, cn); why != "" {
+				return "CNSet " + cn.Name + " " + why
+			}
+		}
+	}
+	return ""
 }
 
 // applyInOrder applies s when it is new, when its spec is the desired

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -350,6 +351,7 @@ func (st *storeState) setStatus(status *mov1.StoreSetStatus) {
 		}
 	}
 	status.ReadyReplicas = int32(ready)
+	status.Selector = labels.SelectorFromSet(build.Selector(st.set.Name, st.set.Component())).String()
 	status.Stores = nil
 	for i := range int(st.set.Replicas) {
 		s := st.store(st.set.PodName(i))

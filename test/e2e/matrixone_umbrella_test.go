@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 )
@@ -22,9 +23,10 @@ import (
 // as the cluster spec's sets, so its writer and checks serve here too),
 // Ready and serving SQL with the generated root password; a configuration
 // change to every role at once, rolled in the order log service, CNs, TN,
-// proxy under writes; then deletion with the volumes retained and
-// re-creation, which finds every acknowledged row. About 2.6 GiB of
-// memory limits.
+// proxy under writes; deletion with the volumes retained and
+// re-creation, which finds every acknowledged row; then the CN group
+// handed to a real HorizontalPodAutoscaler and taken back. About 2.6 GiB
+// of memory limits (3.2 GiB while the autoscaler runs three CNs).
 func moUmbrellaSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moCluster{scenario: newScenario(t, "mou", "matrixonecluster", "mo", "cn"), image: in.image(t, "matrixone")}
@@ -33,6 +35,7 @@ func moUmbrellaSpec(t *testing.T, in specInput) {
 		{"create", u.create},
 		{"a configuration change rolled in order under writes", u.rollInOrder},
 		{"delete with retained volumes and re-create", u.recreate},
+		{"a CN group handed to a HorizontalPodAutoscaler", u.autoscaled},
 	})
 }
 
@@ -278,4 +281,65 @@ func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// autoscaled hands the CN group's count to a real HorizontalPodAutoscaler
+// (kube-controller-manager's): with replicasFrom CNSet, an autoscaler
+// whose minReplicas is one above the group's scales the CNSet through its
+// scale subresource (no metrics needed: a count below minReplicas is
+// raised), and the cluster keeps it; with the autoscaler gone and
+// replicasFrom Cluster, the group's own count comes back, the extra CN
+// drained first.
+func (u *moUmbrella) autoscaled(t *testing.T) {
+	want := u.cns + 1
+	if out, err := kubectl("patch", "matrixonecluster", "mo", "-n", u.ns, "--type", "json", "-p",
+		`[{"op": "add", "path": "/spec/cnGroups/0/replicasFrom", "value": "CNSet"}]`); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	hpa := fmt.Sprintf(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: mo-cn, namespace: %s}
+spec:
+  scaleTargetRef: {apiVersion: %s, kind: CNSet, name: %s}
+  minReplicas: %d
+  maxReplicas: %d
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+`, u.ns, mov1.GroupVersion, moClusterCN, want, want)
+	start := time.Now()
+	if out, err := kubectlStdin(hpa, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, 5*time.Minute, fmt.Sprintf("the autoscaler's %d CNs ready and the cluster Ready", want), func(context.Context) error {
+		cn := &mov1.CNSet{}
+		u.get(moClusterCN, cn)
+		if got := ptr.Deref(cn.Spec.Replicas, 0); int(got) != want || int(cn.Status.ReadyReplicas) != want {
+			return fmt.Errorf("CNSet replicas %d, %d ready", got, cn.Status.ReadyReplicas)
+		}
+		mc := &mov1.MatrixOneCluster{}
+		u.getInto(mc)
+		return settled(mc.Generation, &mc.Status.StatusCore)
+	})
+	t.Logf("The autoscaler's %d CNs ready and the cluster Ready %s after its creation", want, time.Since(start).Round(time.Second))
+	time.Sleep(20 * time.Second) // passes of the cluster meanwhile: the count stays
+	cn := &mov1.CNSet{}
+	u.get(moClusterCN, cn)
+	if got := ptr.Deref(cn.Spec.Replicas, 0); int(got) != want {
+		fatalf(t, "the CNSet's replicas went from the autoscaler's %d to %d", want, got)
+	}
+	if out, err := kubectl("delete", "hpa", "mo-cn", "-n", u.ns); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	if out, err := kubectl("patch", "matrixonecluster", "mo", "-n", u.ns, "--type", "json", "-p",
+		`[{"op": "replace", "path": "/spec/cnGroups/0/replicasFrom", "value": "Cluster"}]`); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	eventually(t, drainTimeout+2*time.Minute, fmt.Sprintf("the group's %d CNs again and the cluster Ready", u.cns), func(context.Context) error {
+		u.get(moClusterCN, cn)
+		if got := ptr.Deref(cn.Spec.Replicas, 0); int(got) != u.cns || int(cn.Status.ReadyReplicas) != u.cns {
+			return fmt.Errorf("CNSet replicas %d, %d ready", got, cn.Status.ReadyReplicas)
+		}
+		mc := &mov1.MatrixOneCluster{}
+		u.getInto(mc)
+		return settled(mc.Generation, &mc.Status.StatusCore)
+	})
 }

@@ -27,11 +27,11 @@ const moUpgradeFrom = "1.2.3"
 // back, nothing else restarts), then the upgrade in the cluster's order
 // (log stores, CNs drained, TN, proxies), in whose course a rollback is
 // refused once a CN group has the new version. Every acknowledged row is
-// read back after each; the longest pause of the writes is measured, and
-// only the TN's restart may stop them for more than a few seconds. Three
-// log stores (each restart keeps the shard's majority), two CNs and two
-// proxies (one serves while the other restarts): about 3.6 GiB of memory
-// limits.
+// read back after each; the writes' pauses are measured and named by what
+// restarted meanwhile: none of 3 s or more while only a proxy restarts,
+// none beyond maxUpgradePause. Three log stores (each restart keeps the
+// shard's majority), two CNs and two proxies (one serves while the other
+// restarts): about 3.6 GiB of memory limits.
 //
 // Its second image takes five to seven minutes to build on 2 cores, so
 // it runs in its own lane, make e2e-matrixone-upgrade, not in make test;
@@ -117,8 +117,7 @@ func (u *moUpgrade) rollBackHalfway(t *testing.T) {
 // cluster is Ready, under writes. It tries a rollback as soon as
 // status.sets shows a CN group with the new version (refused, naming
 // spec.image), checks that the roles restarted in order, and measures
-// the upgrade and the writes' longest pause, which only the TN's restart
-// may make longer than a few seconds.
+// the upgrade and the writes' pauses (see moUpgradeSpec).
 func (u *moUpgrade) upgrade(t *testing.T) {
 	stop := make(chan struct{})
 	stopWatch := sync.OnceFunc(func() { close(stop) })
@@ -154,9 +153,8 @@ func (u *moUpgrade) upgrade(t *testing.T) {
 	u.podsCreatedInOrder(t)
 	u.expectVersion(t, u.to)
 
-	tn := down[moClusterTN+"-0"]
 	var longest time.Duration
-	var outsideTN []string
+	var unexplained []string
 	for i := 1; i < len(acked); i++ {
 		from, to := acked[i-1], acked[i]
 		gap := to.Sub(from)
@@ -167,16 +165,28 @@ func (u *moUpgrade) upgrade(t *testing.T) {
 		who := downDuring(down, from, to)
 		t.Logf("Writes paused %s from %s: not ready meanwhile: %s", gap.Round(100*time.Millisecond),
 			from.Sub(start).Round(time.Second), strings.Join(who, ", "))
-		if !overlaps(tn, from, to) {
-			outsideTN = append(outsideTN, fmt.Sprintf("%s at %s", gap.Round(100*time.Millisecond), from.Sub(start).Round(time.Second)))
+		// With two proxies, one serves while the other restarts.
+		if !slices.ContainsFunc(who, func(pod string) bool { return !strings.HasPrefix(pod, moClusterProxy+"-") }) {
+			unexplained = append(unexplained, fmt.Sprintf("%s at %s", gap.Round(100*time.Millisecond), from.Sub(start).Round(time.Second)))
 		}
 	}
 	t.Logf("The upgrade took %s (patch to Ready); the writes' longest pause %s; the TN down %s",
-		ready.Sub(start).Round(time.Second), longest.Round(100*time.Millisecond), spans(tn, start))
-	if len(outsideTN) > 0 {
-		errorf(t, "writes paused 3 s or longer outside the TN's restart: %s", strings.Join(outsideTN, ", "))
+		ready.Sub(start).Round(time.Second), longest.Round(100*time.Millisecond), spans(down[moClusterTN+"-0"], start))
+	if len(unexplained) > 0 {
+		errorf(t, "writes paused 3 s or longer while no log store, CN or TN restarted: %s", strings.Join(unexplained, ", "))
+	}
+	if longest > maxUpgradePause {
+		errorf(t, "writes paused %s, longer than %s", longest.Round(100*time.Millisecond), maxUpgradePause)
 	}
 }
+
+// maxUpgradePause bounds the writes' longest pause during the upgrade.
+// Measured: about 12 s when the log store that leads the log shard
+// restarts (the shard elects a new leader; MatrixOne 1.2.4 has no call
+// that hands leadership over first), about 6.5 s for the TN's restart,
+// about 3 s as a CN's lock tables move when it restarts. A pause beyond
+// it is a stall, not a restart.
+const maxUpgradePause = 25 * time.Second
 
 func (u *moUpgrade) setImage(t *testing.T, image string) {
 	t.Helper()

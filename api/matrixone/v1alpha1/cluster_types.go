@@ -158,11 +158,22 @@ type CNGroupSpec struct {
 	Name string `json:"name"`
 
 	// replicas is the number of CNs. Default 1; 0 to 64; can change
-	// (leaving CNs drain first).
+	// (leaving CNs drain first). With replicasFrom CNSet, only the number
+	// the CNSet is created with.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	Replicas *int32 `json:"replicas,omitempty"`
+	// replicasFrom says who decides the group's number of CNs: Cluster,
+	// the group's replicas, which the cluster keeps its CNSet at; or
+	// CNSet, the CNSet's own spec.replicas, which a HorizontalPodAutoscaler
+	// (or kubectl scale) sets through the CNSet's scale subresource, and
+	// which the cluster then never changes. Default Cluster; can change
+	// (either way, the CNSet keeps the count it has until the new owner
+	// changes it).
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;CNSet
+	ReplicasFrom ReplicasFrom `json:"replicasFrom,omitempty"`
 
 	// drainTimeout bounds a CN's drain (see CNSet). Default 5m; can change.
 	// +optional
@@ -186,6 +197,16 @@ type CNGroupSpec struct {
 	// +kubebuilder:default={}
 	Storage commonv1.StorageSpec `json:"storage,omitempty"`
 }
+
+// ReplicasFrom says who decides a CN group's number of CNs.
+type ReplicasFrom string
+
+const (
+	// ReplicasFromCluster: the group's replicas.
+	ReplicasFromCluster ReplicasFrom = "Cluster"
+	// ReplicasFromCNSet: the CNSet's own spec.replicas (an autoscaler's).
+	ReplicasFromCNSet ReplicasFrom = "CNSet"
+)
 
 // ProxySpec is a MatrixOneCluster's proxies.
 type ProxySpec struct {

@@ -153,6 +153,13 @@ type StoreSetStatus struct {
 	// configuration template.
 	// +optional
 	ConfigRevision string `json:"configRevision,omitempty"`
+
+	// selector is the label selector of the set's pods, serialized: a
+	// CNSet's scale subresource gives it to a HorizontalPodAutoscaler,
+	// which reads the pods' metrics with it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Selector string `json:"selector,omitempty"`
 }
 
 // StoreStatus is one store of a TNSet, CNSet or ProxySet.
@@ -244,7 +251,7 @@ type TNSetList struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyReplicas
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.readyReplicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mocn,categories={steward,matrixone}
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 48 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 48 characters: it names the Services and the StatefulSet's pods"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
