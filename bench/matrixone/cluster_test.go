@@ -105,11 +105,18 @@ func BenchmarkIdle(b *testing.B) {
 // when SQL was first served through its proxy and when it was Ready, both
 // from the apply.
 func (k *kube) withSteward(b *testing.B, ns, name string) (sql, ready time.Duration) {
-	return k.withStewardAt(b, ns, name, mov1.DefaultImage, 1)
+	return k.withStewardAt(b, ns, name, shape{image: mov1.DefaultImage, logStores: 1, cns: 1})
 }
 
-// withStewardAt is withSteward on image with cns CNs.
-func (k *kube) withStewardAt(b *testing.B, ns, name, image string, cns int32) (sql, ready time.Duration) {
+// shape is a benchmark cluster's image and counts of log stores and CNs
+// (one TN, one proxy).
+type shape struct {
+	image          string
+	logStores, cns int32
+}
+
+// withStewardAt is withSteward of the shape.
+func (k *kube) withStewardAt(b *testing.B, ns, name string, sh shape) (sql, ready time.Duration) {
 	b.Helper()
 	k.claim(b, ns, name)
 	role := func(r build.Role) mov1.RoleSpec {
@@ -117,11 +124,11 @@ func (k *kube) withStewardAt(b *testing.B, ns, name, image string, cns int32) (s
 	}
 	small := commonv1.StorageSpec{Size: ptr.To(resource.MustParse("256Mi")), ReclaimPolicy: commonv1.ReclaimDelete}
 	mc := &mov1.MatrixOneCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: mov1.MatrixOneClusterSpec{
-		Image: image, ImagePullPolicy: corev1.PullNever,
+		Image: sh.image, ImagePullPolicy: corev1.PullNever,
 		SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: name + "-shared"}},
-		LogService:    mov1.LogServiceSpec{Replicas: 1, RoleSpec: role(build.RoleLog), Storage: small},
+		LogService:    mov1.LogServiceSpec{Replicas: sh.logStores, RoleSpec: role(build.RoleLog), Storage: small},
 		TN:            mov1.TNSpec{RoleSpec: role(build.RoleTN), Storage: small},
-		CNGroups:      []mov1.CNGroupSpec{{Name: "cn", Replicas: ptr.To(cns), RoleSpec: role(build.RoleCN), Storage: small}},
+		CNGroups:      []mov1.CNGroupSpec{{Name: "cn", Replicas: ptr.To(sh.cns), RoleSpec: role(build.RoleCN), Storage: small}},
 		Proxy:         mov1.ProxySpec{Replicas: 1, RoleSpec: role(build.RoleProxy)},
 	}}
 	start := time.Now()
@@ -148,20 +155,20 @@ func (k *kube) withStewardAt(b *testing.B, ns, name, image string, cns int32) (s
 // without the operator, the CN once the TN's pod is ready, and returns
 // when SQL was first served through the proxy.
 func (k *kube) byHand(b *testing.B, ns, name string) time.Duration {
-	return k.byHandAt(b, ns, name, mov1.DefaultImage, 1)
+	return k.byHandAt(b, ns, name, shape{image: mov1.DefaultImage, logStores: 1, cns: 1})
 }
 
-// byHandAt is byHand on image with cns CNs.
-func (k *kube) byHandAt(b *testing.B, ns, name, image string, cns int32) time.Duration {
+// byHandAt is byHand of the shape.
+func (k *kube) byHandAt(b *testing.B, ns, name string, sh shape) time.Duration {
 	b.Helper()
 	k.claim(b, ns, name)
 	pods := func(r build.Role) *mov1.PodSetSpec {
-		return &mov1.PodSetSpec{Image: image, ImagePullPolicy: corev1.PullNever, RoleSpec: mov1.RoleSpec{
+		return &mov1.PodSetSpec{Image: sh.image, ImagePullPolicy: corev1.PullNever, RoleSpec: mov1.RoleSpec{
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limits[r])}}}}
 	}
 	small := &commonv1.StorageSpec{Size: ptr.To(resource.MustParse("256Mi"))}
 	log := &mov1.LogSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-log"}, Spec: mov1.LogSetSpec{
-		Replicas: 1, PodSetSpec: *pods(build.RoleLog), Storage: *small,
+		Replicas: sh.logStores, PodSetSpec: *pods(build.RoleLog), Storage: *small,
 		SharedStorage: mov1.SharedStorage{FileSystem: &mov1.FileSystemStorage{ClaimName: name + "-shared"}}}}
 	mov1.DefaultLogSet(log)
 	boot := build.LogBootstrap(log)
@@ -193,7 +200,7 @@ func (k *kube) byHandAt(b *testing.B, ns, name, image string, cns int32) time.Du
 	k.probe(b, ns, name, name+"-proxy", log.RootPasswordSecret())
 	k.waitPodReady(b, ns, name+"-tn-0")
 	cn := set(build.RoleCN, "cn", small)
-	cn.Replicas = cns
+	cn.Replicas = sh.cns
 	start1(cn)
 	return k.waitServed(b, ns, name, start)
 }

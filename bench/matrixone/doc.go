@@ -1,7 +1,8 @@
 // Package matrixone benchmarks the MatrixOne system on a local cluster
 // with real MatrixOne (make bench; bench-setup installs Steward with
 // matrixone among its systems). Each cluster is one log store, a TN, a CN
-// and a proxy (about 2 GiB of memory limits); one runs at a time.
+// and a proxy (about 2 GiB of memory limits) but BenchmarkUpgrade's; one
+// runs at a time.
 //
 //   - BenchmarkCreate, in each of a few rounds: the same four roles started
 //     by hand — the StatefulSets, Services and configuration Steward's
@@ -28,8 +29,8 @@
 //     the backup to its first answered SQL (every row is checked there).
 //   - BenchmarkUpgrade (make bench-matrixone-upgrade, which builds and
 //     loads the older image and names it in BENCH_MO_UPGRADE_FROM; skipped
-//     without it) upgrades a cluster of one log store, a TN, two CNs and a
-//     proxy from MatrixOne 1.2.3 to the default image under a writer (a
+//     without it) upgrades a cluster of three log stores, a TN, two CNs and
+//     a proxy from MatrixOne 1.2.3 to the default image under a writer (a
 //     row every 100 ms, each on a new connection through the proxy), twice:
 //     by hand — the objects byHand makes, each StatefulSet's image changed
 //     and its pods deleted one at a time in the order log store, CNs, TN,
@@ -38,7 +39,9 @@
 //     each it reports the time from the change to every pod on the new
 //     image (Steward's: and the cluster Ready), the longest pause between
 //     two acknowledged writes, the failed writes, and the ratios of
-//     Steward's figures to the hand's; every acknowledged row is checked.
+//     Steward's figures to the hand's, and each pause of a second or more
+//     with when each role's pods were created; every acknowledged row is
+//     checked. About 3.4 GiB of memory limits.
 //   - BenchmarkIdle holds a Ready cluster for a minute and counts the
 //     changes to it, its sets and their children (any writer), and the
 //     operator's writes beyond leader election: the target is zero.

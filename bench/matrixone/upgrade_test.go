@@ -26,9 +26,10 @@ import (
 	"github.com/stewardhq/steward/internal/matrixone/build"
 )
 
-// upgradeCNs is the CN count of BenchmarkUpgrade's clusters: with two, a
-// drained CN's sessions have somewhere to go.
-const upgradeCNs = 2
+// upgradeShape is BenchmarkUpgrade's clusters but their image: three log
+// stores, so that each restart keeps the log shard's majority, and two
+// CNs, so that a drained CN's sessions have somewhere to go.
+var upgradeShape = shape{logStores: 3, cns: 2}
 
 // BenchmarkUpgrade upgrades a cluster from the image BENCH_MO_UPGRADE_FROM
 // names to mov1.DefaultImage under a writer, by hand and with Steward;
@@ -48,11 +49,13 @@ func BenchmarkUpgrade(b *testing.B) {
 	k.clientPod(b, ns)
 	var hand, steward upgradeRun
 	for b.Loop() {
-		k.byHandAt(b, ns, "hand", from, upgradeCNs)
+		at := upgradeShape
+		at.image = from
+		k.byHandAt(b, ns, "hand", at)
 		hand = k.underWrites(b, root, ns, "hand", func() { k.upgradeByHand(b, ns, "hand", from, to) })
 		k.deleteByHand(b, ns, "hand")
 
-		k.withStewardAt(b, ns, "mo", from, upgradeCNs)
+		k.withStewardAt(b, ns, "mo", at)
 		steward = k.underWrites(b, root, ns, "mo", func() { k.upgradeWithSteward(b, ns, "mo", to) })
 		k.deleteCluster(b, ns, "mo")
 	}
@@ -75,12 +78,15 @@ type upgradeRun struct {
 	pausedAt       time.Duration
 	acked, failed  int
 	pausesOverSecs int
+	// pauses are the pauses of a second or more, and created when each
+	// role's pods were created, both from the change.
+	pauses, created string
 }
 
 func (r upgradeRun) String() string {
-	return fmt.Sprintf("took %s; %d writes acknowledged, %d failed; the longest pause %s, %s after the change; %d pauses of a second or more",
+	return fmt.Sprintf("took %s; %d writes acknowledged, %d failed; the longest pause %s, %s after the change; %d pauses of a second or more (%s); pods created %s",
 		r.took.Round(100*time.Millisecond), r.acked, r.failed, r.longestPause.Round(100*time.Millisecond),
-		r.pausedAt.Round(time.Second), r.pausesOverSecs)
+		r.pausedAt.Round(time.Second), r.pausesOverSecs, r.pauses, r.created)
 }
 
 // underWrites starts the writer pod of cluster name (smoke sql-write: a
@@ -110,11 +116,17 @@ func (k *kube) underWrites(b *testing.B, root, ns, name string, upgrade func()) 
 	}
 	logs := k.writerLog(b, ns, writer)
 	for k.podExists(b, ns, writer) {
-		logs = k.writerLog(b, ns, writer) // up to its STOP
+		if now := k.writerLog(b, ns, writer); len(now) > len(logs) {
+			logs = now // up to its STOP
+		}
 		time.Sleep(time.Second)
 	}
 	acks, failed := parseWriterLog(logs)
-	run := upgradeRun{took: took, acked: len(acks), failed: failed}
+	if len(acks) == 0 {
+		b.Fatalf("the writer %s acknowledged nothing: %s", writer, logs)
+	}
+	run := upgradeRun{took: took, acked: len(acks), failed: failed, created: k.podsCreated(b, ns, name, start)}
+	var pauses []string
 	for i := 1; i < len(acks); i++ {
 		if acks[i].at.Before(start) {
 			continue
@@ -122,11 +134,13 @@ func (k *kube) underWrites(b *testing.B, root, ns, name string, upgrade func()) 
 		gap := acks[i].at.Sub(acks[i-1].at)
 		if gap >= time.Second {
 			run.pausesOverSecs++
+			pauses = append(pauses, fmt.Sprintf("%s at +%s", gap.Round(100*time.Millisecond), acks[i-1].at.Sub(start).Round(time.Second)))
 		}
 		if gap > run.longestPause {
 			run.longestPause, run.pausedAt = gap, acks[i-1].at.Sub(start)
 		}
 	}
+	run.pauses = strings.Join(pauses, ", ")
 	last := acks[len(acks)-1].id
 	out := k.sqlAs(b, root, ns, name, name+"-log-root", fmt.Sprintf("select count(*) from bench.t where id <= %d", last))
 	if n, err := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != last {
@@ -160,12 +174,9 @@ func parseWriterLog(log string) (acks []ack, failed int) {
 	return acks, failed
 }
 
+// writerLog is the writer's log so far; "" before its container runs.
 func (k *kube) writerLog(b *testing.B, ns, pod string) string {
-	b.Helper()
-	raw, err := k.CS.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(b.Context())
-	if err != nil && !apierrors.IsNotFound(err) {
-		b.Fatal(err)
-	}
+	raw, _ := k.CS.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(b.Context())
 	return string(raw)
 }
 
@@ -190,6 +201,31 @@ func (k *kube) podExists(b *testing.B, ns, name string) bool {
 		b.Fatal(err)
 	}
 	return err == nil
+}
+
+// podsCreated says when the pods of each of cluster name's roles were
+// created, from start: "log +0s..+26s, cn ...".
+func (k *kube) podsCreated(b *testing.B, ns, name string, start time.Time) string {
+	pods, err := k.CS.CoreV1().Pods(ns).List(b.Context(), metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var parts []string
+	for _, role := range []string{"log", "cn", "tn", "proxy"} {
+		var first, last time.Duration = -1, -1
+		for _, p := range pods.Items {
+			if r, _, _ := strings.Cut(strings.TrimPrefix(p.Name, name+"-"), "-"); !strings.HasPrefix(p.Name, name+"-") || r != role {
+				continue
+			}
+			at := p.CreationTimestamp.Sub(start).Round(time.Second)
+			if first < 0 || at < first {
+				first = at
+			}
+			last = max(last, at)
+		}
+		parts = append(parts, fmt.Sprintf("%s +%s..+%s", role, first, last))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // upgradeByHand changes the image of each StatefulSet byHandAt made, in
@@ -291,5 +327,5 @@ func (k *kube) allPodsOn(b *testing.B, ns, name, image string) bool {
 			}
 		}
 	}
-	return n == 3+upgradeCNs
+	return n == int(2+upgradeShape.logStores+upgradeShape.cns)
 }

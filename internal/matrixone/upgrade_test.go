@@ -190,13 +190,14 @@ func TestClusterRefusesToGiveACNGroupAnOlderVersion(t *testing.T) {
 		return strings.Contains(got, mov1.ReasonDowngradeRefused) && strings.Contains(got, "CNSet mo-a keeps "+image124), got
 	})
 	time.Sleep(time.Second)
-	for _, set := range []struct {
-		name string
-		obj  framework.Object
-	}{{"mo-log", &mov1.LogSet{}}, {"mo-a", &mov1.CNSet{}}, {"mo-tn", &mov1.TNSet{}}, {"mo-proxy", &mov1.ProxySet{}}} {
-		get2(t, c, ns, set.name, set.obj)
-		if img := imageOf(set.obj); img != image124 {
-			t.Errorf("%s was given %s while the CN group refuses it", set.name, img)
+	log, cn, tn, proxy := &mov1.LogSet{}, &mov1.CNSet{}, &mov1.TNSet{}, &mov1.ProxySet{}
+	get2(t, c, ns, "mo-log", log)
+	get2(t, c, ns, "mo-a", cn)
+	get2(t, c, ns, "mo-tn", tn)
+	get2(t, c, ns, "mo-proxy", proxy)
+	for name, img := range map[string]string{"mo-log": log.Spec.Image, "mo-a": cn.Spec.Image, "mo-tn": tn.Spec.Image, "mo-proxy": proxy.Spec.Image} {
+		if img != image124 {
+			t.Errorf("%s was given %s while the CN group refuses it", name, img)
 		}
 	}
 	if sets := cluster(t, c, ns).Status.Sets; len(sets) == 0 || sets[0].Image != image124 {
@@ -208,18 +209,4 @@ func TestClusterRefusesToGiveACNGroupAnOlderVersion(t *testing.T) {
 		got := condition(cluster(t, c, ns), framework.ConditionReady)
 		return strings.HasPrefix(got, "True"), got
 	})
-}
-
-func imageOf(obj framework.Object) string {
-	switch s := obj.(type) {
-	case *mov1.LogSet:
-		return s.Spec.Image
-	case *mov1.CNSet:
-		return s.Spec.Image
-	case *mov1.TNSet:
-		return s.Spec.Image
-	case *mov1.ProxySet:
-		return s.Spec.Image
-	}
-	return ""
 }

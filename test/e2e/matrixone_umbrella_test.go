@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -165,11 +166,7 @@ func (u *moUmbrella) rollInOrder(t *testing.T) {
 func (u *moUmbrella) podsCreatedInOrder(t *testing.T) {
 	t.Helper()
 	created := map[string][2]time.Time{} // by role: first and last pod created
-	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
-	if err != nil {
-		fatalNow(t, err)
-	}
-	for _, p := range pods.Items {
+	for _, p := range u.pods(t) {
 		role := p.Labels["app.kubernetes.io/component"]
 		at := p.CreationTimestamp.Time
 		span, ok := created[role]
@@ -267,15 +264,21 @@ func (u *moUmbrella) recreateAround(t *testing.T, deleted func()) {
 	}
 }
 
-// podUIDs are the UIDs of the cluster's pods, by name.
-func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
+// pods are the cluster's pods (moClusterPods).
+func (u *moUmbrella) pods(t *testing.T) []corev1.Pod {
 	t.Helper()
 	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
 	if err != nil {
 		fatalNow(t, err)
 	}
+	return pods.Items
+}
+
+// podUIDs are the UIDs of the cluster's pods, by name.
+func (u *moUmbrella) podUIDs(t *testing.T) map[string]string {
+	t.Helper()
 	out := map[string]string{}
-	for _, p := range pods.Items {
+	for _, p := range u.pods(t) {
 		if p.DeletionTimestamp == nil {
 			out[p.Name] = string(p.UID)
 		}

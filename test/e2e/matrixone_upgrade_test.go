@@ -184,8 +184,8 @@ func (u *moUpgrade) upgrade(t *testing.T) {
 // Measured: about 12 s when the log store that leads the log shard
 // restarts (the shard elects a new leader; MatrixOne 1.2.4 has no call
 // that hands leadership over first), about 6.5 s for the TN's restart,
-// about 3 s as a CN's lock tables move when it restarts. A pause beyond
-// it is a stall, not a restart.
+// about 3 s while the first CN to restart is down after its drain. A
+// pause beyond it is a stall, not a restart.
 const maxUpgradePause = 25 * time.Second
 
 func (u *moUpgrade) setImage(t *testing.T, image string) {
@@ -221,12 +221,8 @@ func (u *moUpgrade) onImage(mc *mov1.MatrixOneCluster, image string) error {
 // podImages are the images of the cluster's pods, by name.
 func (u *moUpgrade) podImages(t *testing.T) map[string]string {
 	t.Helper()
-	pods, err := env.client.CoreV1().Pods(u.ns).List(context.Background(), metav1.ListOptions{LabelSelector: moClusterPods})
-	if err != nil {
-		fatalNow(t, err)
-	}
 	out := map[string]string{}
-	for _, p := range pods.Items {
+	for _, p := range u.pods(t) {
 		for _, c := range p.Spec.Containers {
 			if c.Name == "mo" {
 				out[p.Name] = c.Image
