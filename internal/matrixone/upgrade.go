@@ -66,7 +66,7 @@ const catalogRule = "MatrixOne's CNs upgrade the cluster's catalog when they sta
 // validateImageChange checks a set's change of image: the upgrade path
 // for every kind, and no downgrade but a LogSet's under a
 // MatrixOneCluster (see above).
-func validateImageChange(kind string, old, obj metav1.Object, oldImage, image string) error {
+func validateImageChange(kind string, old metav1.Object, oldImage, image string) error {
 	path := field.NewPath("spec", "image")
 	from, to := standard.ImageVersion(oldImage), standard.ImageVersion(image)
 	if err := upgradePath(path, image, from, to); err != nil {
@@ -129,10 +129,12 @@ func newestCNImage(c *Cluster) (string, *version.Version) {
 // above cannot be checked (framework.Warner).
 func (*ClusterController) Warnings(c *Cluster) []string { return imageWarnings(c.Spec.Image) }
 
-// Warnings: see ClusterController.Warnings.
+// Warnings says when spec.image's tag names no version (see
+// ClusterController.Warnings).
 func (*LogSetController) Warnings(l *LogSet) []string { return imageWarnings(l.Spec.Image) }
 
-// Warnings: see ClusterController.Warnings.
+// Warnings says when spec.image's tag names no version (see
+// ClusterController.Warnings).
 func (c *StoreSetController[T]) Warnings(obj T) []string {
 	return imageWarnings(c.k.set(obj, &mov1.LogSet{}).Pods.Image)
 }
@@ -145,14 +147,16 @@ func imageWarnings(image string) []string {
 		"(no downgrade once a CN ran a version, one release line at a time) are not checked", image)}
 }
 
-// ValidateUpdate: see validateImageChange.
+// ValidateUpdate refuses a change of spec.image MatrixOne could not
+// follow (validateImageChange).
 func (*LogSetController) ValidateUpdate(old, l *LogSet) error {
-	return validateImageChange("LogSet", old, l, old.Spec.Image, l.Spec.Image)
+	return validateImageChange("LogSet", old, old.Spec.Image, l.Spec.Image)
 }
 
-// ValidateUpdate: see validateImageChange.
+// ValidateUpdate refuses a change of spec.image MatrixOne could not
+// follow (validateImageChange).
 func (c *StoreSetController[T]) ValidateUpdate(old, obj T) error {
-	return validateImageChange(c.k.kind, old, obj, c.k.set(old, &mov1.LogSet{}).Pods.Image, c.k.set(obj, &mov1.LogSet{}).Pods.Image)
+	return validateImageChange(c.k.kind, old, c.k.set(old, &mov1.LogSet{}).Pods.Image, c.k.set(obj, &mov1.LogSet{}).Pods.Image)
 }
 
 // cnDowngrade is why the cluster keeps a CN group's image instead of

@@ -202,9 +202,9 @@ type CNGroupSpec struct {
 type ReplicasFrom string
 
 const (
-	// ReplicasFromCluster: the group's replicas.
+	// ReplicasFromCluster is the group's replicas.
 	ReplicasFromCluster ReplicasFrom = "Cluster"
-	// ReplicasFromCNSet: the CNSet's own spec.replicas (an autoscaler's).
+	// ReplicasFromCNSet is the CNSet's own spec.replicas (an autoscaler's).
 	ReplicasFromCNSet ReplicasFrom = "CNSet"
 )
 
