@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -344,6 +346,9 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 	if err := c.retireGroups(ctx, sets); err != nil {
 		return framework.Nothing{}, err
 	}
+	if err := ctx.ApplyPodMonitor(mc.Spec.Monitoring, clusterPodMonitor(mc, sets), build.ComponentClusterMonitor); err != nil {
+		return framework.Nothing{}, err
+	}
 	mc.Status.SQLAddress = sets.Proxy.Status.SQLAddress
 	mc.Status.RootPasswordSecret = sets.Log.RootPasswordSecret()
 	recordRestore(mc, sets.Log)
@@ -507,6 +512,18 @@ func (*ClusterController) Observe(ctx *ClusterContext, _ framework.Nothing) (fra
 // Finalize has nothing to clean: owner references take the sets, whose
 // controllers apply their volumes' reclaim policies.
 func (*ClusterController) Finalize(*ClusterContext) (bool, error) { return true, nil }
+
+// clusterPodMonitor is the cluster's PodMonitor, named after it: every
+// pod of its sets (by their instance label), at the metrics port.
+func clusterPodMonitor(mc *Cluster, sets build.ClusterSets) *unstructured.Unstructured {
+	instances := []string{sets.Log.Name, sets.TN.Name, sets.Proxy.Name}
+	for _, cn := range sets.CNs {
+		instances = append(instances, cn.Name)
+	}
+	slices.Sort(instances)
+	return framework.PodMonitor(mc.Namespace, mc.Name, map[string]string{standard.LabelName: build.App},
+		standard.LabelInstance, instances, build.PortNameMetrics, nil)
+}
 
 // setImage is a set's spec.image.
 func setImage(obj framework.Object) string {

@@ -84,6 +84,11 @@ type MatrixOneClusterSpec struct {
 	// +kubebuilder:default={}
 	Proxy ProxySpec `json:"proxy,omitempty"`
 
+	// monitoring makes a PodMonitor over every role's metrics port (see
+	// docs/matrixone.md, "Metrics"). Default: none; can change.
+	// +optional
+	Monitoring commonv1.MonitoringSpec `json:"monitoring,omitempty"`
+
 	// paused stops the controller from acting on the cluster (the sets
 	// keep running as they are). Default false; can change.
 	// +optional

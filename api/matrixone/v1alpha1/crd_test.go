@@ -258,6 +258,8 @@ func TestCELRules(t *testing.T) {
 		change(rule("MatrixOneCluster", "spec.logService.replicas", "logService.replicas must not be below logService.shardReplicas: each replica of a shard lives on its own store"),
 			cluster(", logService: {replicas: 4, shardReplicas: 3}"), cluster(", logService: {replicas: 2, shardReplicas: 3}")),
 		change(rule("MatrixOneCluster", "spec.logService.shardReplicas", "logService.shardReplicas is immutable"), cluster(", logService: {shardReplicas: 1}"), cluster(", logService: {shardReplicas: 3}")),
+		create(rule("MatrixOneCluster", "spec.monitoring.podMonitorLabels", "labels under app.kubernetes.io/ are Steward's"),
+			"", cluster(", monitoring: {podMonitor: true, podMonitorLabels: {app.kubernetes.io/name: prom}}")),
 		name("ProxySet", "the Services and the StatefulSet's pods"),
 		change(rule("ProxySet", "spec.logSet", "logSet is immutable: a proxy belongs to one cluster"), set(""), "{logSet: other}"),
 		name("TNSet", "the Service and the StatefulSet's pods"),

@@ -12,6 +12,8 @@ const (
 	ComponentClusterTN    = "tn-set"
 	ComponentClusterCN    = "cn-set"
 	ComponentClusterProxy = "proxy-set"
+	// ComponentClusterMonitor is the cluster's PodMonitor's.
+	ComponentClusterMonitor = "monitor"
 )
 
 // ClusterSets are the sets a MatrixOneCluster makes.
