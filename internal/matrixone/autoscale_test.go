@@ -7,6 +7,7 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,17 +16,23 @@ import (
 
 // scaleCNSet sets a CNSet's replicas through its scale subresource, as a
 // HorizontalPodAutoscaler does, and returns the scale it read first.
+// It retries a conflict (the CNSet's status changed meanwhile), as an
+// autoscaler does.
 func scaleCNSet(t *testing.T, c client.Client, ns, name string, replicas int32) *autoscalingv1.Scale {
 	t.Helper()
-	cn := &mov1.CNSet{}
-	get2(t, c, ns, name, cn)
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(t.Context(), cn, scale); err != nil {
-		t.Fatal(err)
-	}
-	read := scale.DeepCopy()
-	scale.Spec.Replicas = replicas
-	if err := c.SubResource("scale").Update(t.Context(), cn, client.WithSubResourceBody(scale)); err != nil {
+	var read *autoscalingv1.Scale
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cn := &mov1.CNSet{}
+		get2(t, c, ns, name, cn)
+		scale := &autoscalingv1.Scale{}
+		if err := c.SubResource("scale").Get(t.Context(), cn, scale); err != nil {
+			return err
+		}
+		read = scale.DeepCopy()
+		scale.Spec.Replicas = replicas
+		return c.SubResource("scale").Update(t.Context(), cn, client.WithSubResourceBody(scale))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return read
