@@ -85,25 +85,33 @@ const (
 // drainTimeout is the CNSet's spec.drainTimeout (the default).
 const drainTimeout = 5 * time.Minute
 
-// manifests are the four sets; cnLogLevel is the CNs' [log] level. Only the
+// manifests are the four sets; cnLogLevel is the CNs' [log] level.
+func (m *moCluster) manifests(cnLogLevel string) string {
+	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
+kind: LogSet
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  replicas: 1
+  image: %[3]s
+  imagePullPolicy: Never
+  resources: {limits: {memory: 384Mi}}
+  storage: {size: 256Mi}
+  sharedStorage: {fileSystem: {claimName: mo-shared}}
+---
+`, moClusterLog, m.ns, m.image) + moSQLSets(m.ns, m.image, 2, cnLogLevel)
+}
+
+// moSQLSets are a TNSet, a CNSet of cns and a ProxySet on the LogSet
+// mo-log (moClusterLog); cnLogLevel is the CNs' [log] level. Only the
 // proxy, with the least memory, runs without MatrixOne's traces and
 // metrics.
-func (m *moCluster) manifests(cnLogLevel string) string {
+func moSQLSets(ns, image string, cns int, cnLogLevel string) string {
 	quiet := `    [observability]
     disableTrace = true
     disableMetric = true
 `
-	common := fmt.Sprintf("  image: %s\n  imagePullPolicy: Never\n", m.image)
+	common := fmt.Sprintf("  image: %s\n  imagePullPolicy: Never\n", image)
 	return fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
-kind: LogSet
-metadata: {name: %[1]s, namespace: %[5]s}
-spec:
-  replicas: 1
-%[6]s  resources: {limits: {memory: 384Mi}}
-  storage: {size: 256Mi}
-  sharedStorage: {fileSystem: {claimName: mo-shared}}
----
-apiVersion: matrixone.steward.dev/v1alpha1
 kind: TNSet
 metadata: {name: %[2]s, namespace: %[5]s}
 spec:
@@ -116,7 +124,7 @@ kind: CNSet
 metadata: {name: %[3]s, namespace: %[5]s}
 spec:
   logSet: %[1]s
-  replicas: 2
+  replicas: %[9]d
 %[6]s  resources: {limits: {memory: 640Mi}}
   storage: {size: 256Mi}
   config: |
@@ -130,7 +138,7 @@ spec:
   logSet: %[1]s
 %[6]s  resources: {limits: {memory: 192Mi}}
   config: |
-%[7]s`, moClusterLog, moClusterTN, moClusterCN, moClusterProxy, m.ns, common, quiet, cnLogLevel)
+%[7]s`, moClusterLog, moClusterTN, moClusterCN, moClusterProxy, ns, common, quiet, cnLogLevel, cns)
 }
 
 func (m *moCluster) create(t *testing.T) {

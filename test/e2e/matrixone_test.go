@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,25 +86,29 @@ spec:
 	},
 }
 
-// moLogSetSpec runs a LogSet of three real log stores through its life:
+// moLogSetSpec runs a LogSet of three real log stores through its life,
+// with a TN, a CN and a proxy on it and a client writing rows through
+// the proxy during each step (every acknowledged row read back after it):
 // creation (HAKeeper bootstrapped by its three initial members, both log
 // shards led), the pod of shard 1's leader killed (it comes back as the
 // same store), a configuration change rolled one store at a time (never
 // two down at once), a store whose volume is lost refused and then
-// replaced, the stores' volumes grown, and deletion with the volumes
-// retained, then re-creation under the same name, which finds the stores'
-// raft logs (the shards' terms go on from where they were). About 1.4 GiB
-// of memory limits.
+// replaced, a fourth store added and removed (every role restarts onto
+// the new HAKeeper addresses), the stores' volumes grown, and deletion
+// with the volumes retained, then re-creation under the same name, which
+// finds the stores' raft logs (the shards' terms go on from where they
+// were) and every row. About 2.8 GiB of memory limits.
 func moLogSetSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	m := &moLogScenario{scenario: newScenario(t, "mo", "logset", moLogSetName, "log"), image: in.image(t, "matrixone")}
+	m.sql = &moCluster{scenario: m.scenario, image: m.image}
 	m.runSteps(t, m.dumpState, []step{
 		{"create", m.create},
-		{"a killed log pod comes back as the same store", m.killLeader},
-		{"a configuration change rolls one store at a time", m.rollConfig},
-		{"a store whose volume is lost is refused, then replaced", m.volumeLost},
-		{"log stores 3 to 4 to 3", m.scaleStores},
-		{"volumes grow, no store restarts", m.volumesGrow},
+		{"a killed log pod comes back as the same store, under writes", m.underWrites(m.killLeader)},
+		{"a configuration change rolls one store at a time, under writes", m.underWrites(m.rollConfig)},
+		{"a store whose volume is lost is refused, then replaced, under writes", m.underWrites(m.volumeLost)},
+		{"log stores 3 to 4 to 3 under writes", m.underWrites(m.scaleStores)},
+		{"volumes grow, no store restarts, under writes", m.underWrites(m.volumesGrow)},
 		{"delete with retained volumes and re-create", m.recreate},
 	})
 }
@@ -113,6 +118,35 @@ type moLogScenario struct {
 	image string
 	// term is shard 1's raft term before the set was deleted.
 	term int64
+	// sql is the TN, CN and proxy on the LogSet, and the writer through
+	// them.
+	sql *moCluster
+}
+
+// underWrites runs step while the client writes through the proxy
+// (moCluster.underWrites): every acknowledged row must be there after.
+func (m *moLogScenario) underWrites(step func(t *testing.T)) func(t *testing.T) {
+	return func(t *testing.T) {
+		m.sql.t = t
+		m.sql.underWrites(t, func() { step(t) })
+	}
+}
+
+// startSQL applies the TN, CN and proxy on the LogSet and creates the
+// table the writer fills.
+func (m *moLogScenario) startSQL(t *testing.T) {
+	m.sql.t = t
+	if out, err := kubectlStdin(moSQLSets(m.ns, m.image, 1, "info"), "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	m.sql.waitAllReady(6 * time.Minute)
+	eventually(t, 2*time.Minute, "SQL through the proxy", func(context.Context) error {
+		_, err := m.sql.sql("create database if not exists e2e")
+		return err
+	})
+	if _, err := m.sql.sql("create table if not exists e2e.t (id int primary key)"); err != nil {
+		fatalNow(t, err)
+	}
 }
 
 // manifest is the LogSet: three stores, small caches from a 384 MiB
@@ -173,6 +207,8 @@ func (m *moLogScenario) create(t *testing.T) {
 			errorf(t, "shard %+v", sh)
 		}
 	}
+	m.startClient()
+	m.startSQL(t)
 }
 
 // killLeader deletes the pod of the store leading shard 1 (the first log
@@ -411,6 +447,19 @@ func lastLine(s string) string {
 // volume claims stay; the set re-created under its name starts the same
 // stores on them, and the shards go on from their terms.
 func (m *moLogScenario) recreate(t *testing.T) {
+	m.sql.t = t
+	out, err := m.sql.sql("select count(*) from e2e.t")
+	if err != nil {
+		fatalNow(t, err)
+	}
+	rows := strings.TrimSpace(out)
+	// The sets on the LogSet go first (their volumes retained too), as
+	// a cluster's do.
+	for _, set := range []string{"proxyset/" + moClusterProxy, "cnset/" + moClusterCN, "tnset/" + moClusterTN} {
+		if out, err := kubectl("delete", set, "-n", m.ns, "--wait=true", "--timeout=2m"); err != nil {
+			fatalf(t, "%v: %s", err, out)
+		}
+	}
 	l := m.waitReady(time.Minute)
 	m.term = l.Status.Shards[1].Term
 	if out, err := kubectl("delete", "logset", moLogSetName, "-n", m.ns, "--wait=true", "--timeout=2m"); err != nil {
@@ -426,7 +475,7 @@ func (m *moLogScenario) recreate(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	slices.Sort(names)
-	want := []string{"data-mo-log-0", "data-mo-log-1", "data-mo-log-2", "mo-shared"}
+	want := []string{"data-mo-cn-0", "data-mo-log-0", "data-mo-log-1", "data-mo-log-2", "data-mo-tn-0", "mo-shared"}
 	if !slices.Equal(names, want) {
 		fatalf(t, "claims after the deletion: %v, want %v", names, want)
 	}
@@ -451,6 +500,17 @@ func (m *moLogScenario) recreate(t *testing.T) {
 		return nil
 	})
 	t.Logf("Shard 1 at term %d", l.Status.Shards[1].Term)
+	m.startSQL(t)
+	var after string
+	eventually(t, 2*time.Minute, "the rows read back", func(context.Context) error {
+		out, err := m.sql.sql("select count(*) from e2e.t")
+		after = strings.TrimSpace(out)
+		return err
+	})
+	t.Logf("The TN, CN and proxy re-created on it; %s rows before the deletion, %s after", rows, after)
+	if n, _ := strconv.Atoi(rows); n == 0 || after != rows {
+		errorf(t, "%s rows after the re-creation, %s before", after, rows)
+	}
 }
 
 // createSharedClaim creates mo-shared, the ReadWriteMany claim every
