@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,12 +67,8 @@ func (c *Context[T]) ApplyPodMonitor(spec commonv1.MonitoringSpec, pm *unstructu
 		if meta.FindStatusCondition(*conditions, commonv1.ConditionMonitoring) == nil {
 			return nil
 		}
-		err := c.Client.Delete(c, pm)
-		if err == nil {
-			c.Log.Info("Deleted the PodMonitor", "podmonitor", pm.GetName())
-		}
-		if err := client.IgnoreNotFound(err); err != nil && !meta.IsNoMatchError(err) {
-			return fmt.Errorf("delete the PodMonitor %s: %w", pm.GetName(), err)
+		if err := c.deletePodMonitor(pm); err != nil {
+			return err
 		}
 		meta.RemoveStatusCondition(conditions, commonv1.ConditionMonitoring)
 		return nil
@@ -87,5 +84,27 @@ func (c *Context[T]) ApplyPodMonitor(spec commonv1.MonitoringSpec, pm *unstructu
 		return err
 	}
 	c.SetCondition(commonv1.ConditionMonitoring, metav1.ConditionTrue, commonv1.ReasonPodMonitorApplied, "PodMonitor "+pm.GetName())
+	return nil
+}
+
+// deletePodMonitor deletes pm if the object controls it (a PodMonitor of
+// the same name that someone else made is left alone), by UID.
+func (c *Context[T]) deletePodMonitor(pm *unstructured.Unstructured) error {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(PodMonitorGVK)
+	err := c.Client.Get(c, client.ObjectKeyFromObject(pm), live)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the PodMonitor %s: %w", pm.GetName(), err)
+	case !metav1.IsControlledBy(live, c.Obj):
+		return nil
+	}
+	uid := live.GetUID()
+	if err := client.IgnoreNotFound(c.Client.Delete(c, live, client.Preconditions{UID: &uid})); err != nil {
+		return fmt.Errorf("delete the PodMonitor %s: %w", pm.GetName(), err)
+	}
+	c.Log.Info("Deleted the PodMonitor", "podmonitor", pm.GetName())
 	return nil
 }

@@ -309,12 +309,17 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 		set{obj: sets.TN, component: build.ComponentClusterTN, spec: func(o framework.Object) any { return o.(*mov1.TNSet).Spec }},
 		set{obj: sets.Proxy, component: build.ComponentClusterProxy, spec: func(o framework.Object) any { return o.(*mov1.ProxySet).Spec }})
 
-	mc.Status.Sets = nil
+	// The sets' status is built aside and kept only when the pass gets
+	// through them all: a pass that fails leaves the last complete list,
+	// which the upgrade rules read.
+	var statuses []mov1.SetStatus
 	live, err := liveCNSets(ctx, sets.CNs)
 	if err != nil {
 		return framework.Nothing{}, err
 	}
-	leaveReplicasToCNSets(mc, sets.CNs, live)
+	if err := leaveReplicasToCNSets(ctx, mc, sets.CNs, live); err != nil {
+		return framework.Nothing{}, err
+	}
 	refused := groupRefusingDowngrade(sets.CNs, live)
 	held := ""
 	// heldBecause is why the sets from here on keep their spec: a set
@@ -327,11 +332,11 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 		if s.obj == sets.Proxy && clusterRestoring(mc) {
 			// No client reaches a restored cluster before its restore
 			// completes (finishRestoreFlow).
-			mc.Status.Sets = append(mc.Status.Sets, mov1.SetStatus{Kind: "ProxySet", Name: sets.Proxy.Name,
+			statuses = append(statuses, mov1.SetStatus{Kind: "ProxySet", Name: sets.Proxy.Name,
 				Reason: "created once the restore completes"})
 			continue
 		}
-		st, waits, err := c.applyInOrder(ctx, s, heldBecause)
+		st, waits, err := c.applyInOrder(ctx, s, heldBecause, refused != "")
 		if err != nil {
 			return framework.Nothing{}, err
 		}
@@ -341,11 +346,14 @@ func (c *ClusterController) Declare(ctx *ClusterContext) (framework.Nothing, err
 		if !st.Ready && heldBecause == "" {
 			heldBecause = "its change waits for the sets before it to be Ready"
 		}
-		mc.Status.Sets = append(mc.Status.Sets, st)
+		statuses = append(statuses, st)
 	}
-	if err := c.retireGroups(ctx, sets); err != nil {
+	retired, err := c.retireGroups(ctx, sets)
+	if err != nil {
 		return framework.Nothing{}, err
 	}
+	statuses = append(statuses, retired...)
+	mc.Status.Sets = statuses
 	if err := ctx.ApplyPodMonitor(mc.Spec.Monitoring, clusterPodMonitor(mc, sets), build.ComponentClusterMonitor); err != nil {
 		return framework.Nothing{}, err
 	}
@@ -374,17 +382,29 @@ func liveCNSets(ctx *ClusterContext, cns []*mov1.CNSet) (map[string]*mov1.CNSet,
 }
 
 // leaveReplicasToCNSets gives each group whose replicasFrom is CNSet the
-// replicas its live CNSet has (an autoscaler's): the cluster applies what
-// is there, so it never undoes the autoscaler's change, and keeps
-// ownership of the field, so that the CNSet keeps its count when the
-// group goes back to replicasFrom Cluster until the cluster applies the
-// group's. A new CNSet is created with the group's replicas.
-func leaveReplicasToCNSets(mc *Cluster, cns []*mov1.CNSet, live map[string]*mov1.CNSet) {
+// replicas its CNSet has (an autoscaler's): the cluster applies what is
+// there, so it never undoes the autoscaler's change, and keeps ownership
+// of the field, so that the CNSet keeps its count when the group goes
+// back to replicasFrom Cluster until the cluster applies the group's. The
+// count is read from the API server, not the cache, which may not have
+// the autoscaler's last write yet; what is left is an autoscaler's write
+// in the moment between this read and the apply, undone once (the
+// autoscaler writes it again at its next sync). A new CNSet is created
+// with the group's replicas.
+func leaveReplicasToCNSets(ctx *ClusterContext, mc *Cluster, cns []*mov1.CNSet, live map[string]*mov1.CNSet) error {
 	for i, cn := range cns {
-		if l, ok := live[cn.Name]; ok && mc.Spec.CNGroups[i].ReplicasFrom == mov1.ReplicasFromCNSet && l.Spec.Replicas != nil {
-			cn.Spec.Replicas = ptr.To(*l.Spec.Replicas)
+		if _, ok := live[cn.Name]; !ok || mc.Spec.CNGroups[i].ReplicasFrom != mov1.ReplicasFromCNSet {
+			continue
+		}
+		fresh := &mov1.CNSet{}
+		if err := ctx.Reader.Get(ctx, client.ObjectKeyFromObject(cn), fresh); err != nil {
+			return fmt.Errorf("read CNSet %s's replicas: %w", cn.Name, client.IgnoreNotFound(err))
+		}
+		if fresh.Spec.Replicas != nil {
+			cn.Spec.Replicas = ptr.To(*fresh.Spec.Replicas)
 		}
 	}
+	return nil
 }
 
 // groupRefusingDowngrade says which CN group the desired sets would give
@@ -402,16 +422,21 @@ func groupRefusingDowngrade(cns []*mov1.CNSet, live map[string]*mov1.CNSet) stri
 	return ""
 }
 
-// applyInOrder applies s when it is new, when its spec is the desired
-// one already, or when nothing holds it (heldBecause, its status' reason
-// when it does), and returns its status, and whether a change to it
-// waits.
-func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, heldBecause string) (_ mov1.SetStatus, waits bool, _ error) {
+// applyInOrder applies s when it is new (unless holdNew), when its spec
+// is the desired one already, or when nothing holds it (heldBecause, its
+// status' reason when it does), and returns its status, and whether a
+// change to it waits. holdNew keeps a new set from being created: while a
+// CN group refuses a downgrade, a new group would start on the older
+// version.
+func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, heldBecause string, holdNew bool) (_ mov1.SetStatus, waits bool, _ error) {
 	kind := kindOf(s.obj)
 	st := mov1.SetStatus{Kind: kind, Name: s.obj.GetName()}
 	live := s.obj.DeepCopyObject().(framework.Object)
 	err := ctx.Client.Get(ctx, client.ObjectKeyFromObject(s.obj), live)
 	switch {
+	case apierrors.IsNotFound(err) && holdNew:
+		st.Reason = heldBecause
+		return st, true, nil
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return st, false, fmt.Errorf("get %s %s: %w", kind, s.obj.GetName(), err)
@@ -435,12 +460,13 @@ func (c *ClusterController) applyInOrder(ctx *ClusterContext, s set, heldBecause
 
 // retireGroups scales each CNSet of a group no longer in the spec to zero
 // (its CNs drain before they go), and deletes it once it is Ready with no
-// CN.
-func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.ClusterSets) error {
+// CN. It returns the status of those still draining.
+func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.ClusterSets) ([]mov1.SetStatus, error) {
 	list := &mov1.CNSetList{}
 	if err := ctx.Client.List(ctx, list, client.InNamespace(ctx.Obj.Namespace), client.MatchingLabels(ctx.Selector(build.ComponentClusterCN))); err != nil {
-		return fmt.Errorf("list the CN groups: %w", err)
+		return nil, fmt.Errorf("list the CN groups: %w", err)
 	}
+	var retired []mov1.SetStatus
 	kept := map[string]bool{}
 	for _, cn := range sets.CNs {
 		kept[cn.Name] = true
@@ -452,7 +478,7 @@ func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.Cluster
 		}
 		if ready, _ := framework.IsReady(cn); ready && ptr.Deref(cn.Spec.Replicas, 1) == 0 && cn.Status.ReadyReplicas == 0 {
 			if err := client.IgnoreNotFound(ctx.Client.Delete(ctx, cn, client.Preconditions{UID: &cn.UID})); err != nil {
-				return fmt.Errorf("delete the retired CN group %s: %w", cn.Name, err)
+				return nil, fmt.Errorf("delete the retired CN group %s: %w", cn.Name, err)
 			}
 			ctx.Log.Info("Deleted a retired CN group", "cnset", cn.Name)
 			continue
@@ -460,12 +486,13 @@ func (c *ClusterController) retireGroups(ctx *ClusterContext, sets build.Cluster
 		retiring := &mov1.CNSet{ObjectMeta: metav1.ObjectMeta{Namespace: cn.Namespace, Name: cn.Name}, Spec: *cn.Spec.DeepCopy()}
 		retiring.Spec.Replicas = ptr.To[int32](0)
 		if err := ctx.Apply(retiring, build.ComponentClusterCN); err != nil {
-			return err
+			return nil, err
 		}
-		ctx.Obj.Status.Sets = append(ctx.Obj.Status.Sets, mov1.SetStatus{Kind: "CNSet", Name: cn.Name,
+		// Its image counts for the upgrade rules while its CNs run.
+		retired = append(retired, mov1.SetStatus{Kind: "CNSet", Name: cn.Name, Image: cn.Spec.Image,
 			Reason: "retired from the spec: its CNs drain, then it is deleted"})
 	}
-	return nil
+	return retired, nil
 }
 
 // setConditions sets Ready and Progressing from the sets' status: Ready

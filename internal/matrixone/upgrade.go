@@ -40,7 +40,10 @@ import (
 
 // upgradePath refuses a change of image from one version to another that
 // MatrixOne cannot upgrade between in one step. Downgrades are the
-// callers' to judge.
+// callers' to judge. A version alone does not say which line is a major
+// version's last, so the first line of the next major (x.0) is admitted
+// from any line of the one before: a CN refuses at its start what
+// MatrixOne cannot upgrade from.
 func upgradePath(path *field.Path, image string, from, to *version.Version) *field.Error {
 	switch {
 	case from == nil || to == nil || !from.LessThan(to):
@@ -51,7 +54,8 @@ func upgradePath(path *field.Path, image string, from, to *version.Version) *fie
 	}
 	return field.Invalid(path, image, fmt.Sprintf(
 		"MatrixOne upgrades across one release line at a time (its upgrade steps begin at the line before): "+
-			"from %d.%d upgrade to %d.%d first", from.Major(), from.Minor(), from.Major(), from.Minor()+1))
+			"from %d.%d upgrade to %d.%d first, or to %d.0 if %d.%d is the last %d.x line",
+		from.Major(), from.Minor(), from.Major(), from.Minor()+1, from.Major()+1, from.Major(), from.Minor(), from.Major()))
 }
 
 // downgradeRefused is why a set's image may not go from one version to
@@ -99,10 +103,9 @@ func (*ClusterController) ValidateUpdate(old, c *Cluster) error {
 	if err := upgradePath(path, c.Spec.Image, from, to); err != nil {
 		return field.ErrorList{err}.ToAggregate()
 	}
-	if from == nil || to == nil || !to.LessThan(from) {
-		return nil
-	}
-	if set, v := newestCNImage(old); v != nil && to.LessThan(v) {
+	// Against what the CN groups were given, whatever spec.image said
+	// before (it may have named no version).
+	if set, v := newestCNImage(old); to != nil && v != nil && to.LessThan(v) {
 		why := fmt.Sprintf("CNSet %s was given MatrixOne %s; %s, so an upgrade rolls back only while no CN group has been given it", set, v, catalogRule)
 		return field.ErrorList{downgradeRefused(path, c.Spec.Image, v, why)}.ToAggregate()
 	}

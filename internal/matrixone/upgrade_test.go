@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
@@ -53,7 +54,7 @@ func TestClusterUpgradeRules(t *testing.T) {
 		{"an upgrade from the line before", clusterAt("localhost/matrixone:1.1.0", image123), image124, "", false},
 		{"an upgrade that skips a release line", clusterAt("localhost/matrixone:1.1.0", image123), "localhost/matrixone:1.3.0",
 			"spec.image: Invalid value: \"localhost/matrixone:1.3.0\": MatrixOne upgrades across one release line at a time " +
-				"(its upgrade steps begin at the line before): from 1.1 upgrade to 1.2 first", false},
+				"(its upgrade steps begin at the line before): from 1.1 upgrade to 1.2 first, or to 2.0 if 1.1 is the last 1.x line", false},
 		{"an upgrade that skips a major's first line", clusterAt(image124), "localhost/matrixone:2.1.0", "upgrade to 1.3 first", false},
 		// A rollback halfway: the log stores went first, no CN group has
 		// been given the newer version.
@@ -63,7 +64,9 @@ func TestClusterUpgradeRules(t *testing.T) {
 		{"a downgrade after the upgrade", clusterAt(image124, image124), image123, "a CN older than the catalog refuses to start", false},
 		{"an older version than the spec's but not than any CN's", clusterAt("localhost/matrixone:1.2.5", image123), image124, "", false},
 		{"a tag that names no version", clusterAt(image124, image124), "localhost/matrixone:latest", "", true},
-		{"from a tag that names no version", clusterAt("localhost/matrixone:nightly", image124), image123, "", false},
+		{"from a tag that names no version to one older than a CN group's", clusterAt("localhost/matrixone:nightly", image124), image123,
+			"must not be older than 1.2.4: CNSet mo-a was given MatrixOne 1.2.4", false},
+		{"from a tag that names no version to one no older than the CN groups'", clusterAt("localhost/matrixone:nightly", image123), image124, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := tc.old.DeepCopy()
@@ -203,8 +206,21 @@ func TestClusterRefusesToGiveACNGroupAnOlderVersion(t *testing.T) {
 	if sets := cluster(t, c, ns).Status.Sets; len(sets) == 0 || sets[0].Image != image124 {
 		t.Errorf("status.sets %+v, want the LogSet kept at %s", sets, image124)
 	}
-	// Back to the version the CNs have: the cluster is Ready again.
-	editCluster(t, c, ns, func(mc *mov1.MatrixOneCluster) { mc.Spec.Image = image124 })
+	// A group added meanwhile is not created: it would start on the
+	// older version.
+	editCluster(t, c, ns, func(mc *mov1.MatrixOneCluster) {
+		mc.Spec.CNGroups = append(mc.Spec.CNGroups, mov1.CNGroupSpec{Name: "b", Replicas: ptr.To[int32](1)})
+	})
+	eventually(t, "the cluster at its new generation", func() (bool, string) {
+		mc := cluster(t, c, ns)
+		return mc.Status.ObservedGeneration == mc.Generation, "not yet"
+	})
+	if get(t, c, ns, "mo-b", &mov1.CNSet{}) {
+		t.Error("a CN group added while another refuses a downgrade was created")
+	}
+	// Back to the version the CNs have, the group removed: the cluster
+	// is Ready again.
+	editCluster(t, c, ns, func(mc *mov1.MatrixOneCluster) { mc.Spec.Image, mc.Spec.CNGroups = image124, mc.Spec.CNGroups[:1] })
 	eventually(t, "the cluster Ready", func() (bool, string) {
 		got := condition(cluster(t, c, ns), framework.ConditionReady)
 		return strings.HasPrefix(got, "True"), got

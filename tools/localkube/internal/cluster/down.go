@@ -32,6 +32,16 @@ func (c Config) Down(ctx context.Context, out io.Writer) error {
 	if err := netns.CheckRoot(); err != nil {
 		return err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return c.down(ctx, out)
+}
+
+// down is Down with the lock held.
+func (c Config) down(ctx context.Context, out io.Writer) error {
 	c, startedAt, _ := c.LoadSaved()
 	var errs []error
 	names := c.allComponentNames()

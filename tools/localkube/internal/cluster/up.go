@@ -9,8 +9,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stewardhq/steward/tools/localkube/internal/netns"
 )
@@ -28,9 +31,14 @@ func (c Config) Up(ctx context.Context, out io.Writer) error {
 	if err := c.checkBinaries(); err != nil {
 		return err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := c.checkStale(); errors.Is(err, ErrStale) && c.orphaned() {
 		fmt.Fprintf(out, "Cleaning up a cluster an earlier run left behind (%v)\n", err)
-		if err := c.Down(ctx, out); err != nil {
+		if err := c.down(ctx, out); err != nil {
 			return fmt.Errorf("clean up the cluster an earlier run left behind: %w", err)
 		}
 	} else if err != nil {
@@ -234,6 +242,23 @@ func (c Config) checkStale() error {
 		return fmt.Errorf("%w (%s): run `localkube down` first", ErrStale, strings.Join(held, ", "))
 	}
 	return nil
+}
+
+// lock takes the cluster's lock file (beside RunDir), which up and down
+// hold while they run: without it, an up that has made its namespace but
+// started no daemon yet would look orphaned to another up, which would
+// tear it down. It fails at once when another holds it.
+func (c Config) lock() (unlock func(), err error) {
+	path := filepath.Clean(c.RunDir) + ".lock"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open the lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another localkube up or down holds %s: %w", path, err)
+	}
+	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
 
 // orphaned reports whether what an earlier run left holds no live process:

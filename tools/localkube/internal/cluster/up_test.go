@@ -154,3 +154,22 @@ func TestOrphanedClusterIsRecognised(t *testing.T) {
 		t.Fatal("a namespace with a process in it was called orphaned")
 	}
 }
+
+// TestLockIsExclusive: while one up or down holds the cluster's lock,
+// another fails at once, naming it.
+func TestLockIsExclusive(t *testing.T) {
+	c := testConfig(t)
+	unlock, err := c.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.lock(); err == nil || !strings.Contains(err.Error(), "another localkube up or down") {
+		t.Fatalf("a second lock: %v, want it refused", err)
+	}
+	unlock()
+	again, err := c.lock()
+	if err != nil {
+		t.Fatalf("the lock after its release: %v", err)
+	}
+	again()
+}
