@@ -274,15 +274,7 @@ func (k *kube) waitServed(b *testing.B, ns, name string, start time.Time) time.D
 	}
 }
 
-func (k *kube) waitPodReady(b *testing.B, ns, name string) {
-	b.Helper()
-	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if p, err := k.CS.CoreV1().Pods(ns).Get(b.Context(), name, metav1.GetOptions{}); err == nil && benchkube.PodReady(p) {
-			return
-		}
-	}
-	b.Fatalf("%s not ready", name)
-}
+func (k *kube) waitPodReady(b *testing.B, ns, name string) { k.waitPodOn(b, ns, name, "") }
 
 // deleteByHand deletes what byHand made, and waits until its pods are
 // gone; their claims go too.

@@ -75,18 +75,18 @@ func BenchmarkUpgrade(b *testing.B) {
 type upgradeRun struct {
 	took, longestPause time.Duration
 	// pausedAt is when the longest pause began, from the change.
-	pausedAt       time.Duration
-	acked, failed  int
-	pausesOverSecs int
-	// pauses are the pauses of a second or more, and created when each
-	// role's pods were created, both from the change.
-	pauses, created string
+	pausedAt      time.Duration
+	acked, failed int
+	// pauses are the pauses of a second or more, from the change; created
+	// says when each role's pods were created, from the change.
+	pauses  []string
+	created string
 }
 
 func (r upgradeRun) String() string {
 	return fmt.Sprintf("took %s; %d writes acknowledged, %d failed; the longest pause %s, %s after the change; %d pauses of a second or more (%s); pods created %s",
 		r.took.Round(100*time.Millisecond), r.acked, r.failed, r.longestPause.Round(100*time.Millisecond),
-		r.pausedAt.Round(time.Second), r.pausesOverSecs, r.pauses, r.created)
+		r.pausedAt.Round(time.Second), len(r.pauses), strings.Join(r.pauses, ", "), r.created)
 }
 
 // underWrites starts the writer pod of cluster name (smoke sql-write: a
@@ -126,21 +126,18 @@ func (k *kube) underWrites(b *testing.B, root, ns, name string, upgrade func()) 
 		b.Fatalf("the writer %s acknowledged nothing: %s", writer, logs)
 	}
 	run := upgradeRun{took: took, acked: len(acks), failed: failed, created: k.podsCreated(b, ns, name, start)}
-	var pauses []string
 	for i := 1; i < len(acks); i++ {
 		if acks[i].at.Before(start) {
 			continue
 		}
 		gap := acks[i].at.Sub(acks[i-1].at)
 		if gap >= time.Second {
-			run.pausesOverSecs++
-			pauses = append(pauses, fmt.Sprintf("%s at +%s", gap.Round(100*time.Millisecond), acks[i-1].at.Sub(start).Round(time.Second)))
+			run.pauses = append(run.pauses, fmt.Sprintf("%s at +%s", gap.Round(100*time.Millisecond), acks[i-1].at.Sub(start).Round(time.Second)))
 		}
 		if gap > run.longestPause {
 			run.longestPause, run.pausedAt = gap, acks[i-1].at.Sub(start)
 		}
 	}
-	run.pauses = strings.Join(pauses, ", ")
 	last := acks[len(acks)-1].id
 	out := k.sqlAs(b, root, ns, name, name+"-log-root", fmt.Sprintf("select count(*) from bench.t where id <= %d", last))
 	if n, err := strconv.Atoi(strings.TrimSpace(out)); err != nil || n != last {
@@ -203,6 +200,17 @@ func (k *kube) podExists(b *testing.B, ns, name string) bool {
 	return err == nil
 }
 
+// roleOf is the role (log, tn, cn, proxy) of cluster name's pod, "" for
+// another pod (its writer's, its probe's, another cluster's).
+func roleOf(name, pod string) string {
+	rest, ok := strings.CutPrefix(pod, name+"-")
+	role, _, _ := strings.Cut(rest, "-")
+	if !ok || !slices.Contains([]string{"log", "tn", "cn", "proxy"}, role) {
+		return ""
+	}
+	return role
+}
+
 // podsCreated says when the pods of each of cluster name's roles were
 // created, from start: "log +0s..+26s, cn ...".
 func (k *kube) podsCreated(b *testing.B, ns, name string, start time.Time) string {
@@ -214,7 +222,7 @@ func (k *kube) podsCreated(b *testing.B, ns, name string, start time.Time) strin
 	for _, role := range []string{"log", "cn", "tn", "proxy"} {
 		var first, last time.Duration = -1, -1
 		for _, p := range pods.Items {
-			if r, _, _ := strings.Cut(strings.TrimPrefix(p.Name, name+"-"), "-"); !strings.HasPrefix(p.Name, name+"-") || r != role {
+			if roleOf(name, p.Name) != role {
 				continue
 			}
 			at := p.CreationTimestamp.Sub(start).Round(time.Second)
@@ -271,16 +279,18 @@ func (k *kube) upgradeByHand(b *testing.B, ns, name, from, to string) {
 	}
 }
 
-// waitPodOn waits until the pod name exists at revision and is ready.
+// waitPodOn waits until the pod name exists at revision (any, when "")
+// and is ready.
 func (k *kube) waitPodOn(b *testing.B, ns, name, revision string) {
 	b.Helper()
-	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		p, err := k.CS.CoreV1().Pods(ns).Get(b.Context(), name, metav1.GetOptions{})
-		if err == nil && p.DeletionTimestamp == nil && p.Labels[appsv1.ControllerRevisionHashLabelKey] == revision && benchkube.PodReady(p) {
+		if err == nil && p.DeletionTimestamp == nil && benchkube.PodReady(p) &&
+			(revision == "" || p.Labels[appsv1.ControllerRevisionHashLabelKey] == revision) {
 			return
 		}
 	}
-	b.Fatalf("%s not ready at revision %s", name, revision)
+	b.Fatalf("%s not ready at revision %q", name, revision)
 }
 
 // upgradeWithSteward sets the MatrixOneCluster's image and waits until
@@ -315,9 +325,7 @@ func (k *kube) allPodsOn(b *testing.B, ns, name, image string) bool {
 	}
 	n := 0
 	for _, p := range pods.Items {
-		role := strings.TrimPrefix(p.Name, name+"-")
-		role, _, _ = strings.Cut(role, "-")
-		if !strings.HasPrefix(p.Name, name+"-") || !slices.Contains([]string{"log", "tn", "cn", "proxy"}, role) {
+		if roleOf(name, p.Name) == "" {
 			continue
 		}
 		n++

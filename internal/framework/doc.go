@@ -33,9 +33,10 @@
 // ([Context.EnsureConfigMap], [Context.CollectConfigMaps]).
 //
 // [SetupWebhooks] registers the kind's admission webhooks, built on the
-// same [Defaulter] and [Validator] (and the admission-only [UpdateDefaulter]
-// and [Warner]), so that admission and the controller apply one set of
-// rules.
+// same [Defaulter] and [Validator] (and the admission-only [UpdateDefaulter],
+// [Warner] and [UpdateValidator]), so that admission and the controller
+// apply one set of rules. [Context.ApplyPodMonitor] makes the PodMonitor a
+// cluster's commonv1.MonitoringSpec asks for.
 //
 // The subpackages hold the concurrent application probe collector (probe),
 // the framework's metrics (metrics), the mechanics of sets of pods

@@ -553,19 +553,7 @@ func clusterPodMonitor(mc *Cluster, sets build.ClusterSets) *unstructured.Unstru
 }
 
 // setImage is a set's spec.image.
-func setImage(obj framework.Object) string {
-	switch s := obj.(type) {
-	case *mov1.LogSet:
-		return s.Spec.Image
-	case *mov1.TNSet:
-		return s.Spec.Image
-	case *mov1.CNSet:
-		return s.Spec.Image
-	case *mov1.ProxySet:
-		return s.Spec.Image
-	}
-	return ""
-}
+func setImage(obj framework.Object) string { return obj.(mov1.PodSetter).PodSet().Image }
 
 func kindOf(obj framework.Object) string {
 	switch obj.(type) {

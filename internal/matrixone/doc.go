@@ -14,7 +14,11 @@
 // One package, a file per actor, as OceanBase's (the sets share the
 // HAKeeper views, the drain and the stores' status):
 //   - controller.go: Options, System and Setup (every kind's controller),
-//     and the MatrixOneCluster actor, the kind the system is named for;
+//     and the MatrixOneCluster actor, the kind the system is named for
+//     (its rollout order, CN groups whose count an autoscaler owns, its
+//     PodMonitor);
+//   - upgrade.go: MatrixOne's version rules, at admission for every kind
+//     and in the cluster's rollout (no CN group given an older version);
 //   - logset.go, logset_status.go: the LogSet actor, and its status and
 //     conditions from what Declare observed;
 //   - storeset.go: the TNSet, CNSet and ProxySet actor (one generic actor,

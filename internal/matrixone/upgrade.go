@@ -71,19 +71,28 @@ const catalogRule = "MatrixOne's CNs upgrade the cluster's catalog when they sta
 // for every kind, and no downgrade but a LogSet's under a
 // MatrixOneCluster (see above).
 func validateImageChange(kind string, old metav1.Object, oldImage, image string) error {
-	path := field.NewPath("spec", "image")
-	from, to := standard.ImageVersion(oldImage), standard.ImageVersion(image)
-	if err := upgradePath(path, image, from, to); err != nil {
-		return field.ErrorList{err}.ToAggregate()
-	}
-	if from == nil || to == nil || !to.LessThan(from) {
-		return nil
+	from, to, err := imageChange(oldImage, image)
+	if err != nil || from == nil || to == nil || !to.LessThan(from) {
+		return err
 	}
 	if kind == "LogSet" && ownedByCluster(old) {
 		return nil
 	}
 	why := "a " + kind + " never rolls back: " + catalogRule + " (a MatrixOneCluster rolls an upgrade back while no CN has been given it)"
-	return field.ErrorList{downgradeRefused(path, image, from, why)}.ToAggregate()
+	return field.ErrorList{downgradeRefused(imagePath, image, from, why)}.ToAggregate()
+}
+
+// imagePath is the field the version rules are about.
+var imagePath = field.NewPath("spec", "image")
+
+// imageChange reads the versions of a change of image, and refuses one
+// across more than one release line (upgradePath).
+func imageChange(oldImage, image string) (from, to *version.Version, _ error) {
+	from, to = standard.ImageVersion(oldImage), standard.ImageVersion(image)
+	if err := upgradePath(imagePath, image, from, to); err != nil {
+		return nil, nil, field.ErrorList{err}.ToAggregate()
+	}
+	return from, to, nil
 }
 
 // ownedByCluster reports whether a MatrixOneCluster controls obj.
@@ -98,16 +107,15 @@ func ownedByCluster(obj metav1.Object) bool {
 // newer than the one asked for. Before that, a downgrade is a rollback:
 // the log stores go back the way they came.
 func (*ClusterController) ValidateUpdate(old, c *Cluster) error {
-	path := field.NewPath("spec", "image")
-	from, to := standard.ImageVersion(old.Spec.Image), standard.ImageVersion(c.Spec.Image)
-	if err := upgradePath(path, c.Spec.Image, from, to); err != nil {
-		return field.ErrorList{err}.ToAggregate()
+	_, to, err := imageChange(old.Spec.Image, c.Spec.Image)
+	if err != nil {
+		return err
 	}
 	// Against what the CN groups were given, whatever spec.image said
 	// before (it may have named no version).
 	if set, v := newestCNImage(old); to != nil && v != nil && to.LessThan(v) {
 		why := fmt.Sprintf("CNSet %s was given MatrixOne %s; %s, so an upgrade rolls back only while no CN group has been given it", set, v, catalogRule)
-		return field.ErrorList{downgradeRefused(path, c.Spec.Image, v, why)}.ToAggregate()
+		return field.ErrorList{downgradeRefused(imagePath, c.Spec.Image, v, why)}.ToAggregate()
 	}
 	return nil
 }
@@ -139,7 +147,7 @@ func (*LogSetController) Warnings(l *LogSet) []string { return imageWarnings(l.S
 // Warnings says when spec.image's tag names no version (see
 // ClusterController.Warnings).
 func (c *StoreSetController[T]) Warnings(obj T) []string {
-	return imageWarnings(c.k.set(obj, &mov1.LogSet{}).Pods.Image)
+	return imageWarnings(any(obj).(mov1.PodSetter).PodSet().Image)
 }
 
 func imageWarnings(image string) []string {
@@ -159,7 +167,7 @@ func (*LogSetController) ValidateUpdate(old, l *LogSet) error {
 // ValidateUpdate refuses a change of spec.image MatrixOne could not
 // follow (validateImageChange).
 func (c *StoreSetController[T]) ValidateUpdate(old, obj T) error {
-	return validateImageChange(c.k.kind, old, c.k.set(old, &mov1.LogSet{}).Pods.Image, c.k.set(obj, &mov1.LogSet{}).Pods.Image)
+	return validateImageChange(c.k.kind, old, any(old).(mov1.PodSetter).PodSet().Image, any(obj).(mov1.PodSetter).PodSet().Image)
 }
 
 // cnDowngrade is why the cluster keeps a CN group's image instead of

@@ -241,3 +241,23 @@ const (
 	// or no view of HAKeeper could be read.
 	StoreUnknown StoreState = "Unknown"
 )
+
+// PodSetter is every MatrixOne set: the kinds whose spec embeds
+// PodSetSpec (LogSet, TNSet, CNSet, ProxySet).
+//
+// +kubebuilder:object:generate=false
+type PodSetter interface {
+	PodSet() *PodSetSpec
+}
+
+// PodSet returns the set's pods' spec (PodSetter).
+func (l *LogSet) PodSet() *PodSetSpec { return &l.Spec.PodSetSpec }
+
+// PodSet returns the set's pods' spec (PodSetter).
+func (s *TNSet) PodSet() *PodSetSpec { return &s.Spec.PodSetSpec }
+
+// PodSet returns the set's pods' spec (PodSetter).
+func (s *CNSet) PodSet() *PodSetSpec { return &s.Spec.PodSetSpec }
+
+// PodSet returns the set's pods' spec (PodSetter).
+func (s *ProxySet) PodSet() *PodSetSpec { return &s.Spec.PodSetSpec }
