@@ -229,13 +229,20 @@ PREVIEW_SYSTEMS := $(shell sed -n 's/.*\$$preview := list \(.*\) -}}.*/\1/p' cha
 # image no test uses yet, which CI should not pay for (none now).
 # SYSTEM_IMAGES_<system> are images a system's tests and demo run besides
 # its own (images/<system>*): built with SYSTEMS naming the system, left out
-# of DEFAULT_IMAGES when the system is a preview. MatrixOne's is versitygw,
+# of DEFAULT_IMAGES when the system is a preview, and of DEMO_IMAGES when
+# make demo leaves the system out. MatrixOne's is versitygw,
 # the local cluster's S3 server (hack/versitygw.sh).
 # SYSTEM_TEST_IMAGES_<system> are images only a system's e2e specs run:
 # built with SYSTEMS naming the system, never in DEFAULT_IMAGES (make demo
 # does not run them). OceanBase's tenant-data spec runs versitygw.
 # DEFAULT_IMAGES are the operator's and those of the systems the chart runs
-# by default (systems: all): what make demo loads.
+# by default (systems: all): what make images SYSTEMS=all builds.
+# DEMO_LEAVES_OUT are default systems whose images make demo does not build:
+# it shows a ZooKeeper cluster, and MatrixOne's image builds MatrixOne from
+# its Go module (4 to 15 minutes on 2 cores the first time), which make
+# demo-matrixone does. DEMO_IMAGES are the rest of DEFAULT_IMAGES: what make
+# demo loads (ZooKeeper's, GPSS's and OceanBase's, which the README's
+# samples run).
 # TEST_IMAGES are images only tests run (a simulator that misbehaves on
 # purpose): e2e builds them, make demo does not.
 STAGED_IMAGES :=
@@ -243,7 +250,12 @@ SYSTEM_IMAGES_matrixone := versitygw
 SYSTEM_TEST_IMAGES_oceanbase := versitygw
 TEST_IMAGES := gpss-simulator-broken
 ALL_IMAGES := $(filter-out $(STAGED_IMAGES),$(sort $(patsubst images/%/build.sh,%,$(wildcard images/*/build.sh))))
-DEFAULT_IMAGES := $(filter-out $(PREVIEW_SYSTEMS) $(PREVIEW_SYSTEMS:%=%-%) $(foreach s,$(PREVIEW_SYSTEMS),$(SYSTEM_IMAGES_$(s))) $(TEST_IMAGES),$(ALL_IMAGES))
+DEMO_LEAVES_OUT := matrixone
+# system_images are the images of the systems $(1) names: images/<system>*
+# and SYSTEM_IMAGES_<system>.
+system_images = $(1) $(1:%=%-%) $(foreach s,$(1),$(SYSTEM_IMAGES_$(s)))
+DEFAULT_IMAGES := $(filter-out $(call system_images,$(PREVIEW_SYSTEMS)) $(TEST_IMAGES),$(ALL_IMAGES))
+DEMO_IMAGES := $(filter-out $(call system_images,$(DEMO_LEAVES_OUT)),$(DEFAULT_IMAGES))
 IMAGES ?= $(if $(SYSTEM_LIST),$(sort $(filter steward $(SYSTEM_LIST) $(SYSTEM_LIST:%=%-%) $(foreach s,$(SYSTEM_LIST),$(SYSTEM_IMAGES_$(s)) $(SYSTEM_TEST_IMAGES_$(s))),$(ALL_IMAGES)) \
 	$(if $(filter all,$(SYSTEM_LIST)),$(DEFAULT_IMAGES))),$(ALL_IMAGES))
 IMAGE_ARCHIVES = $(IMAGES:%=$(IMAGES_DIR)/%.tar)
@@ -318,11 +330,10 @@ test: localkube helm ## Run every test: unit and envtest integration (both modul
 	$(MAKE) --no-print-directory rootfs-tests
 	$(MAKE) --no-print-directory e2e
 
-# make demo builds and loads the images of the systems the chart runs by
-# default (the README's ZooKeeper, GPSS and OceanBase), not the previews':
-# MatrixOne's has its own demo.
+# make demo builds and loads DEMO_IMAGES, the images of the systems the
+# chart runs by default but MatrixOne's, which has its own demo.
 .PHONY: demo
-demo: IMAGES = $(DEFAULT_IMAGES)
+demo: IMAGES = $(DEMO_IMAGES)
 demo: images helm ## Bring up a local cluster, install Steward with its chart, create a 3-server ZooKeeper cluster and use it.
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS)
 	$(LOCALKUBE) load-image $(IMAGE_ARCHIVES)
@@ -346,8 +357,8 @@ demo: images helm ## Bring up a local cluster, install Steward with its chart, c
 
 # The MatrixOne demo, beside make demo: its image builds MatrixOne from its
 # Go module (about 15 minutes on 2 cores the first time; cached after), so
-# make demo stays quick. It installs Steward with MatrixOne, a preview
-# system, added to the default ones (hack/demo-matrixone-values.yaml).
+# make demo stays quick. It installs Steward with the chart's defaults,
+# MatrixOne among them.
 
 .PHONY: demo-matrixone
 demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne, start versitygw (S3), create the sample MatrixOneCluster on the sample BucketClaim (real MatrixOne on S3, about 3.7 GiB) and run SQL through its proxy with a MySQL client.
@@ -355,7 +366,7 @@ demo-matrixone: helm ## Bring up a local cluster, install Steward with MatrixOne
 	@$(LOCALKUBE) status >/dev/null 2>&1 || $(LOCALKUBE) up --simulated-nodes 2 $(LOCALKUBE_UP_FLAGS)
 	$(LOCALKUBE) load-image $(IMAGES_DIR)/steward.tar $(IMAGES_DIR)/matrixone.tar $(IMAGES_DIR)/versitygw.tar
 	@installed=$$($(KUBECTL) -n steward-system get deployment/steward-controller-manager -o name 2>/dev/null || true); \
-	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone HELM_INSTALL_FLAGS="-f $(CURDIR)/hack/demo-matrixone-values.yaml"; \
+	$(MAKE) --no-print-directory install-chart SYSTEMS=matrixone; \
 	if [ -n "$$installed" ]; then \
 		$(KUBECTL) -n steward-system rollout restart deployment/steward-controller-manager; \
 		$(KUBECTL) -n steward-system rollout status deployment/steward-controller-manager --timeout=3m; \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The MatrixOne demo (make demo-matrixone): on the local cluster, with
-# Steward installed running MatrixOne (a preview system), the sample
-# MatrixOneCluster on real MatrixOne: three log stores, a TN, two CNs and a
+# Steward installed with the chart's defaults (MatrixOne among them), the
+# sample MatrixOneCluster on real MatrixOne: three log stores, a TN, two CNs and a
 # proxy, its shared storage on S3: the sample BucketClaim, a prefix of a
 # bucket of versitygw, the S3 server started in the cluster by
 # hack/versitygw.sh (as the e2e suite starts it), whose root keys are

@@ -40,10 +40,9 @@ import (
 const LeaderElectionID = "steward.steward.dev"
 
 // Builtin returns a registry of the systems compiled into this build:
-// ZooKeeper, GPSS, OceanBase and MatrixOne (a preview: "all" leaves it out
-// until its controllers are complete, systems.Preview). Naming another
-// system in --systems fails with "not available in this build"; systems
-// are added here as they land (as previews while incomplete).
+// ZooKeeper, GPSS, OceanBase and MatrixOne. Naming another system in
+// --systems fails with "not available in this build"; systems are added
+// here as they land (as previews while incomplete, systems.Preview).
 func Builtin() *systems.Registry {
 	return systems.NewRegistry(zookeeper.System(zookeeper.Options{}), gpss.System(gpss.Options{}),
 		oceanbase.System(oceanbase.Options{}), matrixone.System(matrixone.Options{}))

@@ -125,9 +125,12 @@ func NewOptions() Options {
 // BindFlags registers the manager's flags, and the zap logging flags, on fs.
 // The current field values are the flags' defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
+	every := "every system in this build"
+	if previews := systems.Preview(); len(previews) > 0 {
+		every += fmt.Sprintf(" but the previews (%s)", strings.Join(previews, ", "))
+	}
 	fs.StringVar(&o.Systems, "systems", o.Systems,
-		fmt.Sprintf("Comma-separated systems to run, or %q for every system in this build but the previews (%s). Known systems: %s.",
-			systems.All, strings.Join(systems.Preview(), ", "), strings.Join(systems.Known(), ", ")))
+		fmt.Sprintf("Comma-separated systems to run, or %q for %s. Known systems: %s.", systems.All, every, strings.Join(systems.Known(), ", ")))
 	fs.Func("watch-namespaces", "Comma-separated namespaces to watch and reconcile; empty (the default) for every namespace.",
 		func(v string) error {
 			o.WatchNamespaces = nil

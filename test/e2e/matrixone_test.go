@@ -27,8 +27,7 @@ import (
 const moLogSetName = "mo-log"
 
 // MatrixOne's specs, on real MatrixOne (images/matrixone, mo-service built
-// from MatrixOne's Go module). MatrixOne is a preview system: the suite
-// installs the operator with it named.
+// from MatrixOne's Go module).
 func init() {
 	registerSystem(systems.MatrixOne, systemSpec{
 		addToScheme: mov1.AddToScheme,

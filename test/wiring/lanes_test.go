@@ -80,29 +80,52 @@ func TestMakeTestRunsUnitTestsBeforeImages(t *testing.T) {
 	}
 }
 
-// TestDemoImagesLeavePreviewsOut checks the Makefile's PREVIEW_SYSTEMS
-// against internal/systems and that DEFAULT_IMAGES, the images make demo
-// builds, are the operator's and the default systems' but no preview's.
-func TestDemoImagesLeavePreviewsOut(t *testing.T) {
-	out := makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(PREVIEW_SYSTEMS); echo $(DEFAULT_IMAGES)", "lanes-print")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
+// TestDefaultAndDemoImages checks the Makefile's PREVIEW_SYSTEMS against
+// internal/systems, that DEFAULT_IMAGES (make images SYSTEMS=all) are the
+// operator's and every default system's but no preview's, and that
+// DEMO_IMAGES, what make demo builds, are those but the images of the
+// systems DEMO_LEAVES_OUT names (MatrixOne among them, ZooKeeper not: make
+// demo shows a ZooKeeper cluster).
+func TestDefaultAndDemoImages(t *testing.T) {
+	out := makeOut(t, "-s", "--eval", "lanes-print: ; @echo $(PREVIEW_SYSTEMS); echo $(DEMO_LEAVES_OUT); echo $(DEFAULT_IMAGES); echo $(DEMO_IMAGES)", "lanes-print")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 4 {
 		t.Fatalf("make printed %q", out)
 	}
 	if got, want := strings.Fields(lines[0]), systems.Preview(); !slices.Equal(got, want) {
 		t.Errorf("the Makefile's PREVIEW_SYSTEMS are %v, internal/systems' previews %v", got, want)
 	}
-	images := strings.Fields(lines[1])
-	if !slices.Contains(images, "steward") {
-		t.Errorf("DEFAULT_IMAGES %v leave out the operator's", images)
+	leftOut := strings.Fields(lines[1])
+	// MatrixOne's image builds MatrixOne from its Go module: make
+	// demo-matrixone builds it, make demo stays quick.
+	if !slices.Contains(leftOut, systems.MatrixOne) {
+		t.Errorf("DEMO_LEAVES_OUT %v: make demo would build MatrixOne's image", leftOut)
+	}
+	for _, s := range leftOut {
+		if !systems.IsKnown(s) || systems.IsPreview(s) || s == systems.ZooKeeper {
+			t.Errorf("DEMO_LEAVES_OUT names %q: not a default system other than ZooKeeper", s)
+		}
+	}
+	defaults, demo := strings.Fields(lines[2]), strings.Fields(lines[3])
+	for name, images := range map[string][]string{"DEFAULT_IMAGES": defaults, "DEMO_IMAGES": demo} {
+		if !slices.Contains(images, "steward") {
+			t.Errorf("%s %v leave out the operator's", name, images)
+		}
 	}
 	for _, s := range systems.Known() {
-		var has bool
-		for _, image := range images {
-			has = has || image == s || strings.HasPrefix(image, s+"-")
+		hasImages := func(images []string) bool {
+			return slices.ContainsFunc(images, func(image string) bool { return image == s || strings.HasPrefix(image, s+"-") })
 		}
-		if has == systems.IsPreview(s) {
-			t.Errorf("DEFAULT_IMAGES %v: %s's images included: %v, want %v", images, s, has, !systems.IsPreview(s))
+		if got, want := hasImages(defaults), !systems.IsPreview(s); got != want {
+			t.Errorf("DEFAULT_IMAGES %v: %s's images included: %v, want %v", defaults, s, got, want)
+		}
+		if got, want := hasImages(demo), !systems.IsPreview(s) && !slices.Contains(leftOut, s); got != want {
+			t.Errorf("DEMO_IMAGES %v: %s's images included: %v, want %v", demo, s, got, want)
+		}
+	}
+	for _, image := range demo {
+		if !slices.Contains(defaults, image) {
+			t.Errorf("DEMO_IMAGES %v: %s is not among DEFAULT_IMAGES %v", demo, image, defaults)
 		}
 	}
 }
@@ -112,14 +135,15 @@ func TestDemoImagesLeavePreviewsOut(t *testing.T) {
 // versitygw, MatrixOne's object store): each is a known system's
 // SYSTEM_IMAGES_<system> or SYSTEM_TEST_IMAGES_<system> in the Makefile,
 // or staged; make images SYSTEMS=<system> builds that system's, and make
-// demo's DEFAULT_IMAGES leave a preview's out, and test images.
+// images SYSTEMS=all's DEFAULT_IMAGES leave a preview's out, and test
+// images; make demo's DEMO_IMAGES leave out those of DEMO_LEAVES_OUT.
 func TestSystemImagesFollowTheirSystems(t *testing.T) {
 	commands := []string{"echo staged $(STAGED_IMAGES)"}
 	for _, s := range systems.Known() {
 		commands = append(commands, fmt.Sprintf("echo %s $(SYSTEM_IMAGES_%s)", s, s),
 			fmt.Sprintf("echo test-%s $(SYSTEM_TEST_IMAGES_%s)", s, s))
 	}
-	commands = append(commands, "echo default $(DEFAULT_IMAGES)")
+	commands = append(commands, "echo default $(DEFAULT_IMAGES)", "echo demo $(DEMO_IMAGES)", "echo demo-leaves-out $(DEMO_LEAVES_OUT)")
 	lists := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(makeOut(t, "-s", "--eval", "lanes-print: ; @"+strings.Join(commands, "; "), "lanes-print")), "\n") {
 		fields := strings.Fields(line)
@@ -144,10 +168,11 @@ func TestSystemImagesFollowTheirSystems(t *testing.T) {
 	}
 	// A system's test images are built with it, and make demo does not
 	// load them unless a default system runs them besides its tests.
-	runBy := map[string]bool{}
+	runBy, demoRunBy := map[string]bool{}, map[string]bool{}
 	for _, s := range systems.Known() {
 		for _, image := range lists[s] {
 			runBy[image] = runBy[image] || !systems.IsPreview(s)
+			demoRunBy[image] = demoRunBy[image] || !systems.IsPreview(s) && !slices.Contains(lists["demo-leaves-out"], s)
 		}
 	}
 	for _, s := range systems.Known() {
@@ -169,6 +194,9 @@ func TestSystemImagesFollowTheirSystems(t *testing.T) {
 			}
 			if slices.Contains(lists["default"], image) == systems.IsPreview(s) {
 				t.Errorf("DEFAULT_IMAGES %v: %s, %s's, included: %v, want %v", lists["default"], image, s, !systems.IsPreview(s), systems.IsPreview(s))
+			}
+			if got := slices.Contains(lists["demo"], image); got != demoRunBy[image] {
+				t.Errorf("DEMO_IMAGES %v: %s, %s's, included: %v, want %v", lists["demo"], image, s, got, demoRunBy[image])
 			}
 		}
 	}

@@ -52,7 +52,7 @@ Called with (dict "group" ... "root" $).
 {{- define "steward.systemEnabled" -}}
 {{- $systems := .root.Values.systems | replace " " "" | splitList "," -}}
 {{- $system := index (splitList "." .group) 0 -}}
-{{- $preview := list "matrixone" -}}
+{{- $preview := list -}}
 {{- if or (and (has "all" $systems) (not (has $system $preview))) (has $system $systems) -}}true{{- end -}}
 {{- end -}}
 
