@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the kubectl plugin's release archives: one
-# kubectl-steward_<version>_<os>_<arch>.tar.gz per platform (the binary),
-# and SHA256SUMS beside them, in DIST_DIR. Static binaries
+# kubectl-steward_<version>_<os>_<arch>.tar.gz per platform (the binary
+# and kubectl_complete-steward, kubectl's completion of the plugin), and
+# SHA256SUMS beside them, in DIST_DIR. Static binaries
 # (CGO off), so one archive runs on any machine of its platform.
 #
 #   hack/plugin-dist.sh VERSION LDFLAGS
@@ -18,6 +19,7 @@ for p in $platforms; do
 	name=kubectl-steward_${version}_${os}_${arch}
 	work=$(mktemp -d)
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$work/kubectl-steward" ./cmd/kubectl-steward
+	cp cmd/kubectl-steward/kubectl_complete-steward "$work/"
 	tar -C "$work" -czf "$dist/$name.tar.gz" .
 	rm -rf "$work"
 	echo "$dist/$name.tar.gz"

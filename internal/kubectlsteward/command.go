@@ -30,7 +30,8 @@ shows the log of the operator replica that leads.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetOut(streams.Out) // help, --version and completion
+	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	var wait time.Duration
 	root.PersistentFlags().DurationVar(&wait, "wait", 10*time.Second, "how long pause, resume and rescue wait for the controller to act")
@@ -87,7 +88,8 @@ flow and step, the rest of its status and its last Events.`,
 		Example: `  kubectl steward status -A
   kubectl steward status zk/zk1
   kubectl steward status obtenant t1 -o yaml`,
-		Args: cobra.MaximumNArgs(2),
+		Args:              cobra.MaximumNArgs(2),
+		ValidArgsFunction: completeObject(cli, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := cli()
 			if err != nil {
@@ -106,14 +108,16 @@ flow and step, the rest of its status and its last Events.`,
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
 	cmd.Flags().BoolVar(&o.AllKinds, "all-kinds", false, "list the objects other Steward objects own too (zones, servers, sets, ...)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "wide, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", completeOutput("wide", "json", "yaml"))
 	return cmd
 }
 
 func newPauseCommand(cli connect, paused bool) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "pause TYPE/NAME",
-		Short: "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
-		Args:  cobra.RangeArgs(1, 2),
+		Use:               "pause TYPE/NAME",
+		Short:             "Stop reconciling an object (spec.paused, or the steward.dev/paused annotation)",
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeObject(cli, 0),
 		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
 			return c.SetPaused(ctx, ns, typ, name, paused)
 		}),
@@ -131,8 +135,9 @@ func newRescueCommand(cli connect) *cobra.Command {
 		Long: `Sets the steward.dev/operation-rescue annotation, which the controller acts on once and
 removes: retry runs the step again with a fresh attempt budget, skip goes on with the next
 step, abort ends the flow.`,
-		Example: `  kubectl steward rescue retry zk/zk1`,
-		Args:    cobra.RangeArgs(2, 3),
+		Example:           `  kubectl steward rescue retry zk/zk1`,
+		Args:              cobra.RangeArgs(2, 3),
+		ValidArgsFunction: completeRescue(cli),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ns, err := cli()
 			if err != nil {
@@ -160,7 +165,8 @@ several).`,
 		Example: `  kubectl steward backup obtenant/t1
   kubectl steward backup obtenant/t1 --incremental
   kubectl steward backup mo/mo1 --volume-claim backups`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeObject(cli, 0),
 		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
 			return c.Backup(ctx, ns, typ, name, o)
 		}),
@@ -188,7 +194,8 @@ refuses a tenant name it already has.`,
 		Example: `  kubectl steward restore obtenant/t1 --to t1-copy
   kubectl steward restore obtenant/t1 --to t1-before --until-time 2026-11-29T06:00:00Z
   kubectl steward restore obtenant/t1 --to t1-dr --cluster ob-dr --replay-archive`,
-		Args: cobra.RangeArgs(1, 2),
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeObject(cli, 0),
 		RunE: onObject(cli, func(ctx context.Context, c *CLI, ns, typ, name string) error {
 			return c.Restore(ctx, ns, typ, name, o)
 		}),

@@ -3,12 +3,16 @@ package kubectlsteward_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -16,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	obv1 "github.com/stewardhq/steward/api/oceanbase/v1alpha1"
@@ -49,6 +54,25 @@ func plugin(t *testing.T, kc, ns string, args ...string) (string, error) {
 	cmd.SetContext(t.Context())
 	err := cmd.Execute()
 	return out.String() + errOut.String(), err
+}
+
+// event records an Event about obj, as a controller's recorder does.
+func event(t *testing.T, c client.Client, obj client.Object, typ, reason, note string, at time.Time) {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), GenerateName: obj.GetName() + "-"},
+		Regarding: corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()},
+		EventTime: metav1.NewMicroTime(at), ReportingController: "steward.dev/test", ReportingInstance: "test",
+		Action: "Reconcile", Reason: reason, Note: note, Type: typ,
+	}
+	if err := c.Create(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // setStatus writes obj's status core.
@@ -103,9 +127,14 @@ func TestPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := metav1.Now()
+	zk.Status.Leader, zk.Status.Members = "zk1-1", []int32{1, 2, 3}
 	setStatus(t, c, zk, func(s *commonv1.StatusCore) {
 		s.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "3 of 3 servers serve", LastTransitionTime: now}}
 	})
+	event(t, c, zk, corev1.EventTypeNormal, "MemberJoined", "server 3 joined the ensemble", now.Add(-2*time.Minute))
+	event(t, c, zk, corev1.EventTypeNormal, "ScaledOut", "3 servers", now.Add(-time.Minute))
+	event(t, c, ob, corev1.EventTypeWarning, "FlowFailed", "upgrade failed at upgrade-zones", now.Add(-30*time.Second))
+	ob.Status.ActiveServers, ob.Status.RootService = 2, "10.0.0.1:2882"
 	setStatus(t, c, ob, func(s *commonv1.StatusCore) {
 		s.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ServersNotServing", Message: "zone z1 is INACTIVE", LastTransitionTime: now}}
 		s.Operation = &commonv1.Operation{Name: "upgrade", Trigger: "image", Steps: []string{"upgrade-zones"}, Step: "upgrade-zones", Phase: commonv1.PhaseFailed,
@@ -117,12 +146,45 @@ func TestPlugin(t *testing.T) {
 		t.Fatalf("status: %v: %s", err, out)
 	}
 	t.Logf("kubectl steward status:\n%s", out)
-	mustContain(t, "status", out, "zookeepercluster/zk1", "zookeeper", "True", "obcluster/ob", "oceanbase", "ServersNotServing", "upgrade/upgrade-zones Failed")
-	if strings.Contains(out, "obzone/") {
-		t.Errorf("status lists the zone its OBCluster owns:\n%s", out)
+	mustContain(t, "status", out, "zookeepercluster/zk1", "zookeeper", "True", "obcluster/ob", "oceanbase", "ServersNotServing", "upgrade/upgrade-zones Failed",
+		// RUNS: the kinds' own printer columns (not Ready, Operation, Op-Phase,
+		// Age: the table has columns for them; not -o wide's RootService).
+		"RUNS", "Leader=zk1-1 Members=[1,2,3]", "Active=2",
+		"LAST EVENT")
+	// LAST EVENT: the newest of each object's, a Warning said so.
+	for _, e := range []string{`\d+s ScaledOut`, `Warning \d+s FlowFailed`} {
+		if !regexp.MustCompile(e).MatchString(out) {
+			t.Errorf("status: no %s in:\n%s", e, out)
+		}
+	}
+	for _, not := range []string{"obzone/", "MemberJoined", "Op-Phase=", "RootService="} {
+		if strings.Contains(out, not) {
+			t.Errorf("status shows %q:\n%s", not, out)
+		}
 	}
 	out, _ = plugin(t, kc, ns, "status", "--all-kinds", "-o", "wide")
-	mustContain(t, "status --all-kinds -o wide", out, "obzone/ob-z1", "zone z1 is INACTIVE")
+	mustContain(t, "status --all-kinds -o wide", out, "obzone/ob-z1", "zone z1 is INACTIVE", "ScaledOut: 3 servers", "RootService=10.0.0.1:2882")
+
+	// Completion, as kubectl's completion of a plugin runs it
+	// (kubectl_complete-steward): types, then names of either form, the
+	// rescue verbs, -o.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", ""}, []string{"zookeepercluster/", "obcluster/", "obzone/", ":6"}},
+		{[]string{"status", "zk/"}, []string{"zk/zk1", ":4"}},
+		{[]string{"pause", "obc", ""}, []string{"ob\n", ":4"}},
+		{[]string{"rescue", ""}, []string{"retry", "skip", "abort"}},
+		{[]string{"rescue", "retry", "obcluster/"}, []string{"obcluster/ob\n"}},
+		{[]string{"status", "-o", ""}, []string{"wide", "json", "yaml"}},
+	} {
+		out, err := plugin(t, kc, ns, append([]string{"__complete"}, tc.args...)...)
+		if err != nil {
+			t.Errorf("__complete %q: %v", tc.args, err)
+		}
+		mustContain(t, fmt.Sprintf("__complete %q", tc.args), out, tc.want...)
+	}
 
 	out, err = plugin(t, kc, ns, "status", "obc/ob")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,22 +36,24 @@ type StatusOptions struct {
 // listed is one object the status command shows.
 type listed struct {
 	gvk schema.GroupVersionKind
-	obj framework.Object
+	row
 }
 
 // Status lists the Steward objects of namespace (every namespace with
 // AllNamespaces): by default those no other Steward object owns, the
-// clusters, tenants, backups and operations users create.
+// clusters, tenants, backups and operations users create. Each line says
+// what runs as its kind's printer columns say it, and the object's last
+// Event; a user who may not list Events still gets the rest, with a note.
 func (c *CLI) Status(ctx context.Context, namespace string, o StatusOptions) error {
 	var all []listed
 	for _, gvk := range stewardKinds(c.scheme) {
-		list, err := c.list(ctx, gvk, namespace, o.AllNamespaces)
+		rows, err := c.listRows(ctx, gvk, namespace, o.AllNamespaces, o.Output == "wide")
 		if err != nil {
 			return err
 		}
-		for _, obj := range list {
-			if o.AllKinds || !ownedBySteward(obj) {
-				all = append(all, listed{gvk: gvk, obj: obj})
+		for _, r := range rows {
+			if o.AllKinds || !ownedBySteward(r.obj) {
+				all = append(all, listed{gvk: gvk, row: r})
 			}
 		}
 	}
@@ -73,8 +76,12 @@ func (c *CLI) Status(ctx context.Context, namespace string, o StatusOptions) err
 		fmt.Fprintf(c.Err, "No Steward objects found %s.\n", where)
 		return nil
 	}
+	events, err := c.lastEvents(ctx, namespace, o.AllNamespaces)
+	if err != nil {
+		fmt.Fprintf(c.Err, "The LAST EVENT column is empty: %v\n", err)
+	}
 	w := printers.GetNewTabWriter(c.Out)
-	header := []string{"NAME", "SYSTEM", "READY", "REASON", "OPERATION", "AGE"}
+	header := []string{"NAME", "SYSTEM", "READY", "REASON", "RUNS", "OPERATION", "LAST EVENT", "AGE"}
 	if o.AllNamespaces {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
@@ -89,8 +96,12 @@ func (c *CLI) Status(ctx context.Context, namespace string, o StatusOptions) err
 		if ready != nil {
 			status, reason, message = string(ready.Status), ready.Reason, ready.Message
 		}
-		row := []string{kindName(l.gvk, l.obj.GetName()), systemOf(l.gvk.GroupKind()), status, dash(reason),
-			operationSummary(l.obj.StatusCore().Operation), age(now, l.obj.GetCreationTimestamp())}
+		last := "-"
+		if e, ok := events[l.obj.GetUID()]; ok {
+			last = eventSummary(e, now, o.Output == "wide")
+		}
+		row := []string{kindName(l.gvk, l.obj.GetName()), systemOf(l.gvk.GroupKind()), status, dash(reason), dash(l.runs),
+			operationSummary(l.obj.StatusCore().Operation), last, age(now, l.obj.GetCreationTimestamp())}
 		if o.AllNamespaces {
 			row = append([]string{l.obj.GetNamespace()}, row...)
 		}
@@ -100,44 +111,6 @@ func (c *CLI) Status(ctx context.Context, namespace string, o StatusOptions) err
 		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
 	return w.Flush()
-}
-
-// list lists gvk's objects.
-func (c *CLI) list(ctx context.Context, gvk schema.GroupVersionKind, namespace string, allNamespaces bool) ([]framework.Object, error) {
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	ro, err := c.scheme.New(listGVK)
-	if err != nil {
-		return nil, fmt.Errorf("no list kind for %s: %w", gvk.Kind, err)
-	}
-	list, ok := ro.(client.ObjectList)
-	if !ok {
-		return nil, fmt.Errorf("%s is not a list", listGVK.Kind)
-	}
-	var opts []client.ListOption
-	if !allNamespaces {
-		opts = append(opts, client.InNamespace(namespace))
-	}
-	if err := c.client.List(ctx, list, opts...); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil // the CRD is not installed: Steward runs without that system
-		}
-		return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]framework.Object, 0, len(items))
-	for _, item := range items {
-		if obj, ok := item.(framework.Object); ok {
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-			out = append(out, obj)
-		}
-	}
-	slices.SortFunc(out, func(a, b framework.Object) int {
-		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
-	})
-	return out, nil
 }
 
 // ownedBySteward reports whether a Steward object controls obj.
@@ -313,6 +286,19 @@ func eventTime(e eventsv1.Event) time.Time {
 		return e.DeprecatedLastTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// eventSummary is an Event in a column: "3m ScaledIn", "Warning 10s
+// FlowFailed"; wide adds its note.
+func eventSummary(e eventsv1.Event, now time.Time, wide bool) string {
+	s := age(now, metav1.NewTime(eventTime(e))) + " " + e.Reason
+	if e.Type != "" && e.Type != corev1.EventTypeNormal {
+		s = e.Type + " " + s
+	}
+	if wide && e.Note != "" {
+		s += ": " + oneLine(e.Note)
+	}
+	return s
 }
 
 // operationSummary is a flow in a column: "scale/grow Running", "upgrade

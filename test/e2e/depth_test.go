@@ -169,13 +169,15 @@ func kubectlSteward(t *testing.T, ns string, args ...string) string {
 
 // stewardPlugin runs "kubectl steward" (in process, with the suite's
 // kubeconfig) on a Ready cluster, ref its TYPE/NAME: the list and the
-// object's own status say Ready True; pause is confirmed by the
+// object's own status say Ready True, the list what runs; pause is confirmed by the
 // controller (Paused=True), and so is resume.
 func stewardPlugin(t *testing.T, ns, ref string) {
 	t.Helper()
 	run := func(args ...string) string { t.Helper(); return kubectlSteward(t, ns, args...) }
-	if out := run("status"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ref) + `\s+\S+\s+True\s`).MatchString(out) {
-		errorf(t, "kubectl steward status does not list %s Ready:\n%s", ref, out)
+	// NAME SYSTEM READY REASON RUNS: what runs, from the kind's printer
+	// columns, says something of a Ready cluster.
+	if out := run("status"); !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(ref) + `\s+\S+\s+True\s+\S+\s+[A-Za-z-]+=\S`).MatchString(out) {
+		errorf(t, "kubectl steward status does not list %s Ready, with what runs:\n%s", ref, out)
 	}
 	if out := run("status", ref); !strings.Contains(out, "Ready:") || !regexp.MustCompile(`(?m)^Ready:\s+True`).MatchString(out) {
 		errorf(t, "kubectl steward status %s does not say Ready True:\n%s", ref, out)
