@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,6 +81,12 @@ func (c *CLI) Status(ctx context.Context, namespace string, o StatusOptions) err
 	if err != nil {
 		fmt.Fprintf(c.Err, "The LAST EVENT column is empty: %v\n", err)
 	}
+	return c.printTable(all, events, o)
+}
+
+// printTable prints the status command's table of the objects listed,
+// with the last Event of each (by UID).
+func (c *CLI) printTable(all []listed, events map[types.UID]eventsv1.Event, o StatusOptions) error {
 	w := printers.GetNewTabWriter(c.Out)
 	header := []string{"NAME", "SYSTEM", "READY", "REASON", "RUNS", "OPERATION", "LAST EVENT", "AGE"}
 	if o.AllNamespaces {
