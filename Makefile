@@ -287,6 +287,21 @@ e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up
 	E2E_SYSTEMS=$(SYSTEMS) E2E_DEPTH=$(E2E_DEPTH) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
 		$(GO) test -tags e2e -count=1 -v -timeout 45m $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/
 
+# The chaos suite (test/e2e's TestChaos, test/chaos): each selected
+# system's cluster under a seeded run of random operations and faults.
+# E2E_CHAOS_SEED replays a run (default: the clock, printed),
+# E2E_CHAOS_STEPS is its length per system (50), E2E_CHAOS_BUDGET bounds
+# each system's time (60m).
+E2E_CHAOS_SEED ?=
+E2E_CHAOS_STEPS ?=
+E2E_CHAOS_BUDGET ?=
+
+.PHONY: chaos
+chaos: images helm ## Run the chaos suite on a localkube cluster it brings up and down: each selected system (SYSTEMS=zookeeper) attacked by E2E_CHAOS_STEPS random operations and faults (50) from E2E_CHAOS_SEED, every invariant checked after each; not part of make test.
+	E2E_CHAOS=1 E2E_CHAOS_SEED=$(E2E_CHAOS_SEED) E2E_CHAOS_STEPS=$(E2E_CHAOS_STEPS) E2E_CHAOS_BUDGET=$(E2E_CHAOS_BUDGET) \
+		E2E_SYSTEMS=$(SYSTEMS) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
+		$(GO) test -tags e2e -count=1 -v -timeout 4h -run '^TestChaos$$' ./test/e2e/
+
 # MATRIXONE_UPGRADE_FROM is the MatrixOne version the upgrade lane starts
 # from (test/e2e's moUpgradeFrom says the same): images/matrixone built at
 # it, beside the image's own version.

@@ -34,6 +34,10 @@ type systemSpec struct {
 	// specs run in order at the full depth, each as
 	// TestSystems/<system>/<name>; a failing one does not stop the next.
 	specs []spec
+	// chaos is the system's chaos spec, TestChaos/<system> (make chaos):
+	// one cluster under a seeded run of random operations and faults;
+	// nil while the system has none.
+	chaos func(t *testing.T, in specInput, cfg chaosConfig)
 }
 
 // spec is one scenario of a system.

@@ -37,6 +37,7 @@ func init() {
 			{"lifecycle", zookeeperLifecycleSpec},
 			{"invalid specs", zookeeperInvalidSpecsSpec},
 		},
+		chaos: zookeeperChaos,
 	})
 }
 
@@ -477,21 +478,32 @@ func (z *zkScenario) reclaim(t *testing.T) {
 func (z *zkScenario) waitReady(replicas int32, timeout time.Duration) *zkv1.ZookeeperCluster {
 	z.t.Helper()
 	var zk *zkv1.ZookeeperCluster
-	eventually(z.t, timeout, fmt.Sprintf("the cluster is Ready with %d members", replicas), func(context.Context) error {
-		zk = z.get()
-		st := zk.Status
-		if err := settled(zk.Generation, &st.StatusCore); err != nil {
-			return err
-		}
-		switch {
-		case len(st.Members) != int(replicas) || st.ReadyReplicas != replicas:
-			return fmt.Errorf("members %v, ready replicas %d", st.Members, st.ReadyReplicas)
-		case len(st.Servers[zkv1.RoleLeader]) != 1 || st.Leader == "":
-			return fmt.Errorf("leaders %v", st.Servers[zkv1.RoleLeader])
-		}
-		return nil
+	eventually(z.t, timeout, fmt.Sprintf("the cluster is Ready with %d members", replicas), func(ctx context.Context) (err error) {
+		zk, err = z.ready(ctx, replicas)
+		return err
 	})
 	return zk
+}
+
+// ready says why the cluster is not Ready at its generation with
+// replicas members, exactly one leader and no operation running; nil, and
+// the cluster, when it is.
+func (z *zkScenario) ready(ctx context.Context, replicas int32) (*zkv1.ZookeeperCluster, error) {
+	zk := &zkv1.ZookeeperCluster{}
+	if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: zkName}, zk); err != nil {
+		return nil, err
+	}
+	st := zk.Status
+	if err := settled(zk.Generation, &st.StatusCore); err != nil {
+		return zk, err
+	}
+	switch {
+	case len(st.Members) != int(replicas) || st.ReadyReplicas != replicas:
+		return zk, fmt.Errorf("members %v, ready replicas %d", st.Members, st.ReadyReplicas)
+	case len(st.Servers[zkv1.RoleLeader]) != 1 || st.Leader == "":
+		return zk, fmt.Errorf("leaders %v", st.Servers[zkv1.RoleLeader])
+	}
+	return zk, nil
 }
 
 func (z *zkScenario) get() *zkv1.ZookeeperCluster {

@@ -12,5 +12,6 @@
 //	localkube status                  show components and nodes
 //	localkube load-image ARCHIVE      import a docker-archive into the node
 //	localkube logs COMPONENT          print a component's log
+//	localkube restart COMPONENT       stop a component and start it again
 //	localkube down                    stop everything and leave nothing behind
 package main

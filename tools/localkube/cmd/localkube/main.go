@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +53,7 @@ func newRoot() *cobra.Command {
 	flags.StringVar(&cfg.NetNS, "netns", cfg.NetNS, "name of the cluster's network namespace")
 
 	root.AddCommand(
-		buildCmd(&cfg), upCmd(&cfg), downCmd(&cfg), statusCmd(&cfg), loadImageCmd(&cfg), logsCmd(&cfg),
+		buildCmd(&cfg), upCmd(&cfg), downCmd(&cfg), statusCmd(&cfg), loadImageCmd(&cfg), logsCmd(&cfg), restartCmd(&cfg),
 		envCmd(&cfg), leftoversCmd(&cfg), egressDropsCmd(&cfg), forwardCmd(), provisionerCmd(),
 	)
 	return root
@@ -169,6 +171,20 @@ func loadImageCmd(cfg *cluster.Config) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func restartCmd(cfg *cluster.Config) *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "restart COMPONENT",
+		Short: "Stop a component (etcd, kube-apiserver, kubelet, containerd, ...) and start it again as up did, waiting until it serves",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cfg.Restart(cmd.Context(), args[0], grace, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 15*time.Second, "how long the component has to exit after SIGTERM before SIGKILL (0: SIGKILL at once)")
+	return cmd
 }
 
 func logsCmd(cfg *cluster.Config) *cobra.Command {

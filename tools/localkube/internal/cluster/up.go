@@ -256,7 +256,7 @@ func (c Config) lock() (unlock func(), err error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("another localkube up or down holds %s: %w", path, err)
+		return nil, fmt.Errorf("another localkube up, down or restart holds %s: %w", path, err)
 	}
 	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }

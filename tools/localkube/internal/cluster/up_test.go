@@ -163,7 +163,7 @@ func TestLockIsExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.lock(); err == nil || !strings.Contains(err.Error(), "another localkube up or down") {
+	if _, err := c.lock(); err == nil || !strings.Contains(err.Error(), "another localkube up, down or restart") {
 		t.Fatalf("a second lock: %v, want it refused", err)
 	}
 	unlock()

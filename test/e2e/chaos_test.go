@@ -1,0 +1,272 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stewardhq/steward/test/chaos"
+)
+
+// The chaos suite (make chaos, docs/testing.md): each selected system's
+// chaos spec attacks one cluster with a seeded, bounded run of random
+// operations and faults (test/chaos) while a client writes to it, and
+// checks after every step what users rely on. It runs only when
+// E2E_CHAOS is set: make e2e and make test leave it out.
+const (
+	// chaosContainerd is the node's containerd, which freezes, thaws and
+	// finds the processes of pods.
+	chaosContainerd = "/run/localkube/containerd/containerd.sock"
+	// chaosDefaultSteps is how many steps a system's run takes by default.
+	chaosDefaultSteps = 50
+)
+
+// chaosConfig is what TestChaos gives a system's chaos spec.
+type chaosConfig struct {
+	seed   uint64
+	steps  int
+	budget time.Duration
+}
+
+// run runs the spec's actions, with settle and check, as one seeded run,
+// and fails the test with the violation, after dump, when one is found.
+func (c chaosConfig) run(t *testing.T, actions []chaos.Action, settle, check func(context.Context) error, dump func()) {
+	t.Helper()
+	rep, err := chaos.Run{Seed: c.seed, Steps: c.steps, Budget: c.budget, Actions: actions, Settle: settle, Check: check, Logf: t.Logf}.Do(t.Context())
+	counts := map[string]int{}
+	for _, s := range rep.Steps {
+		counts[s.Action]++
+	}
+	t.Logf("Chaos run of seed %d: %d steps in %s (%v), out of time: %t", c.seed, len(rep.Steps), rep.Took.Round(time.Second), counts, rep.OutOfTime)
+	if err != nil {
+		dump()
+		var v *chaos.Violation
+		if errors.As(err, &v) {
+			fatalf(t, "invariant violated: %v (replay: make chaos SYSTEMS=%s E2E_CHAOS_SEED=%d)", err, systemOfTest(t), c.seed)
+		}
+		fatalf(t, "the chaos run stopped: %v", err)
+	}
+}
+
+// systemOfTest is the system of a TestChaos/<system> test.
+func systemOfTest(t *testing.T) string {
+	parts := strings.Split(t.Name(), "/")
+	if len(parts) > 1 {
+		return parts[1]
+	}
+	return ""
+}
+
+// TestChaos runs every selected system's chaos spec, from E2E_CHAOS_SEED
+// (default: the clock's nanoseconds, printed), E2E_CHAOS_STEPS steps each
+// (default 50), each system's run bounded by E2E_CHAOS_BUDGET (default
+// 60m). A system with no chaos spec yet skips, saying so.
+func TestChaos(t *testing.T) {
+	if os.Getenv("E2E_CHAOS") == "" {
+		t.Skip("the chaos suite runs with make chaos (E2E_CHAOS=1)")
+	}
+	cfg := chaosConfig{seed: uint64(time.Now().UnixNano()), steps: chaosDefaultSteps, budget: time.Hour}
+	var err error
+	if s := os.Getenv("E2E_CHAOS_SEED"); s != "" {
+		if cfg.seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			fatalf(t, "E2E_CHAOS_SEED=%q: %v", s, err)
+		}
+	}
+	if s := os.Getenv("E2E_CHAOS_STEPS"); s != "" {
+		if cfg.steps, err = strconv.Atoi(s); err != nil || cfg.steps < 1 {
+			fatalf(t, "E2E_CHAOS_STEPS=%q: a count above 0, please (%v)", s, err)
+		}
+	}
+	if s := os.Getenv("E2E_CHAOS_BUDGET"); s != "" {
+		if cfg.budget, err = time.ParseDuration(s); err != nil {
+			fatalf(t, "E2E_CHAOS_BUDGET=%q: %v", s, err)
+		}
+	}
+	t.Logf("Chaos seed %d (E2E_CHAOS_SEED replays it), %d steps per system, %s each at most", cfg.seed, cfg.steps, cfg.budget)
+	names := make([]string, 0, len(systemSpecs))
+	for name := range systemSpecs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			in, ok := systemInput(name)
+			switch {
+			case !ok:
+				t.Skipf("%s is not selected by E2E_SYSTEMS=%q", name, os.Getenv("E2E_SYSTEMS"))
+			case systemSpecs[name].chaos == nil:
+				t.Skipf("%s has no chaos spec yet (issue 32)", name)
+			}
+			installOperator(t)
+			systemSpecs[name].chaos(t, in, cfg)
+		})
+	}
+}
+
+// The faults every system's spec draws from. Each acts on the real
+// cluster at once and returns what it did; the spec's settle then waits
+// for the system to heal.
+
+// faultKillOperatorLeader deletes the leading operator replica, at once
+// (as a lost node's pod is cleared) or gracefully (as a drain or rollout
+// does): the standby must take over.
+func faultKillOperatorLeader(t *testing.T, force bool) (string, error) {
+	if force {
+		return "force-deleted the leader " + killLeader(t), nil
+	}
+	_, pod := leaseHolder(t)
+	if pod == "" {
+		return "", errors.New("no operator replica leads")
+	}
+	if out, err := kubectl("delete", "pod", "-n", operatorNamespace, pod, "--wait=false"); err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	return "deleted the leader " + pod + " gracefully", nil
+}
+
+// faultKillOperatorStandby SIGKILLs the container of the replica that does
+// not lead: the leader must not notice, and the standby comes back.
+func faultKillOperatorStandby(t *testing.T) (string, error) {
+	pods, err := operatorPods(t.Context())
+	if err != nil {
+		return "", err
+	}
+	_, leader := leaseHolder(t)
+	for _, p := range pods {
+		if p.Name != leader && p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].ContainerID != "" {
+			killContainer(t, p)
+			return "killed the standby " + p.Name, nil
+		}
+	}
+	return "no standby runs; killed nothing", nil
+}
+
+// faultKillPods force-deletes pods of ns, as their node's loss would.
+func faultKillPods(ns string, pods ...string) (string, error) {
+	args := append([]string{"delete", "pod", "-n", ns, "--grace-period=0", "--force", "--wait=false"}, pods...)
+	if out, err := kubectl(args...); err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	return "force-deleted " + strings.Join(pods, ", "), nil
+}
+
+// faultFreeze stops every process of the pod's first container (SIGSTOP),
+// as a stalled disk or a long pause would, for d, then continues them.
+func faultFreeze(ctx context.Context, pod corev1.Pod, d time.Duration) (string, error) {
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	signal := func(sig string) error {
+		out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "tasks", "kill", "--all", "--signal", sig, id)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w: %s", sig, pod.Name, err, out)
+		}
+		return nil
+	}
+	if err := signal("SIGSTOP"); err != nil {
+		return "", err
+	}
+	sleep(ctx, d)
+	if err := signal("SIGCONT"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("froze %s for %s", pod.Name, d.Round(time.Second)), nil
+}
+
+// faultCutNetwork drops every packet to and from the pod but its own
+// loopback's, for d, inside the pod's network namespace (one of
+// localkube's): its peers and clients see it gone while it runs on.
+func faultCutNetwork(ctx context.Context, pod corev1.Pod, d time.Duration) (string, error) {
+	pid, err := containerPID(pod)
+	if err != nil {
+		return "", err
+	}
+	rules := [][]string{{"INPUT", "!", "-i", "lo", "-j", "DROP"}, {"OUTPUT", "!", "-o", "lo", "-j", "DROP"}}
+	iptables := func(op string, rule []string) error {
+		args := append([]string{"-t", strconv.Itoa(pid), "-n", "iptables", "-w", op}, rule...)
+		if out, err := command("nsenter", args...); err != nil {
+			return fmt.Errorf("iptables %s %v in %s: %w: %s", op, rule, pod.Name, err, out)
+		}
+		return nil
+	}
+	for _, r := range rules {
+		if err := iptables("-I", r); err != nil {
+			return "", err
+		}
+	}
+	sleep(ctx, d)
+	for _, r := range rules {
+		if err := iptables("-D", r); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("cut %s's network for %s", pod.Name, d.Round(time.Second)), nil
+}
+
+// containerPID is the host PID of the pod's first container's process.
+func containerPID(pod corev1.Pod) (int, error) {
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "tasks", "ls")
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("no task of %s's container %s", pod.Name, id)
+}
+
+// faultRestartAPIServer restarts localkube's kube-apiserver: every watch
+// breaks and every client reconnects.
+func faultRestartAPIServer() (string, error) {
+	start := time.Now()
+	if out, err := localkube("restart", "kube-apiserver"); err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	return fmt.Sprintf("restarted kube-apiserver (serving again after %s)", time.Since(start).Round(time.Second)), nil
+}
+
+// runningPods are the pods of ns that selector matches that run a
+// container (a fault needs a process to act on), by name.
+func runningPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
+	list, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// pickPod is one of pods, drawn from r; an error when there is none.
+func pickPod(r *rand.Rand, pods []corev1.Pod) (corev1.Pod, error) {
+	if len(pods) == 0 {
+		return corev1.Pod{}, errors.New("no running pod to act on")
+	}
+	return chaos.OneOf(r, pods...), nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,266 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
+	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
+	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/test/chaos"
+)
+
+// zkChaosModel is what the chaos run asked of the ZookeeperCluster: the
+// actions read it to choose (never the cluster's state, so that a seed
+// replays), and settle waits for the cluster to match it.
+type zkChaosModel struct {
+	replicas int32
+	image    string
+	tickTime string // "": ZooKeeper's default
+}
+
+// zookeeperChaos attacks one ZookeeperCluster (Retain, a client writing
+// znodes throughout) with a seeded run: scaling 3↔5, configuration and
+// image changes, deletion and re-creation, each at times with a fault in
+// the middle of the flow it starts, and faults on their own (operator
+// replicas killed or deleted, servers killed, frozen or cut off, the API
+// server restarted). After every step the cluster must be Ready as asked
+// within 5 minutes, the client's writes go on, every acknowledged znode be
+// stored, and no volume claim the cluster had be gone.
+func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
+	z := &zkScenario{scenario: newScenario(t, "zk-chaos", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
+	other := strings.Split(z.image, ":")[0] + ":e2e-chaos"
+	if out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "images", "tag", "--force", z.image, other); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	m := &zkChaosModel{replicas: 3, image: z.image}
+	z.createWith(t, m.replicas)
+	claims := map[string]bool{}
+	for _, c := range z.claims() {
+		claims[c] = true
+	}
+	faults := z.chaosFaults(t, m)
+	// An operation sometimes has a fault land in the middle of the flow it
+	// starts, a few seconds in.
+	withFault := func(ctx context.Context, r *rand.Rand, did string) (string, error) {
+		if r.IntN(2) == 0 {
+			return did, nil
+		}
+		sleep(ctx, chaos.Between(r, 0, 10*time.Second))
+		f := chaos.OneOf(r, faults...)
+		fdid, err := f.Run(ctx, r)
+		return did + ", then " + f.Name + ": " + fdid, err
+	}
+	operations := []chaos.Action{
+		{Name: "scale", Weight: 3, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			m.replicas = 8 - m.replicas // 3 and 5
+			if err := z.chaosPatch(fmt.Sprintf(`{"spec":{"replicas":%d}}`, m.replicas)); err != nil {
+				return "", err
+			}
+			return withFault(ctx, r, fmt.Sprintf("to %d servers", m.replicas))
+		}},
+		{Name: "reconfigure", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			next := chaos.OneOf(r, slices.DeleteFunc([]string{"1800", "1900", "2000", "2100"}, func(v string) bool { return v == m.tickTime })...)
+			m.tickTime = next
+			if err := z.chaosPatch(fmt.Sprintf(`{"spec":{"config":{"tickTime":%q}}}`, next)); err != nil {
+				return "", err
+			}
+			return withFault(ctx, r, "tickTime "+next)
+		}},
+		{Name: "change-image", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			m.image = map[bool]string{true: other, false: z.image}[m.image == z.image]
+			if err := z.chaosPatch(fmt.Sprintf(`{"spec":{"image":%q}}`, m.image)); err != nil {
+				return "", err
+			}
+			return withFault(ctx, r, "to "+m.image)
+		}},
+		{Name: "delete-and-recreate", Weight: 1, Run: func(ctx context.Context, _ *rand.Rand) (string, error) {
+			return z.chaosRecreate(ctx, m)
+		}},
+	}
+	settle := func(context.Context) error {
+		var last error
+		err := waitFor(5*time.Minute, func(ctx context.Context) error {
+			zk, err := z.ready(ctx, m.replicas)
+			if err == nil && zk.Status.CurrentImage != m.image {
+				err = fmt.Errorf("image %s", zk.Status.CurrentImage)
+			}
+			last = err
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("not Ready with %d servers of %s within 5m: %w (%w)", m.replicas, m.image, err, last)
+		}
+		return nil
+	}
+	check := func(context.Context) error {
+		if err := z.chaosProgress(); err != nil {
+			return err
+		}
+		acked, err := z.ackedWrites()
+		if err != nil {
+			return err
+		}
+		stored := z.storedWrites()
+		var missing []int
+		for _, n := range acked {
+			if !stored[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%d of %d acknowledged writes are missing, the first %v", len(missing), len(acked), missing[:min(len(missing), 10)])
+		}
+		now := z.claims()
+		for c := range claims {
+			if !slices.Contains(now, c) {
+				return fmt.Errorf("volume claim %s is gone under reclaimPolicy Retain", c)
+			}
+		}
+		for _, c := range now {
+			claims[c] = true
+		}
+		t.Logf("Invariants: %d acknowledged writes stored; volume claims %v", len(acked), now)
+		return nil
+	}
+	cfg.run(t, append(operations, faults...), settle, check, z.chaosDump)
+}
+
+// chaosFaults are the faults of the ZooKeeper run, on their own or in the
+// middle of an operation's flow.
+func (z *zkScenario) chaosFaults(t *testing.T, m *zkChaosModel) []chaos.Action {
+	server := func(ctx context.Context, r *rand.Rand) (corev1.Pod, error) {
+		pods, err := runningPods(ctx, z.ns, "app.kubernetes.io/component=server")
+		if err != nil {
+			return corev1.Pod{}, err
+		}
+		return pickPod(r, pods)
+	}
+	return []chaos.Action{
+		{Name: "kill-operator-leader", Weight: 2, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, true) }},
+		{Name: "delete-operator-leader", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, false) }},
+		{Name: "kill-operator-standby", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorStandby(t) }},
+		{Name: "kill-server", Weight: 2, Run: func(_ context.Context, r *rand.Rand) (string, error) {
+			return faultKillPods(z.ns, fmt.Sprintf("%s-%d", zkName, r.IntN(int(m.replicas))))
+		}},
+		{Name: "kill-servers", Weight: 1, Run: func(_ context.Context, r *rand.Rand) (string, error) {
+			ordinals := r.Perm(int(m.replicas))[:2]
+			return faultKillPods(z.ns, fmt.Sprintf("%s-%d", zkName, ordinals[0]), fmt.Sprintf("%s-%d", zkName, ordinals[1]))
+		}},
+		{Name: "freeze-server", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			pod, err := server(ctx, r)
+			if err != nil {
+				return "", err
+			}
+			return faultFreeze(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
+		}},
+		{Name: "cut-server-network", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			pod, err := server(ctx, r)
+			if err != nil {
+				return "", err
+			}
+			return faultCutNetwork(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
+		}},
+		{Name: "restart-apiserver", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultRestartAPIServer() }},
+	}
+}
+
+// chaosPatch merge-patches the cluster, as a user would, retrying while
+// the API server does not answer (a fault may have restarted it).
+func (z *zkScenario) chaosPatch(patch string) error {
+	return waitFor(time.Minute, func(context.Context) error {
+		if out, err := kubectl("patch", "zk", zkName, "-n", z.ns, "--type", "merge", "-p", patch); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+}
+
+// chaosRecreate deletes the cluster, waits until it and its pods are
+// gone, and creates it again as the model says: under Retain it finds its
+// volumes, and every znode.
+func (z *zkScenario) chaosRecreate(ctx context.Context, m *zkChaosModel) (string, error) {
+	zk := &zkv1.ZookeeperCluster{ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns}}
+	if err := z.c.Delete(ctx, zk); err != nil {
+		return "", err
+	}
+	err := waitFor(3*time.Minute, func(ctx context.Context) error {
+		if err := z.c.Get(ctx, client.ObjectKeyFromObject(zk), &zkv1.ZookeeperCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the cluster is still there: %w", err)
+		}
+		pods, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d server pods left", len(pods.Items))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("deleting: %w", err)
+	}
+	zk = &zkv1.ZookeeperCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns},
+		Spec: zkv1.ZookeeperClusterSpec{
+			Replicas: m.replicas, Image: m.image, ImagePullPolicy: corev1.PullNever, Heap: "96m",
+			Storage: commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
+		},
+	}
+	if m.tickTime != "" {
+		zk.Spec.Config = map[string]string{"tickTime": m.tickTime}
+	}
+	if err := z.c.Create(ctx, zk); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("deleted and re-created with %d servers", m.replicas), nil
+}
+
+// chaosProgress waits up to a minute for the client's writes to go on.
+func (z *zkScenario) chaosProgress() error {
+	err := waitFor(time.Minute, func(context.Context) error {
+		acked, err := z.ackedWrites()
+		if err != nil {
+			return err
+		}
+		if len(acked) <= z.acked {
+			return fmt.Errorf("%d writes acknowledged, no more than before", len(acked))
+		}
+		z.acked = len(acked)
+		return nil
+	})
+	if err != nil {
+		return errors.New("the client's writes stopped: " + err.Error())
+	}
+	return nil
+}
+
+// chaosDump is dumpState with the operator's replicas' whole recent logs,
+// the current and the one before a restart.
+func (z *zkScenario) chaosDump() {
+	z.dumpState()
+	pods, err := operatorPods(context.Background())
+	if err != nil {
+		z.t.Logf("operator pods: %v", err)
+		return
+	}
+	for _, p := range pods {
+		for _, args := range [][]string{{"logs", "-n", operatorNamespace, p.Name, "--tail=300"}, {"logs", "-n", operatorNamespace, p.Name, "--previous", "--tail=100"}} {
+			out, _ := kubectl(args...)
+			z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
