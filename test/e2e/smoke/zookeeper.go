@@ -77,11 +77,30 @@ func zkCheck(ctx context.Context, server, root string) {
 }
 
 func connect(server string) *zk.Conn {
-	conn, _, err := zk.Connect(strings.Split(server, ","), 10*time.Second, zk.WithLogInfo(false))
+	conn, _, err := zk.Connect(strings.Split(server, ","), 10*time.Second, zk.WithLogInfo(false), zk.WithHostProvider(&nameProvider{}))
 	if err != nil {
 		fail("connect %s: %v", server, err)
 	}
 	return conn
+}
+
+// nameProvider hands go-zookeeper the servers' names as given, where its
+// DNSHostProvider resolves them once: every reconnect resolves a name
+// again, so that a client of a Service re-created with its cluster (a new
+// ClusterIP) finds it.
+type nameProvider struct {
+	servers []string
+	next    int
+}
+
+func (p *nameProvider) Init(servers []string) error { p.servers = servers; return nil }
+func (p *nameProvider) Len() int                    { return len(p.servers) }
+func (p *nameProvider) Connected()                  {}
+
+func (p *nameProvider) Next() (string, bool) {
+	server := p.servers[p.next%len(p.servers)]
+	p.next++
+	return server, p.next%len(p.servers) == 0
 }
 
 func ensure(conn *zk.Conn, root string) {
