@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -95,12 +96,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("Chaos seed %d (E2E_CHAOS_SEED replays it), %d steps per system, %s each at most", cfg.seed, cfg.steps, cfg.budget)
-	names := make([]string, 0, len(systemSpecs))
-	for name := range systemSpecs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(systemSpecs)) {
 		t.Run(name, func(t *testing.T) {
 			in, ok := systemInput(name)
 			switch {

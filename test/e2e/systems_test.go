@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,12 +152,7 @@ func skipUnselected(t *testing.T, system, needs string) specInput {
 // systems' smoke, then at the full depth their other specs; the others
 // skipped with the reason.
 func TestSystems(t *testing.T) {
-	names := make([]string, 0, len(systemSpecs))
-	for name := range systemSpecs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(systemSpecs)) {
 		t.Run(name, func(t *testing.T) {
 			in, ok := systemInput(name)
 			switch {

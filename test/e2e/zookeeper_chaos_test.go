@@ -13,9 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -197,19 +195,7 @@ func (z *zkScenario) chaosRecreate(ctx context.Context, m *zkChaosModel) (string
 	if err := z.c.Delete(ctx, zk); err != nil {
 		return "", err
 	}
-	err := waitFor(3*time.Minute, func(ctx context.Context) error {
-		if err := z.c.Get(ctx, client.ObjectKeyFromObject(zk), &zkv1.ZookeeperCluster{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the cluster is still there: %w", err)
-		}
-		pods, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) > 0 {
-			return fmt.Errorf("%d server pods left", len(pods.Items))
-		}
-		return nil
-	})
+	err := waitFor(3*time.Minute, z.gone)
 	if err != nil {
 		return "", fmt.Errorf("deleting: %w", err)
 	}

@@ -616,20 +616,22 @@ func (z *zkScenario) deleteCluster() {
 	if err := z.c.Delete(context.Background(), zk); err != nil {
 		fatalNow(z.t, err)
 	}
-	eventually(z.t, 2*time.Minute, "the cluster and its pods are gone", func(ctx context.Context) error {
-		err := z.c.Get(ctx, client.ObjectKeyFromObject(zk), &zkv1.ZookeeperCluster{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("cluster: %w", err)
-		}
-		pods, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
-		if err != nil {
-			return err
-		}
-		if len(pods.Items) > 0 {
-			return fmt.Errorf("%d pods left", len(pods.Items))
-		}
-		return nil
-	})
+	eventually(z.t, 2*time.Minute, "the cluster and its pods are gone", z.gone)
+}
+
+// gone says what is left of a deleted cluster: the object, or pods.
+func (z *zkScenario) gone(ctx context.Context) error {
+	if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: zkName}, &zkv1.ZookeeperCluster{}); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("the cluster is still there: %w", err)
+	}
+	pods, err := env.client.CoreV1().Pods(z.ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+	if err != nil {
+		return err
+	}
+	if len(pods.Items) > 0 {
+		return fmt.Errorf("%d server pods left", len(pods.Items))
+	}
+	return nil
 }
 
 func (z *zkScenario) claims() []string {

@@ -29,6 +29,11 @@ import (
 // the network namespace (and with it every interface), and deletes the
 // cluster's state. It keeps going past errors and reports them together.
 func (c Config) Down(ctx context.Context, out io.Writer) error {
+	return c.locked(func() error { return c.down(ctx, out) })
+}
+
+// locked runs fn as root with the cluster's lock held.
+func (c Config) locked(fn func() error) error {
 	if err := netns.CheckRoot(); err != nil {
 		return err
 	}
@@ -37,7 +42,7 @@ func (c Config) Down(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer unlock()
-	return c.down(ctx, out)
+	return fn()
 }
 
 // down is Down with the lock held.

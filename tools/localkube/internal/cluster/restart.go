@@ -6,8 +6,6 @@ import (
 	"io"
 	"slices"
 	"time"
-
-	"github.com/stewardhq/steward/tools/localkube/internal/netns"
 )
 
 // notRestartable are the components Restart refuses: the forwarder, the
@@ -21,15 +19,12 @@ var notRestartable = []string{"forwarder", "kwok"}
 // load, a kubelet or containerd restarted under running pods (their
 // containers outlive both). The chaos suite injects it as a fault.
 func (c Config) Restart(ctx context.Context, name string, grace time.Duration, out io.Writer) error {
-	if err := netns.CheckRoot(); err != nil {
-		return err
-	}
-	unlock, err := c.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c, _, err = c.LoadSaved()
+	return c.locked(func() error { return c.restart(ctx, name, grace, out) })
+}
+
+// restart is Restart with the lock held.
+func (c Config) restart(ctx context.Context, name string, grace time.Duration, out io.Writer) error {
+	c, _, err := c.LoadSaved()
 	if err != nil {
 		return fmt.Errorf("no cluster to restart %s in: %w", name, err)
 	}
