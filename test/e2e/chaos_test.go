@@ -32,7 +32,51 @@ const (
 	chaosContainerd = "/run/localkube/containerd/containerd.sock"
 	// chaosDefaultSteps is how many steps a system's run takes by default.
 	chaosDefaultSteps = 50
+	// chaosSettledFor is how long a system must look settled, without a
+	// break, to be settled: a fault's effect reaches the pods and the
+	// status some seconds after it (a killed pod's replacement, a server
+	// that dropped out while cut off), and a status read at once still
+	// shows the time before.
+	chaosSettledFor = 20 * time.Second
 )
+
+// holdsFor waits up to timeout until check has passed without a failure
+// for hold; the error is check's last answer.
+func holdsFor(timeout, hold time.Duration, check func(ctx context.Context) error) error {
+	var since time.Time
+	return waitFor(timeout, func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			since = time.Time{}
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if held := time.Since(since); held < hold {
+			return fmt.Errorf("settled for %s of %s", held.Round(time.Second), hold)
+		}
+		return nil
+	})
+}
+
+// podsReady says why ns has not exactly n pods matching selector, each
+// Ready and none being deleted.
+func podsReady(ctx context.Context, ns, selector string, n int) error {
+	list, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	var notReady []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || !podReady(&p) {
+			notReady = append(notReady, p.Name)
+		}
+	}
+	if len(list.Items) != n || len(notReady) > 0 {
+		return fmt.Errorf("%d pods, want %d, not ready: %v", len(list.Items), n, notReady)
+	}
+	return nil
+}
 
 // chaosConfig is what TestChaos gives a system's chaos spec.
 type chaosConfig struct {

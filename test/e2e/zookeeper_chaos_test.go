@@ -90,19 +90,16 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		}},
 	}
 	settle := func(context.Context) error {
-		var last error
-		err := waitFor(5*time.Minute, func(ctx context.Context) error {
+		return holdsFor(5*time.Minute, chaosSettledFor, func(ctx context.Context) error {
 			zk, err := z.ready(ctx, m.replicas)
 			if err == nil && zk.Status.CurrentImage != m.image {
-				err = fmt.Errorf("image %s", zk.Status.CurrentImage)
+				err = fmt.Errorf("image %s, want %s", zk.Status.CurrentImage, m.image)
 			}
-			last = err
+			if err == nil {
+				err = podsReady(ctx, z.ns, "app.kubernetes.io/component=server", int(m.replicas))
+			}
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("not Ready with %d servers of %s within 5m: %w (%w)", m.replicas, m.image, err, last)
-		}
-		return nil
 	}
 	check := func(context.Context) error {
 		if err := z.chaosProgress(); err != nil {
