@@ -247,8 +247,14 @@ func faultCutNetwork(ctx context.Context, pod corev1.Pod, d time.Duration) (stri
 		}
 	}
 	sleep(ctx, d)
+	netns := fmt.Sprintf("/proc/%d/ns/net", pid)
 	for _, r := range rules {
 		if err := iptables("-D", r); err != nil {
+			if _, gone := os.Stat(netns); gone != nil {
+				// A flow restarted or replaced the pod meanwhile: its
+				// network namespace, and the rules in it, went with it.
+				return fmt.Sprintf("cut %s's network until its process went, within %s", pod.Name, d.Round(time.Second)), nil
+			}
 			return "", err
 		}
 	}
