@@ -51,7 +51,7 @@ func (c Config) restart(ctx context.Context, name string, grace time.Duration, o
 		return err
 	}
 	fmt.Fprintf(out, "Stopped %s (PID %d)\n", name, pid)
-	u := &upper{Config: c, out: out}
+	u := &upper{Config: c, out: out, restarting: true}
 	if name != "etcd" && name != "kube-apiserver" {
 		// What waits for the kubelet and the DNS reads the API server.
 		if u.client, err = newClient(c.Kubeconfig()); err != nil {

@@ -93,6 +93,9 @@ type upper struct {
 	out     io.Writer
 	started []string
 	client  *client
+	// restarting is set when one component of a running cluster starts
+	// again (Restart): what up creates in the cluster is there already.
+	restarting bool
 }
 
 func (u *upper) start(comp component) error {
@@ -135,7 +138,7 @@ func (u *upper) waitFor(ctx context.Context, name string) error {
 			return err
 		}
 		err = u.poll(ctx, 90*time.Second, func() error { return u.client.readyz(ctx) })
-		if err == nil {
+		if err == nil && !u.restarting {
 			err = u.client.bootstrap(ctx)
 		}
 	case "containerd":
