@@ -27,9 +27,6 @@ import (
 // checks after every step what users rely on. It runs only when
 // E2E_CHAOS is set: make e2e and make test leave it out.
 const (
-	// chaosContainerd is the node's containerd, which freezes, thaws and
-	// finds the processes of pods.
-	chaosContainerd = "/run/localkube/containerd/containerd.sock"
 	// chaosDefaultSteps is how many steps a system's run takes by default.
 	chaosDefaultSteps = 50
 	// chaosSettledFor is how long a system must look settled, without a
@@ -207,19 +204,11 @@ func faultKillPods(ns string, pods ...string) (string, error) {
 // faultFreeze stops every process of the pod's first container (SIGSTOP),
 // as a stalled disk or a long pause would, for d, then continues them.
 func faultFreeze(ctx context.Context, pod corev1.Pod, d time.Duration) (string, error) {
-	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	signal := func(sig string) error {
-		out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "tasks", "kill", "--all", "--signal", sig, id)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w: %s", sig, pod.Name, err, out)
-		}
-		return nil
-	}
-	if err := signal("SIGSTOP"); err != nil {
+	if err := signalPod(pod, "SIGSTOP"); err != nil {
 		return "", err
 	}
 	sleep(ctx, d)
-	if err := signal("SIGCONT"); err != nil {
+	if err := signalPod(pod, "SIGCONT"); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("froze %s for %s", pod.Name, d.Round(time.Second)), nil
@@ -264,7 +253,7 @@ func faultCutNetwork(ctx context.Context, pod corev1.Pod, d time.Duration) (stri
 // containerPID is the host PID of the pod's first container's process.
 func containerPID(pod corev1.Pod) (int, error) {
 	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "tasks", "ls")
+	out, err := ctr("tasks", "ls")
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s", err, out)
 	}

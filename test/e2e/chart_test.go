@@ -280,8 +280,7 @@ func waitForReplicas(t *testing.T, gone string) {
 func testUpgrade(t *testing.T, z *zkScenario) {
 	certBefore := webhookCA(t)
 	const tag = "e2e-upgrade"
-	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
-		"images", "tag", "--force", "localhost/steward:dev", "localhost/steward:"+tag); err != nil {
+	if out, err := ctr("images", "tag", "--force", "localhost/steward:dev", "localhost/steward:"+tag); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 	load := startAdmissionLoad(z.c, client.ObjectKey{Namespace: z.ns, Name: zkName})
@@ -519,8 +518,7 @@ func operatorLeader(t *testing.T) (string, corev1.Pod) {
 func killContainer(t *testing.T, pod corev1.Pod) {
 	t.Helper()
 	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
-		"tasks", "kill", "--signal", "SIGKILL", id); err != nil {
+	if out, err := ctr("tasks", "kill", "--signal", "SIGKILL", id); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 }

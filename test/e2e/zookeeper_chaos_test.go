@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/test/chaos"
@@ -41,7 +40,7 @@ type zkChaosModel struct {
 func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 	z := &zkScenario{scenario: newScenario(t, "zk-chaos", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
 	other := strings.Split(z.image, ":")[0] + ":e2e-chaos"
-	if out, err := command("ctr", "--address", chaosContainerd, "-n", "k8s.io", "images", "tag", "--force", z.image, other); err != nil {
+	if out, err := ctr("images", "tag", "--force", z.image, other); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 	m := &zkChaosModel{replicas: 3, image: z.image}
@@ -196,13 +195,7 @@ func (z *zkScenario) chaosRecreate(ctx context.Context, m *zkChaosModel) (string
 	if err != nil {
 		return "", fmt.Errorf("deleting: %w", err)
 	}
-	zk = &zkv1.ZookeeperCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns},
-		Spec: zkv1.ZookeeperClusterSpec{
-			Replicas: m.replicas, Image: m.image, ImagePullPolicy: corev1.PullNever, Heap: "96m",
-			Storage: commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
-		},
-	}
+	zk = z.newCluster(m.replicas, m.image)
 	if m.tickTime != "" {
 		zk.Spec.Config = map[string]string{"tickTime": m.tickTime}
 	}
@@ -214,18 +207,7 @@ func (z *zkScenario) chaosRecreate(ctx context.Context, m *zkChaosModel) (string
 
 // chaosProgress waits up to a minute for the client's writes to go on.
 func (z *zkScenario) chaosProgress() error {
-	err := waitFor(time.Minute, func(context.Context) error {
-		acked, err := z.ackedWrites()
-		if err != nil {
-			return err
-		}
-		if len(acked) <= z.acked {
-			return fmt.Errorf("%d writes acknowledged, no more than before", len(acked))
-		}
-		z.acked = len(acked)
-		return nil
-	})
-	if err != nil {
+	if err := waitFor(time.Minute, z.wroteMore); err != nil {
 		return errors.New("the client's writes stopped: " + err.Error())
 	}
 	return nil

@@ -109,17 +109,7 @@ func (z *zkScenario) create(t *testing.T) { z.createWith(t, 3) }
 // createWith creates the cluster with replicas servers, waits until it is
 // Ready, and starts the writer.
 func (z *zkScenario) createWith(t *testing.T, replicas int32) {
-	cluster := &zkv1.ZookeeperCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns},
-		Spec: zkv1.ZookeeperClusterSpec{
-			Replicas:        replicas,
-			Image:           z.image,
-			ImagePullPolicy: corev1.PullNever,
-			Heap:            "96m",
-			Storage:         commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
-		},
-	}
-	if err := z.c.Create(context.Background(), cluster); err != nil {
+	if err := z.c.Create(context.Background(), z.newCluster(replicas, z.image)); err != nil {
 		fatalNow(t, err)
 	}
 	start := time.Now()
@@ -133,6 +123,21 @@ func (z *zkScenario) createWith(t *testing.T, replicas int32) {
 	t.Logf("kubectl get zk:\n%s", out)
 	z.startWriter()
 	z.progress()
+}
+
+// newCluster is the scenarios' ZookeeperCluster: replicas servers of
+// image, a small heap, volumes kept (Retain).
+func (z *zkScenario) newCluster(replicas int32, image string) *zkv1.ZookeeperCluster {
+	return &zkv1.ZookeeperCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: zkName, Namespace: z.ns},
+		Spec: zkv1.ZookeeperClusterSpec{
+			Replicas:        replicas,
+			Image:           image,
+			ImagePullPolicy: corev1.PullNever,
+			Heap:            "96m",
+			Storage:         commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
+		},
+	}
 }
 
 func (z *zkScenario) scale(t *testing.T) {
@@ -152,8 +157,7 @@ func (z *zkScenario) configChange(*testing.T) {
 
 func (z *zkScenario) imageChange(t *testing.T) {
 	next := strings.Split(z.image, ":")[0] + ":e2e-rollout"
-	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
-		"images", "tag", "--force", z.image, next); err != nil {
+	if out, err := ctr("images", "tag", "--force", z.image, next); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 	zk := z.rollout(fmt.Sprintf(`{"spec":{"image":%q}}`, next))
@@ -280,11 +284,24 @@ func (z *zkScenario) clientEndpoints(ctx context.Context) []string {
 // container through containerd.
 func signalContainer(t *testing.T, pod corev1.Pod, signal string) {
 	t.Helper()
-	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	if out, err := command("ctr", "--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io",
-		"tasks", "kill", "--all", "--signal", signal, id); err != nil {
-		fatalf(t, "%v: %s", err, out)
+	if err := signalPod(pod, signal); err != nil {
+		fatalNow(t, err)
 	}
+}
+
+// signalPod is signalContainer's error-returning core.
+func signalPod(pod corev1.Pod, signal string) error {
+	id := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	if out, err := ctr("tasks", "kill", "--all", "--signal", signal, id); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", signal, pod.Name, err, out)
+	}
+	return nil
+}
+
+// ctr runs containerd's ctr against the node's containerd, in the
+// namespace of Kubernetes' containers.
+func ctr(args ...string) (string, error) {
+	return command("ctr", append([]string{"--address", "/run/localkube/containerd/containerd.sock", "-n", "k8s.io"}, args...)...)
 }
 
 func (z *zkScenario) operatorKilled(t *testing.T) {
@@ -533,18 +550,21 @@ func (z *zkScenario) startWriter() {
 // progress waits until the writer has written more than at the last check.
 func (z *zkScenario) progress() {
 	z.t.Helper()
-	eventually(z.t, time.Minute, "the client's writes go on", func(context.Context) error {
-		acked, err := z.ackedWrites()
-		if err != nil {
-			return err
-		}
-		n := len(acked)
-		if n <= z.acked {
-			return fmt.Errorf("%d writes acknowledged, no more than before", n)
-		}
-		z.acked = n
-		return nil
-	})
+	eventually(z.t, time.Minute, "the client's writes go on", z.wroteMore)
+}
+
+// wroteMore says why the writer has acknowledged no more writes than at
+// the last check; nil, and the count kept, when it has.
+func (z *zkScenario) wroteMore(context.Context) error {
+	acked, err := z.ackedWrites()
+	if err != nil {
+		return err
+	}
+	if len(acked) <= z.acked {
+		return fmt.Errorf("%d writes acknowledged, no more than before", len(acked))
+	}
+	z.acked = len(acked)
+	return nil
 }
 
 // ackedWrites reads the writer's log: the znodes ZooKeeper acknowledged.
