@@ -265,6 +265,8 @@ IMAGE_ARCHIVES = $(IMAGES:%=$(IMAGES_DIR)/%.tar)
 ALL_SAMPLES := $(sort $(wildcard config/samples/*.yaml))
 SAMPLES ?= $(if $(SYSTEM_LIST),$(sort $(filter $(SYSTEM_LIST:%=config/samples/%_%),$(ALL_SAMPLES)) \
 	$(if $(filter all,$(SYSTEM_LIST)),$(filter-out $(PREVIEW_SYSTEMS:%=config/samples/%_%),$(ALL_SAMPLES)))),$(ALL_SAMPLES))
+# E2E_TIMEOUT bounds the whole suite's run (go test -timeout).
+E2E_TIMEOUT ?= 45m
 # E2E_DEPTH is how deep make e2e goes: full (every spec) or smoke (each
 # selected system's smoke spec: a cluster created, Ready, serving one
 # request, deleted; docs/testing.md).
@@ -285,7 +287,7 @@ images: localkube build ## Build every images/*/build.sh (SYSTEMS narrows) into 
 .PHONY: e2e
 e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up and down, building the images of the systems it tests; SYSTEMS=zookeeper runs those systems' tests only, E2E_DEPTH=smoke their smoke specs only.
 	E2E_SYSTEMS=$(SYSTEMS) E2E_DEPTH=$(E2E_DEPTH) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
-		$(GO) test -tags e2e -count=1 -v -timeout 45m $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/
+		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/
 
 # The chaos suite (test/e2e's TestChaos, test/chaos): each selected
 # system's cluster under a seeded run of random operations and faults.
@@ -297,10 +299,9 @@ E2E_CHAOS_STEPS ?=
 E2E_CHAOS_BUDGET ?=
 
 .PHONY: chaos
-chaos: images helm ## Run the chaos suite on a localkube cluster it brings up and down: each selected system (SYSTEMS=zookeeper) attacked by E2E_CHAOS_STEPS random operations and faults (50) from E2E_CHAOS_SEED, every invariant checked after each; not part of make test.
+chaos: ## Run the chaos suite on a localkube cluster it brings up and down: each selected system (SYSTEMS=zookeeper) attacked by E2E_CHAOS_STEPS random operations and faults (50) from E2E_CHAOS_SEED, every invariant checked after each; not part of make test.
 	E2E_CHAOS=1 E2E_CHAOS_SEED=$(E2E_CHAOS_SEED) E2E_CHAOS_STEPS=$(E2E_CHAOS_STEPS) E2E_CHAOS_BUDGET=$(E2E_CHAOS_BUDGET) \
-		E2E_SYSTEMS=$(SYSTEMS) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
-		$(GO) test -tags e2e -count=1 -v -timeout 4h -run '^TestChaos$$' ./test/e2e/
+		$(MAKE) --no-print-directory e2e E2E_RUN=TestChaos E2E_TIMEOUT=4h
 
 # MATRIXONE_UPGRADE_FROM is the MatrixOne version the upgrade lane starts
 # from (test/e2e's moUpgradeFrom says the same): images/matrixone built at
