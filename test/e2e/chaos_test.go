@@ -114,12 +114,12 @@ func systemOfTest(t *testing.T) string {
 // TestChaos runs every selected system's chaos spec, from E2E_CHAOS_SEED
 // (default: the clock's nanoseconds, printed), E2E_CHAOS_STEPS steps each
 // (default 50), each system's run bounded by E2E_CHAOS_BUDGET (default
-// 60m). A system with no chaos spec yet skips, saying so.
+// 75m). A system with no chaos spec yet skips, saying so.
 func TestChaos(t *testing.T) {
 	if os.Getenv("E2E_CHAOS") == "" {
 		t.Skip("the chaos suite runs with make chaos (E2E_CHAOS=1)")
 	}
-	cfg := chaosConfig{seed: uint64(time.Now().UnixNano()), steps: chaosDefaultSteps, budget: time.Hour}
+	cfg := chaosConfig{seed: uint64(time.Now().UnixNano()), steps: chaosDefaultSteps, budget: 75 * time.Minute}
 	var err error
 	if s := os.Getenv("E2E_CHAOS_SEED"); s != "" {
 		if cfg.seed, err = strconv.ParseUint(s, 10, 64); err != nil {
@@ -150,6 +150,108 @@ func TestChaos(t *testing.T) {
 			systemSpecs[name].chaos(t, in, cfg)
 		})
 	}
+}
+
+// chaosPatch merge-patches the cluster, as a user would, retrying while
+// the API server does not answer (a fault may have restarted it).
+func (s *scenario) chaosPatch(patch string) error {
+	return waitFor(time.Minute, func(context.Context) error {
+		if out, err := kubectl("patch", s.resource, s.name, "-n", s.ns, "--type", "merge", "-p", patch); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+}
+
+// dumpOperatorLogs logs the operator's replicas' whole recent logs, the
+// current and the one before a restart, for a chaos run's dump.
+func (s *scenario) dumpOperatorLogs() {
+	pods, err := operatorPods(context.Background())
+	if err != nil {
+		s.t.Logf("operator pods: %v", err)
+		return
+	}
+	for _, p := range pods {
+		for _, args := range [][]string{{"logs", "-n", operatorNamespace, p.Name, "--tail=300"}, {"logs", "-n", operatorNamespace, p.Name, "--previous", "--tail=100"}} {
+			out, _ := kubectl(args...)
+			s.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// midFlow is what an operation calls once it has asked for a change that
+// starts a flow: half the time it lands one of faults 0–10 s into it.
+func midFlow(faults []chaos.Action) func(ctx context.Context, r *rand.Rand, did string) (string, error) {
+	return func(ctx context.Context, r *rand.Rand, did string) (string, error) {
+		if r.IntN(2) == 0 {
+			return did, nil
+		}
+		sleep(ctx, chaos.Between(r, 0, 10*time.Second))
+		f := chaos.OneOf(r, slices.DeleteFunc(slices.Clone(faults), func(a chaos.Action) bool { return a.Enabled != nil && !a.Enabled() })...)
+		fdid, err := f.Run(ctx, r)
+		return did + ", then " + f.Name + ": " + fdid, err
+	}
+}
+
+// operatorFaults attack Steward's own replicas: the leader deleted at
+// once (weight 2) or gracefully, the standby killed.
+func operatorFaults(t *testing.T) []chaos.Action {
+	return []chaos.Action{
+		{Name: "kill-operator-leader", Weight: 2, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, true) }},
+		{Name: "delete-operator-leader", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, false) }},
+		{Name: "kill-operator-standby", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorStandby(t) }},
+	}
+}
+
+// restartAPIServerFault restarts localkube's kube-apiserver.
+var restartAPIServerFault = chaos.Action{Name: "restart-apiserver", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultRestartAPIServer() }}
+
+// podFaults attack the pods of one component of a system: one of names
+// force-deleted (weight 2), two of them (when there are two), one running
+// pod frozen or cut off for 5–25 s. names are the pods the model says
+// exist, so that which is killed replays from the seed.
+func podFaults(ns, component string, names func() []string) []chaos.Action {
+	running := func(ctx context.Context, r *rand.Rand) (corev1.Pod, error) {
+		pods, err := runningPods(ctx, ns, "app.kubernetes.io/component="+component)
+		if err != nil {
+			return corev1.Pod{}, err
+		}
+		return pickPod(r, pods)
+	}
+	faults := []chaos.Action{
+		{Name: "kill-" + component, Weight: 2, Run: func(_ context.Context, r *rand.Rand) (string, error) {
+			return faultKillPods(ns, chaos.OneOf(r, names()...))
+		}},
+		{Name: "kill-" + component + "s", Weight: 1, Enabled: func() bool { return len(names()) > 1 }, Run: func(_ context.Context, r *rand.Rand) (string, error) {
+			all := names()
+			two := r.Perm(len(all))[:2]
+			return faultKillPods(ns, all[two[0]], all[two[1]])
+		}},
+		{Name: "freeze-" + component, Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			pod, err := running(ctx, r)
+			if err != nil {
+				return "", err
+			}
+			return faultFreeze(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
+		}},
+		{Name: "cut-" + component + "-network", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
+			pod, err := running(ctx, r)
+			if err != nil {
+				return "", err
+			}
+			return faultCutNetwork(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
+		}},
+	}
+	return faults
+}
+
+// ordinals are the pods name-0 … name-(n-1).
+func ordinals(name string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, i)
+	}
+	return out
 }
 
 // The faults every system's spec draws from. Each acts on the real

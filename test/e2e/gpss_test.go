@@ -32,6 +32,7 @@ func init() {
 		addToScheme: gpssv1.AddToScheme,
 		smoke:       gpssSmoke,
 		specs:       []spec{{"lifecycle", gpssLifecycleSpec}},
+		chaos:       gpssChaos,
 	})
 }
 

@@ -34,6 +34,7 @@ func init() {
 		smoke:       matrixoneSmoke,
 		specs: []spec{{"image", matrixoneImageSpec}, {"log service", moLogSetSpec}, {"cluster", moClusterSpec}, {"umbrella", moUmbrellaSpec}, {"S3", moS3Spec},
 			{"upgrade", moUpgradeSpec}},
+		chaos: matrixoneChaos,
 	})
 }
 

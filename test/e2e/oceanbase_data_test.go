@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ const (
 // obDataScenario is the tenant-data spec's shared state.
 type obDataScenario struct {
 	obScenario
-	writer *obWriter
+	writer *rowWriter
 }
 
 // oceanbaseDataSpec protects and operates a tenant's data, on obsim pods
@@ -516,100 +515,11 @@ func (o *obDataScenario) failover(t *testing.T) {
 	}
 }
 
-// obWriter inserts a row into t1's app.t every 700 ms, recording when
-// each insert was sent and acknowledged.
-type obWriter struct {
-	o      *obDataScenario
-	mu     sync.Mutex
-	rows   []obWrite
-	done   chan struct{}
-	exited chan struct{}
-}
-
-type obWrite struct {
-	id           int
-	sent, acked  time.Time
-	acknowledged bool
-}
-
-func (o *obDataScenario) startWriter() *obWriter {
-	w := &obWriter{o: o, done: make(chan struct{}), exited: make(chan struct{})}
+// startWriter inserts a row into t1's app.t every 700 ms, as t1's root.
+func (o *obDataScenario) startWriter() *rowWriter {
 	password := o.secret(obPrimaryPW)
-	go func() {
-		defer close(w.exited)
-		for id := 1; ; id++ {
-			select {
-			case <-w.done:
-				return
-			case <-time.After(700 * time.Millisecond):
-			}
-			sent := time.Now()
-			_, err := o.sqlAs("root@"+obTenant, password, fmt.Sprintf("INSERT INTO app.t VALUES (%d)", id))
-			w.mu.Lock()
-			w.rows = append(w.rows, obWrite{id: id, sent: sent, acked: time.Now(), acknowledged: err == nil})
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-// acked returns the ids acknowledged so far.
-func (w *obWriter) acked() []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var ids []int
-	for _, r := range w.rows {
-		if r.acknowledged {
-			ids = append(ids, r.id)
-		}
-	}
-	return ids
-}
-
-// gap waits for two acknowledged writes in a row, and returns the ids
-// acknowledged up to the first, those whose answer was lost before it,
-// and a time between the first's acknowledgement and the second's
-// sending: the rows committed before that time.
-func (w *obWriter) gap() (acked, maybe []int, point time.Time) {
-	for {
-		w.mu.Lock()
-		n := len(w.rows)
-		if n >= 2 && w.rows[n-1].acknowledged && w.rows[n-2].acknowledged {
-			first, second := w.rows[n-2], w.rows[n-1]
-			for _, r := range w.rows[:n-1] {
-				if r.acknowledged {
-					acked = append(acked, r.id)
-				} else {
-					maybe = append(maybe, r.id)
-				}
-			}
-			w.mu.Unlock()
-			return acked, maybe, first.acked.Add(second.sent.Sub(first.acked) / 2)
-		}
-		w.mu.Unlock()
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// lost returns the ids whose insert's answer was lost.
-func (w *obWriter) lost() []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var ids []int
-	for _, r := range w.rows {
-		if !r.acknowledged {
-			ids = append(ids, r.id)
-		}
-	}
-	return ids
-}
-
-// stop stops the writer (once).
-func (w *obWriter) stop() {
-	select {
-	case <-w.done:
-	default:
-		close(w.done)
-	}
-	<-w.exited
+	return startRowWriter(700*time.Millisecond, func(id int) error {
+		_, err := o.sqlAs("root@"+obTenant, password, fmt.Sprintf("INSERT INTO app.t VALUES (%d)", id))
+		return err
+	})
 }

@@ -41,6 +41,7 @@ func init() {
 		addToScheme: obv1.AddToScheme,
 		smoke:       oceanbaseSmoke,
 		specs:       []spec{{"lifecycle", oceanbaseLifecycleSpec}, {"tenant data", oceanbaseDataSpec}},
+		chaos:       oceanbaseChaos,
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
@@ -49,18 +48,8 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 	for _, c := range z.claims() {
 		claims[c] = true
 	}
-	faults := z.chaosFaults(t, m)
-	// An operation sometimes has a fault land in the middle of the flow it
-	// starts, a few seconds in.
-	withFault := func(ctx context.Context, r *rand.Rand, did string) (string, error) {
-		if r.IntN(2) == 0 {
-			return did, nil
-		}
-		sleep(ctx, chaos.Between(r, 0, 10*time.Second))
-		f := chaos.OneOf(r, faults...)
-		fdid, err := f.Run(ctx, r)
-		return did + ", then " + f.Name + ": " + fdid, err
-	}
+	faults := append(append(operatorFaults(t), podFaults(z.ns, "server", func() []string { return ordinals(zkName, int(m.replicas)) })...), restartAPIServerFault)
+	withFault := midFlow(faults)
 	operations := []chaos.Action{
 		{Name: "scale", Weight: 3, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
 			m.replicas = 8 - m.replicas // 3 and 5
@@ -130,57 +119,7 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		t.Logf("Invariants: %d acknowledged writes stored; volume claims %v", len(acked), now)
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, z.chaosDump)
-}
-
-// chaosFaults are the faults of the ZooKeeper run, on their own or in the
-// middle of an operation's flow.
-func (z *zkScenario) chaosFaults(t *testing.T, m *zkChaosModel) []chaos.Action {
-	server := func(ctx context.Context, r *rand.Rand) (corev1.Pod, error) {
-		pods, err := runningPods(ctx, z.ns, "app.kubernetes.io/component=server")
-		if err != nil {
-			return corev1.Pod{}, err
-		}
-		return pickPod(r, pods)
-	}
-	return []chaos.Action{
-		{Name: "kill-operator-leader", Weight: 2, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, true) }},
-		{Name: "delete-operator-leader", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorLeader(t, false) }},
-		{Name: "kill-operator-standby", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultKillOperatorStandby(t) }},
-		{Name: "kill-server", Weight: 2, Run: func(_ context.Context, r *rand.Rand) (string, error) {
-			return faultKillPods(z.ns, fmt.Sprintf("%s-%d", zkName, r.IntN(int(m.replicas))))
-		}},
-		{Name: "kill-servers", Weight: 1, Run: func(_ context.Context, r *rand.Rand) (string, error) {
-			ordinals := r.Perm(int(m.replicas))[:2]
-			return faultKillPods(z.ns, fmt.Sprintf("%s-%d", zkName, ordinals[0]), fmt.Sprintf("%s-%d", zkName, ordinals[1]))
-		}},
-		{Name: "freeze-server", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
-			pod, err := server(ctx, r)
-			if err != nil {
-				return "", err
-			}
-			return faultFreeze(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
-		}},
-		{Name: "cut-server-network", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
-			pod, err := server(ctx, r)
-			if err != nil {
-				return "", err
-			}
-			return faultCutNetwork(ctx, pod, chaos.Between(r, 5*time.Second, 25*time.Second))
-		}},
-		{Name: "restart-apiserver", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultRestartAPIServer() }},
-	}
-}
-
-// chaosPatch merge-patches the cluster, as a user would, retrying while
-// the API server does not answer (a fault may have restarted it).
-func (z *zkScenario) chaosPatch(patch string) error {
-	return waitFor(time.Minute, func(context.Context) error {
-		if out, err := kubectl("patch", "zk", zkName, "-n", z.ns, "--type", "merge", "-p", patch); err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		return nil
-	})
+	cfg.run(t, append(operations, faults...), settle, check, func() { z.dumpState(); z.dumpOperatorLogs() })
 }
 
 // chaosRecreate deletes the cluster, waits until it and its pods are
@@ -211,21 +150,4 @@ func (z *zkScenario) chaosProgress() error {
 		return errors.New("the client's writes stopped: " + err.Error())
 	}
 	return nil
-}
-
-// chaosDump is dumpState with the operator's replicas' whole recent logs,
-// the current and the one before a restart.
-func (z *zkScenario) chaosDump() {
-	z.dumpState()
-	pods, err := operatorPods(context.Background())
-	if err != nil {
-		z.t.Logf("operator pods: %v", err)
-		return
-	}
-	for _, p := range pods {
-		for _, args := range [][]string{{"logs", "-n", operatorNamespace, p.Name, "--tail=300"}, {"logs", "-n", operatorNamespace, p.Name, "--previous", "--tail=100"}} {
-			out, _ := kubectl(args...)
-			z.t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
-		}
-	}
 }

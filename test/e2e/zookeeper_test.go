@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -687,8 +688,9 @@ func leaderEpoch(t *testing.T, zk *zkv1.ZookeeperCluster) int64 {
 // with kubectl, as a user would, and checks that each is rejected at
 // admission with its field path and reason, and that nothing is created.
 // The full corpus runs against the API server in api/zookeeper/v1alpha1;
-// this one proves the installed CRD enforces it.
-func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
+// this one proves the installed CRD enforces it. Last, volumes grown on a
+// StorageClass that cannot expand are refused (refusedGrowth).
+func zookeeperInvalidSpecsSpec(t *testing.T, in specInput) {
 	installOperator(t)
 	ns := newNamespace(t, "zk-invalid")
 	for _, tc := range []struct{ name, spec, want string }{
@@ -738,6 +740,56 @@ func zookeeperInvalidSpecsSpec(t *testing.T, _ specInput) {
 	}
 	if out, err := kubectl("get", "zk", "-n", ns, "-o", "name"); err != nil || strings.TrimSpace(out) != "" {
 		errorf(t, "invalid specs left objects: %v %s", err, out)
+	}
+	t.Run("volumes grown on a StorageClass that cannot expand", func(t *testing.T) { refusedGrowth(t, ns, in.image(t, systems.ZooKeeper)) })
+}
+
+// refusedGrowth creates a one-server cluster on a StorageClass of the
+// default class's provisioner that does not allow volume expansion, and
+// raises its storage.size: admission refuses it with the field and the
+// class, and the claim keeps its size. The check is the framework's, the
+// same for every system.
+func refusedGrowth(t *testing.T, ns, image string) {
+	ctx := context.Background()
+	def, err := env.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	var provisioner string
+	for _, c := range def.Items {
+		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			provisioner = c.Provisioner
+		}
+	}
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-fixed"}, Provisioner: provisioner,
+		AllowVolumeExpansion: ptr.To(false), ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
+	if _, err := env.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+		fatalNow(t, err)
+	}
+	t.Cleanup(func() {
+		_ = env.client.StorageV1().StorageClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{})
+	})
+	manifest := fmt.Sprintf("apiVersion: zookeeper.steward.dev/v1alpha1\nkind: ZookeeperCluster\nmetadata: {name: fixed, namespace: %s}\n"+
+		"spec: {replicas: 1, image: %s, imagePullPolicy: Never, heap: 64m, storage: {storageClassName: %s, size: 64Mi, reclaimPolicy: Delete}}\n", ns, image, class.Name)
+	if out, err := kubectlStdin(manifest, "apply", "-f", "-"); err != nil {
+		fatalf(t, "%v: %s", err, out)
+	}
+	defer func() {
+		if out, err := kubectl("delete", "zk", "fixed", "-n", ns, "--wait=true", "--timeout=2m"); err != nil {
+			errorf(t, "%v: %s", err, out)
+		}
+	}()
+	out, err := kubectl("patch", "zk", "fixed", "-n", ns, "--type", "merge", "-p", `{"spec":{"storage":{"size":"128Mi"}}}`)
+	if err == nil || !strings.Contains(out, "spec.storage.size") || !strings.Contains(out, "StorageClass "+class.Name+" does not allow volume expansion") {
+		fatalf(t, "growing the volumes on %s: %v: %s", class.Name, err, out)
+	}
+	t.Logf("Refused: %s", strings.TrimSpace(out))
+	zk := &zkv1.ZookeeperCluster{}
+	if err := crClient(t).Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed"}, zk); err != nil {
+		fatalNow(t, err)
+	}
+	if got := zk.Spec.Storage.Size.String(); got != "64Mi" {
+		errorf(t, "storage.size is %s after the refusal, want 64Mi", got)
 	}
 }
 
