@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,15 +99,25 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		if err != nil {
 			return err
 		}
-		stored := z.storedWrites()
-		var missing []int
-		for _, n := range acked {
-			if !stored[n] {
-				missing = append(missing, n)
+		// On every server, each synced with the leader first: a client
+		// may be connected to any of them, and a server whose tree lacks
+		// what the ensemble acknowledged serves that loss to its clients
+		// (and, once it leads, to every client).
+		for _, server := range ordinals(zkName, int(m.replicas)) {
+			stored, err := z.storedWritesOn(server)
+			if err != nil {
+				return err
 			}
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("%d of %d acknowledged writes are missing, the first %v", len(missing), len(acked), missing[:min(len(missing), 10)])
+			var missing []int
+			for _, n := range acked {
+				if !stored[n] {
+					missing = append(missing, n)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("%s lacks %d of %d acknowledged writes, the first %v, the last %d (it holds %d znodes; every server: %s)",
+					server, len(missing), len(acked), missing[:min(len(missing), 10)], missing[len(missing)-1], len(stored), z.serverStats())
+			}
 		}
 		now := z.claims()
 		for c := range claims {
@@ -116,10 +128,10 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		for _, c := range now {
 			claims[c] = true
 		}
-		t.Logf("Invariants: %d acknowledged writes stored; volume claims %v", len(acked), now)
+		t.Logf("Invariants: %d acknowledged writes stored on each of the %d servers; volume claims %v", len(acked), m.replicas, now)
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, func() { z.dumpState(); z.dumpOperatorLogs() })
+	cfg.run(t, append(operations, faults...), settle, check, func() { z.dumpState(); t.Logf("Servers: %s", z.serverStats()); z.dumpOperatorLogs() })
 }
 
 // chaosRecreate deletes the cluster, waits until it and its pods are
@@ -150,4 +162,60 @@ func (z *zkScenario) chaosProgress() error {
 		return errors.New("the client's writes stopped: " + err.Error())
 	}
 	return nil
+}
+
+// storedWritesOn lists the znodes the server pod holds, through a client
+// of that server alone in the writer's pod, after a sync with the leader.
+func (z *zkScenario) storedWritesOn(server string) (map[int]bool, error) {
+	pod, err := env.client.CoreV1().Pods(z.ns).Get(context.Background(), server, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out string
+	if err := waitFor(time.Minute, func(context.Context) error {
+		out, err = kubectl("exec", "-n", z.ns, "writer", "--", "/smoke", "zkcheck", "--server", pod.Status.PodIP+":2181", "--timeout", "30s")
+		if err != nil {
+			return fmt.Errorf("zkcheck on %s: %w: %s", server, err, out)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	stored := map[int]bool{}
+	for _, line := range strings.Fields(out) {
+		if n, err := strconv.Atoi(line); err == nil {
+			stored[n] = true
+		}
+	}
+	return stored, nil
+}
+
+// serverStats is each server's own account, from its admin server's stat
+// command: its state, last zxid and znode count.
+func (z *zkScenario) serverStats() string {
+	pods, err := runningPods(context.Background(), z.ns, "app.kubernetes.io/component=server")
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range pods {
+		body, err := kubectl("exec", "-n", z.ns, "writer", "--", "/smoke", "get", "http://"+p.Status.PodIP+":8080/commands/stat")
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", p.Name, err))
+			continue
+		}
+		var stat struct {
+			ServerStats struct {
+				ServerState string `json:"server_state"`
+				LastZxid    int64  `json:"last_processed_zxid"`
+			} `json:"server_stats"`
+			NodeCount int `json:"node_count"`
+		}
+		if err := json.Unmarshal([]byte(body), &stat); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v: %.200s", p.Name, err, body))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s zxid 0x%x, %d znodes", p.Name, stat.ServerStats.ServerState, stat.ServerStats.LastZxid, stat.NodeCount))
+	}
+	return strings.Join(out, "; ")
 }
