@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,13 +180,7 @@ func (z *zkScenario) storedWritesOn(server string) (map[int]bool, error) {
 	}); err != nil {
 		return nil, err
 	}
-	stored := map[int]bool{}
-	for _, line := range strings.Fields(out) {
-		if n, err := strconv.Atoi(line); err == nil {
-			stored[n] = true
-		}
-	}
-	return stored, nil
+	return parseZKCheck(out)
 }
 
 // serverStats is each server's own account, from its admin server's stat

@@ -51,7 +51,9 @@ func zkWrite(server, root string, interval time.Duration, count int) {
 }
 
 // zkCheck prints the children of root in increasing order, one per line,
-// after a sync so that the answer is as recent as the leader's.
+// after a sync so that the answer is as recent as the leader's, then
+// "END <count>": a reader of the output (a pod's log, which can lose the
+// end of what a short-lived container wrote) knows it has all of it.
 func zkCheck(ctx context.Context, server, root string) {
 	conn := connect(server)
 	defer conn.Close()
@@ -74,6 +76,7 @@ func zkCheck(ctx context.Context, server, root string) {
 		return x - y
 	})
 	fmt.Println(strings.Join(children, "\n"))
+	fmt.Println("END", len(children))
 }
 
 func connect(server string) *zk.Conn {
