@@ -18,6 +18,7 @@ import (
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
 	"github.com/stewardhq/steward/test/chaos"
+	"github.com/stewardhq/steward/test/zkcheck"
 )
 
 // zkChaosModel is what the chaos run asked of the ZookeeperCluster: the
@@ -180,7 +181,7 @@ func (z *zkScenario) storedWritesOn(server string) (map[int]bool, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return parseZKCheck(out)
+	return zkcheck.Parse(out)
 }
 
 // serverStats is each server's own account, from its admin server's stat

@@ -22,6 +22,7 @@ import (
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
+	"github.com/stewardhq/steward/test/zkcheck"
 )
 
 // zkName is the ZookeeperCluster every scenario works on.
@@ -593,7 +594,7 @@ func (z *zkScenario) storedWrites() map[int]bool {
 	z.t.Helper()
 	for attempt := 1; ; attempt++ {
 		out := z.runChecker()
-		stored, err := parseZKCheck(out)
+		stored, err := zkcheck.Parse(out)
 		if err == nil {
 			return stored
 		}
@@ -642,25 +643,6 @@ func (z *zkScenario) runChecker() string {
 		fatalf(z.t, "%v: %s", err, out)
 	}
 	return out
-}
-
-// parseZKCheck reads zkcheck's output: the znodes' numbers, then "END
-// <count>"; an error when the count is missing or does not match.
-func parseZKCheck(out string) (map[int]bool, error) {
-	stored := map[int]bool{}
-	lines := strings.Fields(out)
-	for i, line := range lines {
-		if line == "END" && i+1 < len(lines) {
-			if n, err := strconv.Atoi(lines[i+1]); err != nil || n != len(stored) {
-				return nil, fmt.Errorf("it says END %s after %d znodes", lines[i+1], len(stored))
-			}
-			return stored, nil
-		}
-		if n, err := strconv.Atoi(line); err == nil {
-			stored[n] = true
-		}
-	}
-	return nil, fmt.Errorf("no END after %d znodes (%d bytes)", len(stored), len(out))
 }
 
 func (z *zkScenario) deleteCluster() {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/stewardhq/steward/test/zkcheck"
 )
 
 // zkWrite writes znodes <root>/<n>, n = 1, 2, ..., through server for as
@@ -52,8 +54,9 @@ func zkWrite(server, root string, interval time.Duration, count int) {
 
 // zkCheck prints the children of root in increasing order, one per line,
 // after a sync so that the answer is as recent as the leader's, then
-// "END <count>": a reader of the output (a pod's log, which can lose the
-// end of what a short-lived container wrote) knows it has all of it.
+// "END <count>" (test/zkcheck): a reader of the output (a pod's log, which
+// can lose the end of what a short-lived container wrote) knows it has all
+// of it.
 func zkCheck(ctx context.Context, server, root string) {
 	conn := connect(server)
 	defer conn.Close()
@@ -75,8 +78,7 @@ func zkCheck(ctx context.Context, server, root string) {
 		y, _ := strconv.Atoi(b)
 		return x - y
 	})
-	fmt.Println(strings.Join(children, "\n"))
-	fmt.Println("END", len(children))
+	fmt.Print(zkcheck.Format(children))
 }
 
 func connect(server string) *zk.Conn {
