@@ -144,7 +144,7 @@ func TestChaos(t *testing.T) {
 			case !ok:
 				t.Skipf("%s is not selected by E2E_SYSTEMS=%q", name, os.Getenv("E2E_SYSTEMS"))
 			case systemSpecs[name].chaos == nil:
-				t.Skipf("%s has no chaos spec yet (issue 32)", name)
+				t.Skipf("%s has no chaos spec (systemSpec.chaos)", name)
 			}
 			installOperator(t)
 			systemSpecs[name].chaos(t, in, cfg)

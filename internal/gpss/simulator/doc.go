@@ -21,7 +21,9 @@
 //     jobs. A job stays with its instance's name: when that instance is
 //     gone its jobs report JOB_ERROR until an instance of the same name
 //     (a re-created pod) comes back and resumes them. There is no
-//     reassignment on loss, so an operator must move jobs itself.
+//     reassignment on loss, so an operator must move jobs itself. An
+//     instance whose lease runs out while it runs (paused, or cut off from
+//     etcd) registers again, and its jobs run again.
 //   - Stopping a job is done by its instance, which may take a while
 //     (Knobs.StopDelay).
 //

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -104,10 +105,13 @@ func (s *Server) Run(ctx context.Context, grpcLis, gpfdistLis net.Listener) erro
 		return fmt.Errorf("etcd %v: %w", s.cfg.Cluster.Etcd.Endpoints, err)
 	}
 	defer s.etcd.Close()
-	lease, err := s.register(ctx)
+	first, lost, err := s.register(ctx)
 	if err != nil {
 		return err
 	}
+	var lease atomic.Int64
+	lease.Store(int64(first))
+	go s.stayRegistered(ctx, lost, &lease)
 
 	grpcServer := grpc.NewServer()
 	job.RegisterJobServiceServer(grpcServer, &jobService{s: s})
@@ -129,30 +133,72 @@ func (s *Server) Run(ctx context.Context, grpcLis, gpfdistLis net.Listener) erro
 	// Leave at once rather than when the lease runs out.
 	revokeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, _ = s.etcd.Revoke(revokeCtx, lease)
+	_, _ = s.etcd.Revoke(revokeCtx, clientv3.LeaseID(lease.Load()))
 	s.log.Info("Stopped")
 	return err
 }
 
-// register publishes the instance under a lease kept alive while it runs.
-func (s *Server) register(ctx context.Context) (clientv3.LeaseID, error) {
+// stayRegistered registers the instance again each time its lease runs
+// out while it runs (a pause or a partition longer than leaseTTL, an etcd
+// that was gone): meanwhile its key is gone and the API reports its jobs
+// JOB_ERROR; registered again, its jobs are its own and run again, as
+// when an instance of its name comes back. It stores each new lease in
+// lease, for Run's revoke.
+func (s *Server) stayRegistered(ctx context.Context, lost <-chan struct{}, lease *atomic.Int64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-lost:
+		}
+		s.log.Warn("The etcd lease ran out: registering again")
+		for {
+			id, next, err := s.register(ctx)
+			if err == nil {
+				lease.Store(int64(id))
+				lost = next
+				s.log.Info("Registered again", "lease", int64(id))
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("Registering again failed", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// register publishes the instance under a lease kept alive while it runs;
+// lost is closed if the lease ends while ctx has not.
+func (s *Server) register(ctx context.Context) (lease clientv3.LeaseID, lost <-chan struct{}, err error) {
 	grant, err := s.etcd.Grant(ctx, leaseTTL)
 	if err != nil {
-		return 0, fmt.Errorf("etcd lease: %w", err)
+		return 0, nil, fmt.Errorf("etcd lease: %w", err)
 	}
 	value, _ := json.Marshal(Instance{Name: s.name, Version: s.knobs.Version, Started: time.Now().UTC()})
 	if _, err := s.etcd.Put(ctx, instanceKey(s.cluster(), s.name), string(value), clientv3.WithLease(grant.ID)); err != nil {
-		return 0, fmt.Errorf("etcd: register %s: %w", s.name, err)
+		return 0, nil, fmt.Errorf("etcd: register %s: %w", s.name, err)
 	}
 	alive, err := s.etcd.KeepAlive(ctx, grant.ID)
 	if err != nil {
-		return 0, fmt.Errorf("etcd lease keep-alive: %w", err)
+		return 0, nil, fmt.Errorf("etcd lease keep-alive: %w", err)
 	}
+	ended := make(chan struct{})
 	go func() {
 		for range alive { // drain the keep-alive answers
 		}
+		// The channel closes when the lease expired or was revoked, or
+		// when ctx ended (a stop, not a loss).
+		if ctx.Err() == nil {
+			close(ended)
+		}
 	}()
-	return grant.ID, nil
+	return grant.ID, ended, nil
 }
 
 func (s *Server) cluster() string { return s.cfg.Cluster.ID }

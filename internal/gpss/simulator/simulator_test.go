@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -360,4 +362,57 @@ func TestInstancesAgreeAfterAScaleOut(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestLostLeaseRegistersAgainSeed20261202 is what chaos seed 20261202 found
+// at step 3 (an instance frozen for 17 s): the instance's lease ran out
+// while it was stopped, and thawed, it went on serving its job on gpfdist
+// with no key in etcd, so the API reported the job JOB_ERROR for good. An
+// instance whose lease ends registers again, and its jobs run again.
+func TestLostLeaseRegistersAgainSeed20261202(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	ctx := context.Background()
+	a := start(t, etcd, "c1", "gpss-0", simulator.Knobs{})
+	if _, err := a.jobs.SubmitJob(ctx, &job.SubmitJobRequest{JobOption: &job.JobOption{Name: "orders"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.jobs.StartJob(ctx, &job.StartJobRequest{JobIdentifier: byName("orders")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	key := simulator.Root + "/c1/instances/gpss-0"
+	got, err := c.Get(ctx, key)
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("the instance's key: %v, %v", got, err)
+	}
+	// What a pause longer than the lease does: etcd ends the lease, and
+	// the instance's key goes with it.
+	if _, err := c.Revoke(ctx, clientv3.LeaseID(got.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the instance registered again under a new lease", func() error {
+		now, err := c.Get(ctx, key)
+		switch {
+		case err != nil:
+			return err
+		case len(now.Kvs) != 1:
+			return fmt.Errorf("no key %s", key)
+		case now.Kvs[0].Lease == got.Kvs[0].Lease:
+			return fmt.Errorf("still the revoked lease %x", now.Kvs[0].Lease)
+		}
+		return nil
+	})
+	eventually(t, "orders runs again, on its instance", func() error {
+		if code := statuses(t, a)["orders"]; code != job.JobStatusCode_JOB_RUNNING {
+			return fmt.Errorf("orders is %v", code)
+		}
+		if code, _ := gpfdist(t, a.GpfdistAddr, "orders", "1"); code != http.StatusOK {
+			return fmt.Errorf("gpfdist answers %d for orders", code)
+		}
+		return nil
+	})
 }
