@@ -222,7 +222,7 @@ func podFaults(ns, component string, names func() []string) []chaos.Action {
 		{Name: "kill-" + component, Weight: 2, Run: func(_ context.Context, r *rand.Rand) (string, error) {
 			return faultKillPods(ns, chaos.OneOf(r, names()...))
 		}},
-		{Name: "kill-" + component + "s", Weight: 1, Enabled: func() bool { return len(names()) > 1 }, Run: func(_ context.Context, r *rand.Rand) (string, error) {
+		{Name: "kill-" + plural(component), Weight: 1, Enabled: func() bool { return len(names()) > 1 }, Run: func(_ context.Context, r *rand.Rand) (string, error) {
 			all := names()
 			two := r.Perm(len(all))[:2]
 			return faultKillPods(ns, all[two[0]], all[two[1]])
@@ -243,6 +243,14 @@ func podFaults(ns, component string, names func() []string) []chaos.Action {
 		}},
 	}
 	return faults
+}
+
+// plural is a component's name for more than one (proxy: proxies).
+func plural(component string) string {
+	if stem, ok := strings.CutSuffix(component, "y"); ok {
+		return stem + "ies"
+	}
+	return component + "s"
 }
 
 // ordinals are the pods name-0 … name-(n-1).

@@ -76,14 +76,14 @@ func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
 			if err := patch("cnset", fmt.Sprintf(`{"spec":{"replicas":%d}}`, model.cns)); err != nil {
 				return "", err
 			}
-			return withFault(ctx, r, fmt.Sprintf("to %d CNs", model.cns))
+			return withFault(ctx, r, fmt.Sprintf("to %d CN%s", model.cns, map[bool]string{true: "s"}[model.cns > 1]))
 		}},
 		{Name: "scale-proxies", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
 			model.proxies = 3 - model.proxies
 			if err := patch("proxyset", fmt.Sprintf(`{"spec":{"replicas":%d}}`, model.proxies)); err != nil {
 				return "", err
 			}
-			return withFault(ctx, r, fmt.Sprintf("to %d proxies", model.proxies))
+			return withFault(ctx, r, fmt.Sprintf("to %d prox%s", model.proxies, map[bool]string{true: "ies", false: "y"}[model.proxies > 1]))
 		}},
 		{Name: "reconfigure-cns", Weight: 2, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
 			model.cnLogLevel = map[bool]string{true: "debug", false: "info"}[model.cnLogLevel == "info"]

@@ -78,7 +78,7 @@ func oceanbaseChaos(t *testing.T, in specInput, cfg chaosConfig) {
 			if err := o.chaosPatch(fmt.Sprintf(`{"spec":{"zones":[{"name":"z1","replicas":%d},{"name":"z2","replicas":%d},{"name":"z3","replicas":%d}]}}`, m.zones[0], m.zones[1], m.zones[2])); err != nil {
 				return "", err
 			}
-			return withFault(ctx, r, fmt.Sprintf("z%d to %d observers", z+1, m.zones[z]))
+			return withFault(ctx, r, fmt.Sprintf("z%d to %d observer%s", z+1, m.zones[z], map[bool]string{true: "s"}[m.zones[z] > 1]))
 		}},
 		{Name: "set-parameter", Weight: 1, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
 			m.syslog = chaos.OneOf(r, slices.DeleteFunc([]string{"INFO", "WARN", "DEBUG"}, func(l string) bool { return l == m.syslog })...)
