@@ -761,16 +761,16 @@ func zookeeperInvalidSpecsSpec(t *testing.T, in specInput) {
 // refusedGrowth creates a one-server cluster on a StorageClass of the
 // default class's provisioner that does not allow volume expansion, and
 // raises its storage.size: admission refuses it with the field and the
-// class, and the claim keeps its size. The check is the framework's, the
+// class, and the spec keeps its size. The check is the framework's, the
 // same for every system.
 func refusedGrowth(t *testing.T, ns, image string) {
 	ctx := context.Background()
-	def, err := env.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	classes, err := env.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		fatalNow(t, err)
 	}
 	var provisioner string
-	for _, c := range def.Items {
+	for _, c := range classes.Items {
 		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
 			provisioner = c.Provisioner
 		}
