@@ -37,7 +37,7 @@ type moChaosModel struct {
 // Ready as asked within 8 minutes, the writes go on, every acknowledged
 // row be stored, and no volume claim of the log store's or the TN's be
 // gone. About 2.6 GiB of memory limits (3.2 GiB with two CNs and two
-// proxies); a step takes a minute or two, so a run is long.
+// proxies); a step settled 20 s to 1m25s after it in the first run.
 func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
 	m := &moCluster{scenario: newScenario(t, "mo-chaos", "cnset", moClusterCN, "cn"), image: in.image(t, "matrixone")}
 	model := &moChaosModel{cns: 2, proxies: 1, cnLogLevel: "info"}
