@@ -114,7 +114,7 @@ func systemOfTest(t *testing.T) string {
 // TestChaos runs every selected system's chaos spec, from E2E_CHAOS_SEED
 // (default: the clock's nanoseconds, printed), E2E_CHAOS_STEPS steps each
 // (default 50), each system's run bounded by E2E_CHAOS_BUDGET (default
-// 75m). A system with no chaos spec yet skips, saying so.
+// 75m). A system without a chaos spec (systemSpec.chaos) skips, saying so.
 func TestChaos(t *testing.T) {
 	if os.Getenv("E2E_CHAOS") == "" {
 		t.Skip("the chaos suite runs with make chaos (E2E_CHAOS=1)")

@@ -534,16 +534,10 @@ func (g *gpssScenario) gpssOut(args ...string) (string, error) {
 func (g *gpssScenario) waitReady(replicas int32, timeout time.Duration) *gpssv1.GpssCluster {
 	g.t.Helper()
 	var gc *gpssv1.GpssCluster
-	eventually(g.t, timeout, fmt.Sprintf("the cluster is Ready with %d instances", replicas), func(context.Context) error {
-		gc = g.get()
-		st := gc.Status
-		if err := settled(gc.Generation, &st.StatusCore); err != nil {
-			return err
-		}
-		if st.ReadyReplicas != replicas {
-			return fmt.Errorf("ready replicas %d", st.ReadyReplicas)
-		}
-		return nil
+	eventually(g.t, timeout, fmt.Sprintf("the cluster is Ready with %d instances", replicas), func(ctx context.Context) error {
+		var err error
+		gc, err = g.ready(ctx, replicas)
+		return err
 	})
 	return gc
 }

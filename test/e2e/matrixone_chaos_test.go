@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,19 +117,9 @@ func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		}
 		acked := w.acked()
 		seen = len(acked)
-		var out string
-		if err := waitFor(time.Minute, func(context.Context) error {
-			var err error
-			out, err = m.sql("select id from e2e.t order by id")
+		stored, err := m.storedRows()
+		if err != nil {
 			return err
-		}); err != nil {
-			return fmt.Errorf("reading e2e.t: %w", err)
-		}
-		stored := map[int]bool{}
-		for _, f := range strings.Fields(out) {
-			if id, err := strconv.Atoi(f); err == nil {
-				stored[id] = true
-			}
 		}
 		if missing := slices.DeleteFunc(slices.Clone(acked), func(id int) bool { return stored[id] }); len(missing) > 0 {
 			return fmt.Errorf("%d of %d acknowledged rows are missing, the first %v", len(missing), len(acked), missing[:min(len(missing), 10)])

@@ -532,17 +532,9 @@ func (m *moCluster) underWrites(t *testing.T, action func()) (ackedAt []time.Tim
 	if len(failures) > 0 {
 		t.Logf("the first failure: %s", failures[0])
 	}
-	var out string
-	eventually(t, time.Minute, "reading the rows back", func(context.Context) error {
-		var err error
-		out, err = m.sql("select id from e2e.t order by id")
-		return err
-	})
-	have := map[int]bool{}
-	for _, f := range strings.Fields(out) {
-		if id, err := strconv.Atoi(f); err == nil {
-			have[id] = true
-		}
+	have, err := m.storedRows()
+	if err != nil {
+		fatalNow(t, err)
 	}
 	missing := 0
 	for _, id := range acked {
@@ -554,6 +546,25 @@ func (m *moCluster) underWrites(t *testing.T, action func()) (ackedAt []time.Tim
 		errorf(t, "%d of %d acknowledged writes are missing", missing, len(acked))
 	}
 	return ackedAt
+}
+
+// storedRows reads e2e.t's ids through the proxy, retrying for a minute.
+func (m *moCluster) storedRows() (map[int]bool, error) {
+	var out string
+	if err := waitFor(time.Minute, func(context.Context) error {
+		var err error
+		out, err = m.sql("select id from e2e.t order by id")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("reading e2e.t: %w", err)
+	}
+	have := map[int]bool{}
+	for _, f := range strings.Fields(out) {
+		if id, err := strconv.Atoi(f); err == nil {
+			have[id] = true
+		}
+	}
+	return have, nil
 }
 
 func (m *moCluster) sql(query string) (string, error) {
