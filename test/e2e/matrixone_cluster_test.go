@@ -772,9 +772,13 @@ var errNotSeen = errors.New("not seen")
 
 func (m *moCluster) accountGroup(t *testing.T) {
 	const account, password, group = "acc1", "Acc1-pw", "mo-acc1"
-	if _, err := m.sql(fmt.Sprintf("create account if not exists %s admin_name 'admin' identified by '%s'", account, password)); err != nil {
-		fatalNow(t, err)
-	}
+	// CREATE ACCOUNT makes the account's system tables and can outlast
+	// the client's 5 s deadline on a busy node (seen once, right after the
+	// scale-in to one CN); IF NOT EXISTS makes a retry safe.
+	eventually(t, 2*time.Minute, "account "+account+" created", func(context.Context) error {
+		_, err := m.sql(fmt.Sprintf("create account if not exists %s admin_name 'admin' identified by '%s'", account, password))
+		return err
+	})
 	manifest := fmt.Sprintf(`apiVersion: matrixone.steward.dev/v1alpha1
 kind: CNSet
 metadata: {name: %s, namespace: %s}
