@@ -46,6 +46,7 @@ type fakeServer struct {
 	image   string        // the container's image
 	noReply bool          // the probe has no answer at all yet (ErrPending)
 	stuck   bool          // the pod has been unready for five minutes
+	exited  int32         // the exit code of the container's crash loop, 0 for none
 }
 
 // testCluster returns a defaulted ZookeeperCluster zk/ns with replicas.
@@ -79,6 +80,11 @@ func fakePod(zk *Cluster, s fakeServer) *corev1.Pod {
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
 	if s.stuck {
 		pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-5 * time.Minute))
+	}
+	if s.exited != 0 {
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: build.ContainerName, RestartCount: 4,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: s.exited}}}}
 	}
 	return pod
 }
@@ -520,6 +526,13 @@ func TestProgress(t *testing.T) {
 			name:    "a member does not serve",
 			servers: with(three, 3, notServing),
 			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve yet",
+		},
+		{
+			// A full volume, a log the server cannot read: the message
+			// says how it ends, not how often (it would change each time).
+			name:    "a member crash-loops",
+			servers: with(three, 3, func(s *fakeServer) { notServing(s); s.exited = 3 }),
+			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve: container " + build.ContainerName + " is CrashLoopBackOff (it exited with code 3)",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

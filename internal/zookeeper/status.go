@@ -163,6 +163,14 @@ func notReady(zk *Cluster, e *ensemble) (reason, message string) {
 	}
 	for _, id := range e.members {
 		if s := e.member(id); s == nil || !s.serving() {
+			// A server that crash-loops (a full volume, a log it cannot
+			// read) says how it last ended, which a user cannot see in
+			// "does not serve" alone.
+			if s != nil && s.pod != nil && !workload.IsReady(s.pod) {
+				if d := workload.NotReadyDetail(s.pod); d != "" {
+					return zkv1.ReasonServersNotServing, fmt.Sprintf("server %d does not serve: %s", id, d)
+				}
+			}
 			return zkv1.ReasonServersNotServing, fmt.Sprintf("server %d does not serve yet", id)
 		}
 	}

@@ -84,9 +84,11 @@ type chaosConfig struct {
 
 // run runs the spec's actions, with settle and check, as one seeded run,
 // and fails the test with the violation, after dump, when one is found.
-func (c chaosConfig) run(t *testing.T, actions []chaos.Action, settle, check func(context.Context) error, dump func()) {
+// check runs while quiet's objects are watched for a write.
+func (c chaosConfig) run(t *testing.T, actions []chaos.Action, settle, check func(context.Context) error, quiet quietSpec, dump func()) {
 	t.Helper()
-	rep, err := chaos.Run{Seed: c.seed, Steps: c.steps, Budget: c.budget, Actions: actions, Settle: settle, Check: check, Logf: t.Logf}.Do(t.Context())
+	held := func(ctx context.Context) error { return quiet.heldQuiet(ctx, check) }
+	rep, err := chaos.Run{Seed: c.seed, Steps: c.steps, Budget: c.budget, Actions: actions, Settle: settle, Check: held, Logf: t.Logf}.Do(t.Context())
 	counts := map[string]int{}
 	for _, s := range rep.Steps {
 		counts[s.Action]++
@@ -304,6 +306,9 @@ func faultKillOperatorStandby(t *testing.T) (string, error) {
 // faultKillPods force-deletes pods of ns, as their node's loss would; a
 // pod a flow has not made yet, or removed, is passed over.
 func faultKillPods(ns string, pods ...string) (string, error) {
+	for _, p := range pods {
+		noteSuiteDeletion(ns, p)
+	}
 	args := append([]string{"delete", "pod", "-n", ns, "--grace-period=0", "--force", "--wait=false", "--ignore-not-found"}, pods...)
 	if out, err := kubectl(args...); err != nil {
 		return "", fmt.Errorf("%w: %s", err, out)

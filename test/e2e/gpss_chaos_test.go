@@ -47,6 +47,7 @@ func gpssChaos(t *testing.T, _ specInput, cfg chaosConfig) {
 	g := &gpssScenario{scenario: newScenario(t, "gpss-chaos", "gpsscluster", gpssName, "instance"),
 		image: "localhost/gpss-simulator:1.0", next: "localhost/gpss-simulator:1.1"}
 	m := &gpssChaosModel{replicas: 3, image: g.image, level: "info"}
+	sizedStorageClass(t)
 	g.chaosApply(t, m)
 	g.waitReady(m.replicas, 3*time.Minute)
 	g.startClient()
@@ -57,7 +58,7 @@ func gpssChaos(t *testing.T, _ specInput, cfg chaosConfig) {
 	faults := append(append(append(operatorFaults(t),
 		podFaults(g.ns, "instance", func() []string { return ordinals(gpssName, int(m.replicas)) })...),
 		podFaults(g.ns, "etcd", func() []string { return ordinals(gpssName+"-etcd", 1) })...),
-		restartAPIServerFault)
+		fillVolumeFault(g.ns, "etcd"), restartAPIServerFault)
 	withFault := midFlow(faults)
 	operations := []chaos.Action{
 		{Name: "scale", Weight: 3, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
@@ -110,7 +111,9 @@ func gpssChaos(t *testing.T, _ specInput, cfg chaosConfig) {
 		t.Logf("Invariants: %d acknowledged jobs each run on exactly one of %d instances, no job on two; %s stays", len(w.ackedJobs()), m.replicas, etcdClaim)
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, func() { g.dumpState(); g.dumpOperatorLogs() })
+	// GPSS's job counts follow the submitter's jobs.
+	quiet := quietSpec{ns: g.ns, gv: gpssv1.GroupVersion, workload: []string{"status.jobs"}}
+	cfg.run(t, append(operations, faults...), settle, check, quiet, func() { g.dumpState(); g.dumpOperatorLogs() })
 }
 
 // chaosApply applies the GpssCluster the model describes.
@@ -124,9 +127,9 @@ spec:
   imagePullPolicy: Never
   clusterID: chaos
   config: {Logging: {BackendLevel: %s}}
-  etcd: {managed: {storage: {size: 64Mi}}}
+  etcd: {managed: {storage: {size: 256Mi, storageClassName: %s}}}
   resources: {limits: {memory: 64Mi}}
-`, gpssName, g.ns, m.replicas, m.image, m.level), "apply", "-f", "-"); err != nil {
+`, gpssName, g.ns, m.replicas, m.image, m.level, chaosSizedClass), "apply", "-f", "-"); err != nil {
 		fatalf(t, "%v: %s", err, out)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	mov1 "github.com/stewardhq/steward/api/matrixone/v1alpha1"
 	"github.com/stewardhq/steward/test/chaos"
 )
 
@@ -38,7 +39,8 @@ type moChaosModel struct {
 // gone. About 2.6 GiB of memory limits (3.2 GiB with two CNs and two
 // proxies); a step settled 20 s to 1m25s after it in the first run.
 func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
-	m := &moCluster{scenario: newScenario(t, "mo-chaos", "cnset", moClusterCN, "cn"), image: in.image(t, "matrixone")}
+	m := &moCluster{scenario: newScenario(t, "mo-chaos", "cnset", moClusterCN, "cn"), image: in.image(t, "matrixone"),
+		logStorage: "size: 512Mi, storageClassName: " + *sizedStorageClass(t)}
 	model := &moChaosModel{cns: 2, proxies: 1, cnLogLevel: "info"}
 	m.create(t)
 	m.next = 1
@@ -62,7 +64,7 @@ func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
 	} {
 		faults = append(faults, podFaults(m.ns, c.component, c.names)...)
 	}
-	faults = append(faults, restartAPIServerFault)
+	faults = append(faults, fillVolumeFault(m.ns, "log"), restartAPIServerFault)
 	withFault := midFlow(faults)
 	patch := func(set, patch string) error {
 		s := m.scenario
@@ -139,7 +141,7 @@ func matrixoneChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		t.Logf("Invariants: %d acknowledged rows stored (%d in e2e.t); the log store's and the TN's claims stay: %v", len(acked), len(stored), now)
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, func() { m.dumpState(); m.dumpOperatorLogs() })
+	cfg.run(t, append(operations, faults...), settle, check, quietSpec{ns: m.ns, gv: mov1.GroupVersion}, func() { m.dumpState(); m.dumpOperatorLogs() })
 }
 
 // statefulClaims are the volume claims of the log store and the TN, by

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,9 @@ type moCluster struct {
 	// acked are the writes the last underWrites had acknowledged, in
 	// the order they were.
 	acked []ackedWrite
+	// logStorage is the log store's storage, the entries of a YAML flow
+	// mapping; "": 256Mi of the default StorageClass.
+	logStorage string
 }
 
 // ackedWrite is a row the writer inserted and MatrixOne acknowledged.
@@ -96,10 +100,10 @@ spec:
   image: %[3]s
   imagePullPolicy: Never
   resources: {limits: {memory: 384Mi}}
-  storage: {size: 256Mi}
+  storage: {%[4]s}
   sharedStorage: {fileSystem: {claimName: mo-shared}}
 ---
-`, moClusterLog, m.ns, m.image) + moSQLSets(m.ns, m.image, 2, cnLogLevel)
+`, moClusterLog, m.ns, m.image, cmp.Or(m.logStorage, "size: 256Mi")) + moSQLSets(m.ns, m.image, 2, cnLogLevel)
 }
 
 // moSQLSets are a TNSet, a CNSet of cns and a ProxySet on the LogSet

@@ -138,7 +138,7 @@ func oceanbaseChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		t.Logf("Invariants: %d acknowledged rows stored (%d in app.t); OceanBase lists the %d servers, each ACTIVE with its pod", len(acked), len(stored), m.servers())
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, func() { o.dumpState(); o.dumpOperatorLogs() })
+	cfg.run(t, append(operations, faults...), settle, check, quietSpec{ns: o.ns, gv: obv1.GroupVersion}, func() { o.dumpState(); o.dumpOperatorLogs() })
 }
 
 // chaosCreate creates the cluster and the tenant the model describes,

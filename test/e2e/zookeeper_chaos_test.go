@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
 	"github.com/stewardhq/steward/internal/systems"
@@ -39,7 +43,8 @@ type zkChaosModel struct {
 // within 5 minutes, the client's writes go on, every acknowledged znode be
 // stored, and no volume claim the cluster had be gone.
 func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
-	z := &zkScenario{scenario: newScenario(t, "zk-chaos", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper)}
+	z := &zkScenario{scenario: newScenario(t, "zk-chaos", "zk", zkName, "server"), image: in.image(t, systems.ZooKeeper),
+		storageClass: sizedStorageClass(t), storageSize: ptr.To(resource.MustParse("256Mi"))}
 	other := strings.Split(z.image, ":")[0] + ":e2e-chaos"
 	if out, err := ctr("images", "tag", "--force", z.image, other); err != nil {
 		fatalf(t, "%v: %s", err, out)
@@ -50,7 +55,8 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 	for _, c := range z.claims() {
 		claims[c] = true
 	}
-	faults := append(append(operatorFaults(t), podFaults(z.ns, "server", func() []string { return ordinals(zkName, int(m.replicas)) })...), restartAPIServerFault)
+	faults := append(append(operatorFaults(t), podFaults(z.ns, "server", func() []string { return ordinals(zkName, int(m.replicas)) })...),
+		fillVolumeFault(z.ns, "server"), restartAPIServerFault)
 	withFault := midFlow(faults)
 	operations := []chaos.Action{
 		{Name: "scale", Weight: 3, Run: func(ctx context.Context, r *rand.Rand) (string, error) {
@@ -91,7 +97,11 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 			return err
 		})
 	}
+	quorum := startQuorumWatch(z.ns, "app.kubernetes.io/component=server", z.votingPods)
 	check := func(context.Context) error {
+		if err := quorum.err(); err != nil {
+			return err
+		}
 		if err := z.chaosProgress(); err != nil {
 			return err
 		}
@@ -131,7 +141,31 @@ func zookeeperChaos(t *testing.T, in specInput, cfg chaosConfig) {
 		t.Logf("Invariants: %d acknowledged writes stored on each of the %d servers; volume claims %v", len(acked), m.replicas, now)
 		return nil
 	}
-	cfg.run(t, append(operations, faults...), settle, check, func() { z.dumpState(); t.Logf("Servers: %s", z.serverStats()); z.dumpOperatorLogs() })
+	// A server's last zxid follows the client's writes.
+	quiet := quietSpec{ns: z.ns, gv: zkv1.GroupVersion, workload: []string{"status.servers.*.*.lastZxid"}}
+	cfg.run(t, append(operations, faults...), settle, check, quiet, func() { z.dumpState(); t.Logf("Servers: %s", z.serverStats()); z.dumpOperatorLogs() })
+	t.Logf("Quorum: %d departures of a serving member not the suite's own checked, none while it was needed", quorum.close())
+}
+
+// votingPods are the pods of the servers the ensemble's committed
+// configuration holds, as the cluster's status says (ZooKeeper's own
+// voting view, from the servers); nil while the cluster is being deleted.
+func (z *zkScenario) votingPods(ctx context.Context) ([]string, error) {
+	var zk zkv1.ZookeeperCluster
+	if err := z.c.Get(ctx, client.ObjectKey{Namespace: z.ns, Name: z.name}, &zk); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if zk.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	pods := make([]string, 0, len(zk.Status.Members))
+	for _, id := range zk.Status.Members {
+		pods = append(pods, fmt.Sprintf("%s-%d", z.name, id-1))
+	}
+	return pods, nil
 }
 
 // chaosRecreate deletes the cluster, waits until it and its pods are

@@ -15,6 +15,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,6 +105,9 @@ type zkScenario struct {
 	acked int // writes acknowledged so far, as of the last progress check
 	// admission is the admission load started when the operator was killed.
 	admission *admissionLoad
+	// storageClass and storageSize, when set, are the servers' volumes'.
+	storageClass *string
+	storageSize  *resource.Quantity
 }
 
 func (z *zkScenario) create(t *testing.T) { z.createWith(t, 3) }
@@ -137,7 +141,7 @@ func (z *zkScenario) newCluster(replicas int32, image string) *zkv1.ZookeeperClu
 			Image:           image,
 			ImagePullPolicy: corev1.PullNever,
 			Heap:            "96m",
-			Storage:         commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain},
+			Storage:         commonv1.StorageSpec{ReclaimPolicy: commonv1.ReclaimRetain, StorageClassName: z.storageClass, Size: z.storageSize},
 		},
 	}
 }

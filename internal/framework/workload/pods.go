@@ -56,8 +56,8 @@ func UnreadySince(pod *corev1.Pod) time.Time {
 
 // NotReadyDetail says what a pod that is not ready waits for, for
 // condition messages: "Pending: 0/3 nodes are available: 3 Insufficient
-// cpu", "container gpss is CrashLoopBackOff", "container gpss is
-// ImagePullBackOff (Back-off pulling image ...)";
+// cpu", "container gpss is CrashLoopBackOff (it exited with code 1)",
+// "container gpss is ImagePullBackOff (Back-off pulling image ...)";
 // empty when the pod says nothing more than that it is not ready.
 func NotReadyDetail(pod *corev1.Pod) string {
 	for _, c := range pod.Status.Conditions {
@@ -68,9 +68,16 @@ func NotReadyDetail(pod *corev1.Pod) string {
 	for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if w := st.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" && w.Reason != "ContainerCreating" {
 			detail := fmt.Sprintf("container %s is %s", st.Name, w.Reason)
-			// A crash loop's message names its growing back-off: it would
-			// change a condition message at every crash.
-			if w.Message != "" && w.Reason != "CrashLoopBackOff" {
+			// A crash loop's message names its growing back-off, and its
+			// restart count grows: either would change a condition
+			// message at every crash. How it ended stays while the cause
+			// does.
+			switch last := st.LastTerminationState.Terminated; {
+			case w.Reason == "CrashLoopBackOff" && last != nil && last.Reason == "OOMKilled":
+				detail += " (it was OOMKilled)"
+			case w.Reason == "CrashLoopBackOff" && last != nil:
+				detail += fmt.Sprintf(" (it exited with code %d)", last.ExitCode)
+			case w.Message != "" && w.Reason != "CrashLoopBackOff":
 				detail += " (" + w.Message + ")"
 			}
 			return detail

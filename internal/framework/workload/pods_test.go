@@ -19,6 +19,11 @@ func TestNotReadyDetail(t *testing.T) {
 	waiting := func(reason, msg string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
 	}
+	exited := func(st corev1.ContainerStatus, reason string, code int32) corev1.ContainerStatus {
+		st.RestartCount = 7
+		st.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code}
+		return st
+	}
 	gated := corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}}}
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
@@ -29,6 +34,12 @@ func TestNotReadyDetail(t *testing.T) {
 			"Pending: 0/1 nodes are available: 1 Insufficient cpu."},
 		"crash-looping, without its moving back-off": {corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("CrashLoopBackOff", "back-off 10s")}}},
 			"container app is CrashLoopBackOff"},
+		"crash-looping, with how it last ended but not how often": {corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			exited(waiting("CrashLoopBackOff", "back-off 40s"), "Error", 3)}}},
+			"container app is CrashLoopBackOff (it exited with code 3)"},
+		"crash-looping, killed at its memory limit": {corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+			exited(waiting("CrashLoopBackOff", "back-off 5m0s"), "OOMKilled", 137)}}},
+			"container app is CrashLoopBackOff (it was OOMKilled)"},
 		"image not pulled": {corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ImagePullBackOff", "Back-off pulling image")}}},
 			"container app is ImagePullBackOff (Back-off pulling image)"},
 		"starting says nothing more": {corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ContainerCreating", "")}}}, ""},

@@ -27,9 +27,10 @@ const (
 
 // Packages are the Debian packages the node needs: the container runtime,
 // CNI plugins, packet filtering and connection tracking for kube-proxy,
-// libseccomp for runc, and nsenter and ip.
+// libseccomp for runc, nsenter and ip, and mkfs.ext4 and the loop mount
+// for the volumes of a StorageClass with a filesystem (provisioner).
 var Packages = []string{"containerd", "containernetworking-plugins", "iptables", "conntrack",
-	"libseccomp-dev", "iproute2", "util-linux"}
+	"libseccomp-dev", "iproute2", "util-linux", "e2fsprogs", "mount"}
 
 // Builder builds into BinDir from the localkube module at Source.
 type Builder struct {

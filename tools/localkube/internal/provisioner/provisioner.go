@@ -36,6 +36,16 @@ func (h HostPath) Provision(_ context.Context, opts controller.ProvisionOptions)
 	if err := os.MkdirAll(path, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("create volume directory: %w", err)
 	}
+	switch fs := opts.StorageClass.Parameters[FilesystemParameter]; fs {
+	case "":
+	case "ext4":
+		size := opts.PVC.Spec.Resources.Requests[corev1.ResourceStorage]
+		if err := makeFilesystem(path, size.Value()); err != nil {
+			return nil, controller.ProvisioningFinished, err
+		}
+	default:
+		return nil, controller.ProvisioningFinished, fmt.Errorf("StorageClass %s: parameter %s is %q, want ext4 or nothing", opts.StorageClass.Name, FilesystemParameter, fs)
+	}
 	if err := os.Chmod(path, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
@@ -73,6 +83,9 @@ func (h HostPath) Delete(_ context.Context, pv *corev1.PersistentVolume) error {
 	if pv.Spec.HostPath.Path != path {
 		// Never delete a directory this provisioner did not make.
 		return &controller.IgnoredError{Reason: fmt.Sprintf("path %s is not under %s", pv.Spec.HostPath.Path, h.Dir)}
+	}
+	if err := removeFilesystem(path); err != nil {
+		return err
 	}
 	return os.RemoveAll(path)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +19,8 @@ const provisionedBy = "pv.kubernetes.io/provisioned-by"
 // Resize expands every bound claim whose volume this provisioner made
 // (provisionerName) and whose request is larger than its capacity, as a
 // CSI driver's external resizer does: a hostPath directory has no size to
-// change, so the volume's capacity and the claim's status capacity are
+// change (one with a filesystem of its own, FilesystemParameter, is left
+// as it is), so the volume's capacity and the claim's status capacity are
 // raised to the request and the resize conditions cleared. The API server
 // lets a claim's request grow only where its StorageClass allows volume
 // expansion (allowVolumeExpansion), as on any cluster.
@@ -41,6 +43,10 @@ func Resize(ctx context.Context, client kubernetes.Interface, provisionerName st
 			return fmt.Errorf("get volume %s of claim %s/%s: %w", pvc.Spec.VolumeName, pvc.Namespace, pvc.Name, err)
 		}
 		if pv.Annotations[provisionedBy] != provisionerName || pv.Spec.HostPath == nil {
+			continue
+		}
+		if _, err := os.Stat(imagePath(pv.Spec.HostPath.Path)); err == nil {
+			log.Printf("Volume %s of claim %s/%s has a filesystem of its own, which cannot grow here (%s)", pv.Name, pvc.Namespace, pvc.Name, FilesystemParameter)
 			continue
 		}
 		if have := pv.Spec.Capacity[corev1.ResourceStorage]; have.Cmp(want) < 0 {
