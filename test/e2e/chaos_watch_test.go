@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -124,8 +125,10 @@ func (q quietSpec) watchChanges(ctx context.Context, ri dynamic.ResourceInterfac
 		for ev := range w.ResultChan() {
 			o, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok {
-				if ev.Type == watch.Error {
-					out = append(out, fmt.Sprintf("watch: %v", ev.Object))
+				// The end of the window cancels the watch, which reports
+				// that as an error.
+				if ev.Type == watch.Error && ctx.Err() == nil && time.Now().Before(deadline) {
+					out = append(out, fmt.Sprintf("watch: %v", apierrors.FromObject(ev.Object)))
 				}
 				continue
 			}
