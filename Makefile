@@ -293,14 +293,16 @@ e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up
 # system's cluster under a seeded run of random operations and faults.
 # E2E_CHAOS_SEED replays a run (default: the clock, printed),
 # E2E_CHAOS_STEPS is its length per system (50), E2E_CHAOS_BUDGET bounds
-# each system's time (75m).
+# each system's time (75m), E2E_CHAOS_PARALLEL=1 runs the systems at once
+# (each system's faults then strike the others too).
 E2E_CHAOS_SEED ?=
 E2E_CHAOS_STEPS ?=
 E2E_CHAOS_BUDGET ?=
+E2E_CHAOS_PARALLEL ?=
 
 .PHONY: chaos
 chaos: ## Run the chaos suite on a localkube cluster it brings up and down: each selected system (SYSTEMS=zookeeper) attacked by E2E_CHAOS_STEPS random operations and faults (50) from E2E_CHAOS_SEED, every invariant checked after each; not part of make test.
-	E2E_CHAOS=1 E2E_CHAOS_SEED=$(E2E_CHAOS_SEED) E2E_CHAOS_STEPS=$(E2E_CHAOS_STEPS) E2E_CHAOS_BUDGET=$(E2E_CHAOS_BUDGET) \
+	E2E_CHAOS=1 E2E_CHAOS_SEED=$(E2E_CHAOS_SEED) E2E_CHAOS_STEPS=$(E2E_CHAOS_STEPS) E2E_CHAOS_BUDGET=$(E2E_CHAOS_BUDGET) E2E_CHAOS_PARALLEL=$(E2E_CHAOS_PARALLEL) \
 		$(MAKE) --no-print-directory e2e E2E_RUN=TestChaos E2E_TIMEOUT=6h
 
 # MATRIXONE_UPGRADE_FROM is the MatrixOne version the upgrade lane starts

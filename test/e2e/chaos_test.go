@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,7 +117,11 @@ func systemOfTest(t *testing.T) string {
 // TestChaos runs every selected system's chaos spec, from E2E_CHAOS_SEED
 // (default: the clock's nanoseconds, printed), E2E_CHAOS_STEPS steps each
 // (default 50), each system's run bounded by E2E_CHAOS_BUDGET (default
-// 75m). A system without a chaos spec (systemSpec.chaos) skips, saying so.
+// 75m), one after the other or, with E2E_CHAOS_PARALLEL set, all at once:
+// then each system's operator and API server faults strike the others'
+// flows too, and a seed replays each system's steps but not how they
+// interleave. A system without a chaos spec (systemSpec.chaos) skips,
+// saying so.
 func TestChaos(t *testing.T) {
 	if os.Getenv("E2E_CHAOS") == "" {
 		t.Skip("the chaos suite runs with make chaos (E2E_CHAOS=1)")
@@ -138,7 +143,8 @@ func TestChaos(t *testing.T) {
 			fatalf(t, "E2E_CHAOS_BUDGET=%q: %v", s, err)
 		}
 	}
-	t.Logf("Chaos seed %d (E2E_CHAOS_SEED replays it), %d steps per system, %s each at most", cfg.seed, cfg.steps, cfg.budget)
+	parallel := os.Getenv("E2E_CHAOS_PARALLEL") != ""
+	t.Logf("Chaos seed %d (E2E_CHAOS_SEED replays it), %d steps per system, %s each at most, systems at once: %t", cfg.seed, cfg.steps, cfg.budget, parallel)
 	for _, name := range slices.Sorted(maps.Keys(systemSpecs)) {
 		t.Run(name, func(t *testing.T) {
 			in, ok := systemInput(name)
@@ -147,6 +153,9 @@ func TestChaos(t *testing.T) {
 				t.Skipf("%s is not selected by E2E_SYSTEMS=%q", name, os.Getenv("E2E_SYSTEMS"))
 			case systemSpecs[name].chaos == nil:
 				t.Skipf("%s has no chaos spec (systemSpec.chaos)", name)
+			}
+			if parallel {
+				t.Parallel()
 			}
 			installOperator(t)
 			systemSpecs[name].chaos(t, in, cfg)
@@ -205,8 +214,15 @@ func operatorFaults(t *testing.T) []chaos.Action {
 	}
 }
 
-// restartAPIServerFault restarts localkube's kube-apiserver.
-var restartAPIServerFault = chaos.Action{Name: "restart-apiserver", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) { return faultRestartAPIServer() }}
+// restartAPIServerFault restarts localkube's kube-apiserver, one restart
+// at a time when systems run at once.
+var restartAPIServerFault = chaos.Action{Name: "restart-apiserver", Weight: 1, Run: func(context.Context, *rand.Rand) (string, error) {
+	apiServerRestarts.Lock()
+	defer apiServerRestarts.Unlock()
+	return faultRestartAPIServer()
+}}
+
+var apiServerRestarts sync.Mutex
 
 // podFaults attack the pods of one component of a system: one of names
 // force-deleted (weight 2), two of them (when there are two), one running

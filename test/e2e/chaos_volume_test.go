@@ -37,24 +37,10 @@ const chaosFillFile = ".chaos-fill"
 // provisioner, once per cluster, and returns its name.
 func sizedStorageClass(t *testing.T) *string {
 	t.Helper()
-	ctx := context.Background()
-	classes, err := env.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fatalNow(t, err)
-	}
-	var provisioner string
-	for _, c := range classes.Items {
-		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			provisioner = c.Provisioner
-		}
-	}
-	if provisioner == "" {
-		fatalf(t, "no default StorageClass to take the provisioner of")
-	}
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: chaosSizedClass}, Provisioner: provisioner,
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: chaosSizedClass}, Provisioner: defaultProvisioner(t),
 		Parameters: map[string]string{"filesystem": "ext4"}, AllowVolumeExpansion: ptr.To(false),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)}
-	if _, err := env.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := env.client.StorageV1().StorageClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		fatalNow(t, err)
 	}
 	return ptr.To(chaosSizedClass)

@@ -117,18 +117,29 @@ func (q quietSpec) watchChanges(ctx context.Context, ri dynamic.ResourceInterfac
 		timeout := int64(time.Until(deadline).Seconds()) + 1
 		w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
 		if err != nil {
-			if ctx.Err() == nil {
-				out = append(out, fmt.Sprintf("watch: %v", err))
-			}
-			return out
+			// The API server may be restarting (another system's fault,
+			// when systems run at once): watch again from rv, which
+			// replays what happened meanwhile.
+			sleep(ctx, time.Second)
+			continue
 		}
 		for ev := range w.ResultChan() {
 			o, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok {
-				// The end of the window cancels the watch, which reports
-				// that as an error.
-				if ev.Type == watch.Error && ctx.Err() == nil && time.Now().Before(deadline) {
-					out = append(out, fmt.Sprintf("watch: %v", apierrors.FromObject(ev.Object)))
+				// An error ends the watch (the window's end cancels it, an
+				// API server restart breaks it); a version too old to
+				// watch from is one whose changes cannot be seen.
+				if ev.Type == watch.Error && apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) && time.Now().Before(deadline) {
+					// Too old to watch from: the objects as they are now
+					// show what changed meanwhile.
+					list, err := ri.List(ctx, metav1.ListOptions{})
+					if err != nil {
+						continue
+					}
+					for _, o := range list.Items {
+						out = append(out, q.changed(&o, last)...)
+					}
+					rv = list.GetResourceVersion()
 				}
 				continue
 			}
@@ -136,20 +147,33 @@ func (q quietSpec) watchChanges(ctx context.Context, ri dynamic.ResourceInterfac
 			if ev.Type == watch.Bookmark || time.Now().After(deadline) {
 				continue
 			}
-			what := fmt.Sprintf("%s/%s", strings.ToLower(o.GetKind()), o.GetName())
 			switch ev.Type {
 			case watch.Added, watch.Deleted:
-				out = append(out, fmt.Sprintf("%s %s", what, strings.ToLower(string(ev.Type))))
+				out = append(out, fmt.Sprintf("%s/%s %s", strings.ToLower(o.GetKind()), o.GetName(), strings.ToLower(string(ev.Type))))
+				last[o.GetName()] = o.Object
 			case watch.Modified:
-				if changed := chaos.Changes(last[o.GetName()], o.Object, append([]string{"metadata.resourceVersion", "metadata.managedFields"}, q.workload...)...); len(changed) > 0 {
-					out = append(out, fmt.Sprintf("%s at %s", what, strings.Join(changed[:min(len(changed), 8)], ", ")))
-				}
+				out = append(out, q.changed(o, last)...)
 			}
-			last[o.GetName()] = o.Object
 		}
 		w.Stop()
 	}
 	return out
+}
+
+// changed describes how o differs from its version in last, but for the
+// workload's fields, and records it there.
+func (q quietSpec) changed(o *unstructured.Unstructured, last map[string]map[string]any) []string {
+	before, ok := last[o.GetName()]
+	last[o.GetName()] = o.Object
+	what := fmt.Sprintf("%s/%s", strings.ToLower(o.GetKind()), o.GetName())
+	if !ok {
+		return []string{what + " added"}
+	}
+	changed := chaos.Changes(before, o.Object, append([]string{"metadata.resourceVersion", "metadata.managedFields"}, q.workload...)...)
+	if len(changed) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s at %s", what, strings.Join(changed[:min(len(changed), 8)], ", "))}
 }
 
 // suiteDeletions are the pods the suite's faults deleted, by namespace and

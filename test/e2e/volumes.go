@@ -132,3 +132,20 @@ func (s *scenario) podRuns(t *testing.T, selector string) map[string]string {
 	}
 	return runs
 }
+
+// defaultProvisioner is the provisioner of the cluster's default
+// StorageClass, for the classes a test makes of its own.
+func defaultProvisioner(t *testing.T) string {
+	t.Helper()
+	classes, err := env.client.StorageV1().StorageClasses().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		fatalNow(t, err)
+	}
+	for _, c := range classes.Items {
+		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return c.Provisioner
+		}
+	}
+	fatalf(t, "no default StorageClass to take the provisioner of")
+	return ""
+}

@@ -769,17 +769,7 @@ func zookeeperInvalidSpecsSpec(t *testing.T, in specInput) {
 // same for every system.
 func refusedGrowth(t *testing.T, ns, image string) {
 	ctx := context.Background()
-	classes, err := env.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		fatalNow(t, err)
-	}
-	var provisioner string
-	for _, c := range classes.Items {
-		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			provisioner = c.Provisioner
-		}
-	}
-	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-fixed"}, Provisioner: provisioner,
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-fixed"}, Provisioner: defaultProvisioner(t),
 		AllowVolumeExpansion: ptr.To(false), ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)}
 	if _, err := env.client.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		fatalNow(t, err)
