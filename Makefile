@@ -287,7 +287,7 @@ images: localkube build ## Build every images/*/build.sh (SYSTEMS narrows) into 
 .PHONY: e2e
 e2e: images helm ## Run the end-to-end suite on a localkube cluster it brings up and down, building the images of the systems it tests; SYSTEMS=zookeeper runs those systems' tests only, E2E_DEPTH=smoke their smoke specs only.
 	E2E_SYSTEMS=$(SYSTEMS) E2E_DEPTH=$(E2E_DEPTH) E2E_IMAGES_DIR=$(IMAGES_DIR) LOCALKUBE_BIN_DIR=$(LOCALKUBE_DIR)/bin \
-		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/
+		$(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(if $(E2E_PARALLEL),-parallel $(E2E_PARALLEL)) ./test/e2e/
 
 # The chaos suite (test/e2e's TestChaos, test/chaos): each selected
 # system's cluster under a seeded run of random operations and faults.
@@ -303,7 +303,7 @@ E2E_CHAOS_PARALLEL ?=
 .PHONY: chaos
 chaos: ## Run the chaos suite on a localkube cluster it brings up and down: each selected system (SYSTEMS=zookeeper) attacked by E2E_CHAOS_STEPS random operations and faults (50) from E2E_CHAOS_SEED, every invariant checked after each; not part of make test.
 	E2E_CHAOS=1 E2E_CHAOS_SEED=$(E2E_CHAOS_SEED) E2E_CHAOS_STEPS=$(E2E_CHAOS_STEPS) E2E_CHAOS_BUDGET=$(E2E_CHAOS_BUDGET) E2E_CHAOS_PARALLEL=$(E2E_CHAOS_PARALLEL) \
-		$(MAKE) --no-print-directory e2e E2E_RUN=TestChaos E2E_TIMEOUT=6h
+		$(MAKE) --no-print-directory e2e E2E_RUN=TestChaos E2E_TIMEOUT=6h E2E_PARALLEL=4
 
 # MATRIXONE_UPGRADE_FROM is the MatrixOne version the upgrade lane starts
 # from (test/e2e's moUpgradeFrom says the same): images/matrixone built at
