@@ -131,8 +131,8 @@ func viewPredates(viewAt time.Time, pod string, readySince time.Time) string {
 // decide on the view) asks again the probes whose answers are older than
 // MinInterval and waits for them, up to the collector's deadline; every
 // other pass reads the answers the background calls keep fresh and waits
-// for none, so that log pods that do not answer (a partition) hold no
-// worker.
+// only for the first answer of a log pod not asked before, so that log
+// pods that do not answer (a partition) hold no worker.
 func (r *viewReader) read(ctx context.Context, group string, trigger *framework.Trigger, reader string, logPods map[int]*corev1.Pod, wait bool) viewRead {
 	r.mu.Lock()
 	if r.readers[group] == nil {
@@ -159,7 +159,10 @@ func (r *viewReader) read(ctx context.Context, group string, trigger *framework.
 	if wait {
 		results = r.views.Collect(ctx, targets, call)
 	} else {
-		results = r.views.Watch(targets, call)
+		// A log pod not asked yet (every one, when this replica just
+		// became leader) is waited for once: without a view the sets
+		// would show their serving stores as down (chaos seed 20261203).
+		results = r.views.WatchKnown(ctx, targets, call)
 	}
 	now := r.now()
 	var views []hakeeper.View

@@ -101,11 +101,18 @@ type Options struct {
 	// ReconfigTimeout bounds a membership read or change through the
 	// client port (default DefaultReconfigTimeout).
 	ReconfigTimeout time.Duration
+	// OperatorNamespace is where Steward's pods run, which the servers'
+	// NetworkPolicy admits (default framework.OperatorNamespace(); empty:
+	// any namespace).
+	OperatorNamespace string
 }
 
 func (o Options) withDefaults() Options {
 	if o.ClusterDomain == "" {
 		o.ClusterDomain = build.DefaultClusterDomain
+	}
+	if o.OperatorNamespace == "" {
+		o.OperatorNamespace = framework.OperatorNamespace()
 	}
 	if o.Resync <= 0 {
 		o.Resync = DefaultResync
@@ -311,7 +318,8 @@ var configTypes = map[string]standard.SettingType{
 }
 
 // Declare runs on every pass, flows included (framework.Declarer): it
-// applies the credentials, the Services and the PodDisruptionBudget,
+// applies the credentials, the Services, the PodDisruptionBudget and the
+// NetworkPolicy spec.networkPolicy asks for,
 // observes the ensemble into status, applies the members ConfigMap and the
 // StatefulSet for the membership it found and the size a scale flow holds
 // (with the server it is adding), collects superseded configuration, and sets the conditions. It
@@ -332,6 +340,10 @@ func (c *Controller) Declare(ctx *Context) (*ensemble, error) {
 		if err := ctx.Apply(child.obj, child.component); err != nil {
 			return nil, err
 		}
+	}
+	np := build.NetworkPolicy(zk, framework.OperatorPeer(c.opts.OperatorNamespace))
+	if err := ctx.ApplyNetworkPolicy(zk.Spec.NetworkPolicy, np, build.ComponentServer); err != nil {
+		return nil, err
 	}
 	e, err := c.observe(ctx)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -834,4 +836,38 @@ func TestChildrenKeptDuringFlows(t *testing.T) {
 	if op := zk.Status.Operation; op.Step != "change-members" || op.Phase != commonv1.PhaseRunning {
 		t.Errorf("operation %s/%s, want still waiting in change-members", op.Step, op.Phase)
 	}
+}
+
+// TestNetworkPolicyFollowsSpec: spec.networkPolicy.enabled makes the
+// servers' NetworkPolicy, false deletes it, and the operator's peer names
+// the namespace it runs in.
+func TestNetworkPolicyFollowsSpec(t *testing.T) {
+	cfg, c, ns := setup(t)
+	startManagerWith(t, cfg, ns, zookeeper.Options{Resync: time.Second, OperatorNamespace: "steward-system"})
+
+	create(t, c, newCluster(ns, "zk", func(s *zkv1.ZookeeperClusterSpec) { s.NetworkPolicy.Enabled = true }))
+	zk := waitCluster(t, c, ns, "zk", "the cluster to settle", settled)
+	var np networkingv1.NetworkPolicy
+	testenv.Eventually(t, "the NetworkPolicy", func() (bool, string) { return get(t, c, ns, zk.Name, &np), "absent" })
+	ownedBy(t, &np, zk)
+	if want := build.NetworkPolicy(zk, framework.OperatorPeer("steward-system")); !equality.Semantic.DeepEqual(np.Spec, want.Spec) {
+		t.Errorf("NetworkPolicy spec\n%+v\nwant\n%+v", np.Spec, want.Spec)
+	}
+
+	update(t, c, ns, "zk", func(zk *zkv1.ZookeeperCluster) { zk.Spec.NetworkPolicy.Enabled = false })
+	testenv.Eventually(t, "the NetworkPolicy deleted", func() (bool, string) {
+		var live networkingv1.NetworkPolicy
+		return !get(t, c, ns, zk.Name, &live), "still there"
+	})
+	// Another's NetworkPolicy of the same namespace is not the cluster's.
+	other := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{}, Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}}}}}}}}
+	create(t, c, other)
+	before := zk.Status.ObservedGeneration
+	update(t, c, ns, "zk", func(zk *zkv1.ZookeeperCluster) { zk.Spec.NetworkPolicy.ClientsFrom = other.Spec.Ingress[0].From })
+	waitCluster(t, c, ns, "zk", "a pass at the new generation", func(zk *zkv1.ZookeeperCluster) bool {
+		return settled(zk) && zk.Status.ObservedGeneration > before
+	})
+	mustGet(t, c, ns, "theirs", &networkingv1.NetworkPolicy{})
 }

@@ -131,7 +131,8 @@ func (c *Controller) observe(ctx *Context) (*ensemble, error) {
 // observeServers probes the server pods and reads their answers into e
 // (readAnswers). An operation's steps (wait) decide on answers at most a
 // second old and wait for them, up to the probe deadline; every other pass
-// reads what the background probes last heard and never waits.
+// reads what the background probes last heard, and waits only for the
+// first answers of servers not asked before.
 func (c *Controller) observeServers(ctx context.Context, zk *Cluster, e *ensemble, pods map[int]*corev1.Pod, wait bool) {
 	group := framework.Group(zk)
 	last := c.lastCommit(zk)
@@ -162,7 +163,10 @@ func (c *Controller) observeServers(ctx context.Context, zk *Cluster, e *ensembl
 	if wait {
 		results = ObserveEnsemble(ctx, c.stats, c.http, targets)
 	} else {
-		results = WatchEnsemble(c.stats, c.http, targets)
+		// A server not asked yet (every server, when this replica just
+		// became leader) is waited for once: read as not answering, it
+		// would show a serving ensemble as down (chaos seed 20261203).
+		results = c.stats.WatchKnown(ctx, targets, observeCall(c.http))
 	}
 	c.stats.Forget(group, targets)
 	e.readAnswers(results, fromInt32(zk.Status.Members), last)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -173,7 +174,31 @@ func (q quietSpec) changed(o *unstructured.Unstructured, last map[string]map[str
 	if len(changed) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%s at %s", what, strings.Join(changed[:min(len(changed), 8)], ", "))}
+	var out []string
+	for _, path := range changed[:min(len(changed), 8)] {
+		out = append(out, fmt.Sprintf("%s %.80q → %.80q", path, fmt.Sprint(valueAt(before, path)), fmt.Sprint(valueAt(o.Object, path))))
+	}
+	return []string{fmt.Sprintf("%s at %s (%s)", what, strings.Join(out, ", "), time.Now().Format(time.TimeOnly))}
+}
+
+// valueAt is the value at a dotted path of chaos.Changes in obj; nil
+// where there is none.
+func valueAt(obj any, path string) any {
+	for _, key := range strings.Split(path, ".") {
+		switch o := obj.(type) {
+		case map[string]any:
+			obj = o[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i >= len(o) {
+				return nil
+			}
+			obj = o[i]
+		default:
+			return nil
+		}
+	}
+	return obj
 }
 
 // suiteDeletions are the pods the suite's faults deleted, by namespace and

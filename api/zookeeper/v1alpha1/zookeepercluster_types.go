@@ -124,6 +124,14 @@ type ZookeeperClusterSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	MaxUnavailable *int32 `json:"maxUnavailable,omitempty"`
 
+	// networkPolicy fences the servers with a NetworkPolicy: the client
+	// port (2181) from networkPolicy.clientsFrom (default: any source),
+	// the quorum and election ports (2888, 3888) from the servers, the
+	// AdminServer (adminPort) from Steward's operator. Default: no
+	// policy; can change (docs/zookeeper.md).
+	// +optional
+	NetworkPolicy commonv1.NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// The servers' placement: nodeSelector, affinity (replacing the
 	// default, a preferred pod anti-affinity that spreads the servers over
 	// nodes), tolerations, topologySpreadConstraints and priorityClassName.

@@ -127,6 +127,7 @@ func (in *ZookeeperClusterSpec) DeepCopyInto(out *ZookeeperClusterSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	in.NetworkPolicy.DeepCopyInto(&out.NetworkPolicy)
 	in.PodPlacement.DeepCopyInto(&out.PodPlacement)
 }
 

@@ -246,6 +246,29 @@ func (c *Collector[R]) Watch(targets []Target, call CallFunc[R]) map[string]Resu
 	return c.Results(targets)
 }
 
+// WatchKnown is Watch for the targets the collector has been asked about
+// before; when one of targets is new to it, it is Collect instead: it
+// calls them and waits for their answers, up to the deadline. A pass
+// right after the collector started (a replica that just became leader)
+// or after a new pod appeared would otherwise read those targets as
+// ErrPending, and show a system that answers as one that does not; once
+// asked, a target never holds a pass up again.
+func (c *Collector[R]) WatchKnown(ctx context.Context, targets []Target, call CallFunc[R]) map[string]Result[R] {
+	c.mu.Lock()
+	known := true
+	for _, t := range targets {
+		if c.state[keyOf(t)] == nil {
+			known = false
+			break
+		}
+	}
+	c.mu.Unlock()
+	if known {
+		return c.Watch(targets, call)
+	}
+	return c.Collect(ctx, targets, call)
+}
+
 // Collect calls every target that has no call in flight and no answer
 // younger than MinInterval, waits until those calls answered or the
 // deadline passed, and returns the latest result of each target, keyed by

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -309,6 +310,33 @@ func TestWatchNeverWaits(t *testing.T) {
 	}
 	if n := s.hangs.Load(); n != 1 {
 		t.Errorf("the hung target was called %d times, want once", n)
+	}
+}
+
+// TestWatchKnownWaitsForNewTargetsOnly: a target the collector has not
+// been asked about is waited for (a fresh leader's first pass must not
+// read a serving system as silent), up to the deadline; a known one never.
+func TestWatchKnownWaitsForNewTargetsOnly(t *testing.T) {
+	s := newServer(t)
+	c := NewCollector[int](Options[int]{CallTimeout: time.Minute, Interval: time.Hour, Deadline: 300 * time.Millisecond})
+	t.Cleanup(c.Close)
+	one := []Target{{Group: "ns/a", Key: "1", Address: s.URL + "/1"}}
+	if r := c.WatchKnown(t.Context(), one, get)["1"]; !r.OK() || r.Value != 1 {
+		t.Errorf("first read of a new target = %+v, want its answer 1", r)
+	}
+	withHung := append(slices.Clone(one), Target{Group: "ns/a", Key: "hang", Address: s.URL + "/hang"})
+	start := time.Now()
+	r := c.WatchKnown(t.Context(), withHung, get)
+	if took := time.Since(start); took < 250*time.Millisecond || took > 5*time.Second {
+		t.Errorf("a new hung target held the read %s, want the deadline (300ms)", took)
+	}
+	if !errors.Is(r["hang"].Err, ErrPending) || !r["1"].OK() {
+		t.Errorf("results %+v, want the hung one pending and the other answered", r)
+	}
+	start = time.Now()
+	c.WatchKnown(t.Context(), withHung, get)
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("known targets held the read %s, want no wait", took)
 	}
 }
 
