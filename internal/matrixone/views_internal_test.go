@@ -107,3 +107,25 @@ func TestSetsShareTheLogPodsProbes(t *testing.T) {
 		t.Error("the LogSet's readers outlive the last set")
 	}
 }
+
+// TestNewLeaderReadsAViewSeed20261203 is what chaos seed 20261203 found:
+// a replica that had just become leader read no view of HAKeeper on its
+// first pass of a set (no flow running: it waits for no probe), and the
+// TNSet and the ProxySet said "no store is up" for a second over stores
+// that served. The first read of log pods not asked before waits for
+// their answers.
+func TestNewLeaderReadsAViewSeed20261203(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(hakeeper.View{State: "HAKeeperRunning", Tick: 7})
+	}))
+	t.Cleanup(srv.Close)
+	opts := Options{ProbeAddress: func(_, _, _ string) string { return strings.TrimPrefix(srv.URL, "http://") }}.withDefaults()
+	r := newViewReader(opts)
+	t.Cleanup(func() { r.views.Close() })
+	pods := map[int]*corev1.Pod{0: {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mo-log-0", UID: "u0"},
+		Status: corev1.PodStatus{PodIP: "10.0.0.1"}}}
+	read := r.read(t.Context(), "ns/mo-log", framework.NewTrigger(), "ns/mo-proxy", pods, false)
+	if !read.ok || read.view.Tick != 7 {
+		t.Errorf("a new leader's first read: ok %t, tick %d (%s); want the view of tick 7", read.ok, read.view.Tick, read.why)
+	}
+}

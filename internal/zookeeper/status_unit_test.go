@@ -276,3 +276,30 @@ func TestMembersCommittedForgetsAnswersOnlyWhenTheLeaderLeft(t *testing.T) {
 		t.Errorf("%d answers kept after the leader was removed, want none", n)
 	}
 }
+
+// TestNewLeaderShowsTheServingEnsembleSeed20261203 is what chaos seed
+// 20261203 found at its first step: the operator's leader killed, the new
+// leader's first pass (no flow running, so it waits for no answer) read
+// every server as not having answered yet and wrote "0 of 3 members serve,
+// no leader answers" over a serving ensemble, then the truth a second
+// later. A fresh controller's first observation must carry the servers'
+// answers.
+func TestNewLeaderShowsTheServingEnsembleSeed20261203(t *testing.T) {
+	zk := testCluster(3)
+	zk.Status.Members = []int32{1, 2, 3}
+	c := New(Options{ProbeTimeout: 2 * time.Second, ProbeDeadline: time.Second, ProbeInterval: time.Hour})
+	t.Cleanup(c.stats.Close)
+	admin := &fakeAdminServers{role: map[string]zkclient.Role{}, voting: map[string][]int{}, held: map[string]chan struct{}{}}
+	c.http = &http.Client{Transport: admin}
+	pods := map[int]*corev1.Pod{}
+	for _, s := range healthy(3, 3, newRev) {
+		pods[build.Ordinal(s.id)] = fakePod(zk, s)
+		// Every member of a serving ensemble answers its voting view.
+		admin.set(fmt.Sprintf("%s:%d", s.ip, zk.Spec.AdminPort), s.role, []int{1, 2, 3})
+	}
+	e := &ensemble{servers: map[int]*server{}, highestPodOrdinal: -1}
+	c.observeServers(t.Context(), zk, e, pods, false)
+	if n := e.servingMembers([]int{1, 2, 3}); n != 3 || e.leader == nil || e.leader.pod.Name != "zk-2" {
+		t.Errorf("the first pass of a new leader sees %d of 3 members serve, leader %v; want 3, zk-2", n, e.leader)
+	}
+}
