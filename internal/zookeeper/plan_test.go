@@ -47,6 +47,7 @@ type fakeServer struct {
 	noReply bool          // the probe has no answer at all yet (ErrPending)
 	stuck   bool          // the pod has been unready for five minutes
 	exited  int32         // the exit code of the container's crash loop, 0 for none
+	running bool          // with exited: the container runs again, between two crashes
 }
 
 // testCluster returns a defaulted ZookeeperCluster zk/ns with replicas.
@@ -82,8 +83,11 @@ func fakePod(zk *Cluster, s fakeServer) *corev1.Pod {
 		pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-5 * time.Minute))
 	}
 	if s.exited != 0 {
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: build.ContainerName, RestartCount: 4,
-			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}},
+		state := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s"}}
+		if s.running {
+			state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: build.ContainerName, RestartCount: 4, State: state,
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: s.exited}}}}
 	}
 	return pod
@@ -532,7 +536,14 @@ func TestProgress(t *testing.T) {
 			// says how it ends, not how often (it would change each time).
 			name:    "a member crash-loops",
 			servers: with(three, 3, func(s *fakeServer) { notServing(s); s.exited = 3 }),
-			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve: container " + build.ContainerName + " is CrashLoopBackOff (it exited with code 3)",
+			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve: container " + build.ContainerName + " last exited with code 3",
+		},
+		{
+			// Between two crashes its container runs, not ready: the
+			// message stays.
+			name:    "a member crash-loops, running again for now",
+			servers: with(three, 3, func(s *fakeServer) { notServing(s); s.exited = 3; s.running = true }),
+			reason:  zkv1.ReasonServersNotServing, message: "server 3 does not serve: container " + build.ContainerName + " last exited with code 3",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -165,9 +166,10 @@ func notReady(zk *Cluster, e *ensemble) (reason, message string) {
 		if s := e.member(id); s == nil || !s.serving() {
 			// A server that crash-loops (a full volume, a log it cannot
 			// read) says how it last ended, which a user cannot see in
-			// "does not serve" alone.
+			// "does not serve" alone; one that waits for something else
+			// (a node, its image) says what.
 			if s != nil && s.pod != nil && !workload.IsReady(s.pod) {
-				if d := workload.NotReadyDetail(s.pod); d != "" {
+				if d := cmp.Or(workload.LastExit(s.pod, build.ContainerName), workload.NotReadyDetail(s.pod)); d != "" {
 					return zkv1.ReasonServersNotServing, fmt.Sprintf("server %d does not serve: %s", id, d)
 				}
 			}

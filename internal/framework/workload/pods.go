@@ -95,6 +95,26 @@ func NotReadyDetail(pod *corev1.Pod) string {
 	return ""
 }
 
+// LastExit says how the container named container last ended, when that
+// was a failure: "container zookeeper last exited with code 3",
+// "container zookeeper was last OOMKilled"; empty when it never ended, or
+// ended with code 0. Unlike the container's state, which goes between
+// CrashLoopBackOff and Running at every crash, it stays the same through
+// a crash loop, so a condition message that carries it is written once.
+func LastExit(pod *corev1.Pod, container string) string {
+	for _, st := range pod.Status.ContainerStatuses {
+		last := st.LastTerminationState.Terminated
+		switch {
+		case st.Name != container || last == nil:
+		case last.Reason == "OOMKilled":
+			return fmt.Sprintf("container %s was last OOMKilled", container)
+		case last.ExitCode != 0:
+			return fmt.Sprintf("container %s last exited with code %d", container, last.ExitCode)
+		}
+	}
+	return ""
+}
+
 // NotReadyMessage is "<pod> is not ready", followed by NotReadyDetail when
 // the pod says more.
 func NotReadyMessage(pod *corev1.Pod) string {

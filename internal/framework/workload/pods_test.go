@@ -127,3 +127,33 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
 	}
 	return corev1.PodCondition{}
 }
+
+func TestLastExit(t *testing.T) {
+	status := func(name, reason string, code int32, running bool) corev1.ContainerStatus {
+		st := corev1.ContainerStatus{Name: name, RestartCount: 3,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}
+		if running {
+			st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		}
+		if reason != "" {
+			st.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code}
+		}
+		return st
+	}
+	for name, tc := range map[string]struct {
+		st   corev1.ContainerStatus
+		want string
+	}{
+		"never ended":                    {status("app", "", 0, true), ""},
+		"ended well":                     {status("app", "Completed", 0, true), ""},
+		"crash-looping, waiting":         {status("app", "Error", 3, false), "container app last exited with code 3"},
+		"crash-looping, running for now": {status("app", "Error", 3, true), "container app last exited with code 3"},
+		"killed at its memory limit":     {status("app", "OOMKilled", 137, false), "container app was last OOMKilled"},
+		"another container's":            {status("sidecar", "Error", 1, false), ""},
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{tc.st}}}
+		if got := workload.LastExit(pod, "app"); got != tc.want {
+			t.Errorf("%s: LastExit = %q, want %q", name, got, tc.want)
+		}
+	}
+}
