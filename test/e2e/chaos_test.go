@@ -407,10 +407,16 @@ func faultRestartAPIServer() (string, error) {
 }
 
 // runningPods are the pods of ns that selector matches that run a
-// container (a fault needs a process to act on), by name.
+// container (a fault needs a process to act on), by name. The list is
+// retried for a minute: another system's fault may be restarting the API
+// server (seed 20261203, MatrixOne step 15, systems at once).
 func runningPods(ctx context.Context, ns, selector string) ([]corev1.Pod, error) {
-	list, err := env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
+	var list *corev1.PodList
+	if err := waitFor(time.Minute, func(context.Context) error {
+		var err error
+		list, err = env.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod

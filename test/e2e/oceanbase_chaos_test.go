@@ -189,6 +189,9 @@ func (o *obDataScenario) chaosTenant(m *obChaosModel) *obv1.OBTenant {
 	tn := tenantSpec(o.ns, obTenant, obName)
 	tn.Spec.Zones = []obv1.OBTenantZone{{Name: "z1"}, {Name: "z2"}, {Name: "z3"}}
 	tn.Spec.Unit.MaxCPU = resource.MustParse(m.tenantCPU)
+	// minCPU defaults to maxCPU: a tenant re-created at maxCPU 2 could
+	// then not go back to 1 (seed 20261203, step 29).
+	tn.Spec.Unit.MinCPU = ptr.To(resource.MustParse("1"))
 	return tn
 }
 

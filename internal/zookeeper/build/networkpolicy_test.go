@@ -8,12 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	zkv1 "github.com/stewardhq/steward/api/zookeeper/v1alpha1"
-	"github.com/stewardhq/steward/internal/framework"
 	"github.com/stewardhq/steward/internal/zookeeper/build"
 )
 
 func TestNetworkPolicy(t *testing.T) {
-	operator := framework.OperatorPeer("steward-system")
+	// The operator's peer is the framework's (OperatorPeer); any peer
+	// will do here.
+	operator := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "steward"}}}
 	apps := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "apps"}}}
 	for _, tc := range []struct {
 		name        string
