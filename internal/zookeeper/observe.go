@@ -42,15 +42,6 @@ func ObserveEnsemble(ctx context.Context, c *probe.Collector[zkclient.Observatio
 	return c.Collect(ctx, targets, observeCall(httpClient))
 }
 
-// WatchEnsemble returns what the collector c last heard from each target,
-// keyed by Target.Key, without waiting: c keeps asking every target in the
-// background (zkclient.Observe) and notifies when an answer changed. A
-// target named for the first time reads probe.ErrPending until it answers.
-func WatchEnsemble(c *probe.Collector[zkclient.Observation], httpClient *http.Client,
-	targets []probe.Target) map[string]probe.Result[zkclient.Observation] {
-	return c.Watch(targets, observeCall(httpClient))
-}
-
 // observationChanged reports whether two answers of a server differ in what
 // the controller acts on or shows: its role, read-only mode, version or
 // voting members. Its zxid, uptime and counters move all the time.

@@ -266,7 +266,7 @@ func TestMembersCommittedForgetsAnswersOnlyWhenTheLeaderLeft(t *testing.T) {
 	for _, s := range e.servers {
 		targets = append(targets, probe.Target{Group: framework.Group(zk), Key: string(s.pod.UID), Address: s.pod.Status.PodIP + ":8080"})
 	}
-	WatchEnsemble(c.stats, c.http, targets)
+	c.stats.Watch(targets, observeCall(c.http))
 	c.membersCommitted(zk, e, []int{1, 2, 3, 4})
 	if n := c.stats.Len(); n != 3 {
 		t.Errorf("%d answers kept after a member was added, want 3", n)

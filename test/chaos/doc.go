@@ -2,7 +2,7 @@
 // one seed, a run picks a bounded number of actions, operations a user
 // makes (scale, reconfigure, change the image, delete and re-create) and
 // faults (an operator replica killed, data pods killed or frozen, the API
-// server restarted, a pod's network cut), waits after each for the system
+// server restarted, a pod's network cut, a volume filled), waits after each for the system
 // to settle, and checks its invariants, so that a violation names the seed
 // and the step that found it and the same seed replays the same actions.
 //

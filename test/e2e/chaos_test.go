@@ -88,7 +88,7 @@ type chaosConfig struct {
 // check runs while quiet's objects are watched for a write.
 func (c chaosConfig) run(t *testing.T, actions []chaos.Action, settle, check func(context.Context) error, quiet quietSpec, dump func()) {
 	t.Helper()
-	held := func(ctx context.Context) error { return quiet.heldQuiet(ctx, check) }
+	held := func(ctx context.Context) error { return (&quiet).heldQuiet(ctx, check) }
 	rep, err := chaos.Run{Seed: c.seed, Steps: c.steps, Budget: c.budget, Actions: actions, Settle: settle, Check: held, Logf: t.Logf}.Do(t.Context())
 	counts := map[string]int{}
 	for _, s := range rep.Steps {

@@ -38,22 +38,39 @@ type quietSpec struct {
 	ns       string
 	gv       schema.GroupVersion
 	workload []string // chaos.Changes patterns
+
+	// dyn and kinds are found once per run (prepare).
+	dyn   dynamic.Interface
+	kinds []schema.GroupVersionResource
+}
+
+// prepare makes the client and discovers the group's kinds, once.
+func (q *quietSpec) prepare() error {
+	if q.dyn != nil {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(env.config)
+	if err != nil {
+		return err
+	}
+	kinds, err := q.resources()
+	if err != nil {
+		return err
+	}
+	q.dyn, q.kinds = dyn, kinds
+	return nil
 }
 
 // heldQuiet runs during (the step's other invariants) and waits out
 // chaosQuietFor, watching the objects from before it, and says which
 // object changed, and where, if one did.
-func (q quietSpec) heldQuiet(ctx context.Context, during func(context.Context) error) error {
+func (q *quietSpec) heldQuiet(ctx context.Context, during func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dyn, err := dynamic.NewForConfig(env.config)
-	if err != nil {
+	if err := q.prepare(); err != nil {
 		return err
 	}
-	resources, err := q.resources()
-	if err != nil {
-		return err
-	}
+	dyn, resources := q.dyn, q.kinds
 	var (
 		mu      sync.Mutex
 		changes []string
@@ -76,7 +93,7 @@ func (q quietSpec) heldQuiet(ctx context.Context, during func(context.Context) e
 			mu.Unlock()
 		})
 	}
-	err = during(ctx)
+	err := during(ctx)
 	if wait := time.Until(deadline); err == nil && wait > 0 {
 		sleep(ctx, wait)
 	}
