@@ -70,11 +70,11 @@ func (j *jobs) list(ctx context.Context) (map[string]job.JobStatusCode, error) {
 	return out, nil
 }
 
-// running returns the ids of the running jobs, sorted.
-func running(codes map[string]job.JobStatusCode) []string {
+// withCode returns the ids of the jobs whose status is code, sorted.
+func withCode(codes map[string]job.JobStatusCode, code job.JobStatusCode) []string {
 	var ids []string
-	for id, code := range codes {
-		if code == job.JobStatusCode_JOB_RUNNING {
+	for id, c := range codes {
+		if c == code {
 			ids = append(ids, id)
 		}
 	}

@@ -1,6 +1,7 @@
 package gpss
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -10,6 +11,7 @@ import (
 
 	commonv1 "github.com/stewardhq/steward/api/common/v1alpha1"
 	gpssv1 "github.com/stewardhq/steward/api/gpss/v1alpha1"
+	"github.com/stewardhq/steward/internal/gpss/gpssapi/job"
 )
 
 // TestDesiredReplicas checks how Declare sizes the instances' StatefulSet:
@@ -92,6 +94,39 @@ func TestRemoveInstancesHolds(t *testing.T) {
 			}
 			if held, ok := op.HeldReplicas("g"); !ok || held != 1 {
 				t.Errorf("held %d, %t; want 1, true", held, ok)
+			}
+		})
+	}
+}
+
+// TestInErrorSinceRecorded checks which jobs in error the start-jobs step
+// takes over: neither in error when the scale-in began nor recorded as
+// stopped by it.
+func TestInErrorSinceRecorded(t *testing.T) {
+	const (
+		run  = job.JobStatusCode_JOB_RUNNING
+		stop = job.JobStatusCode_JOB_STOPPED
+		fail = job.JobStatusCode_JOB_ERROR
+	)
+	for _, tc := range []struct {
+		name           string
+		stopped, prior []string
+		codes          map[string]job.JobStatusCode
+		want           []string
+	}{
+		{"nothing in error", []string{"a"}, nil, map[string]job.JobStatusCode{"a": run, "b": stop}, nil},
+		{"a job started during the flow, on an instance gone since", []string{"a"}, nil,
+			map[string]job.JobStatusCode{"a": stop, "late": fail}, []string{"late"}},
+		{"in error before the flow: left alone", nil, []string{"old"},
+			map[string]job.JobStatusCode{"old": fail, "late": fail}, []string{"late"}},
+		{"a stopped job in error: already recorded", []string{"a"}, nil,
+			map[string]job.JobStatusCode{"a": fail}, nil},
+		{"sorted", nil, nil, map[string]job.JobStatusCode{"c": fail, "a": fail, "b": fail}, []string{"a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &gpssv1.GpssClusterStatus{StoppedJobs: tc.stopped, JobsInErrorBeforeScaleIn: tc.prior}
+			if got := inErrorSinceRecorded(st, tc.codes); !slices.Equal(got, tc.want) {
+				t.Errorf("inErrorSinceRecorded = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -2,6 +2,8 @@ package gpss_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,4 +134,122 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 			t.Errorf("job %s is %v, want %v", info.GetName(), info.GetStatus().GetCode(), want)
 		}
 	}
+}
+
+// TestAJobStartedDuringAScaleInRunsAfterItSeed20261203 is the chaos suite's
+// seed 20261203 (GPSS steps 17 and 21): a client started a job while a
+// scale-in ran, after the flow had stopped the running jobs, and GPSS gave
+// it to a departing instance, which had none left to run. The instance
+// went, the job went to JOB_ERROR, and the flow, which knew only the jobs
+// it had stopped, left it there. Here a cluster of three scales in to one;
+// once the jobs are stopped a client starts two jobs, one of which the
+// departing instance sc-1 takes. After the flow every job that ran or was
+// started runs on sc-0, and a job that was in error before the scale-in
+// (its instance, outside the cluster, gone) is left in error.
+func TestAJobStartedDuringAScaleInRunsAfterItSeed20261203(t *testing.T) {
+	etcd := gpsstest.StartEtcd(t)
+	// The simulator gives a job to the least loaded instance, the lowest
+	// named among equals: "a-old" takes the first job, then sc-0.
+	old := gpsstest.RunSimulator(t, etcd, "c-sj", "a-old", simulator.Knobs{})
+	sims := []*gpsstest.Simulator{
+		gpsstest.RunSimulator(t, etcd, "c-sj", "sj-0", simulator.Knobs{}),
+		gpsstest.RunSimulator(t, etcd, "c-sj", "sj-1", simulator.Knobs{}),
+		gpsstest.RunSimulator(t, etcd, "c-sj", "sj-2", simulator.Knobs{}),
+	}
+	c, ns := setup(t, through(sims...))
+	jobs := job.NewJobServiceClient(gpsstest.Dial(t, sims[0].GRPCAddr))
+	startJob := func(name, owner string) {
+		t.Helper()
+		resp, err := jobs.SubmitJob(t.Context(), &job.SubmitJobRequest{JobOption: &job.JobOption{Name: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jobs.StartJob(t.Context(), &job.StartJobRequest{JobIdentifier: &job.JobIdentifier{Unit: &job.JobIdentifier_JobId{JobId: resp.GetJobId()}}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, "job "+name+" runs on "+owner, func() (bool, string) {
+			owners := gpsstest.JobOwners(t, etcd, "c-sj")
+			return owners[name] == owner, fmt.Sprintf("owners %v", owners)
+		})
+	}
+	startJob("failed", "a-old")
+	old.Stop()
+	startJob("before", "sj-0")
+
+	g := newCluster(ns, "sj", func(s *gpssv1.GpssClusterSpec) {
+		s.ClusterID = "c-sj"
+		s.Etcd.Endpoints = []string{etcd}
+	})
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) { return exists(t, c, ns, "sj", sts), "not yet" })
+	markReady(t, c, sts, true)
+	testenv.Eventually(t, "Ready", func() (bool, string) {
+		g := cluster(t, c, ns, "sj")
+		return g.Status.Jobs != nil && g.Status.Jobs.Running == 1 && g.Status.Jobs.Error == 1, fmt.Sprintf("%+v", g.Status.Jobs)
+	})
+
+	if err := c.Patch(t.Context(), cluster(t, c, ns, "sj"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the StatefulSet shrinks to 1 after the jobs stopped", func() (bool, string) {
+		exists(t, c, ns, "sj", sts)
+		return *sts.Spec.Replicas == 1, fmt.Sprintf("%d replicas", *sts.Spec.Replicas)
+	})
+	if st := cluster(t, c, ns, "sj").Status; !slices.Equal(st.StoppedJobs, []string{jobID(t, jobs, "before")}) ||
+		!slices.Equal(st.JobsInErrorBeforeScaleIn, []string{jobID(t, jobs, "failed")}) {
+		t.Errorf("status.stoppedJobs %v, status.jobsInErrorBeforeScaleIn %v; want the job that ran and the one in error", st.StoppedJobs, st.JobsInErrorBeforeScaleIn)
+	}
+	// A client starts two jobs while the departing instances still run:
+	// the second goes to sj-1, which is leaving.
+	startJob("pin", "sj-0")
+	startJob("late", "sj-1")
+	for i := 1; i < 3; i++ {
+		sims[i].Stop()
+		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sj-%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the scale-in succeeds", func() (bool, string) {
+		op := cluster(t, c, ns, "sj").Status.Operation
+		return op != nil && op.Name == "scale-in" && op.Phase == commonv1.PhaseSucceeded, fmt.Sprintf("%+v", op)
+	})
+	want := map[string]string{"failed": "a-old", "before": "sj-0", "pin": "sj-0", "late": "sj-0"}
+	if owners := gpsstest.JobOwners(t, etcd, "c-sj"); !maps.Equal(owners, want) {
+		t.Errorf("owners after the scale-in %v, want %v", owners, want)
+	}
+	list, err := jobs.ListJobs(t.Context(), &job.ListJobRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range list.GetJobInfos() {
+		want := job.JobStatusCode_JOB_RUNNING
+		if info.GetName() == "failed" {
+			want = job.JobStatusCode_JOB_ERROR
+		}
+		if info.GetStatus().GetCode() != want {
+			t.Errorf("job %s is %v, want %v", info.GetName(), info.GetStatus().GetCode(), want)
+		}
+	}
+	if st := cluster(t, c, ns, "sj").Status; len(st.StoppedJobs) != 0 || len(st.JobsInErrorBeforeScaleIn) != 0 {
+		t.Errorf("status.stoppedJobs %v, status.jobsInErrorBeforeScaleIn %v after the flow; want both cleared", st.StoppedJobs, st.JobsInErrorBeforeScaleIn)
+	}
+}
+
+// jobID returns the id of the job named name.
+func jobID(t *testing.T, jobs job.JobServiceClient, name string) string {
+	t.Helper()
+	list, err := jobs.ListJobs(t.Context(), &job.ListJobRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range list.GetJobInfos() {
+		if info.GetName() == name {
+			return info.GetId()
+		}
+	}
+	t.Fatalf("no job %s", name)
+	return ""
 }

@@ -134,14 +134,9 @@ func (c *Controller) restartInstances(ctx *Context, cl *cluster) (bool, error) {
 func (c *Controller) jobsInError(ctx *Context) ([]string, error) {
 	var out []string
 	err := c.withJobs(ctx, func(_ *jobs, codes map[string]job.JobStatusCode) error {
-		for id, code := range codes {
-			if code == job.JobStatusCode_JOB_ERROR {
-				out = append(out, id)
-			}
-		}
+		out = withCode(codes, job.JobStatusCode_JOB_ERROR)
 		return nil
 	})
-	slices.Sort(out)
 	return out, err
 }
 

@@ -261,6 +261,15 @@ type GpssClusterStatus struct {
 	// +listType=set
 	StoppedJobs []string `json:"stoppedJobs,omitempty"`
 
+	// jobsInErrorBeforeScaleIn are the ids of the jobs that were in
+	// JOB_ERROR when a scale-in recorded the running jobs. A job that goes
+	// to JOB_ERROR during the scale-in (one a client started meanwhile on a
+	// departing instance) is started again with the stopped jobs; these,
+	// in error before, are left as they are. Cleared with stoppedJobs.
+	// +optional
+	// +listType=set
+	JobsInErrorBeforeScaleIn []string `json:"jobsInErrorBeforeScaleIn,omitempty"`
+
 	// jobs counts the cluster's jobs by state as the instances last listed
 	// them (GPSS's ListJobs); absent until an instance answered.
 	// +optional

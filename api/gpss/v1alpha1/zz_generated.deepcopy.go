@@ -158,6 +158,11 @@ func (in *GpssClusterStatus) DeepCopyInto(out *GpssClusterStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.JobsInErrorBeforeScaleIn != nil {
+		in, out := &in.JobsInErrorBeforeScaleIn, &out.JobsInErrorBeforeScaleIn
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Jobs != nil {
 		in, out := &in.Jobs, &out.Jobs
 		*out = new(JobsStatus)
