@@ -262,7 +262,8 @@ func (c *Controller) deleteDepartedServices(ctx *Context, cl *cluster, replicas 
 // Observe starts a scale-in when the StatefulSet has more instances than
 // spec.replicas, a rollout when an instance runs an earlier pod template
 // than the StatefulSet's latest, and starts jobs a scale-in stopped if it
-// ended (aborted, say) before it started them again. Scaling out and
+// ended (aborted, say) before it started them again (clearing what it
+// recorded, even when it had stopped none). Scaling out and
 // everything else Declare applies.
 func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 	g := ctx.Obj
@@ -271,7 +272,7 @@ func (c *Controller) Observe(ctx *Context, cl *cluster) (Action, error) {
 		return framework.StartFlow[*Cluster](flowScaleIn, scaleInTrigger(*cl.sts.Spec.Replicas, g.Spec.Replicas)), nil
 	case len(stale(cl)) > 0:
 		return framework.StartFlow[*Cluster](flowRollout, rolloutTrigger(cl.sts.Status.UpdateRevision)), nil
-	case len(g.Status.StoppedJobs) > 0:
+	case len(g.Status.StoppedJobs) > 0 || len(g.Status.JobsInErrorBeforeScaleIn) > 0:
 		return framework.Named("StartStoppedJobs", func(ctx *Context) error {
 			_, err := c.startStoppedJobs(ctx, cl)
 			return err
