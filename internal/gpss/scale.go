@@ -108,6 +108,8 @@ func (c *Controller) moveRecordedJobs(ctx *Context, want job.JobStatusCode, move
 	})
 }
 
+// moveJobs calls move for each job of ids that exists in codes and is not
+// in state want yet.
 func moveJobs(ctx context.Context, j *jobs, codes map[string]job.JobStatusCode, ids []string, want job.JobStatusCode, move func(*jobs, context.Context, string, job.JobStatusCode) error) error {
 	for _, id := range ids {
 		if code, ok := codes[id]; ok && code != want {

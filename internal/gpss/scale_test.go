@@ -35,16 +35,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 	// Instance 0 stays.
 	c, ns := setup(t, through(sims...))
 
-	g := newCluster(ns, "sc", func(s *gpssv1.GpssClusterSpec) {
-		s.ClusterID = "c-sc"
-		s.Etcd.Endpoints = []string{etcd}
-	})
-	if err := c.Create(t.Context(), g); err != nil {
-		t.Fatal(err)
-	}
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) { return exists(t, c, ns, "sc", sts), "not yet" })
-	markReady(t, c, sts, true)
+	sts := createOnEtcd(t, c, ns, "sc", "c-sc", etcd)
 	testenv.Eventually(t, "Ready", func() (bool, string) { return ready(cluster(t, c, ns, "sc")) })
 
 	jobs := job.NewJobServiceClient(gpsstest.Dial(t, sims[1].GRPCAddr))
@@ -176,16 +167,7 @@ func TestAJobStartedDuringAScaleInRunsAfterItSeed20261203(t *testing.T) {
 	old.Stop()
 	startJob("before", "sj-0")
 
-	g := newCluster(ns, "sj", func(s *gpssv1.GpssClusterSpec) {
-		s.ClusterID = "c-sj"
-		s.Etcd.Endpoints = []string{etcd}
-	})
-	if err := c.Create(t.Context(), g); err != nil {
-		t.Fatal(err)
-	}
-	sts := &appsv1.StatefulSet{}
-	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) { return exists(t, c, ns, "sj", sts), "not yet" })
-	markReady(t, c, sts, true)
+	sts := createOnEtcd(t, c, ns, "sj", "c-sj", etcd)
 	testenv.Eventually(t, "Ready", func() (bool, string) {
 		g := cluster(t, c, ns, "sj")
 		return g.Status.Jobs != nil && g.Status.Jobs.Running == 1 && g.Status.Jobs.Error == 1, fmt.Sprintf("%+v", g.Status.Jobs)
@@ -252,4 +234,22 @@ func jobID(t *testing.T, jobs job.JobServiceClient, name string) string {
 	}
 	t.Fatalf("no job %s", name)
 	return ""
+}
+
+// createOnEtcd creates a cluster of three instances named name, with
+// clusterID, on the etcd at etcd, waits for its instances' StatefulSet and
+// marks it and its pods ready (the test plays the StatefulSet controller).
+func createOnEtcd(t *testing.T, c client.Client, ns, name, clusterID, etcd string) *appsv1.StatefulSet {
+	t.Helper()
+	g := newCluster(ns, name, func(s *gpssv1.GpssClusterSpec) {
+		s.ClusterID = clusterID
+		s.Etcd.Endpoints = []string{etcd}
+	})
+	if err := c.Create(t.Context(), g); err != nil {
+		t.Fatal(err)
+	}
+	sts := &appsv1.StatefulSet{}
+	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) { return exists(t, c, ns, name, sts), "not yet" })
+	markReady(t, c, sts, true)
+	return sts
 }
