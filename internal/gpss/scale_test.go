@@ -80,16 +80,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 		len(op.Held) != 1 || op.Held[0] != (commonv1.HeldReplicas{Workload: "sc", Replicas: 1}) {
 		t.Errorf("operation %+v; want remove-instances holding sc at 1 while the departing pods run", op)
 	}
-	for i := 1; i < 3; i++ {
-		sims[i].Stop()
-		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sc-%d", i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Eventually(t, "the scale-in succeeds", func() (bool, string) {
-		op := cluster(t, c, ns, "sc").Status.Operation
-		return op != nil && op.Name == "scale-in" && op.Phase == commonv1.PhaseSucceeded, fmt.Sprintf("%+v", op)
-	})
+	departAndSucceed(t, c, ns, "sc", sims)
 	after := gpsstest.JobOwners(t, etcd, "c-sc")
 	if len(after) != 4 {
 		t.Errorf("%d jobs run after the scale-in, want the 4 that ran before: %v", len(after), after)
@@ -112,19 +103,7 @@ func TestScaleInMovesTheJobs(t *testing.T) {
 			t.Errorf("the gpfdist Service of departed instance %d is still there", i)
 		}
 	}
-	list, err := job.NewJobServiceClient(gpsstest.Dial(t, sims[0].GRPCAddr)).ListJobs(t.Context(), &job.ListJobRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, info := range list.GetJobInfos() {
-		want := job.JobStatusCode_JOB_RUNNING
-		if info.GetName() == "idle" {
-			want = job.JobStatusCode_JOB_STOPPED
-		}
-		if info.GetStatus().GetCode() != want {
-			t.Errorf("job %s is %v, want %v", info.GetName(), info.GetStatus().GetCode(), want)
-		}
-	}
+	expectRunning(t, job.NewJobServiceClient(gpsstest.Dial(t, sims[0].GRPCAddr)), map[string]job.JobStatusCode{"idle": job.JobStatusCode_JOB_STOPPED})
 }
 
 // TestAJobStartedDuringAScaleInRunsAfterItSeed20261203 is the chaos suite's
@@ -188,33 +167,12 @@ func TestAJobStartedDuringAScaleInRunsAfterItSeed20261203(t *testing.T) {
 	// the second goes to sj-1, which is leaving.
 	startJob("pin", "sj-0")
 	startJob("late", "sj-1")
-	for i := 1; i < 3; i++ {
-		sims[i].Stop()
-		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sj-%d", i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Eventually(t, "the scale-in succeeds", func() (bool, string) {
-		op := cluster(t, c, ns, "sj").Status.Operation
-		return op != nil && op.Name == "scale-in" && op.Phase == commonv1.PhaseSucceeded, fmt.Sprintf("%+v", op)
-	})
+	departAndSucceed(t, c, ns, "sj", sims)
 	want := map[string]string{"failed": "a-old", "before": "sj-0", "pin": "sj-0", "late": "sj-0"}
 	if owners := gpsstest.JobOwners(t, etcd, "c-sj"); !maps.Equal(owners, want) {
 		t.Errorf("owners after the scale-in %v, want %v", owners, want)
 	}
-	list, err := jobs.ListJobs(t.Context(), &job.ListJobRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, info := range list.GetJobInfos() {
-		want := job.JobStatusCode_JOB_RUNNING
-		if info.GetName() == "failed" {
-			want = job.JobStatusCode_JOB_ERROR
-		}
-		if info.GetStatus().GetCode() != want {
-			t.Errorf("job %s is %v, want %v", info.GetName(), info.GetStatus().GetCode(), want)
-		}
-	}
+	expectRunning(t, jobs, map[string]job.JobStatusCode{"failed": job.JobStatusCode_JOB_ERROR})
 	if st := cluster(t, c, ns, "sj").Status; len(st.StoppedJobs) != 0 || len(st.JobsInErrorBeforeScaleIn) != 0 {
 		t.Errorf("status.stoppedJobs %v, status.jobsInErrorBeforeScaleIn %v after the flow; want both cleared", st.StoppedJobs, st.JobsInErrorBeforeScaleIn)
 	}
@@ -252,4 +210,40 @@ func createOnEtcd(t *testing.T, c client.Client, ns, name, clusterID, etcd strin
 	testenv.Eventually(t, "the instances' StatefulSet", func() (bool, string) { return exists(t, c, ns, name, sts), "not yet" })
 	markReady(t, c, sts, true)
 	return sts
+}
+
+// expectRunning checks that every job ListJobs lists runs, but those of
+// except, which are in the state it gives.
+func expectRunning(t *testing.T, jobs job.JobServiceClient, except map[string]job.JobStatusCode) {
+	t.Helper()
+	list, err := jobs.ListJobs(t.Context(), &job.ListJobRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range list.GetJobInfos() {
+		want, ok := except[info.GetName()]
+		if !ok {
+			want = job.JobStatusCode_JOB_RUNNING
+		}
+		if info.GetStatus().GetCode() != want {
+			t.Errorf("job %s is %v, want %v", info.GetName(), info.GetStatus().GetCode(), want)
+		}
+	}
+}
+
+// departAndSucceed plays the StatefulSet controller for a scale-in of
+// cluster name to one instance: instances 1 and up stop and their pods go;
+// then it waits for the flow to succeed.
+func departAndSucceed(t *testing.T, c client.Client, ns, name string, sims []*gpsstest.Simulator) {
+	t.Helper()
+	for i := 1; i < len(sims); i++ {
+		sims[i].Stop()
+		if err := c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, "the scale-in succeeds", func() (bool, string) {
+		op := cluster(t, c, ns, name).Status.Operation
+		return op != nil && op.Name == "scale-in" && op.Phase == commonv1.PhaseSucceeded, fmt.Sprintf("%+v", op)
+	})
 }
